@@ -1,0 +1,255 @@
+"""Backend discovery and registration (``md.backends``).
+
+Backends are found through two entry-point groups (docs/BACKENDS.md):
+
+* ``mdtensor.backend_info`` -- a ``BackendInfo`` (name, device type, key, required
+  packages), read at ``import mdtensor`` without importing any array library;
+* ``mdtensor.backends`` -- the ``Backend`` class or factory, loaded lazily on the first use
+  of its device.
+
+The built-in backends (NumPy, JAX, CuPy) are registered through the same groups in
+mdtensor's own pyproject.toml.  A broken plug-in is reported with a warning naming its
+distribution and skipped; it never breaks ``import mdtensor`` or another backend.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import warnings
+from importlib.metadata import entry_points
+from typing import Callable
+
+from mdtensor import _keys
+
+from ._base import Backend, BackendInfo, Capabilities
+
+__all__ = [
+    "Backend",
+    "BackendInfo",
+    "Capabilities",
+    "available",
+    "get",
+    "register",
+    "rename_privateuse1",
+]
+
+
+class _Entry:
+    __slots__ = ("info", "factory", "backend", "distribution", "error")
+
+    def __init__(self, info: BackendInfo, factory, distribution: str | None):
+        self.info = info
+        self.factory = factory  # an EntryPoint, a class/callable, or None
+        self.backend: Backend | None = None
+        self.distribution = distribution
+        self.error: str | None = None
+
+
+_lock = threading.RLock()
+_by_device_type: dict[str, _Entry] = {}
+_by_name: dict[str, _Entry] = {}
+_load_hooks: list[Callable[[Backend], None]] = []
+_discovered = False
+
+# Built-ins are known without metadata too, so a source checkout that was never installed
+# (no entry points) still finds them.
+_BUILTIN = {
+    "numpy": ("mdtensor.backends.numpy_backend", BackendInfo("numpy", "cpu", "CPU", ("numpy",))),
+    "jax": ("mdtensor.backends.jax_backend", BackendInfo("jax", "jax", "JAX", ("jax",))),
+    "cupy": ("mdtensor.backends.cupy_backend", BackendInfo("cupy", "cuda", "CUDA", ("cupy",))),
+}
+
+
+def _dist_name(ep) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.name if dist is not None else f"entry point {ep.name!r}"
+
+
+def _discover() -> None:
+    """Read backend metadata from entry points (no array library is imported)."""
+    global _discovered
+    with _lock:
+        if _discovered:
+            return
+        _discovered = True
+        infos = {}
+        for ep in entry_points(group="mdtensor.backend_info"):
+            try:
+                info = ep.load()
+                if not isinstance(info, BackendInfo):
+                    raise TypeError(f"expected a BackendInfo, got {type(info).__name__}")
+                infos[ep.name] = (info, _dist_name(ep))
+            except Exception as e:  # noqa: BLE001 - a broken plug-in must not break import
+                warnings.warn(
+                    f"mdtensor: skipping backend plug-in {ep.name!r} from {_dist_name(ep)}: "
+                    f"its backend_info failed to load ({type(e).__name__}: {e})",
+                    RuntimeWarning, stacklevel=3,
+                )
+        factories = {ep.name: ep for ep in entry_points(group="mdtensor.backends")}
+        for name, (module, info) in _BUILTIN.items():
+            if name not in infos:
+                infos[name] = (info, "mdtensor")
+            factories.setdefault(name, module + ":backend")
+        for name, (info, dist) in infos.items():
+            factory = factories.get(name)
+            if factory is None:
+                warnings.warn(
+                    f"mdtensor: skipping backend plug-in {name!r} from {dist}: it declares "
+                    f"mdtensor.backend_info but no mdtensor.backends entry point",
+                    RuntimeWarning, stacklevel=3,
+                )
+                continue
+            try:
+                _add(_Entry(info, factory, dist))
+            except ValueError as e:
+                warnings.warn(f"mdtensor: skipping backend plug-in from {dist}: {e}",
+                              RuntimeWarning, stacklevel=3)
+
+
+def _add(entry: _Entry) -> None:
+    info = entry.info
+    if info.name in _by_name:
+        other = _by_name[info.name]
+        raise ValueError(
+            f"backend name {info.name!r} is already registered by {other.distribution}"
+        )
+    if info.device_type in _by_device_type:
+        other = _by_device_type[info.device_type]
+        raise ValueError(
+            f"device type {info.device_type!r} is already served by backend "
+            f"{other.info.name!r} from {other.distribution}"
+        )
+    if info.key not in _keys.BACKEND_COMPONENTS or info.key == "Meta":
+        raise ValueError(
+            f"backend {info.name!r} names backend key {info.key!r}; expected one of "
+            f"CPU, CUDA, JAX, PrivateUse1, PrivateUse2, PrivateUse3"
+        )
+    _by_name[info.name] = entry
+    _by_device_type[info.device_type] = entry
+
+
+def _instantiate(entry: _Entry) -> Backend:
+    factory = entry.factory
+    if isinstance(factory, str):
+        module, _, attr = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    elif hasattr(factory, "load"):
+        factory = factory.load()
+    backend = factory() if callable(factory) and not isinstance(factory, Backend) else factory
+    for attr in ("name", "device_type", "key", "namespace"):
+        if not getattr(backend, attr, None):
+            raise TypeError(f"backend object {backend!r} is missing required attribute {attr!r}")
+    if backend.key != entry.info.key or backend.device_type != entry.info.device_type:
+        raise TypeError(
+            f"backend {entry.info.name!r}: its metadata says key={entry.info.key}, "
+            f"device_type={entry.info.device_type!r}, but the backend object says "
+            f"key={backend.key}, device_type={backend.device_type!r}"
+        )
+    return backend
+
+
+def get(device_type: str) -> Backend:
+    """The backend serving ``device_type``, loading it on first use.
+
+    Raises:
+        ValueError: no backend serves this device type.
+        RuntimeError: the backend failed to load (its array library is missing, ...).
+    """
+    _discover()
+    entry = _by_device_type.get(device_type)
+    if entry is None:
+        known = ", ".join(sorted(_by_device_type)) or "none"
+        raise ValueError(
+            f"unknown device type {device_type!r}; known device types: {known}, meta"
+        )
+    if entry.backend is not None:
+        return entry.backend
+    with _lock:
+        if entry.backend is not None:
+            return entry.backend
+        try:
+            backend = _instantiate(entry)
+        except Exception as e:  # noqa: BLE001
+            entry.error = f"{type(e).__name__}: {e}"
+            raise RuntimeError(
+                f"backend {entry.info.name!r} for device type {device_type!r} "
+                f"(from {entry.distribution}) failed to load: {entry.error}"
+            ) from e
+        for hook in _load_hooks:
+            hook(backend)
+        entry.backend = backend
+        return backend
+
+
+def register(backend: Backend, *, info: BackendInfo | None = None) -> None:
+    """Register a backend object programmatically (instead of through an entry point).
+
+    Raises:
+        ValueError: the name or device type is taken, or the key is not a backend key.
+    """
+    _discover()
+    info = info or BackendInfo(backend.name, backend.device_type, backend.key)
+    with _lock:
+        entry = _Entry(info, backend, "md.backends.register")
+        _add(entry)
+        try:
+            get(info.device_type)
+        except Exception:
+            del _by_name[info.name], _by_device_type[info.device_type]
+            raise
+
+
+def unregister(name: str) -> None:
+    """Remove a backend registered with ``register`` (mainly for tests)."""
+    with _lock:
+        entry = _by_name.pop(name)
+        _by_device_type.pop(entry.info.device_type, None)
+
+
+def available() -> list[dict]:
+    """Every known backend: name, device type, key, installed, loaded, distribution."""
+    _discover()
+    rows = []
+    for name, e in sorted(_by_name.items()):
+        installed = all(importlib.util.find_spec(r) is not None for r in e.info.requires)
+        rows.append({
+            "name": name,
+            "device_type": e.info.device_type,
+            "key": e.info.key,
+            "installed": installed,
+            "loaded": e.backend is not None,
+            "distribution": e.distribution,
+            "error": e.error,
+        })
+    return rows
+
+
+def loaded() -> list[Backend]:
+    return [e.backend for e in _by_name.values() if e.backend is not None]
+
+
+def on_load(hook: Callable[[Backend], None]) -> None:
+    """Call ``hook(backend)`` for every backend loaded from now on (and the loaded ones)."""
+    _load_hooks.append(hook)
+    for b in loaded():
+        hook(b)
+
+
+def rename_privateuse1(name: str) -> None:
+    """Show PrivateUse1 as ``name``: ``device="name"`` and ``AutogradName`` in dumps."""
+    _rename("PrivateUse1", name)
+
+
+def _rename(component: str, name: str) -> None:
+    if not name.isidentifier():
+        raise ValueError(f"rename_privateuse1: {name!r} is not a valid identifier")
+    _keys.rename_backend(component, name[:1].upper() + name[1:])
+    _discover()
+    for e in list(_by_name.values()):
+        if e.info.key == component and e.info.device_type != name:
+            _by_device_type.pop(e.info.device_type, None)
+            e.info.device_type = name
+            _by_device_type[name] = e
+            if e.backend is not None:
+                e.backend.device_type = name

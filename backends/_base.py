@@ -1,0 +1,130 @@
+"""The backend contract (docs/BACKENDS.md is the user-facing version of this).
+
+A backend is a small object describing one array library on one kind of device.  What it
+must provide is marked *required*; everything else has a default.  What it gets for free:
+every ArrayAPI kernel of the op catalogue, autograd, modes, functionalization and meta.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Backend", "BackendInfo", "Capabilities"]
+
+
+class Capabilities:
+    """What a backend's arrays can do.
+
+    Attributes:
+        views: slicing/reshape/transpose return arrays that share memory with their input.
+        inplace: arrays can be written in place (``x[...] = y``).  Backends without it
+            (JAX) get the Functionalize key on every tensor.
+        ufunc_out: elementwise functions accept ``out=`` (in-place ops allocate nothing).
+        float64 / complex128: the 64-bit dtypes are available.
+    """
+
+    def __init__(self, *, views=True, inplace=True, ufunc_out=False, float64=True,
+                 complex128=True):
+        self.views = views
+        self.inplace = inplace
+        self.ufunc_out = ufunc_out
+        self.float64 = float64
+        self.complex128 = complex128
+
+    def __repr__(self) -> str:
+        flags = ", ".join(f"{k}={v}" for k, v in vars(self).items())
+        return f"Capabilities({flags})"
+
+
+class BackendInfo:
+    """Metadata readable without importing the backend's array library.
+
+    Attributes:
+        name: the backend's name (``'numpy'``).
+        device_type: the device string it serves (``'cpu'``, ``'cuda'``, ``'jax'``).
+        key: its backend component (``'CPU'``, ``'CUDA'``, ``'JAX'`` or ``'PrivateUseN'``).
+        requires: import names of the packages it needs (to report "installed or not").
+    """
+
+    def __init__(self, name: str, device_type: str, key: str, requires: tuple[str, ...] = ()):
+        self.name = name
+        self.device_type = device_type
+        self.key = key
+        self.requires = tuple(requires)
+
+    def __repr__(self) -> str:
+        return f"BackendInfo({self.name!r}, device_type={self.device_type!r}, key={self.key!r})"
+
+
+class Backend:
+    """Base class of backends.
+
+    Required: ``name``, ``device_type``, ``key``, ``namespace()``, ``array_type``.
+    Optional, with defaults: ``capabilities``, ``device_count``, ``device_index``,
+    ``asarray``, ``to_numpy``, ``from_dlpack``, ``ensure_array``, ``native_dtype`` /
+    ``dtype_from_native``, ``copy_into``, ``default_float``.
+    """
+
+    name: str = ""
+    device_type: str = ""
+    key: str = ""
+    capabilities = Capabilities()
+    #: True when the namespace follows the Array API standard (the ArrayAPI alias covers it)
+    array_api: bool = True
+    #: the concrete array class (used by plum; never an abstract/meta class)
+    array_type: type = object
+
+    def namespace(self) -> Any:
+        """The Array API namespace of this backend's arrays. Required."""
+        raise NotImplementedError
+
+    # -- devices ------------------------------------------------------------------------
+    def device_count(self) -> int:
+        return 1
+
+    def native_device(self, index: int) -> Any:
+        """The library's device object for ``index`` (passed to ``xp`` as ``device=``)."""
+        return None
+
+    def device_index(self, array) -> int:
+        """Which of this backend's devices ``array`` lives on."""
+        return 0
+
+    # -- arrays -------------------------------------------------------------------------
+    def ensure_array(self, result):
+        """Turn a kernel result into an array (NumPy returns scalars for 0-d results)."""
+        return result
+
+    def asarray(self, obj, dtype=None, index: int = 0, copy=None):
+        xp = self.namespace()
+        return xp.asarray(obj, dtype=dtype, device=self.native_device(index), copy=copy)
+
+    def to_numpy(self, array):
+        import numpy as np
+
+        return np.asarray(array)
+
+    def from_dlpack(self, obj, index: int = 0):
+        return self.namespace().from_dlpack(obj)
+
+    def copy_into(self, dst, src) -> None:
+        """Write ``src`` into ``dst`` in place (mutable backends only)."""
+        dst[...] = src
+
+    # -- dtypes -------------------------------------------------------------------------
+    def native_dtype(self, dtype):
+        """The library's dtype for an mdtensor DType."""
+        return getattr(self.namespace(), dtype.name)
+
+    def dtype_from_native(self, native):
+        from mdtensor._dtypes import as_dtype
+
+        return as_dtype(native)
+
+    def default_float(self):
+        from mdtensor import _dtypes
+
+        return _dtypes.float64 if self.capabilities.float64 else _dtypes.float32
+
+    def __repr__(self) -> str:
+        return f"<backend {self.name} device_type={self.device_type!r} key={self.key}>"

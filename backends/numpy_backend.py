@@ -1,0 +1,58 @@
+"""The NumPy backend: device ``"cpu"``, backend component CPU.
+
+NumPy arrays have views and in-place ufuncs with ``out=``, so in-place ops write into the
+existing buffer and views share memory with their base.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import Backend, BackendInfo, Capabilities
+
+INFO = BackendInfo("numpy", "cpu", "CPU", requires=("numpy",))
+
+
+class NumPyBackend(Backend):
+    name = "numpy"
+    device_type = "cpu"
+    key = "CPU"
+    capabilities = Capabilities(views=True, inplace=True, ufunc_out=True)
+    array_type = np.ndarray
+
+    def __init__(self):
+        import array_api_compat.numpy as xp
+
+        self._xp = xp
+        self._dtypes = {}
+
+    def namespace(self):
+        return self._xp
+
+    def native_device(self, index: int):
+        return "cpu"
+
+    def ensure_array(self, result):
+        # Note: NumPy ufuncs and reductions return NumPy scalars for 0-d results; tensors
+        # always hold arrays.
+        if type(result) is np.ndarray:
+            return result
+        return np.asarray(result)
+
+    def asarray(self, obj, dtype=None, index: int = 0, copy=None):
+        return np.asarray(obj, dtype=dtype) if copy is not True else np.array(obj, dtype=dtype)
+
+    def to_numpy(self, array):
+        return array
+
+    def from_dlpack(self, obj, index: int = 0):
+        return np.from_dlpack(obj)
+
+    def copy_into(self, dst, src) -> None:
+        np.copyto(dst, src, casting="same_kind")
+
+    def native_dtype(self, dtype):
+        return dtype.numpy
+
+
+backend = NumPyBackend

@@ -1,0 +1,56 @@
+"""mdtensor: a NumPy-like tensor library with a PyTorch-style dispatcher.
+
+``import mdtensor as md`` gives an Array API standard namespace (``md.asarray``, ``md.add``,
+``md.linalg``, ``md.fft``, ...) with torch-style tensors: autograd, in-place ``_`` methods,
+``out=``, views and devices.  Every op is declared once in the catalogue (``mdtensor.ops``)
+and dispatched by key set through the functionality layers (docs/ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+__array_api_version__ = "2025.12"
+_SUPPORTED_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
+
+from . import _dtypes as _dtypes_mod  # noqa: E402
+from ._device import Device, set_default_device  # noqa: E402
+from ._dtypes import (  # noqa: E402
+    DType,
+    bool_ as bool,  # noqa: A001  (the Array API spells it md.bool)
+    complex64,
+    complex128,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from ._factories import asarray, from_numpy, tensor  # noqa: E402
+from ._keys import DispatchKey, DispatchKeySet  # noqa: E402
+from ._tensor import Tensor  # noqa: E402
+
+# PyTorch spellings of dtypes.
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+cfloat = complex64
+cdouble = complex128
+
+from . import _layers  # noqa: E402  (registers the functionality layers' fallbacks)
+from . import ops  # noqa: E402  (declares the catalogue; md.ops.aten.add)
+from .ops import _methods as _methods  # noqa: E402
+
+_layers.install()
+_methods.install(globals())
+
+from . import library  # noqa: E402,F401
+from ._namespace import *  # noqa: E402,F401,F403  (constants, dtype functions, info)

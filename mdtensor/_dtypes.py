@@ -1,0 +1,201 @@
+"""mdtensor's dtype objects and type promotion.
+
+``md.float32`` and friends are singletons of ``DType``.  Each backend maps its native dtypes
+to them (``Backend.dtype_from_native`` / ``Backend.native_dtype``).  Promotion follows the
+Array API standard's table for same-kind pairs and NumPy's rules across kinds (NumPy is the
+reference backend; e.g. ``int64 + float32 -> float64``), so the Meta device agrees with the
+NumPy backend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "DType",
+    "all_dtypes",
+    "bool_",
+    "complex64",
+    "complex128",
+    "dtype_from_name",
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "result_type",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+]
+
+
+class DType:
+    """An mdtensor dtype (an immutable singleton per name).
+
+    Attributes:
+        name: ``'float32'``.
+        kind: ``'b'`` bool, ``'i'`` signed, ``'u'`` unsigned, ``'f'`` real floating,
+            ``'c'`` complex floating.
+        itemsize: bytes per element.
+        numpy: the equivalent NumPy dtype (the reference used by promotion and tests).
+    """
+
+    __slots__ = ("name", "kind", "itemsize", "numpy", "_torch_name")
+
+    def __init__(self, name: str, kind: str, torch_name: str):
+        self.name = name
+        self.kind = kind
+        self.numpy = np.dtype(name.rstrip("_"))
+        self.itemsize = self.numpy.itemsize
+        self._torch_name = torch_name
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in "ifc"
+
+    def __repr__(self) -> str:
+        return f"md.{self.name}"
+
+    def __reduce__(self):
+        return dtype_from_name, (self.name,)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, DType):
+            return other is self
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+bool_ = DType("bool", "b", "Bool")
+int8 = DType("int8", "i", "Char")
+int16 = DType("int16", "i", "Short")
+int32 = DType("int32", "i", "Int")
+int64 = DType("int64", "i", "Long")
+uint8 = DType("uint8", "u", "Byte")
+uint16 = DType("uint16", "u", "UInt16")
+uint32 = DType("uint32", "u", "UInt32")
+uint64 = DType("uint64", "u", "UInt64")
+float16 = DType("float16", "f", "Half")
+float32 = DType("float32", "f", "Float")
+float64 = DType("float64", "f", "Double")
+complex64 = DType("complex64", "c", "ComplexFloat")
+complex128 = DType("complex128", "c", "ComplexDouble")
+
+all_dtypes: tuple[DType, ...] = (
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    float16, float32, float64, complex64, complex128,
+)
+_BY_NAME = {d.name: d for d in all_dtypes}
+_BY_NAME["bool_"] = bool_
+# PyTorch spellings, so torch users can say md.float / md.long.
+_ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
+            "short": int16, "cfloat": complex64, "cdouble": complex128}
+_BY_NUMPY = {d.numpy: d for d in all_dtypes}
+
+
+def dtype_from_name(name: str) -> DType:
+    try:
+        return _BY_NAME.get(name) or _ALIASES[name]
+    except KeyError:
+        raise TypeError(f"unknown dtype name {name!r}") from None
+
+
+def from_numpy_dtype(dt) -> DType:
+    """The DType for a NumPy dtype (or anything ``np.dtype`` accepts)."""
+    try:
+        return _BY_NUMPY[dt]
+    except (KeyError, TypeError):
+        pass
+    try:
+        return _BY_NUMPY[np.dtype(dt)]
+    except (KeyError, TypeError):
+        raise TypeError(f"mdtensor has no dtype matching {dt!r}") from None
+
+
+def as_dtype(dt) -> DType:
+    """Accept an md dtype, a NumPy dtype, a dtype name, or a Python type (``float``)."""
+    if isinstance(dt, DType):
+        return dt
+    if isinstance(dt, str):
+        return dtype_from_name(dt)
+    if dt is bool:
+        return bool_
+    if dt is int:
+        return int64
+    if dt is float:
+        return float64
+    if dt is complex:
+        return complex128
+    name = getattr(dt, "name", None)  # another library's dtype object (jnp, torch-like)
+    if isinstance(name, str) and name in _BY_NAME:
+        return _BY_NAME[name]
+    return from_numpy_dtype(dt)
+
+
+_promotion_cache: dict[tuple[DType, DType], DType] = {}
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """Array API promotion for same-kind pairs, NumPy's across kinds."""
+    key = (a, b)
+    hit = _promotion_cache.get(key)
+    if hit is None:
+        hit = _promotion_cache[key] = _BY_NUMPY[np.promote_types(a.numpy, b.numpy)]
+    return hit
+
+
+def result_type(*args) -> DType:
+    """The dtype of combining ``args`` (dtypes, tensors, or Python scalars).
+
+    Python scalars are *weak*: they do not widen the dtype of an array operand of the same
+    kind (Array API 2024.12 rules, NEP 50).
+
+    Raises:
+        TypeError: if no argument is given, or an argument is neither a dtype, a tensor nor
+            a Python scalar.
+    """
+    dtypes = []
+    scalars = []
+    for a in args:
+        if isinstance(a, DType):
+            dtypes.append(a)
+        elif isinstance(a, (bool, int, float, complex)):
+            scalars.append(a)
+        elif hasattr(a, "dtype") and isinstance(getattr(a, "dtype"), DType):
+            dtypes.append(a.dtype)
+        else:
+            try:
+                dtypes.append(as_dtype(a))
+            except TypeError:
+                raise TypeError(
+                    f"result_type: expected dtypes, tensors or Python scalars, got "
+                    f"{type(a).__name__}"
+                ) from None
+    if not dtypes and not scalars:
+        raise TypeError("result_type: at least one dtype, tensor or scalar is required")
+    if not dtypes:
+        return from_numpy_dtype(np.result_type(*scalars))
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = promote_types(out, d)
+    if scalars:
+        out = from_numpy_dtype(np.result_type(np.empty(0, out.numpy), *scalars))
+    return out
+
+
+def can_cast(from_: DType, to: DType, casting: str = "same_kind") -> bool:
+    return bool(np.can_cast(from_.numpy, to.numpy, casting=casting))

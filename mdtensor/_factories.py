@@ -1,0 +1,134 @@
+"""``md.asarray`` and ``md.tensor``: tensors from Python data, arrays and other tensors.
+
+These are Python functions rather than catalogue ops (as ``torch.tensor`` is not an aten
+op): their input is arbitrary Python data.  Tensors passed in go through ops (``to``,
+``clone``), so autograd and modes see those.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._device import as_device
+from ._dtypes import as_dtype, float32, int64
+from ._tensor import Tensor
+
+__all__ = ["asarray", "tensor"]
+
+
+def _py_default_dtype(obj):
+    """Note [Default dtypes] (ops/creation.py): Python floats -> float32, ints -> int64."""
+    if isinstance(obj, bool):
+        return None
+    if isinstance(obj, float):
+        return float32
+    if isinstance(obj, int):
+        return int64
+    if isinstance(obj, complex):
+        from ._dtypes import complex64
+
+        return complex64
+    return None
+
+
+def _infer_from_sequence(obj):
+    arr = np.asarray(obj)
+    if arr.dtype == np.float64:
+        return float32
+    if arr.dtype == np.complex128:
+        from ._dtypes import complex64
+
+        return complex64
+    if arr.dtype.kind in "iu" and arr.dtype != np.uint64:
+        return int64
+    if arr.dtype.kind == "O":
+        raise TypeError(f"asarray: cannot convert {type(obj).__name__} of mixed or "
+                        f"non-numeric elements to a tensor")
+    return None
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
+    """Convert ``obj`` to a tensor (Array API ``asarray`` plus ``requires_grad``).
+
+    Args:
+        obj: a Tensor, an array of any library supporting DLPack or the buffer protocol,
+            a Python scalar, or a (nested) sequence of them.
+        dtype: the result dtype; inferred when None (Python floats give float32).
+        device: the result device; ``obj``'s device for tensors, else the default.
+        copy: True always copies; False never copies (ValueError if it must); None copies
+            only when needed.
+        requires_grad: make the result a leaf that requires grad.
+
+    Raises:
+        ValueError: ``copy=False`` but a copy is needed.
+        TypeError: ``obj`` cannot be converted.
+    """
+    if dtype is not None:
+        dtype = as_dtype(dtype)
+    if isinstance(obj, Tensor):
+        out = obj
+        dev = as_device(device) if device is not None else obj._device
+        if dev is not obj._device:
+            if copy is False:
+                raise ValueError("asarray: copy=False but the tensor is on another device")
+            out = out.to(dev)
+        if dtype is not None and dtype is not out.dtype:
+            if copy is False:
+                raise ValueError("asarray: copy=False but a dtype conversion is needed")
+            out = out.to(dtype=dtype)
+        elif copy and out is obj:
+            out = out.clone()
+        if requires_grad:
+            out = out.detach() if out is obj else out
+            out.requires_grad_(True)
+        return out
+    dev = as_device(device)
+    backend = dev.backend
+    if dtype is None and not hasattr(obj, "__array_namespace__") and not isinstance(
+            obj, np.ndarray) and not isinstance(obj, np.generic):
+        dtype = _py_default_dtype(obj)
+        if dtype is None and isinstance(obj, (list, tuple)):
+            dtype = _infer_from_sequence(obj)
+    native = backend.native_dtype(dtype) if dtype is not None else None
+    if copy is False:
+        data = backend.asarray(obj, dtype=native, index=dev.index, copy=False)
+    else:
+        if isinstance(obj, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(obj)):
+            obj = [_to_host(x) for x in obj]
+        data = backend.asarray(obj, dtype=native, index=dev.index, copy=copy)
+    t = dev.wrap(data)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _flat(seq):
+    for x in seq:
+        if isinstance(x, (list, tuple)):
+            yield from _flat(x)
+        else:
+            yield x
+
+
+def _to_host(x):
+    if isinstance(x, Tensor):
+        return x._device.backend.to_numpy(x._data)
+    if isinstance(x, (list, tuple)):
+        return [_to_host(y) for y in x]
+    return x
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (PyTorch's ``torch.tensor``)."""
+    return asarray(data, dtype=dtype, device=device, copy=True, requires_grad=requires_grad)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with ``array``."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray, got {type(array).__name__}")
+    return as_device("cpu").wrap(array)
+
+
+def _rebuild(array, device, requires_grad):
+    return asarray(array, device=device, copy=True, requires_grad=requires_grad)

@@ -1,0 +1,38 @@
+"""PyTorch-style tensor repr: ``tensor([1., 2.], dtype=md.float64)``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtypes
+
+# The dtypes PyTorch's repr leaves implicit (the defaults of float and int literals).
+_IMPLICIT = (_dtypes.float32, _dtypes.int64, _dtypes.bool_)
+
+
+def tensor_repr(t) -> str:
+    dtype = t.dtype
+    extras = []
+    if t._device.type != "cpu":
+        extras.append(f"device='{t._device}'")
+    if t._device.type == "meta":
+        extras.insert(0, f"size={t.shape}")
+        body = "..."
+    else:
+        arr = np.asarray(t._device.backend.to_numpy(t._data))
+        if arr.size == 0:
+            extras.insert(0, f"size={tuple(arr.shape)}")
+            body = "[]"
+        else:
+            body = np.array2string(arr, separator=", ", prefix="tensor(",
+                                   threshold=1000, edgeitems=3, precision=4,
+                                   suppress_small=False, floatmode="maxprec")
+    if dtype not in _IMPLICIT or t._device.type == "meta" or t.numel() == 0:
+        extras.append(f"dtype=md.{dtype.name}")
+    ag = t._ag
+    if ag is not None:
+        if ag.grad_fn is not None:
+            extras.append(f"grad_fn=<{ag.grad_fn.name()}>")
+        elif ag.requires_grad:
+            extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"

@@ -1,0 +1,165 @@
+"""Overload resolution: from Python arguments to an ``OpOverload``, with plum.
+
+Note [Overload resolution]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+A packet call looks its argument *types* (plus keyword names) up in a per-packet dict; only
+a miss comes here.  On a miss every overload is a candidate whose schema the call can bind
+to (positional count, keyword names, required arguments).  Each candidate's bound values are
+matched against a ``plum.Signature`` built from its schema types (``Tensor`` ->
+``md.Tensor``, ``Scalar`` -> ``bool | int | float | complex``, ``int[]`` ->
+``int | Sequence[int]``, ``T?`` -> ``T | None``, ...), and plum's specificity order picks the
+most specific match, exactly as plum resolves its own methods.  Ties keep catalogue order
+(``add.Tensor`` before ``add.Scalar``), as PyTorch's argument parser does.  The result --
+the overload's caller, plus a keyword-renaming adapter for torch-style argument aliases
+(``dim=`` for ``axis=``) -- is cached for that key.
+
+Matching binds by name, so ``md.sum(x, axis=0)`` and ``md.sum(x, 0)`` resolve alike; the
+cache key includes keyword names because they change which overloads bind.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Optional, Sequence, Union
+
+import numpy as np
+import plum
+
+from ._schema import NO_DEFAULT, FunctionSchema
+
+__all__ = ["plum_signature", "resolve"]
+
+_Scalar = Union[bool, int, float, complex, np.generic]
+
+
+def _py_type(t):
+    """The plum type hint for a ``SchemaType``."""
+    from ._device import Device
+    from ._dtypes import DType
+    from ._tensor import Tensor
+
+    base = t.base
+    if base == "Tensor":
+        elem = Optional[Tensor] if t.elem_optional else Tensor
+    elif base == "Scalar":
+        elem = _Scalar
+    elif base in ("int", "SymInt"):
+        elem = Union[int, np.integer]
+    elif base == "float":
+        elem = Union[float, int, np.floating, np.integer]
+    elif base == "bool":
+        elem = Union[bool, np.bool_]
+    elif base == "str":
+        elem = str
+    elif base == "ScalarType":
+        elem = Union[DType, type, str, np.dtype]
+    elif base == "Device":
+        elem = Union[str, Device]
+    else:  # Layout, Generator, MemoryFormat, Dimname: accepted as-is
+        elem = object
+    if t.is_list:
+        if base in ("int", "SymInt"):
+            # PyTorch accepts a single int where an int list is expected (x.sum(0)).
+            hint = Union[elem, Sequence[elem]]
+        else:
+            hint = Sequence[elem]
+    else:
+        hint = elem
+    if t.optional:
+        hint = Optional[hint]
+    return hint
+
+
+def plum_signature(schema: FunctionSchema) -> plum.Signature:
+    """A plum signature over all of ``schema``'s arguments, in order."""
+    return plum.Signature(*(_py_type(a.type) for a in schema.arguments))
+
+
+def _bind(schema: FunctionSchema, args, kwargs, aliases) -> list | None:
+    """Bind a call to ``schema``; the values in schema order, or None if it cannot bind."""
+    params = schema.arguments
+    npos = sum(1 for a in params if not a.kwarg_only)
+    if len(args) > npos:
+        return None
+    values = list(args)
+    names = {a.name for a in params}
+    kw = {aliases.get(k, k): v for k, v in kwargs.items()}
+    if any(k not in names for k in kw):
+        return None
+    for i, a in enumerate(params):
+        if i < len(args):
+            if a.name in kw:
+                return None  # given twice
+            continue
+        if a.name in kw:
+            values.append(kw[a.name])
+        elif a.has_default:
+            values.append(None if a.default is NO_DEFAULT else _default_value(a))
+        else:
+            return None
+    return values
+
+
+def _default_value(arg):
+    d = arg.default
+    # Symbolic defaults (e.g. 'contiguous_format') are passed as None for matching.
+    return d if isinstance(d, (bool, int, float, complex, str, list, tuple, type(None))) else None
+
+
+def _signatures(packet):
+    sigs = packet.__dict__.get("_plum_signatures")
+    if sigs is None or len(sigs) != len(packet._overloads):
+        sigs = [(op, plum_signature(op.schema)) for op in packet._overloads.values()]
+        packet._plum_signatures = sigs
+    return sigs
+
+
+def resolve(packet, args, kwargs, key):
+    """Pick the overload for this call and cache its caller under ``key``.
+
+    Raises:
+        TypeError: no overload matches; the message lists the candidate schemas.
+    """
+    aliases = packet._kwarg_aliases
+    matches = []
+    for op, sig in _signatures(packet):
+        values = _bind(op.schema, args, kwargs, aliases)
+        if values is not None and sig.match(tuple(values)):
+            matches.append((op, sig))
+    if not matches:
+        raise _no_match(packet, args, kwargs)
+    best_op, best_sig = matches[0]
+    for op, sig in matches[1:]:
+        if sig <= best_sig and not best_sig <= sig:
+            best_op, best_sig = op, sig
+    caller = best_op._caller
+    if aliases and any(k in aliases for k in kwargs):
+        caller = _renaming(caller, aliases)
+    packet._resolution_cache[key] = caller
+    return caller
+
+
+def _renaming(caller, aliases):
+    def renamed(*args, **kwargs):
+        return caller(*args, **{aliases.get(k, k): v for k, v in kwargs.items()})
+
+    return renamed
+
+
+def _type_name(v) -> str:
+    if isinstance(v, (list, tuple)):
+        inner = ", ".join(sorted({_type_name(x) for x in v})) or ""
+        return f"{type(v).__name__}[{inner}]"
+    if isinstance(v, numbers.Number) and not isinstance(v, np.generic):
+        return type(v).__name__
+    return type(v).__name__
+
+
+def _no_match(packet, args, kwargs) -> TypeError:
+    got = ", ".join([_type_name(a) for a in args] + [f"{k}={_type_name(v)}"
+                                                     for k, v in kwargs.items()])
+    cands = "\n".join(f"    {op.schema}" for op in packet._overloads.values())
+    return TypeError(
+        f"{packet._name}(): no overload matches the arguments ({got}).\n"
+        f"  Candidates:\n{cands}"
+    )

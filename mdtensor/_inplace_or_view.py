@@ -1,0 +1,133 @@
+"""The ADInplaceOrView layer: version counters and view metadata.
+
+For every mutating overload (in-place or ``out=``) the layer bumps the version counter of
+each mutated argument after the kernel ran; for every view overload it records on the
+result which base it views and how to replay the view from that base (``ViewInfo``), and
+shares the base's version counter.  Every other op falls through (its backend fallback is
+``fallthrough_kernel``), so plain ops never see this layer.
+
+Kernels are generated per overload from its schema when the overload is defined
+(``_ops.on_define``), so user-defined ops with ``(a!)``/``(a)`` annotations get them too.
+
+Note [Version counters]
+~~~~~~~~~~~~~~~~~~~~~~~
+A tensor's counter is created lazily (``_vc is None`` means version 0) and is shared with
+all views of the same base.  Autograd saves ``(tensor, version)`` and compares on backward
+(PyTorch's "modified by an inplace operation" error).
+"""
+
+from __future__ import annotations
+
+from ._keys import AFTER_AD_INPLACE_OR_VIEW, DispatchKey
+from ._ops import Kernel, dispatcher, fallthrough_kernel, register_fallback
+from ._tensor import Tensor, VersionCounter, ViewInfo
+
+__all__ = ["bump_version", "install", "mark_view"]
+
+
+def counter(t: Tensor) -> VersionCounter:
+    vc = t._vc
+    if vc is None:
+        base = t._view.base if t._view is not None else None
+        if base is not None:
+            vc = counter(base)
+        else:
+            vc = VersionCounter()
+        t._vc = vc
+    return vc
+
+
+def bump_version(t: Tensor) -> None:
+    counter(t).value += 1
+
+
+def mark_view(out: Tensor, src: Tensor, replay) -> None:
+    """Record that ``out`` is a view of ``src`` made by ``replay(src)``."""
+    parent = src._view
+    if parent is None:
+        base, full = src, replay
+    else:
+        base, prev = parent.base, parent.replay
+
+        def full(b, _prev=prev, _replay=replay):
+            return _replay(_prev(b))
+    out._view = ViewInfo(base, full)
+    out._vc = counter(base)
+
+
+def _mutated_positions(schema):
+    out = []
+    for i, a in enumerate(schema.arguments):
+        if a.type.alias is not None and a.type.alias.is_write:
+            out.append((i, a.name, a.kwarg_only, a.type.is_tensor_list))
+    return out
+
+
+def _inplace_kernel(op):
+    mutated = _mutated_positions(op.schema)
+    after = AFTER_AD_INPLACE_OR_VIEW
+
+    def ad_inplace(ks, *args, **kwargs):
+        result = op.redispatch(ks & after, *args, **kwargs)
+        for i, name, kwarg_only, is_list in mutated:
+            v = args[i] if (i < len(args) and not kwarg_only) else kwargs.get(name)
+            if v is None:
+                continue
+            for t in (v if is_list else (v,)):
+                if t is not None:
+                    bump_version(t)
+        return result
+
+    ad_inplace.__qualname__ = f"ADInplaceOrView[{op.name}]"
+    return ad_inplace
+
+
+def _view_kernel(op):
+    after = AFTER_AD_INPLACE_OR_VIEW
+    src_name = op.schema.arguments[0].name
+
+    def ad_view(ks, *args, **kwargs):
+        result = op.redispatch(ks & after, *args, **kwargs)
+        src = args[0] if args else kwargs[src_name]
+        rest = args[1:]
+
+        def replay(b, _rest=rest, _kw=kwargs):
+            return op(b, *_rest, **_kw)
+
+        if isinstance(result, Tensor):
+            mark_view(result, src, replay)
+        else:  # several views (split, unbind): replay picks one of them
+            for j, r in enumerate(result):
+                mark_view(r, src, lambda b, _j=j, _replay=replay: _replay(b)[_j])
+        return result
+
+    ad_view.__qualname__ = f"ADInplaceOrView[{op.name}]"
+    return ad_view
+
+
+def register_for(op) -> None:
+    schema = op.schema
+    if schema.is_mutable:
+        fn = _inplace_kernel(op)
+    elif schema.is_view:
+        fn = _view_kernel(op)
+    else:
+        return
+    op._push_kernel(Kernel(fn, DispatchKey.ADInplaceOrView, with_keyset=True,
+                           name=fn.__qualname__))
+
+
+_installed = False
+
+
+def install() -> None:
+    """Register the layer: a fallthrough fallback, plus kernels for every existing op."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    register_fallback(Kernel(fallthrough_kernel, DispatchKey.ADInplaceOrView,
+                             name="fallthrough"))
+    for op in list(dispatcher.overloads.values()):
+        register_for(op)
+    dispatcher.define_hooks.append(register_for)

@@ -1,0 +1,640 @@
+"""Operators, overloads and the dispatcher.
+
+Namespaces hold operator *packets* (``md.ops.aten.add``); a packet holds one *overload* per
+schema (``md.ops.aten.add.Tensor``).  Calling a packet resolves the overload from the Python
+argument types (see ``_frontend``); calling an overload computes the call's key set and runs
+the kernel its dispatch table names for that key set.
+
+Note [The hot path]
+~~~~~~~~~~~~~~~~~~~
+``OpOverload.__call__`` is a closure made once per overload (``_make_caller``).  For the
+common case -- all Tensor arguments are required positional arguments, passed positionally
+-- it does::
+
+    inc, keep = dispatch_tls.get()
+    ks = (args[0]._ks | args[1]._ks | inc) & keep & op._mask
+    kernel = table.get(ks) or op._miss(ks)
+    return kernel(*args, **kwargs)
+
+No binding, no string work, no exceptions when the arguments are Tensors.  Anything else (a
+Tensor passed by keyword, ``Tensor?``/``Tensor[]`` arguments, a non-Tensor where a Tensor
+is expected) takes ``_slow_keyset``, which walks the schema.
+
+Note [Dispatch table]
+~~~~~~~~~~~~~~~~~~~~~
+The table maps a *call key set* straight to a ready-to-call entry.  It is filled lazily: a
+miss takes the highest runtime key of the set, resolves it through the precedence ladder
+(``_resolve_key``, cached per runtime key), skips fallthrough kernels by removing their key
+and trying again, and stores the first real kernel -- wrapped so that layer kernels receive
+the key set (``with_keyset``) and boxed fallbacks receive ``(op, ks, args, kwargs)``.  Any
+registration change clears every table it can affect.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import warnings
+from typing import Any, Callable
+
+from ._keys import (
+    BACKEND_MASK,
+    FULL,
+    FUNCTIONALITIES,
+    FUNC_BIT,
+    PER_BACKEND_MASK,
+    RUNTIME_KEYS,
+    DispatchKey,
+    DispatchKeySet,
+    highest_key,
+    remove_key,
+    runtime_keys,
+)
+from ._schema import FunctionSchema, parse_schema
+from ._tls import dispatch_tls
+
+__all__ = [
+    "Kernel",
+    "OpNamespace",
+    "OpOverload",
+    "OpOverloadPacket",
+    "fallthrough_kernel",
+    "ops",
+]
+
+
+def fallthrough_kernel(*args, **kwargs):
+    """Marker kernel: the dispatcher skips a key whose kernel is this, at no per-call cost."""
+    raise AssertionError("fallthrough_kernel is a marker and is never called")
+
+
+class Kernel:
+    """One registered kernel.
+
+    Attributes:
+        fn: the callable.
+        key: the key it was registered for (a runtime key or an alias key).
+        with_keyset: the kernel takes the call's int key set as its first argument.
+        boxed: a fallback that takes ``(op, keyset, args, kwargs)``.
+        origin: who registered it (``"mdtensor"`` for built-ins, else the Library/file).
+        user: registered from user code (its results are checked against the schema).
+    """
+
+    __slots__ = ("fn", "key", "with_keyset", "boxed", "origin", "user", "name")
+
+    def __init__(self, fn, key, *, with_keyset=False, boxed=False, origin="mdtensor",
+                 user=False, name=None):
+        self.fn = fn
+        self.key = key
+        self.with_keyset = with_keyset
+        self.boxed = boxed
+        self.origin = origin
+        self.user = user
+        self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
+
+    @property
+    def is_fallthrough(self) -> bool:
+        return self.fn is fallthrough_kernel
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.name} for {self.key.name} from {self.origin}>"
+
+
+# Rung labels (DESIGN.md section 2); dump() shows them next to every table entry.
+RUNG_DIRECT = "1. direct registration"
+RUNG_CEA = "2. CompositeExplicitAutograd"
+RUNG_ARRAY_API = "2. ArrayAPI"
+RUNG_CIA = "3. CompositeImplicitAutograd"
+RUNG_AUTOGRAD_ALIAS = "4. Autograd alias"
+RUNG_FALLBACK = "5. backend fallback"
+RUNG_MISSING = "6. missing"
+
+
+class _Dispatcher:
+    """Global registry state: overloads by name, backend fallbacks, the trace switch."""
+
+    def __init__(self):
+        self.overloads: dict[str, OpOverload] = {}
+        self.fallbacks: dict[DispatchKey, list[Kernel]] = {}
+        # Backend components whose arrays speak the Array API (ArrayAPI alias covers them).
+        self.array_api_backends: set[str] = set()
+        self.trace = os.environ.get("MDTENSOR_SHOW_DISPATCH_TRACE", "") not in ("", "0")
+        self.trace_depth = 0
+        # Layers that generate per-op kernels (ADInplaceOrView, Autograd) subscribe here.
+        self.define_hooks: list[Callable[[OpOverload], None]] = []
+
+    def invalidate_all(self) -> None:
+        for op in self.overloads.values():
+            op._invalidate()
+
+    def set_trace(self, enabled: bool) -> bool:
+        """Turn the dispatch trace on or off; returns the previous setting."""
+        old, self.trace = self.trace, bool(enabled)
+        if old != self.trace:
+            self.invalidate_all()
+        return old
+
+
+dispatcher = _Dispatcher()
+
+
+# ---------------------------------------------------------------------------------------
+# Overloads
+
+
+class OpOverload:
+    """One operator overload: a schema, its kernels per key, and its dispatch table.
+
+    Calling it dispatches (see Note [The hot path]); ``redispatch(ks, ...)`` continues a
+    call below a layer with a key set the layer computed.
+    """
+
+    def __init__(self, schema: FunctionSchema, packet: "OpOverloadPacket"):
+        self._schema = schema
+        self._packet = packet
+        self._name = schema.full_name if hasattr(schema, "full_name") else str(schema.name)
+        self._kernels: dict[DispatchKey, list[Kernel]] = {}
+        self._resolved: dict[DispatchKey, tuple[Kernel | None, str]] = {}
+        self._table: dict[int, Callable] = {}
+        self._mask = FULL
+        self._dirty = True
+        self.tags: frozenset[str] = frozenset()
+        self.decl: Any = None  # the catalogue declaration (meta, derivative, OpInfo data)
+        # Schema facts used on the slow path, computed once.
+        self._tensor_args = tuple(
+            (i, a.name, a.type.is_tensor_list, a.kwarg_only)
+            for i, a in enumerate(schema.arguments)
+            if a.type.is_tensor_like
+        )
+        self._fast_positions = _fast_tensor_positions(schema)
+        self._caller = _make_caller(self)
+        self.__name__ = schema.name
+        self.__qualname__ = self._name
+
+    # -- identity -------------------------------------------------------------------------
+    @property
+    def schema(self) -> FunctionSchema:
+        return self._schema
+
+    @property
+    def name(self) -> str:
+        """``'aten::add.Tensor'``"""
+        return self._name
+
+    @property
+    def overloadpacket(self) -> "OpOverloadPacket":
+        return self._packet
+
+    @property
+    def overload_name(self) -> str:
+        return self._schema.overload_name or "default"
+
+    def __repr__(self) -> str:
+        return f"<OpOverload {self._name}>"
+
+    def __call__(self, *args, **kwargs):
+        return self._caller(*args, **kwargs)
+
+    # -- dispatch ---------------------------------------------------------------------------
+    def redispatch(self, ks: int, *args, **kwargs):
+        """Call the kernel for key set ``ks`` (an int) without recomputing it from the args."""
+        ks &= self._mask
+        kernel = self._table.get(ks)
+        if kernel is None:
+            kernel = self._miss(ks)
+        return kernel(*args, **kwargs)
+
+    def _keyset_of(self, args, kwargs) -> int:
+        """The call key set, computed from the arguments (the slow, general path)."""
+        inc, keep = dispatch_tls.get()
+        return (self._slow_keyset(args, kwargs) | inc) & keep & self._mask
+
+    def _slow_keyset(self, args, kwargs) -> int:
+        ks = 0
+        nargs = len(args)
+        for i, name, is_list, kwarg_only in self._tensor_args:
+            v = args[i] if (i < nargs and not kwarg_only) else kwargs.get(name)
+            if v is None:
+                continue
+            if is_list:
+                for t in v:
+                    if t is not None:
+                        ks |= _ks_of(self, name, t)
+            else:
+                ks |= _ks_of(self, name, v)
+        return ks
+
+    def _miss(self, ks: int) -> Callable:
+        """Fill the table entry for key set ``ks`` (see Note [Dispatch table])."""
+        if self._dirty:
+            self._recompute_mask()
+            ks &= self._mask
+            hit = self._table.get(ks)
+            if hit is not None:
+                return hit
+        k = ks
+        while True:
+            key = highest_key(k)
+            if key is None:
+                raise _missing_error(self, ks, None)
+            kernel, rung = self.resolve(key)
+            if kernel is None:
+                raise _missing_error(self, ks, key)
+            if kernel.is_fallthrough:
+                k = remove_key(k, key)
+                continue
+            entry = _make_entry(self, kernel, k, key)
+            self._table[ks] = entry
+            return entry
+
+    # -- the precedence ladder ------------------------------------------------------------
+    def resolve(self, key: DispatchKey) -> tuple[Kernel | None, str]:
+        """The kernel (and its rung) that serves runtime key ``key``; cached."""
+        hit = self._resolved.get(key)
+        if hit is None:
+            hit = self._resolved[key] = self._compute_kernel(key)
+        return hit
+
+    def _compute_kernel(self, key: DispatchKey) -> tuple[Kernel | None, str]:
+        D = DispatchKey
+        kernels = self._kernels
+        backend = key.backend
+        func = key.functionality
+        is_backend_key = func in ("Dense", "Sparse")
+        # 1. A kernel registered directly for this runtime key.
+        if key in kernels:
+            return kernels[key][-1], RUNG_DIRECT
+        # 2. CompositeExplicitAutograd serves every backend key; then ArrayAPI serves the
+        #    Dense key of each backend that declares it speaks the Array API standard.
+        if is_backend_key:
+            if D.CompositeExplicitAutograd in kernels:
+                return kernels[D.CompositeExplicitAutograd][-1], RUNG_CEA
+            if (func == "Dense" and D.ArrayAPI in kernels
+                    and backend in dispatcher.array_api_backends):
+                return kernels[D.ArrayAPI][-1], RUNG_ARRAY_API
+        # 3. CompositeImplicitAutograd serves backend keys, Functionalize and Python -- and
+        #    autograd keys only while the backend (or CEA) has no kernel of its own, since a
+        #    backend kernel needs a real derivative rather than its decomposition's.
+        if D.CompositeImplicitAutograd in kernels:
+            if is_backend_key or func in ("Functionalize", "Python"):
+                return kernels[D.CompositeImplicitAutograd][-1], RUNG_CIA
+            if func == "AutogradFunctionality" and not self._has_backend_kernel(backend):
+                return kernels[D.CompositeImplicitAutograd][-1], RUNG_CIA
+        # 4. The Autograd alias kernel serves every autograd key.
+        if func == "AutogradFunctionality" and D.Autograd in kernels:
+            return kernels[D.Autograd][-1], RUNG_AUTOGRAD_ALIAS
+        # 5. The backend fallback registered for this key (boxed kernel or fallthrough).
+        fallback = dispatcher.fallbacks.get(key)
+        if fallback:
+            return fallback[-1], RUNG_FALLBACK
+        # 6. Missing: calling with this key raises NotImplementedError.
+        return None, RUNG_MISSING
+
+    def _has_backend_kernel(self, backend: str) -> bool:
+        D = DispatchKey
+        k = self._kernels
+        return (
+            D[backend] in k
+            or D["Sparse" + backend] in k
+            or D.CompositeExplicitAutograd in k
+            or (D.ArrayAPI in k and backend in dispatcher.array_api_backends)
+        )
+
+    def _recompute_mask(self) -> None:
+        """Drop fallthrough functionalities from the op's mask (Note [Dispatch table])."""
+        mask = FULL
+        for fname, per_backend in FUNCTIONALITIES:
+            if per_backend:
+                continue
+            kernel, _ = self.resolve(DispatchKey[fname])
+            if kernel is not None and kernel.is_fallthrough:
+                mask &= ~(1 << FUNC_BIT[fname])
+        self._mask = mask
+        self._dirty = False
+
+    def _invalidate(self) -> None:
+        self._resolved.clear()
+        self._table.clear()
+        self._mask = FULL
+        self._dirty = True
+
+    # -- registration (used by md.library) ------------------------------------------------
+    def _push_kernel(self, kernel: Kernel) -> None:
+        self._kernels.setdefault(kernel.key, []).append(kernel)
+        self._invalidate()
+
+    def _pop_kernel(self, kernel: Kernel) -> None:
+        stack = self._kernels.get(kernel.key, [])
+        if kernel in stack:
+            stack.remove(kernel)
+            if not stack:
+                del self._kernels[kernel.key]
+            self._invalidate()
+
+    def has_kernel_for(self, key: DispatchKey) -> bool:
+        return key in self._kernels
+
+    def computed_table(self) -> dict[DispatchKey, tuple[Kernel | None, str]]:
+        """Runtime key -> (kernel, rung) for every runtime key (for ``dump``)."""
+        return {key: self.resolve(key) for key in RUNTIME_KEYS}
+
+
+def _ks_of(op, name, value) -> int:
+    ks = getattr(value, "_ks", None)
+    if ks is None:
+        raise TypeError(
+            f"{op.name}: argument '{name}' must be a Tensor, got {type(value).__name__}"
+        )
+    return ks
+
+
+def _fast_tensor_positions(schema: FunctionSchema) -> tuple[int, ...] | None:
+    """Positions of the Tensor arguments when the fast caller applies, else None.
+
+    It applies when every Tensor-like argument is a plain, required, positional ``Tensor``
+    (no ``Tensor?``, no ``Tensor[]``, no keyword-only Tensor such as ``out=``).
+    """
+    positions = []
+    for i, a in enumerate(schema.arguments):
+        if not a.type.is_tensor_like:
+            continue
+        if a.kwarg_only or a.type.is_tensor_list or a.type.optional or a.has_default:
+            return None
+        positions.append(i)
+    if len(positions) > 3:
+        return None
+    return tuple(positions)
+
+
+def _make_caller(op: OpOverload) -> Callable:
+    """Build the per-overload entry point (see Note [The hot path])."""
+    tls_get = dispatch_tls.get
+    table = op._table  # cleared in place on invalidation, never replaced
+    miss = op._miss
+    slow = op._keyset_of
+    pos = op._fast_positions
+
+    if pos == (0,):
+        def call(*args, **kwargs):
+            inc, keep = tls_get()
+            try:
+                ks = (args[0]._ks | inc) & keep & op._mask
+            except (AttributeError, IndexError):
+                ks = slow(args, kwargs)
+            kernel = table.get(ks)
+            if kernel is None:
+                kernel = miss(ks)
+            return kernel(*args, **kwargs)
+    elif pos == (0, 1):
+        def call(*args, **kwargs):
+            inc, keep = tls_get()
+            try:
+                ks = (args[0]._ks | args[1]._ks | inc) & keep & op._mask
+            except (AttributeError, IndexError):
+                ks = slow(args, kwargs)
+            kernel = table.get(ks)
+            if kernel is None:
+                kernel = miss(ks)
+            return kernel(*args, **kwargs)
+    elif pos == (0, 1, 2):
+        def call(*args, **kwargs):
+            inc, keep = tls_get()
+            try:
+                ks = (args[0]._ks | args[1]._ks | args[2]._ks | inc) & keep & op._mask
+            except (AttributeError, IndexError):
+                ks = slow(args, kwargs)
+            kernel = table.get(ks)
+            if kernel is None:
+                kernel = miss(ks)
+            return kernel(*args, **kwargs)
+    else:
+        def call(*args, **kwargs):
+            ks = slow(args, kwargs)
+            kernel = table.get(ks)
+            if kernel is None:
+                kernel = miss(ks)
+            return kernel(*args, **kwargs)
+    call.__name__ = op._schema.name
+    call.__qualname__ = op._name
+    return call
+
+
+def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Callable:
+    """Wrap a kernel into a table entry for key set ``ks`` (dispatched as ``key``)."""
+    fn = kernel.fn
+    if kernel.boxed:
+        def entry(*args, **kwargs):
+            return fn(op, ks, args, kwargs)
+    elif kernel.with_keyset:
+        entry = functools.partial(fn, ks)
+    else:
+        entry = fn
+    if kernel.user:
+        from ._contracts import checked
+
+        entry = checked(op, kernel, entry)
+    if dispatcher.trace:
+        entry = _traced(op, kernel, entry, ks, key)
+    return entry
+
+
+def _traced(op, kernel, entry, ks, key):
+    label = f"{op.name}  {DispatchKeySet(ks)!r}  -> {key.display_name()}  [{kernel.name}]"
+
+    def traced(*args, **kwargs):
+        indent = "  " * dispatcher.trace_depth
+        print(f"[dispatch] {indent}{label}", file=sys.stderr)
+        dispatcher.trace_depth += 1
+        try:
+            return entry(*args, **kwargs)
+        finally:
+            dispatcher.trace_depth -= 1
+
+    return traced
+
+
+def _missing_error(op: OpOverload, ks: int, key: DispatchKey | None) -> NotImplementedError:
+    have = sorted({k.name for k in op._kernels} | {
+        k.name for k, stack in dispatcher.fallbacks.items() if stack and not stack[-1].is_fallthrough
+        and k.functionality not in ("Dense", "Sparse")
+    })
+    if key is None:
+        needed = f"the key set {DispatchKeySet(ks)!r} names no runtime key"
+        if not ks & BACKEND_MASK and ks & PER_BACKEND_MASK:
+            needed += " (no tensor argument gave a backend: pass a tensor or device=)"
+    else:
+        needed = f"it needed a kernel for {key.display_name()}"
+    return NotImplementedError(
+        f"{op.name}: no kernel for this call; {needed}. "
+        f"Kernels are registered for: {', '.join(have) or 'nothing'}. "
+        f"Register one with md.library.Library('{op.schema.namespace}', 'IMPL')"
+        f".impl('{op.schema.name}{'.' + op.schema.overload_name if op.schema.overload_name else ''}'"
+        f", fn, '{key.display_name() if key else 'CPU'}')."
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Packets and namespaces
+
+
+class OpOverloadPacket:
+    """All overloads of one operator name; calling it resolves the overload (``_frontend``).
+
+    ``md.add.Tensor`` is the ``add.Tensor`` overload; ``md.add.overloads()`` lists names.
+    """
+
+    def __init__(self, namespace: str, name: str):
+        self._qualified_name = f"{namespace}::{name}"
+        self._namespace = namespace
+        self._name = name
+        self._overloads: dict[str, OpOverload] = {}
+        self._resolution_cache: dict = {}
+        self._kwarg_aliases: dict[str, str] = {}
+        self.__name__ = name
+        self.__qualname__ = name
+        self.__doc__ = None
+
+    def __repr__(self) -> str:
+        return f"<OpOverloadPacket {self._qualified_name}>"
+
+    def overloads(self) -> list[str]:
+        return list(self._overloads)
+
+    @property
+    def name(self) -> str:
+        return self._qualified_name
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            key = (*map(type, args), tuple(kwargs))
+        else:
+            key = tuple(map(type, args))
+        caller = self._resolution_cache.get(key)
+        if caller is None:
+            from ._frontend import resolve
+
+            caller = resolve(self, args, kwargs, key)
+        return caller(*args, **kwargs)
+
+    def _add_overload(self, op: OpOverload) -> None:
+        name = op.schema.overload_name or "default"
+        self._overloads[name] = op
+        setattr(self, name, op)
+        self._resolution_cache.clear()
+
+    def _remove_overload(self, op: OpOverload) -> None:
+        name = op.schema.overload_name or "default"
+        self._overloads.pop(name, None)
+        if getattr(self, name, None) is op:
+            delattr(self, name)
+        self._resolution_cache.clear()
+
+
+class OpNamespace:
+    """``md.ops.<ns>``: attribute access gives the namespace's packets."""
+
+    def __init__(self, name: str):
+        self._ns = name
+        self._packets: dict[str, OpOverloadPacket] = {}
+
+    def __getattr__(self, name: str) -> OpOverloadPacket:
+        try:
+            return self.__dict__["_packets"][name]
+        except KeyError:
+            raise AttributeError(
+                f"operator '{self.__dict__.get('_ns')}::{name}' does not exist"
+            ) from None
+
+    def __dir__(self):
+        return sorted(self._packets)
+
+    def __repr__(self) -> str:
+        return f"<OpNamespace '{self._ns}' with {len(self._packets)} operators>"
+
+
+class _Ops:
+    """``md.ops``: ``md.ops.aten.add``, ``md.ops.mylib.foo``."""
+
+    def __init__(self):
+        self._namespaces: dict[str, OpNamespace] = {}
+
+    def __getattr__(self, ns: str) -> OpNamespace:
+        spaces = self.__dict__["_namespaces"]
+        if ns not in spaces:
+            if ns.startswith("__"):
+                raise AttributeError(ns)
+            spaces[ns] = OpNamespace(ns)
+        return spaces[ns]
+
+    def __dir__(self):
+        return sorted(self._namespaces)
+
+
+ops = _Ops()
+
+
+def define(schema: str | FunctionSchema, *, tags=()) -> OpOverload:
+    """Create the overload for ``schema`` (an error if it exists already)."""
+    if isinstance(schema, str):
+        schema = parse_schema(schema)
+    full = schema.full_name
+    if full in dispatcher.overloads:
+        raise RuntimeError(f"operator {full} is already defined; use a new overload name")
+    ns = getattr(ops, schema.namespace)
+    packet = ns._packets.get(schema.name)
+    if packet is None:
+        packet = ns._packets[schema.name] = OpOverloadPacket(schema.namespace, schema.name)
+    op = OpOverload(schema, packet)
+    op.tags = frozenset(tags)
+    dispatcher.overloads[full] = op
+    packet._add_overload(op)
+    for hook in dispatcher.define_hooks:
+        hook(op)
+    return op
+
+
+def undefine(op: OpOverload) -> None:
+    """Remove an overload again (undoes ``define``)."""
+    dispatcher.overloads.pop(op.name, None)
+    packet = op._packet
+    packet._remove_overload(op)
+    if not packet._overloads:
+        getattr(ops, op.schema.namespace)._packets.pop(op.schema.name, None)
+
+
+def lookup(name: str) -> OpOverload | OpOverloadPacket:
+    """``'aten::add.Tensor'`` -> overload; ``'aten::add'`` or ``'add'`` -> packet
+    (``'aten::matmul.default'`` names the default overload)."""
+    if "::" not in name:
+        name = "aten::" + name
+    ns, _, rest = name.partition("::")
+    if "." in rest and name in dispatcher.overloads:
+        return dispatcher.overloads[name]
+    base, _, overload = rest.partition(".")
+    packet = getattr(ops, ns)._packets.get(base)
+    if packet is None:
+        raise ValueError(f"no operator named {name!r}")
+    if overload:
+        try:
+            return packet._overloads[overload]
+        except KeyError:
+            raise ValueError(
+                f"operator {ns}::{base} has no overload {overload!r}; "
+                f"it has {', '.join(packet._overloads)}"
+            ) from None
+    return packet
+
+
+def register_fallback(kernel: Kernel) -> None:
+    for key in runtime_keys(kernel.key):
+        dispatcher.fallbacks.setdefault(key, []).append(kernel)
+    dispatcher.invalidate_all()
+
+
+def remove_fallback(kernel: Kernel) -> None:
+    for key in runtime_keys(kernel.key):
+        stack = dispatcher.fallbacks.get(key, [])
+        if kernel in stack:
+            stack.remove(kernel)
+    dispatcher.invalidate_all()

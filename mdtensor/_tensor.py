@@ -1,0 +1,338 @@
+"""The Tensor class.
+
+A Tensor wraps one backend array.  Its slots are few and cheap to fill (Note [Tensor
+creation]); its methods and Python operators are generated from the op catalogue
+(``mdtensor.ops._methods``), not written here.
+
+Note [Tensor creation]
+~~~~~~~~~~~~~~~~~~~~~~
+Kernels create result tensors through ``Device.wrap`` (``make_wrap`` below), which sets the
+slots directly on ``object.__new__(Tensor)``: no ``__init__``, no argument parsing.  The
+autograd meta (``_ag``), view info (``_view``) and version counter (``_vc``) stay ``None``
+until a tensor requires grad, becomes a view, or is mutated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._dtypes import DType
+from ._keys import AUTOGRAD_FUNCTIONALITY, DispatchKeySet
+
+__all__ = ["Tensor", "VersionCounter"]
+
+
+class VersionCounter:
+    """Counts in-place writes; shared by a tensor and all its views."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int = 0):
+        self.value = value
+
+
+class ViewInfo:
+    """How a view relates to its base: the base (always a non-view) and how to replay it.
+
+    ``replay(base) -> view`` regenerates the view from a (new) base; functionalization and
+    autograd (CopySlices) use it.
+    """
+
+    __slots__ = ("base", "replay")
+
+    def __init__(self, base: "Tensor", replay):
+        self.base = base
+        self.replay = replay
+
+
+class Tensor:
+    """An n-dimensional array on a device, with autograd, views and in-place ops.
+
+    Create tensors with factories (``md.asarray``, ``md.tensor``, ``md.zeros``, ...).
+    """
+
+    __slots__ = ("_data", "_ks", "_device", "_vc", "_view", "_ag", "__weakref__")
+
+    # Array libraries (NumPy) must defer to Tensor's reflected operators.
+    __array_priority__ = 1000
+    __array_ufunc__ = None
+
+    def __init__(self, data=None, *args, **kwargs):
+        raise TypeError(
+            "Tensor cannot be constructed directly; use md.tensor(data), md.asarray(data) "
+            "or another factory"
+        )
+
+    # -- metadata -------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self) -> DType:
+        return self._device.backend.dtype_from_native(self._data.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._data.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements (Array API: an int attribute; ``size()`` also works)."""
+        return _Size(self._data.shape)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._data.shape:
+            n *= s
+        return n
+
+    def dim(self) -> int:
+        return len(self._data.shape)
+
+    def __len__(self) -> int:
+        if not self._data.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def keyset(self) -> DispatchKeySet:
+        """The tensor's dispatch key set."""
+        return DispatchKeySet(self._ks)
+
+    @property
+    def is_meta(self) -> bool:
+        return self._device.type == "meta"
+
+    @property
+    def _version(self) -> int:
+        vc = self._vc
+        return 0 if vc is None else vc.value
+
+    @property
+    def _base(self):
+        view = self._view
+        return None if view is None else view.base
+
+    def _is_view(self) -> bool:
+        return self._view is not None
+
+    # -- interop --------------------------------------------------------------------------
+    def __array_namespace__(self, *, api_version: str | None = None):
+        import mdtensor
+
+        if api_version is not None and api_version not in mdtensor._SUPPORTED_API_VERSIONS:
+            raise ValueError(
+                f"__array_namespace__: unsupported api_version {api_version!r}; mdtensor "
+                f"supports {', '.join(mdtensor._SUPPORTED_API_VERSIONS)}"
+            )
+        return mdtensor
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        kwargs = {}
+        if stream is not None:
+            kwargs["stream"] = stream
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def __array__(self, dtype=None, copy=None):
+        if self._device.type != "cpu":
+            raise TypeError(
+                f"__array__: can't convert a tensor on device {self._device} to a NumPy "
+                f"array; use tensor.to('cpu') first"
+            )
+        import numpy as np
+
+        if copy:
+            return np.array(self._data, dtype=dtype, copy=True)
+        return np.asarray(self._data, dtype=dtype)
+
+    def numpy(self, *, force: bool = False):
+        """The data as a NumPy array, sharing memory on the CPU (as in PyTorch).
+
+        Raises:
+            RuntimeError: the tensor requires grad (call ``.detach().numpy()``), or lives on
+                another device and ``force`` is False.
+        """
+        if self._ag is not None and self._ag.requires_grad and not force:
+            raise RuntimeError(
+                "numpy(): can't call numpy() on a tensor that requires grad; use "
+                "tensor.detach().numpy() instead"
+            )
+        if self._device.type != "cpu":
+            if not force:
+                raise TypeError(
+                    f"numpy(): the tensor is on device {self._device}; use "
+                    f"tensor.to('cpu').numpy() or numpy(force=True)"
+                )
+            return self._device.backend.to_numpy(self._data)
+        return self._data
+
+    def item(self):
+        """The value of a one-element tensor as a Python scalar."""
+        if self.numel() != 1:
+            raise ValueError(
+                f"item(): a tensor with {self.numel()} elements cannot be converted to a "
+                f"Python scalar"
+            )
+        return self._device.backend.to_numpy(self._data).reshape(()).item()
+
+    def tolist(self):
+        return self._device.backend.to_numpy(self._data).tolist()
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise ValueError(
+                f"__bool__: the truth value of a tensor with {self.numel()} elements is "
+                f"ambiguous; use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu" or self.numel() != 1:
+            raise TypeError(
+                f"__index__: only integer tensors of a single element can be converted to "
+                f"an index; got a {self.dtype.name} tensor of shape {self.shape}"
+            )
+        return int(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __iter__(self):
+        if not self._data.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __reduce_ex__(self, protocol):
+        from ._factories import _rebuild
+
+        return _rebuild, (self._device.backend.to_numpy(self._data), str(self._device),
+                          self.requires_grad)
+
+    def __repr__(self) -> str:
+        from ._format import tensor_repr
+
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if spec and self.numel() == 1:
+            return format(self.item(), spec)
+        return repr(self)
+
+    # -- autograd (the engine lives in mdtensor.autograd) --------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        ag = self._ag
+        return ag is not None and ag.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        from .autograd._meta import set_requires_grad
+
+        set_requires_grad(self, requires_grad)
+        return self
+
+    @property
+    def grad(self):
+        ag = self._ag
+        return None if ag is None else ag.grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        from .autograd._meta import set_grad
+
+        set_grad(self, value)
+
+    @property
+    def grad_fn(self):
+        ag = self._ag
+        return None if ag is None else ag.grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        ag = self._ag
+        return ag is None or ag.grad_fn is None
+
+    @property
+    def data(self) -> "Tensor":
+        """A tensor sharing this one's storage, outside autograd (like ``detach``)."""
+        return self.detach()
+
+
+class _Size(int):
+    """``x.size`` is an int (Array API) that can also be called like PyTorch's ``x.size()``."""
+
+    def __new__(cls, shape):
+        n = 1
+        for s in shape:
+            if s is None:
+                return None  # unknown size (Array API: None when data-dependent)
+            n *= s
+        self = int.__new__(cls, n)
+        self._shape = tuple(shape)
+        return self
+
+    def __call__(self, dim: int | None = None):
+        if dim is None:
+            return self._shape
+        return self._shape[dim]
+
+
+_new = object.__new__
+
+
+def make_wrap(device) -> Any:
+    """Build ``device.wrap(array) -> Tensor`` (see Note [Tensor creation])."""
+    array_type = device.backend.array_type
+    ensure = device.backend.ensure_array
+    ks = device.ks
+
+    def wrap(data):
+        if type(data) is not array_type:
+            data = ensure(data)
+        t = _new(Tensor)
+        t._data = data
+        t._ks = ks
+        t._device = device
+        t._vc = None
+        t._view = None
+        t._ag = None
+        return t
+
+    return wrap
+
+
+def new_like(t: Tensor, data) -> Tensor:
+    """A fresh tensor on ``t``'s device holding ``data`` (no autograd, no view info)."""
+    return t._device.wrap(data)
+
+
+def requires_grad_bit(t: Tensor) -> int:
+    return t._ks & AUTOGRAD_FUNCTIONALITY

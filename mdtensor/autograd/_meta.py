@@ -1,0 +1,89 @@
+"""Per-tensor autograd state (``Tensor._ag``), created only when a tensor needs it.
+
+Note [Autograd key]
+~~~~~~~~~~~~~~~~~~~
+A tensor carries the AutogradFunctionality key only while it requires grad (or has a
+grad_fn), so ops on plain tensors never visit the Autograd layer.  ``set_requires_grad``
+and the Autograd kernels add the key; ``detach`` makes a tensor without it.
+"""
+
+from __future__ import annotations
+
+from mdtensor._keys import AUTOGRAD_FUNCTIONALITY
+
+__all__ = ["AutogradMeta", "set_grad", "set_requires_grad"]
+
+
+class AutogradMeta:
+    """Autograd state of one tensor.
+
+    Attributes:
+        requires_grad: a leaf that requires grad, or a non-leaf with a grad_fn.
+        grad: the accumulated gradient of a leaf (or of a non-leaf with retain_grad).
+        grad_fn: the Node that produced this tensor (None for leaves).
+        output_nr: which output of ``grad_fn`` this tensor is.
+        retains_grad: ``retain_grad()`` was called on this non-leaf.
+        hooks: gradient hooks (``register_hook``), called in registration order.
+    """
+
+    __slots__ = ("requires_grad", "grad", "grad_fn", "output_nr", "retains_grad", "hooks",
+                 "post_accumulate_hooks")
+
+    def __init__(self, requires_grad=False, grad_fn=None, output_nr=0):
+        self.requires_grad = requires_grad
+        self.grad = None
+        self.grad_fn = grad_fn
+        self.output_nr = output_nr
+        self.retains_grad = False
+        self.hooks = None
+        self.post_accumulate_hooks = None
+
+
+def set_requires_grad(t, flag: bool) -> None:
+    """``t.requires_grad_(flag)`` with PyTorch's checks."""
+    flag = bool(flag)
+    ag = t._ag
+    if ag is not None and ag.grad_fn is not None:
+        if not flag:
+            raise RuntimeError(
+                "requires_grad_(): you can only change requires_grad flags of leaf variables. "
+                "If you want to use a computed variable in a subgraph that doesn't require "
+                "differentiation use var_no_grad = var.detach()."
+            )
+        return
+    if flag:
+        if t.dtype.kind not in "fc":
+            raise RuntimeError(
+                f"requires_grad_(): only Tensors of floating point and complex dtype can "
+                f"require gradients, got {t.dtype.name}"
+            )
+        if ag is None:
+            t._ag = AutogradMeta(requires_grad=True)
+        else:
+            ag.requires_grad = True
+        t._ks |= AUTOGRAD_FUNCTIONALITY
+    else:
+        if ag is not None:
+            ag.requires_grad = False
+        t._ks &= ~AUTOGRAD_FUNCTIONALITY
+
+
+def set_grad(t, value) -> None:
+    from mdtensor._tensor import Tensor
+
+    if value is not None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"grad: assigned grad must be a Tensor or None, got "
+                            f"{type(value).__name__}")
+        if value.shape != t.shape:
+            raise RuntimeError(f"grad: assigned grad has shape {value.shape}, but the tensor "
+                               f"has shape {t.shape}")
+        if value.dtype is not t.dtype:
+            raise RuntimeError(f"grad: assigned grad has dtype {value.dtype.name}, but the "
+                               f"tensor has dtype {t.dtype.name}")
+    ag = t._ag
+    if ag is None:
+        if value is None:
+            return
+        ag = t._ag = AutogradMeta()
+    ag.grad = value

@@ -1,0 +1,580 @@
+"""``md.library``: define ops, register kernels and fallbacks, inspect the dispatcher.
+
+Mirrors ``torch.library``::
+
+    lib = md.library.Library("mylib", "DEF")
+    lib.define("foo(Tensor x, float eps=1e-05) -> Tensor")
+    lib.impl("foo", foo_cpu, "CPU")
+    md.ops.mylib.foo(x)
+
+    @md.library.custom_op("mylib::scale", mutates_args=())
+    def scale(x: md.Tensor, k: float) -> md.Tensor: ...
+
+Every registration returns a handle that undoes it (``handle.remove()`` or ``with``);
+destroying a Library undoes all of its registrations.  Overriding a built-in kernel warns
+naming the old and the new kernel and takes effect (as in PyTorch); registering the same
+(op, key) twice from user code is an error.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import typing
+import warnings
+import weakref
+from typing import Callable, Sequence
+
+from . import _ops
+from ._keys import DispatchKey, key_from_name, runtime_keys
+from ._ops import Kernel, OpOverload, dispatcher, fallthrough_kernel
+from ._schema import SchemaParseError, parse_schema
+
+__all__ = [
+    "Library",
+    "RegistrationHandle",
+    "custom_op",
+    "dump",
+    "fallthrough_kernel",
+    "impl",
+    "opcheck",
+    "register_autograd",
+    "register_fake",
+    "register_kernel",
+    "set_dispatch_trace",
+]
+
+_DEVICE_TO_KEY = {"cpu": "CPU", "cuda": "CUDA", "jax": "JAX", "meta": "Meta"}
+_def_namespaces: dict[str, "weakref.ref[Library]"] = {}
+
+
+class RegistrationHandle:
+    """Undoes one registration: ``remove()``, or leave a ``with`` block."""
+
+    def __init__(self, undo: Callable[[], None], what: str):
+        self._undo = undo
+        self._what = what
+        self.removed = False
+
+    def remove(self) -> None:
+        if not self.removed:
+            self.removed = True
+            self._undo()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+    def __repr__(self) -> str:
+        state = "removed" if self.removed else "active"
+        return f"<RegistrationHandle {self._what} ({state})>"
+
+
+def _key(key) -> DispatchKey:
+    if isinstance(key, DispatchKey):
+        return key
+    if not isinstance(key, str):
+        raise TypeError(f"dispatch key must be a DispatchKey or its name, got "
+                        f"{type(key).__name__}")
+    if key == "":
+        return DispatchKey.CompositeImplicitAutograd
+    if key.lower() in _DEVICE_TO_KEY:
+        key = _DEVICE_TO_KEY[key.lower()]
+    return key_from_name(key)
+
+
+def _caller_location() -> str:
+    frame = sys._getframe(3)
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+class Library:
+    """A set of registrations for one namespace.
+
+    Args:
+        ns: the namespace (``"aten"`` for built-in ops, or your own).
+        kind: ``"DEF"`` (owns the namespace: may define ops; one per namespace),
+            ``"IMPL"`` (only registers kernels) or ``"FRAGMENT"`` (defines ops in a
+            namespace another library owns, or adds to it).
+        dispatch_key: default key for ``impl`` calls that give none.
+    """
+
+    def __init__(self, ns: str, kind: str, dispatch_key: str = ""):
+        if kind not in ("DEF", "IMPL", "FRAGMENT"):
+            raise ValueError(f"Library: kind must be 'DEF', 'IMPL' or 'FRAGMENT', got {kind!r}")
+        if not ns.isidentifier():
+            raise ValueError(f"Library: namespace {ns!r} is not a valid identifier")
+        if kind == "DEF":
+            if ns == "aten":
+                raise ValueError("Library: the 'aten' namespace is mdtensor's own; use "
+                                 "kind='IMPL' to register kernels for its ops")
+            owner = _def_namespaces.get(ns)
+            if owner is not None and owner() is not None and not owner()._destroyed:
+                raise ValueError(
+                    f"Library: namespace {ns!r} already has a DEF library; use "
+                    f"'FRAGMENT' to add to it")
+            _def_namespaces[ns] = weakref.ref(self)
+        self.ns = ns
+        self.kind = kind
+        self.dispatch_key = dispatch_key
+        self._handles: list[RegistrationHandle] = []
+        self._destroyed = False
+        self._where = _caller_location() if sys._getframe(1) else "?"
+
+    def __repr__(self) -> str:
+        return f"Library(ns={self.ns!r}, kind={self.kind!r})"
+
+    # -- define -------------------------------------------------------------------------
+    def define(self, schema: str, *, tags: Sequence[str] = ()) -> str:
+        """Define an op from a schema (without namespace: it gets this library's).
+
+        Returns:
+            the op's name (``"foo"`` or ``"foo.overload"``).
+
+        Raises:
+            SchemaParseError: the schema is malformed.
+            RuntimeError: the op exists already, or this library cannot define.
+        """
+        self._check_alive()
+        if self.kind == "IMPL":
+            raise RuntimeError(f"{self!r}: an IMPL library cannot define ops; use 'DEF' or "
+                               f"'FRAGMENT'")
+        parsed = parse_schema(schema, default_namespace=self.ns)
+        if parsed.namespace != self.ns:
+            raise RuntimeError(f"{self!r}: cannot define {parsed.full_name} in another "
+                               f"namespace")
+        op = _ops.define(parsed, tags=tags)
+        self._handles.append(RegistrationHandle(lambda: _ops.undefine(op), f"def {op.name}"))
+        return parsed.name + ("." + parsed.overload_name if parsed.overload_name else "")
+
+    # -- impl ---------------------------------------------------------------------------
+    def impl(self, op_name, fn: Callable, dispatch_key: str | DispatchKey = "", *,
+             with_keyset: bool = False, allow_override: bool = False) -> RegistrationHandle:
+        """Register ``fn`` as the kernel of ``op_name`` for ``dispatch_key``.
+
+        Args:
+            op_name: ``"foo"``, ``"foo.overload"`` or an OpOverload (in this namespace).
+            fn: the kernel; ``fallthrough_kernel`` makes the key fall through.
+            dispatch_key: a runtime or alias key name (``"CPU"``, ``"AutogradCPU"``,
+                ``"CompositeExplicitAutograd"``); device names (``"cpu"``) also work.
+                Empty: the library's default, else CompositeImplicitAutograd.
+            with_keyset: ``fn`` receives the call's key set (an int) first, for
+                ``op.redispatch``.
+            allow_override: replace another user registration for the same key.
+
+        Raises:
+            RuntimeError: a user kernel is registered already for this (op, key).
+        """
+        self._check_alive()
+        op = self._overload(op_name)
+        key = _key(dispatch_key or self.dispatch_key)
+        existing = op._kernels.get(key, [])
+        user_existing = [k for k in existing if k.user]
+        if user_existing and not allow_override:
+            raise RuntimeError(
+                f"{op.name}: a kernel is already registered for {key.name} from "
+                f"{user_existing[-1].origin} ({user_existing[-1].name}); registering "
+                f"{getattr(fn, '__qualname__', fn)!r} too is not allowed. Remove the first "
+                f"registration, or pass allow_override=True.")
+        where = _caller_location()
+        kernel = Kernel(fn, key, with_keyset=with_keyset, origin=f"{self!r} at {where}",
+                        user=fn is not fallthrough_kernel)
+        before = {k: op.resolve(k)[0] for k in runtime_keys(key)} if key.is_alias or \
+            key.is_runtime else {}
+        op._push_kernel(kernel)
+        for rk, old in before.items():
+            new = op.resolve(rk)[0]
+            if old is not None and not old.user and new is kernel and old is not kernel:
+                warnings.warn(
+                    f"Overriding a previously registered kernel for the same operator and "
+                    f"the same dispatch key\n  operator: {op.name}\n  dispatch key: "
+                    f"{rk.display_name()}\n  previous kernel: {old.name} (from {old.origin})"
+                    f"\n  new kernel: {kernel.name} (from {kernel.origin})",
+                    UserWarning, stacklevel=2)
+                break
+        handle = RegistrationHandle(lambda: op._pop_kernel(kernel),
+                                    f"impl {op.name} for {key.name}")
+        self._handles.append(handle)
+        return handle
+
+    def fallback(self, fn: Callable, dispatch_key: str | DispatchKey, *,
+                 with_keyset: bool = False) -> RegistrationHandle:
+        """Register a backend fallback for ``dispatch_key`` (every op, this key).
+
+        ``fn(op, keyset, args, kwargs)`` is boxed: it gets the OpOverload, the call's key
+        set (int), and the arguments.  ``fallthrough_kernel`` makes the key fall through.
+        """
+        self._check_alive()
+        key = _key(dispatch_key)
+        kernel = Kernel(fn, key, boxed=fn is not fallthrough_kernel,
+                        origin=f"{self!r} at {_caller_location()}")
+        _ops.register_fallback(kernel)
+        handle = RegistrationHandle(lambda: _ops.remove_fallback(kernel),
+                                    f"fallback for {key.name}")
+        self._handles.append(handle)
+        return handle
+
+    def _overload(self, op_name) -> OpOverload:
+        if isinstance(op_name, OpOverload):
+            return op_name
+        if isinstance(op_name, _ops.OpOverloadPacket):
+            op_name = op_name._name
+        name = op_name if "::" in op_name else f"{self.ns}::{op_name}"
+        found = _ops.lookup(name)
+        if isinstance(found, _ops.OpOverloadPacket):
+            if "default" in found._overloads:
+                return found._overloads["default"]
+            raise ValueError(f"{name} has several overloads ({', '.join(found._overloads)}); "
+                             f"name one, e.g. '{op_name}.{next(iter(found._overloads))}'")
+        return found
+
+    # -- lifetime -----------------------------------------------------------------------
+    def _check_alive(self) -> None:
+        if self._destroyed:
+            raise RuntimeError(f"{self!r} was destroyed")
+
+    def _destroy(self) -> None:
+        """Undo every registration of this library (newest first)."""
+        if self._destroyed:
+            return
+        self._destroyed = True
+        for handle in reversed(self._handles):
+            handle.remove()
+        self._handles.clear()
+
+    def __del__(self):
+        try:
+            self._destroy()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._destroy()
+
+
+def impl(qualname: str, dispatch_key: str, fn: Callable | None = None, *, lib=None):
+    """``md.library.impl("aten::masked_fill_.Scalar", "CPU", fn)``; a decorator without fn.
+
+    The registration lives as long as ``lib`` (default: a library kept for the process).
+    """
+    def register(f):
+        ns = qualname.split("::", 1)[0] if "::" in qualname else "aten"
+        library = lib or _global_library(ns)
+        return library.impl(qualname, f, dispatch_key)
+
+    return register(fn) if fn is not None else register
+
+
+_global_libs: dict[str, Library] = {}
+
+
+def _global_library(ns: str) -> Library:
+    lib = _global_libs.get(ns)
+    if lib is None:
+        lib = _global_libs[ns] = Library(ns, "FRAGMENT" if ns != "aten" else "IMPL")
+    return lib
+
+
+# ---------------------------------------------------------------------------------------
+# High level: custom_op
+
+
+def _hint_to_type(hint, name: str, where: str) -> str:
+    from ._dtypes import DType
+    from ._tensor import Tensor
+
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union and type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return _hint_to_type(inner[0], name, where) + "?"
+    if hint is Tensor:
+        return "Tensor"
+    if hint is int:
+        return "int"
+    if hint is float:
+        return "float"
+    if hint is bool:
+        return "bool"
+    if hint is str:
+        return "str"
+    if hint is DType:
+        return "ScalarType"
+    if origin in (list, tuple, Sequence, typing.Sequence) or origin is getattr(
+            __import__("collections.abc").abc, "Sequence"):
+        elem = args[0] if args else None
+        if elem is Tensor:
+            return "Tensor[]"
+        if elem is int:
+            return "int[]"
+        if elem is float:
+            return "float[]"
+        if elem is bool:
+            return "bool[]"
+    raise TypeError(f"{where}: cannot infer a schema type for parameter '{name}' with type "
+                    f"hint {hint!r}; supported: Tensor, int, float, bool, str, md.DType, "
+                    f"Optional[...] and Sequence/list of Tensor, int, float, bool")
+
+
+def infer_schema(fn: Callable, name: str, mutates_args) -> str:
+    """The schema string of ``fn`` from its type hints (``mutates_args`` get ``(a!)``)."""
+    where = f"custom_op {name}"
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(fn)
+    mutated = set(mutates_args)
+    unknown = mutated - set(sig.parameters)
+    if unknown:
+        raise ValueError(f"{where}: mutates_args names {sorted(unknown)}, which are not "
+                         f"parameters of {fn.__name__}")
+    parts = []
+    alias = iter("abcdefghijklmnopqrstuvwxyz")
+    kw_started = False
+    for pname, p in sig.parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(f"{where}: *args and **kwargs are not supported")
+        if pname not in hints:
+            raise TypeError(f"{where}: parameter '{pname}' needs a type hint")
+        t = _hint_to_type(hints[pname], pname, where)
+        if pname in mutated:
+            if not t.startswith("Tensor"):
+                raise TypeError(f"{where}: mutated argument '{pname}' must be a Tensor")
+            t = t.replace("Tensor", f"Tensor({next(alias)}!)", 1)
+        if p.kind == p.KEYWORD_ONLY and not kw_started:
+            parts.append("*")
+            kw_started = True
+        text = f"{t} {pname}"
+        if p.default is not p.empty:
+            d = p.default
+            text += "=" + (repr(d) if not isinstance(d, str) else '"' + d + '"')
+        parts.append(text)
+    ret = hints.get("return", type(None))
+    if ret is type(None):
+        rets = "()"
+    elif typing.get_origin(ret) is tuple:
+        rets = "(" + ", ".join(_hint_to_type(a, "return", where)
+                               for a in typing.get_args(ret)) + ")"
+    else:
+        rets = _hint_to_type(ret, "return", where)
+    short = name.split("::", 1)[1]
+    return f"{short}({', '.join(parts)}) -> {rets}"
+
+
+class CustomOpDef:
+    """What ``custom_op`` returns: call it like the op; register more kernels on it."""
+
+    def __init__(self, qualname: str, fn: Callable, mutates_args, schema: str | None,
+                 device_types):
+        ns, _, short = qualname.partition("::")
+        if not short:
+            raise ValueError(f"custom_op: name must be 'namespace::name', got {qualname!r}")
+        self._qualname = qualname
+        self._lib = Library(ns, "FRAGMENT")
+        schema = schema or infer_schema(fn, qualname, mutates_args)
+        self._lib.define(schema)
+        self._op = _ops.lookup(qualname + "")
+        if isinstance(self._op, _ops.OpOverloadPacket):
+            self._op = self._op._overloads["default"]
+        self.__name__ = short
+        self.__doc__ = fn.__doc__
+        self._init_fn = fn
+        if device_types is None:
+            self._lib.impl(self._op, fn, "CompositeExplicitAutograd")
+        else:
+            for d in ([device_types] if isinstance(device_types, str) else device_types):
+                self._lib.impl(self._op, fn, d)
+
+    @property
+    def op(self) -> OpOverload:
+        return self._op
+
+    def __call__(self, *args, **kwargs):
+        return self._op(*args, **kwargs)
+
+    def register_kernel(self, device_types, fn: Callable | None = None):
+        def reg(f):
+            for d in ([device_types] if isinstance(device_types, str) else device_types):
+                self._lib.impl(self._op, f, d, allow_override=True)
+            return f
+        return reg(fn) if fn is not None else reg
+
+    def register_fake(self, fn: Callable | None = None):
+        def reg(f):
+            self._lib.impl(self._op, _fake_kernel(self._op, f), "Meta", allow_override=True)
+            self._fake = f
+            return f
+        return reg(fn) if fn is not None else reg
+
+    def register_autograd(self, backward: Callable, *, setup_context: Callable | None = None):
+        return register_autograd(self._op, backward, setup_context=setup_context,
+                                 lib=self._lib)
+
+    def __repr__(self) -> str:
+        return f"<CustomOpDef {self._qualname}: {self._op.schema}>"
+
+
+def custom_op(name: str, fn: Callable | None = None, /, *, mutates_args=(),
+              device_types=None, schema: str | None = None):
+    """Define a custom op from a Python function; its schema comes from the type hints.
+
+    Args:
+        name: ``"mylib::foo"``.
+        mutates_args: names of the Tensor arguments the function writes to (required to
+            be accurate: they get ``(a!)`` and bump version counters).
+        device_types: register ``fn`` only for these devices (default: every backend, as
+            CompositeExplicitAutograd).
+        schema: give the schema explicitly instead of inferring it.
+
+    Example:
+        >>> @md.library.custom_op("mylib::twice", mutates_args=())
+        ... def twice(x: md.Tensor) -> md.Tensor:
+        ...     return x * 2
+    """
+    if mutates_args == "unknown" or not isinstance(mutates_args, (tuple, list, set,
+                                                                  frozenset)):
+        raise TypeError(f"custom_op {name}: mutates_args must be a tuple of argument names, "
+                        f"got {mutates_args!r}")
+
+    def wrap(f):
+        return CustomOpDef(name, f, mutates_args, schema, device_types)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _fake_kernel(op: OpOverload, fake_fn: Callable) -> Callable:
+    def fake(*args, **kwargs):
+        return fake_fn(*args, **kwargs)
+    fake.__qualname__ = f"fake[{op.name}]:{getattr(fake_fn, '__qualname__', fake_fn)}"
+    return fake
+
+
+def _resolve_op(op) -> OpOverload:
+    if isinstance(op, CustomOpDef):
+        return op.op
+    if isinstance(op, str):
+        op = _ops.lookup(op)
+    if isinstance(op, _ops.OpOverloadPacket):
+        if len(op._overloads) != 1:
+            raise ValueError(f"{op.name} has several overloads; pass one "
+                             f"({', '.join(op._overloads)})")
+        op = next(iter(op._overloads.values()))
+    if not isinstance(op, OpOverload):
+        raise TypeError(f"expected an op (name, OpOverload or custom op), got "
+                        f"{type(op).__name__}")
+    return op
+
+
+def register_kernel(op, device_types, fn: Callable | None = None, *, lib=None):
+    """Register ``fn`` as ``op``'s kernel for a device type (``"cpu"``, ``"jax"``, ...)."""
+    op = _resolve_op(op)
+
+    def reg(f):
+        library = lib or _global_library(op.schema.namespace)
+        for d in ([device_types] if isinstance(device_types, str) else device_types):
+            library.impl(op, f, d, allow_override=True)
+        return f
+
+    return reg(fn) if fn is not None else reg
+
+
+def register_fake(op, fn: Callable | None = None, *, lib=None):
+    """Register a fake (meta) implementation: shapes and dtypes from meta inputs."""
+    op = _resolve_op(op)
+
+    def reg(f):
+        library = lib or _global_library(op.schema.namespace)
+        library.impl(op, _fake_kernel(op, f), "Meta", allow_override=True)
+        return f
+
+    return reg(fn) if fn is not None else reg
+
+
+def register_autograd(op, backward: Callable, *, setup_context: Callable | None = None,
+                      lib=None):
+    """Give ``op`` a derivative: ``backward(ctx, *grads) -> input grads``.
+
+    ``setup_context(ctx, inputs, output)`` saves what backward needs (as in PyTorch).
+    """
+    from .autograd import _custom
+
+    op = _resolve_op(op)
+    return _custom.register_autograd(op, backward, setup_context,
+                                     lib or _global_library(op.schema.namespace))
+
+
+# ---------------------------------------------------------------------------------------
+# Inspection
+
+
+def dump(op) -> str:
+    """The registrations and computed dispatch table of ``op``, each entry with its rung.
+
+    ``op`` is a name (``"aten::masked_fill_.Scalar"``; a packet name dumps every
+    overload), an OpOverload or a packet.
+    """
+    if isinstance(op, str):
+        op = _ops.lookup(op)
+    if isinstance(op, _ops.OpOverloadPacket):
+        return "\n\n".join(dump(o) for o in op._overloads.values())
+    if isinstance(op, CustomOpDef):
+        op = op.op
+    lines = [f"{op.name}: {op.schema}", "registrations:"]
+    for key, stack in op._kernels.items():
+        for i, k in enumerate(stack):
+            shadow = "" if i == len(stack) - 1 else "  (overridden)"
+            lines.append(f"  {key.name:<28} {k.name}  [{k.origin}]{shadow}")
+    lines.append("computed table (runtime key -> kernel, rung):")
+    for key, (kernel, rung) in op.computed_table().items():
+        if kernel is None:
+            continue
+        if key.backend is not None and key.backend not in _loaded_backend_keys() \
+                and key.backend != "Meta":
+            continue
+        shown = "fallthrough" if kernel.is_fallthrough else kernel.name
+        lines.append(f"  {key.display_name():<28} {shown:<48} {rung}")
+    return "\n".join(lines)
+
+
+def _loaded_backend_keys() -> set[str]:
+    from mdtensor import backends
+
+    return {b.key for b in backends.loaded()}
+
+
+def set_dispatch_trace(enabled: bool = True) -> bool:
+    """Print every dispatcher hop (op, key set, key, kernel) to stderr; returns the old
+    setting.  ``MDTENSOR_SHOW_DISPATCH_TRACE=1`` turns it on at import."""
+    return dispatcher.set_trace(enabled)
+
+
+class dispatch_trace:
+    """Context manager: the dispatch trace on inside the block."""
+
+    def __enter__(self):
+        self._old = dispatcher.set_trace(True)
+        return self
+
+    def __exit__(self, *exc):
+        dispatcher.set_trace(self._old)
+
+
+def opcheck(op, args=(), kwargs=None) -> dict:
+    """Check an op's implementation against its schema (see docs/MODES.md).
+
+    Checks: the alias/mutation contract of the real kernel, that mutated arguments were
+    actually mutated (and nothing else was), that an autograd formula exists when inputs
+    require grad, and that the Meta/fake kernel's output shapes and dtypes match the real
+    kernel's.  Returns ``{check: "ok" | "skipped: why"}``; raises on the first failure.
+    """
+    from ._opcheck import opcheck as _opcheck
+
+    return _opcheck(_resolve_op(op), args, kwargs or {})
+
+
+# Re-exported for users writing fallbacks.
+SchemaParseError = SchemaParseError

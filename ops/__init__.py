@@ -1,0 +1,30 @@
+"""The op catalogue, and ``md.ops``: the operator namespaces.
+
+Each module declares one chapter of ops with ``defop`` (``_decl``); importing this package
+declares them all.  ``md.ops.aten.add`` (and ``md.ops.<ns>.<op>`` for custom namespaces)
+is served by the module-level ``__getattr__`` below, so the catalogue package is also the
+root of the operator namespaces, as ``torch.ops`` is.
+"""
+
+from __future__ import annotations
+
+from mdtensor._ops import ops as _namespaces
+
+from . import (  # noqa: F401  (imported for their declarations)
+    creation,
+    elementwise,
+    linalg,
+    manipulation,
+    reductions,
+)
+from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401
+
+
+def __getattr__(name: str):
+    if name.startswith("_"):  # private names are submodules, never op namespaces
+        raise AttributeError(f"module 'mdtensor.ops' has no attribute {name!r}")
+    return getattr(_namespaces, name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(dir(_namespaces)))

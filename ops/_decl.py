@@ -1,0 +1,526 @@
+"""How an operator is declared in the catalogue.
+
+Every op is declared once, with ``defop``::
+
+    defop("exp(Tensor self) -> Tensor",
+          impl=lambda xp, x: xp.exp(x),      # on raw arrays, against the Array API
+          structured=True,                     # also exp_ and exp.out, from the same impl
+          meta=meta.unary_float,               # shape/dtype inference without data
+          tags=("pointwise",),
+          info=OpInfo(ref=np.exp, dtypes=FLOATING, samples=samples.unary))
+
+From that one declaration come: the overloads (``exp``, ``exp_``, ``exp.out``), their
+ArrayAPI kernels (the impl wrapped to unwrap tensors, check devices and wrap results), the
+Meta kernels (from ``meta``), the ADInplaceOrView kernels of in-place, ``out=`` and view
+overloads, the namespace functions and Tensor methods (``ops._methods``), and the OpInfo
+sweep's test data.  Derivative formulas (``derivative=``) feed the Autograd layer.
+
+Note [Structured ops]
+~~~~~~~~~~~~~~~~~~~~~
+A structured op gives one functional schema and one impl; its in-place and ``out=`` variants
+follow PyTorch's rules: the in-place result must have ``self``'s shape (the other operands
+may broadcast to it) and be castable to ``self``'s dtype (``same_kind``); ``out=`` checks the
+device, requires the result be castable to ``out``'s dtype, and resizes a wrongly shaped
+``out`` -- silently when it was empty, with a warning otherwise.  On backends whose
+elementwise functions take ``out=`` (NumPy, CuPy) an op that declares ``inplace_impl``
+writes straight into the destination, allocating nothing.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from mdtensor import _ops
+from mdtensor._keys import DispatchKey
+from mdtensor._ops import Kernel
+from mdtensor._schema import FunctionSchema, parse_schema
+from mdtensor._tensor import Tensor
+
+__all__ = [
+    "CATALOGUE",
+    "ErrorInput",
+    "OpDecl",
+    "OpInfo",
+    "SampleInput",
+    "defop",
+    "structured_variants",
+]
+
+
+@dataclass
+class SampleInput:
+    """One call of an op in the OpInfo sweep: ``op(*args, **kwargs)``.
+
+    Tensor arguments are NumPy arrays here; the sweep converts them to tensors on the
+    device under test and the NumPy reference receives them as they are.
+    """
+
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    name: str = ""
+
+
+@dataclass
+class ErrorInput:
+    """A call that must raise ``error`` with a message matching ``match`` (a regex)."""
+
+    sample: SampleInput
+    error: type = Exception
+    match: str = ""
+
+
+@dataclass
+class OpInfo:
+    """Test data for the OpInfo sweep.
+
+    Attributes:
+        ref: NumPy reference taking the sample's arguments (NumPy arrays) and returning
+            what the op returns (arrays).  None: no reference comparison.
+        dtypes: the dtypes the op supports (mdtensor DTypes).
+        samples: ``samples(dtype, rng) -> iterable of SampleInput``.
+        errors: ``errors() -> iterable of ErrorInput``.
+        rtol/atol: comparison tolerances per dtype kind ('f', 'c'), or overrides.
+        differentiable: gradcheck the op in float64.
+        supports_out/inplace: sweep the generated variants (structured ops).
+    """
+
+    ref: Callable | None = None
+    dtypes: tuple = ()
+    samples: Callable | None = None
+    errors: Callable | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    differentiable: bool = True
+    skip: tuple = ()  # names of sweep checks to skip, each with a reason in a comment
+
+
+@dataclass
+class OpDecl:
+    """A catalogue entry (see the module docstring)."""
+
+    name: str
+    overloads: list = field(default_factory=list)  # every OpOverload it defined
+    functional: list = field(default_factory=list)
+    inplace: list = field(default_factory=list)
+    out: list = field(default_factory=list)
+    impl: Callable | None = None
+    meta: Callable | None = None
+    derivative: Any = None
+    tags: tuple = ()
+    info: OpInfo | None = None
+    names: tuple = ()  # namespace function names
+    methods: tuple = ()  # Tensor method names
+    kwarg_aliases: dict = field(default_factory=dict)
+    varargs: bool = False  # methods take x.view(2, 3) as well as x.view((2, 3))
+
+
+CATALOGUE: dict[str, OpDecl] = {}
+
+
+# ---------------------------------------------------------------------------------------
+# Errors shared by generated kernels
+
+
+def device_mismatch(op_name: str, a, b) -> ValueError:
+    return ValueError(
+        f"{op_name}: expected all tensors to be on the same device, but found tensors on "
+        f"{a} and {b}"
+    )
+
+
+def _shape_str(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _dtype_torch(dt) -> str:
+    from mdtensor._dtypes import as_dtype
+
+    return as_dtype(dt).name
+
+
+# ---------------------------------------------------------------------------------------
+# Unwrapping tensors, wrapping results
+
+
+def _returns_kind(schema: FunctionSchema) -> str:
+    rets = schema.returns
+    if not rets:
+        return "none"
+    if len(rets) == 1 and not schema.returns_tuple:
+        t = rets[0].type
+        if t.is_tensor_list:
+            return "list"
+        return "tensor" if t.is_tensor else "value"
+    return "tuple"
+
+
+def _wrap_out(dev, kind: str, schema: FunctionSchema):
+    wrap = dev.wrap
+    if kind == "tensor":
+        return wrap
+    if kind == "list":
+        return lambda r: [wrap(x) for x in r]
+    if kind == "tuple":
+        flags = [ret.type.is_tensor for ret in schema.returns]
+        return lambda r: tuple(wrap(x) if f else x for x, f in zip(r, flags))
+    return lambda r: r
+
+
+def array_api_kernel(schema: FunctionSchema, impl: Callable) -> Callable:
+    """Wrap ``impl(xp, *arrays, ...)`` into a kernel taking and returning Tensors."""
+    name = schema.full_name
+    kind = _returns_kind(schema)
+    tensor_args = [(i, a) for i, a in enumerate(schema.arguments) if a.type.is_tensor_like]
+    simple = [i for i, a in tensor_args
+              if not (a.kwarg_only or a.type.is_tensor_list or a.type.optional or a.has_default)]
+    if kind == "tensor" and len(simple) == len(tensor_args) and simple in ([0], [1], [0, 1]):
+        return _fast_kernel(name, impl, tuple(simple))
+    return _generic_kernel(schema, impl, kind, tensor_args)
+
+
+def _fast_kernel(name, impl, pos):
+    if pos == (0,):
+        def kernel(a, *rest, **kwargs):
+            d = a._device
+            return d.wrap(impl(d.xp, a._data, *rest, **kwargs))
+    elif pos == (1,):
+        def kernel(s, a, *rest, **kwargs):
+            d = a._device
+            return d.wrap(impl(d.xp, s, a._data, *rest, **kwargs))
+    else:
+        def kernel(a, b, *rest, **kwargs):
+            d = a._device
+            if b._device is not d:
+                raise device_mismatch(name, d, b._device)
+            return d.wrap(impl(d.xp, a._data, b._data, *rest, **kwargs))
+    kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
+    return kernel
+
+
+def _unwrapper(schema: FunctionSchema, tensor_args):
+    """``unwrap(args, kwargs) -> (device, args, kwargs)`` with arrays in place of tensors."""
+    name = schema.full_name
+
+    def unwrap(args, kwargs):
+        dev = None
+        args = list(args)
+        for i, a in tensor_args:
+            if i < len(args) and not a.kwarg_only:
+                holder, slot = args, i
+            elif a.name in kwargs:
+                if kwargs is not None and not isinstance(kwargs, dict):
+                    kwargs = dict(kwargs)
+                holder, slot = kwargs, a.name
+            else:
+                continue
+            v = holder[slot]
+            if v is None:
+                continue
+            if a.type.is_tensor_list:
+                raw = []
+                for t in v:
+                    if t is None:
+                        raw.append(None)
+                        continue
+                    if dev is None:
+                        dev = t._device
+                    elif t._device is not dev:
+                        raise device_mismatch(name, dev, t._device)
+                    raw.append(t._data)
+                holder[slot] = raw
+            else:
+                if not isinstance(v, Tensor):
+                    raise TypeError(f"{name}: argument '{a.name}' must be a Tensor, got "
+                                    f"{type(v).__name__}")
+                if dev is None:
+                    dev = v._device
+                elif v._device is not dev:
+                    raise device_mismatch(name, dev, v._device)
+                holder[slot] = v._data
+        return dev, args, kwargs
+
+    return unwrap
+
+
+def _generic_kernel(schema, impl, kind, tensor_args):
+    unwrap = _unwrapper(schema, tensor_args)
+    name = schema.full_name
+
+    def kernel(*args, **kwargs):
+        kwargs = dict(kwargs)
+        dev, args, kwargs = unwrap(args, kwargs)
+        if dev is None:
+            raise TypeError(f"{name}: needs at least one tensor argument")
+        return _wrap_out(dev, kind, schema)(impl(dev.xp, *args, **kwargs))
+
+    kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------
+# Structured variants
+
+
+def structured_variants(schema: FunctionSchema) -> tuple[str, str]:
+    """The in-place and out= schema strings of a functional schema."""
+    args = [str(a) for a in schema.arguments]
+    positional = [str(a) for a in schema.arguments if not a.kwarg_only]
+    kwonly = [str(a) for a in schema.arguments if a.kwarg_only]
+    ns = "" if schema.namespace == "aten" else schema.namespace + "::"
+    ov = schema.overload_name
+    self_arg = schema.arguments[0]
+    inplace_first = str(self_arg).replace(str(self_arg.type), "Tensor(a!)", 1)
+    inplace = (f"{ns}{schema.name}_{'.' + ov if ov else ''}"
+               f"({', '.join([inplace_first] + args[1:])}) -> Tensor(a!)")
+    out_ov = "out" if ov in ("", "Tensor") else f"{ov}_out"
+    out_args = positional + ["*"] + kwonly + ["Tensor(a!) out"]
+    out = f"{ns}{schema.name}.{out_ov}({', '.join(out_args)}) -> Tensor(a!)"
+    return inplace, out
+
+
+def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
+    unwrap = _unwrapper(schema, tensor_args)
+    name = schema.full_name
+
+    def kernel(self, *args, **kwargs):
+        dev = self._device
+        backend = dev.backend
+        _, rargs, rkwargs = unwrap((self, *args), dict(kwargs))
+        if rargs[0] is not self._data:
+            raise AssertionError("in-place self must be positional")
+        for t in (*args, *kwargs.values()):
+            if isinstance(t, Tensor) and t._device is not dev:
+                raise device_mismatch(name, dev, t._device)
+        if not backend.capabilities.inplace:
+            raise RuntimeError(f"{name}: the {backend.name} backend's arrays are immutable; "
+                               f"in-place ops on it run through Functionalize")
+        if inplace_impl is not None and backend.capabilities.ufunc_out:
+            try:
+                inplace_impl(dev.xp, self._data, *rargs, **rkwargs)
+                return self
+            except (TypeError, ValueError) as e:
+                _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, e)
+        r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
+        _check_inplace_result(name, self, r, backend)
+        backend.copy_into(self._data, r)
+        return self
+
+    kernel.__qualname__ = kernel.__name__ = f"array_api_inplace[{name}]"
+    return kernel
+
+
+def _check_inplace_result(name, self, r, backend) -> None:
+    from mdtensor._dtypes import can_cast
+
+    if tuple(r.shape) != tuple(self._data.shape):
+        raise RuntimeError(
+            f"{name}: output with shape {_shape_str(self._data.shape)} doesn't match the "
+            f"broadcast shape {_shape_str(r.shape)}"
+        )
+    rd = backend.dtype_from_native(r.dtype)
+    sd = backend.dtype_from_native(self._data.dtype)
+    if not can_cast(rd, sd):
+        raise RuntimeError(
+            f"{name}: result type {rd.name} can't be cast to the desired output type "
+            f"{sd.name}"
+        )
+
+
+def _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, cause):
+    # The ufunc refused (shape or casting): recompute to produce PyTorch's message.
+    backend = dev.backend
+    rargs = list(rargs)
+    r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
+    _check_inplace_result(name, self, r, backend)
+    raise cause
+
+
+def _out_kernel(schema, impl, inplace_impl, tensor_args):
+    # tensor_args of the out schema include 'out' itself; unwrap the inputs only.
+    inputs = [(i, a) for i, a in tensor_args if a.name != "out"]
+    unwrap = _unwrapper(schema, inputs)
+    name = schema.full_name
+
+    def kernel(*args, out, **kwargs):
+        from mdtensor._dtypes import can_cast
+
+        dev, rargs, rkwargs = unwrap(args, dict(kwargs))
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{name}: argument 'out' must be a Tensor, got "
+                            f"{type(out).__name__}")
+        if dev is not None and out._device is not dev:
+            raise device_mismatch(name, dev, out._device)
+        dev = out._device
+        backend = dev.backend
+        r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
+        rd = backend.dtype_from_native(r.dtype)
+        od = backend.dtype_from_native(out._data.dtype)
+        if not can_cast(rd, od):
+            raise RuntimeError(f"{name}: result type {rd.name} can't be cast to the desired "
+                               f"output type {od.name}")
+        if tuple(out._data.shape) != tuple(r.shape):
+            if out.numel() != 0:
+                warnings.warn(
+                    f"{name}: An output with one or more elements was resized since it had "
+                    f"shape {_shape_str(out._data.shape)}, which does not match the required "
+                    f"output shape {_shape_str(r.shape)}. This behavior is deprecated, and in "
+                    f"a future release outputs will not be resized unless they have zero "
+                    f"elements.", UserWarning, stacklevel=3)
+            if backend.capabilities.inplace:
+                out._data = dev.xp.empty(r.shape, dtype=out._data.dtype, device=dev.native)
+            else:
+                out._data = dev.xp.astype(r, out._data.dtype)
+                return out
+        backend.copy_into(out._data, r) if backend.capabilities.inplace else setattr(
+            out, "_data", dev.xp.astype(r, out._data.dtype))
+        return out
+
+    kernel.__qualname__ = kernel.__name__ = f"array_api_out[{name}]"
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------
+# Registration
+
+
+def _register(op, fn, key, **kw) -> None:
+    op._push_kernel(Kernel(fn, key, origin="mdtensor", **kw))
+
+
+def defop(
+    schema: str,
+    *,
+    impl: Callable | None = None,
+    structured: bool = False,
+    inplace_impl: Callable | None = None,
+    composite: Callable | None = None,
+    explicit: Callable | None = None,
+    kernels: dict | None = None,
+    meta: Callable | None = None,
+    derivative: Any = None,
+    tags: Iterable[str] = (),
+    info: OpInfo | None = None,
+    names: Iterable[str] | None = None,
+    methods: Iterable[str] | None = None,
+    kwarg_aliases: dict | None = None,
+    decl: OpDecl | None = None,
+    varargs: bool = False,
+) -> OpDecl:
+    """Declare an op (see the module docstring).
+
+    Args:
+        schema: the functional schema (for structured ops) or the op's only schema.
+        impl: ``impl(xp, *args, **kwargs)`` on raw arrays; registered for ArrayAPI.
+        structured: also define the in-place and ``out=`` variants from ``impl``.
+        inplace_impl: ``inplace_impl(xp, out_array, *args, **kwargs)`` writing into
+            ``out_array`` with the backend's ``out=`` (backends with ``ufunc_out``).
+        composite: CompositeImplicitAutograd kernel (in terms of other md ops).
+        explicit: CompositeExplicitAutograd kernel (other md ops; own derivative).
+        kernels: extra kernels, ``{key name: fn}`` (e.g. a NumPy-specific ``"CPU"``).
+        meta: ``meta(*args, **kwargs)`` -> ``(shape, dtype)`` (or a list/tuple of them).
+        derivative: the derivative formula (see mdtensor.autograd).
+        tags: PyTorch-style tags: pointwise, reduction, view, inplace, factory, ...
+        info: OpInfo test data.
+        names: namespace function names (default: the op name).
+        methods: Tensor method names (default: none).
+        kwarg_aliases: torch-style keyword spellings, ``{"dim": "axis"}``.
+        decl: add this schema as one more overload of an existing declaration.
+        varargs: Tensor methods also accept the int list as separate arguments.
+    """
+    fschema = parse_schema(schema)
+    tags = tuple(tags)
+    if decl is None:
+        decl = OpDecl(name=fschema.name, impl=impl, meta=meta, derivative=derivative,
+                      tags=tags, info=info,
+                      names=tuple(names) if names is not None else (fschema.name,),
+                      methods=tuple(methods or ()), kwarg_aliases=dict(kwarg_aliases or {}),
+                      varargs=varargs)
+        key = f"{fschema.namespace}::{fschema.name}"
+        if key in CATALOGUE:
+            raise RuntimeError(f"{key} is declared twice in the catalogue")
+        CATALOGUE[key] = decl
+    view = fschema.is_view
+    if view and "view" not in tags:
+        tags = tags + ("view",)
+    op = _ops.define(fschema, tags=tags)
+    op.decl = decl
+    decl.overloads.append(op)
+    (decl.inplace if fschema.is_inplace else decl.out if fschema.is_out
+     else decl.functional).append(op)
+    tensor_args = [(i, a) for i, a in enumerate(fschema.arguments) if a.type.is_tensor_like]
+    if impl is not None:
+        if fschema.is_inplace:
+            fn = _inplace_kernel(fschema, impl, inplace_impl, tensor_args)
+        elif fschema.is_out:
+            fn = _out_kernel(fschema, impl, inplace_impl, tensor_args)
+        else:
+            fn = array_api_kernel(fschema, impl)
+        _register(op, fn, DispatchKey.ArrayAPI)
+    if composite is not None:
+        _register(op, composite, DispatchKey.CompositeImplicitAutograd)
+    if explicit is not None:
+        _register(op, explicit, DispatchKey.CompositeExplicitAutograd)
+    for key_name, fn in (kernels or {}).items():
+        _register(op, fn, DispatchKey[key_name])
+    if meta is not None and "Meta" not in (kernels or {}):
+        _register(op, _meta_kernel(fschema, meta), DispatchKey.Meta)
+    _packet_aliases(op, decl)
+    if structured:
+        if not impl:
+            raise ValueError(f"{fschema.full_name}: a structured op needs impl=")
+        inplace_s, out_s = structured_variants(fschema)
+        for s in (inplace_s, out_s):
+            defop(s, impl=impl, inplace_impl=inplace_impl, meta=meta, tags=tags, decl=decl)
+        if not any(t == "inplace" for t in tags):
+            decl.inplace[-1].tags = decl.inplace[-1].tags | {"inplace"}
+    return decl
+
+
+def _packet_aliases(op, decl) -> None:
+    if decl.kwarg_aliases:
+        op.overloadpacket._kwarg_aliases.update(decl.kwarg_aliases)
+
+
+# ---------------------------------------------------------------------------------------
+# Meta kernels (from the declaration's meta function)
+
+
+def _meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
+    """A Meta-key kernel: run ``meta`` and make meta tensors of the inferred specs."""
+    from mdtensor._device import Device
+    from mdtensor._meta import MetaArray
+
+    name = schema.full_name
+    kind = _returns_kind(schema)
+
+    def make(spec):
+        shape, dtype = spec
+        return Device("meta").wrap(MetaArray(shape, dtype.numpy))
+
+    if schema.is_inplace:
+        def kernel(self, *args, **kwargs):
+            shape, dtype = meta(self, *args, **kwargs)
+            if tuple(shape) != tuple(self.shape):
+                raise RuntimeError(
+                    f"{name}: output with shape {_shape_str(self.shape)} doesn't match the "
+                    f"broadcast shape {_shape_str(shape)}")
+            return self
+    elif schema.is_out:
+        def kernel(*args, out, **kwargs):
+            shape, dtype = meta(*args, **kwargs)
+            if tuple(out.shape) != tuple(shape):
+                out._data = MetaArray(shape, out._data.dtype)
+            return out
+    else:
+        def kernel(*args, **kwargs):
+            spec = meta(*args, **kwargs)
+            if kind == "tensor":
+                return make(spec)
+            if kind == "list":
+                return [make(s) for s in spec]
+            return tuple(make(s) for s in spec)
+
+    kernel.__qualname__ = kernel.__name__ = f"meta[{name}]"
+    return kernel

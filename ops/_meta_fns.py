@@ -1,0 +1,125 @@
+"""Shared meta functions: shape and dtype inference without data.
+
+A meta function takes the op's arguments (tensors may be real, meta or fake) and returns
+``(shape, dtype)``, or a tuple/list of them for several outputs.  Errors raised here are the
+same errors the real kernels raise, so Meta and fake tensors fail where real ones would.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdtensor import _dtypes
+from mdtensor._dtypes import DType, result_type
+
+__all__ = [
+    "binary",
+    "broadcast_shapes",
+    "compare",
+    "matmul",
+    "normalize_axes",
+    "reduction",
+    "same",
+    "unary_float",
+]
+
+
+def broadcast_shapes(op: str, *shapes) -> tuple[int, ...]:
+    """Array API broadcasting; ValueError naming the op on incompatible shapes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, d in enumerate(s, ndim - len(s)):
+            if d == out[i] or d == 1:
+                continue
+            if out[i] == 1:
+                out[i] = d
+            else:
+                raise ValueError(
+                    f"{op}: shapes {' and '.join(str(tuple(x)) for x in shapes)} cannot be "
+                    f"broadcast together (dimension {i - ndim}: {out[i]} vs {d})"
+                )
+    return tuple(out)
+
+
+def _shape(x):
+    return tuple(x.shape) if hasattr(x, "shape") else ()
+
+
+def same(x, *args, **kwargs):
+    """Same shape and dtype as ``x``."""
+    return x.shape, x.dtype
+
+
+def unary_float(x, *args, **kwargs):
+    """Same shape; integer/bool inputs give the default float dtype (as PyTorch)."""
+    dt = x.dtype
+    if dt.kind in "biu":
+        dt = _dtypes.float32
+    return x.shape, dt
+
+
+def binary(a, b, *args, **kwargs):
+    """Broadcast shapes; dtype by promotion with Python scalars weak."""
+    return broadcast_shapes("binary op", _shape(a), _shape(b)), result_type(a, b)
+
+
+def compare(a, b, *args, **kwargs):
+    return broadcast_shapes("comparison", _shape(a), _shape(b)), _dtypes.bool_
+
+
+def normalize_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
+    """Axis/axes -> sorted non-negative tuple; IndexError naming the op when out of range."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -max(ndim, 1) <= a < max(ndim, 1):
+            raise IndexError(
+                f"{op}: axis {a} is out of range for a tensor of dimension {ndim} "
+                f"(expected to be in range [{-max(ndim, 1)}, {max(ndim, 1) - 1}])"
+            )
+        out.append(a % max(ndim, 1))
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: duplicate axes in {tuple(axes)}")
+    return tuple(sorted(out))
+
+
+def reduction(x, axis=None, keepdims=False, *, dtype=None, **kwargs):
+    """Reduce ``axis`` (None: all); dtype from ``dtype=`` or ``x``."""
+    axes = normalize_axes("reduction", axis, x.ndim)
+    shape = tuple(
+        (1 if i in axes else d) for i, d in enumerate(x.shape) if keepdims or i not in axes
+    )
+    return shape, _dtypes.as_dtype(dtype) if dtype is not None else x.dtype
+
+
+def matmul(a, b, *args, **kwargs):
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if not sa or not sb:
+        raise ValueError(f"matmul: both arguments must be at least 1-D, got shapes {sa} and {sb}")
+    a2 = sa if len(sa) > 1 else (1,) + sa
+    b2 = sb if len(sb) > 1 else sb + (1,)
+    if a2[-1] != b2[-2]:
+        raise ValueError(
+            f"matmul: shapes {sa} and {sb} are not aligned: {a2[-1]} (dim -1 of the first) "
+            f"!= {b2[-2]} (dim -2 of the second)"
+        )
+    batch = broadcast_shapes("matmul", a2[:-2], b2[:-2])
+    shape = batch + (a2[-2], b2[-1])
+    if len(sa) == 1:
+        shape = shape[:-2] + shape[-1:]
+    if len(sb) == 1:
+        shape = shape[:-1]
+    return shape, result_type(a, b)
+
+
+def as_dtype_or(dtype, default: DType) -> DType:
+    return _dtypes.as_dtype(dtype) if dtype is not None else default
+
+
+def compare_unary(x, *args, **kwargs):
+    """Same shape, bool dtype (isnan, logical_not, ...)."""
+    return x.shape, _dtypes.bool_

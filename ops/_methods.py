@@ -1,0 +1,153 @@
+"""Namespace functions, Tensor methods and Python operators, generated from the catalogue.
+
+Nothing here is written per op: ``install`` walks ``CATALOGUE`` and binds each declaration's
+``names`` into the ``mdtensor`` namespace and its ``methods`` onto ``Tensor`` (plus the
+``_``-suffixed in-place method when the op has an in-place variant), and binds the Python
+operators from the one table below.
+"""
+
+from __future__ import annotations
+
+from mdtensor._frontend import resolve
+from mdtensor._ops import lookup
+from mdtensor._tensor import Tensor
+
+from ._decl import CATALOGUE
+
+__all__ = ["OPERATORS", "install"]
+
+#: Python operator -> (op packet name, kind); kind is "binary", "reflected", "inplace" or
+#: "unary".  This table is the only place operators are spelled out.
+OPERATORS: dict[str, tuple[str, str]] = {
+    "__add__": ("add", "binary"), "__radd__": ("add", "reflected"),
+    "__iadd__": ("add_", "inplace"),
+    "__sub__": ("sub", "binary"), "__rsub__": ("sub", "reflected"),
+    "__isub__": ("sub_", "inplace"),
+    "__mul__": ("mul", "binary"), "__rmul__": ("mul", "reflected"),
+    "__imul__": ("mul_", "inplace"),
+    "__truediv__": ("div", "binary"), "__rtruediv__": ("div", "reflected"),
+    "__itruediv__": ("div_", "inplace"),
+    "__floordiv__": ("floor_divide", "binary"), "__rfloordiv__": ("floor_divide", "reflected"),
+    "__ifloordiv__": ("floor_divide_", "inplace"),
+    "__mod__": ("remainder", "binary"), "__rmod__": ("remainder", "reflected"),
+    "__imod__": ("remainder_", "inplace"),
+    "__pow__": ("pow", "binary"), "__rpow__": ("pow", "reflected"),
+    "__ipow__": ("pow_", "inplace"),
+    "__matmul__": ("matmul", "binary"), "__rmatmul__": ("matmul", "reflected"),
+    "__and__": ("bitwise_and", "binary"), "__rand__": ("bitwise_and", "reflected"),
+    "__iand__": ("bitwise_and_", "inplace"),
+    "__or__": ("bitwise_or", "binary"), "__ror__": ("bitwise_or", "reflected"),
+    "__ior__": ("bitwise_or_", "inplace"),
+    "__xor__": ("bitwise_xor", "binary"), "__rxor__": ("bitwise_xor", "reflected"),
+    "__ixor__": ("bitwise_xor_", "inplace"),
+    "__lshift__": ("bitwise_left_shift", "binary"),
+    "__rlshift__": ("bitwise_left_shift", "reflected"),
+    "__ilshift__": ("bitwise_left_shift_", "inplace"),
+    "__rshift__": ("bitwise_right_shift", "binary"),
+    "__rrshift__": ("bitwise_right_shift", "reflected"),
+    "__irshift__": ("bitwise_right_shift_", "inplace"),
+    "__eq__": ("eq", "binary"), "__ne__": ("ne", "binary"),
+    "__lt__": ("lt", "binary"), "__le__": ("le", "binary"),
+    "__gt__": ("gt", "binary"), "__ge__": ("ge", "binary"),
+    "__neg__": ("neg", "unary"), "__pos__": ("positive", "unary"),
+    "__abs__": ("abs", "unary"), "__invert__": ("bitwise_not", "unary"),
+    "__getitem__": ("getitem", "binary"), "__setitem__": ("setitem", "setitem"),
+}
+
+
+def _binary(packet, reflected: bool):
+    cache = packet._resolution_cache
+
+    if reflected:
+        def operator(self, other):
+            caller = cache.get((type(other), type(self)))
+            if caller is None:
+                try:
+                    caller = resolve(packet, (other, self), {}, (type(other), type(self)))
+                except TypeError:
+                    return NotImplemented
+            return caller(other, self)
+    else:
+        def operator(self, other):
+            caller = cache.get((type(self), type(other)))
+            if caller is None:
+                try:
+                    caller = resolve(packet, (self, other), {}, (type(self), type(other)))
+                except TypeError:
+                    return NotImplemented
+            return caller(self, other)
+    return operator
+
+
+def _unary(packet):
+    def operator(self):
+        return packet(self)
+    return operator
+
+
+def _setitem(packet):
+    def operator(self, key, value):
+        packet(self, key, value)
+    return operator
+
+
+def _method(packet, varargs: bool):
+    if varargs:
+        def method(self, *args, **kwargs):
+            if len(args) > 1 and all(isinstance(a, int) for a in args):
+                args = (args,)
+            return packet(self, *args, **kwargs)
+    else:
+        def method(self, *args, **kwargs):
+            return packet(self, *args, **kwargs)
+    method.__name__ = packet._name
+    method.__doc__ = packet.__doc__
+    return method
+
+
+def _packet(name):
+    try:
+        return lookup(name)
+    except ValueError:
+        return None
+
+
+def install(namespace: dict) -> None:
+    """Bind namespace functions into ``namespace`` and methods/operators onto Tensor."""
+    for decl in CATALOGUE.values():
+        if not decl.overloads:
+            continue
+        packet = decl.overloads[0].overloadpacket
+        if packet._namespace != "aten":
+            continue
+        packet.__doc__ = _doc(decl)
+        for name in decl.names:
+            namespace[name] = packet
+        varargs = getattr(decl, "varargs", False)
+        for m in decl.methods:
+            setattr(Tensor, m, _method(packet, varargs))
+            if decl.inplace:
+                inplace_packet = decl.inplace[0].overloadpacket
+                setattr(Tensor, m + "_", _method(inplace_packet, varargs))
+    for dunder, (name, kind) in OPERATORS.items():
+        packet = _packet(name)
+        if packet is None:
+            continue
+        if kind in ("binary", "inplace"):
+            setattr(Tensor, dunder, _binary(packet, False))
+        elif kind == "reflected":
+            setattr(Tensor, dunder, _binary(packet, True))
+        elif kind == "unary":
+            setattr(Tensor, dunder, _unary(packet))
+        else:
+            setattr(Tensor, dunder, _setitem(packet))
+    Tensor.__hash__ = Tensor.__dict__.get("__hash__") or object.__hash__
+
+
+def _doc(decl) -> str:
+    lines = [f"``{decl.name}``: mdtensor operator (schemas below).", ""]
+    lines += [f"    {op.schema}" for op in decl.overloads]
+    if decl.kwarg_aliases:
+        lines += ["", "Keyword aliases: " + ", ".join(f"{k}= for {v}="
+                                                      for k, v in decl.kwarg_aliases.items())]
+    return "\n".join(lines)

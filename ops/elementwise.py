@@ -1,0 +1,326 @@
+"""Elementwise ops: the Array API's elementwise functions plus torch spellings.
+
+Binary ops get three overloads -- ``.Tensor`` (tensor, tensor), ``.Scalar`` (tensor,
+Python scalar) and ``.Scalar_Tensor`` (Python scalar, tensor) -- so Python scalars reach
+the backend as scalars and stay *weak* in type promotion (Array API 2024.12 / NEP 50).
+``.Tensor`` and ``.Scalar`` are structured: in-place (``add_``) and ``out=`` variants come
+from the same impl, writing straight into the destination with ``out=`` on NumPy.
+
+Note [Integer inputs of float functions]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``exp``, ``sin``, ``sqrt``, true division, ... of integer or bool tensors return the
+default float dtype (float32), as in PyTorch; NumPy alone would give float64.  The Array
+API leaves this unspecified.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+import numpy as np
+
+from mdtensor import _dtypes as dt
+
+from . import _meta_fns as mf
+from ._decl import OpInfo, defop
+from ._samples import binary_samples, unary_samples
+
+BOOL = (dt.bool_,)
+INTS = (dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8, dt.uint16, dt.uint32, dt.uint64)
+FLOATS = (dt.float32, dt.float64)
+COMPLEX = (dt.complex64, dt.complex128)
+REAL = INTS + FLOATS
+NUMERIC = REAL + COMPLEX
+ALL = BOOL + NUMERIC
+FLOATING = FLOATS + COMPLEX
+
+
+def _int_like(a) -> bool:
+    kind = getattr(a.dtype, "kind", None)
+    return kind in ("b", "i", "u")
+
+
+def _to_float(xp, a):
+    """Note [Integer inputs of float functions]."""
+    if _int_like(a):
+        return xp.astype(a, xp.float32)
+    return a
+
+
+# ---------------------------------------------------------------------------------------
+# Declaration helpers
+
+
+def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=None,
+          names=None, methods=None, structured=True, domain=None, derivative=None):
+    fn = attrgetter(xp_name or name)
+    if float_fn:
+        def impl(xp, a):
+            return fn(xp)(_to_float(xp, a))
+    else:
+        def impl(xp, a):
+            return fn(xp)(a)
+    impl.__name__ = name
+    inplace_impl = None
+    if structured and not float_fn:
+        def inplace_impl(xp, out, a):
+            fn(xp)(a, out=out)
+    elif structured:
+        def inplace_impl(xp, out, a):
+            fn(xp)(a, out=out)
+    ref = ref if ref is not None else getattr(np, xp_name or name, None)
+    return defop(
+        f"{name}(Tensor self) -> Tensor",
+        impl=impl, inplace_impl=inplace_impl, structured=structured,
+        meta=meta or (mf.unary_float if float_fn else mf.same),
+        tags=("pointwise",), derivative=derivative,
+        info=OpInfo(ref=ref, dtypes=dtypes, samples=unary_samples(domain)),
+        names=names, methods=methods if methods is not None else (name,),
+    )
+
+
+def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC, ref=None,
+           names=None, methods=None, structured=True, domain=None, reflected=True,
+           derivative=None):
+    fn = attrgetter(xp_name or name)
+    if float_fn:
+        def impl(xp, a, b):
+            return fn(xp)(_to_float_any(xp, a), _to_float_any(xp, b))
+    else:
+        def impl(xp, a, b):
+            return fn(xp)(a, b)
+    impl.__name__ = name
+
+    def inplace_impl(xp, out, a, b):
+        fn(xp)(a, b, out=out)
+
+    ref = ref if ref is not None else getattr(np, xp_name or name, None)
+    info = OpInfo(ref=ref, dtypes=dtypes, samples=binary_samples(domain))
+    decl = defop(
+        f"{name}.Tensor(Tensor self, Tensor other) -> Tensor",
+        impl=impl, inplace_impl=inplace_impl, structured=structured, meta=meta,
+        tags=("pointwise",), derivative=derivative, info=info, names=names,
+        methods=methods if methods is not None else (name,),
+    )
+    defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl,
+          inplace_impl=inplace_impl, structured=structured, meta=meta,
+          tags=("pointwise",), decl=decl)
+    if reflected:
+        defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", impl=impl,
+              meta=meta, tags=("pointwise",), decl=decl)
+    return decl
+
+
+def _to_float_any(xp, a):
+    if isinstance(a, (bool, int)):
+        return float(a)
+    if isinstance(a, (float, complex)):
+        return a
+    return _to_float(xp, a)
+
+
+# ---------------------------------------------------------------------------------------
+# add / sub take alpha (torch): other is scaled by alpha first.
+
+
+def _add(xp, a, b, alpha=1):
+    if alpha != 1:
+        b = xp.multiply(b, alpha)
+    return xp.add(a, b)
+
+
+def _add_out(xp, out, a, b, alpha=1):
+    if alpha != 1:
+        b = xp.multiply(b, alpha)
+    xp.add(a, b, out=out)
+
+
+def _sub(xp, a, b, alpha=1):
+    if alpha != 1:
+        b = xp.multiply(b, alpha)
+    return xp.subtract(a, b)
+
+
+def _sub_out(xp, out, a, b, alpha=1):
+    if alpha != 1:
+        b = xp.multiply(b, alpha)
+    xp.subtract(a, b, out=out)
+
+
+def _alpha_ref(fn):
+    def ref(a, b, alpha=1):
+        return fn(a, np.multiply(b, alpha) if alpha != 1 else b)
+    return ref
+
+
+def _alpha_op(name, impl, impl_out, ref, names):
+    info = OpInfo(ref=_alpha_ref(ref), dtypes=NUMERIC, samples=binary_samples(None))
+    decl = defop(f"{name}.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+                 impl=impl, inplace_impl=impl_out, structured=True, meta=mf.binary,
+                 tags=("pointwise",), info=info, names=names, methods=(name,))
+    defop(f"{name}.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", impl=impl,
+          inplace_impl=impl_out, structured=True, meta=mf.binary, tags=("pointwise",),
+          decl=decl)
+    defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other, Scalar alpha=1) -> Tensor",
+          impl=impl, meta=mf.binary, tags=("pointwise",), decl=decl)
+    return decl
+
+
+_alpha_op("add", _add, _add_out, np.add, ("add",))
+_alpha_op("sub", _sub, _sub_out, np.subtract, ("sub", "subtract"))
+
+
+def _mul(xp, a, b):
+    return xp.multiply(a, b)
+
+
+def _mul_out(xp, out, a, b):
+    xp.multiply(a, b, out=out)
+
+
+binary("mul", xp_name="multiply", names=("mul", "multiply"), methods=("mul", "multiply"))
+
+
+def _div_meta(a, b, *args, **kwargs):
+    shape, dtype = mf.binary(a, b)
+    return shape, dt.float32 if dtype.kind in "biu" else dtype
+
+
+binary("div", xp_name="divide", float_fn=True, meta=_div_meta, names=("div", "divide"),
+       methods=("div", "divide", "true_divide"), ref=np.true_divide)
+binary("floor_divide", dtypes=REAL, domain="nonzero")
+binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",),
+       methods=("remainder",))
+binary("fmod", dtypes=REAL, domain="nonzero", ref=np.fmod)
+binary("pow", dtypes=NUMERIC, domain="pow", methods=("pow",), names=("pow",))
+binary("atan2", float_fn=True, meta=_div_meta, dtypes=FLOATS, ref=np.arctan2,
+       methods=("atan2", "arctan2"), names=("atan2", "arctan2"))
+binary("hypot", float_fn=True, meta=_div_meta, dtypes=FLOATS)
+binary("copysign", float_fn=True, meta=_div_meta, dtypes=FLOATS)
+binary("nextafter", dtypes=FLOATS, reflected=False)
+binary("logaddexp", float_fn=True, meta=_div_meta, dtypes=FLOATS)
+binary("maximum", dtypes=REAL)
+binary("minimum", dtypes=REAL)
+binary("bitwise_and", dtypes=BOOL + INTS)
+binary("bitwise_or", dtypes=BOOL + INTS)
+binary("bitwise_xor", dtypes=BOOL + INTS)
+binary("bitwise_left_shift", dtypes=INTS, domain="shift", ref=np.left_shift)
+binary("bitwise_right_shift", dtypes=INTS, domain="shift", ref=np.right_shift)
+
+
+def _compare(name, xp_name, names):
+    binary(name, xp_name=xp_name, meta=mf.compare, dtypes=REAL + BOOL, structured=False,
+           names=names, methods=names)
+
+
+_compare("eq", "equal", ("eq", "equal"))
+_compare("ne", "not_equal", ("ne", "not_equal"))
+_compare("lt", "less", ("lt", "less"))
+_compare("le", "less_equal", ("le", "less_equal"))
+_compare("gt", "greater", ("gt", "greater"))
+_compare("ge", "greater_equal", ("ge", "greater_equal"))
+
+for _name in ("logical_and", "logical_or", "logical_xor"):
+    binary(_name, meta=mf.compare, dtypes=ALL, structured=False)
+
+# ---------------------------------------------------------------------------------------
+# Unary
+
+unary("abs", dtypes=NUMERIC + BOOL, methods=("abs", "absolute"), names=("abs", "absolute"))
+unary("neg", xp_name="negative", dtypes=NUMERIC, names=("neg", "negative"),
+      methods=("neg", "negative"))
+unary("positive", dtypes=NUMERIC, structured=False)
+unary("sign", dtypes=NUMERIC)
+unary("square", dtypes=NUMERIC)
+unary("ceil", dtypes=REAL)
+unary("floor", dtypes=REAL)
+unary("trunc", dtypes=REAL)
+unary("round", dtypes=NUMERIC)
+unary("conj", dtypes=NUMERIC, structured=False)
+unary("bitwise_not", xp_name="bitwise_invert", dtypes=BOOL + INTS,
+      names=("bitwise_not", "bitwise_invert"), methods=("bitwise_not", "bitwise_invert"),
+      ref=np.invert)
+unary("logical_not", meta=mf.compare_unary,
+      dtypes=ALL, structured=False)
+
+_FLOAT_UNARY = {
+    "exp": None, "expm1": None, "log": "positive", "log1p": "gt_minus_one",
+    "log2": "positive", "log10": "positive", "sqrt": "nonnegative", "sin": None,
+    "cos": None, "tan": None, "asin": "unit", "acos": "unit", "atan": None,
+    "sinh": None, "cosh": None, "tanh": None, "asinh": None, "acosh": "ge_one",
+    "atanh": "open_unit", "reciprocal": "nonzero", "rsqrt": "positive",
+    "sigmoid": None,
+}
+_NP_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+             "acosh": "arccosh", "atanh": "arctanh"}
+
+
+def _rsqrt(xp, a):
+    a = _to_float(xp, a)
+    return xp.divide(1, xp.sqrt(a))
+
+
+def _sigmoid(xp, a):
+    a = _to_float(xp, a)
+    return xp.divide(1, xp.add(1, xp.exp(xp.negative(a))))
+
+
+for _name, _domain in _FLOAT_UNARY.items():
+    _np_name = _NP_NAMES.get(_name, _name)
+    _names = (_name, _np_name) if _np_name != _name else (_name,)
+    if _name == "rsqrt":
+        defop("rsqrt(Tensor self) -> Tensor", impl=_rsqrt, structured=True,
+              meta=mf.unary_float, tags=("pointwise",),
+              info=OpInfo(ref=lambda a: 1 / np.sqrt(a), dtypes=FLOATS,
+                          samples=unary_samples("positive")), methods=("rsqrt",))
+        continue
+    if _name == "sigmoid":
+        defop("sigmoid(Tensor self) -> Tensor", impl=_sigmoid, structured=True,
+              meta=mf.unary_float, tags=("pointwise",),
+              info=OpInfo(ref=lambda a: 1 / (1 + np.exp(-a)), dtypes=FLOATS,
+                          samples=unary_samples(None)), methods=("sigmoid",))
+        continue
+    unary(_name, float_fn=True, dtypes=FLOATING, domain=_domain, names=_names,
+          methods=_names, ref=getattr(np, _np_name, None))
+
+
+def _bool_unary(name):
+    unary(name, meta=mf.compare_unary,
+          dtypes=NUMERIC, structured=False)
+
+
+for _name in ("isfinite", "isinf", "isnan", "signbit"):
+    _bool_unary(_name)
+
+
+def _real_meta(x, *args, **kwargs):
+    d = x.dtype
+    return x.shape, {dt.complex64: dt.float32, dt.complex128: dt.float64}.get(d, d)
+
+
+def _xp_call(name):
+    fn = attrgetter(name)
+
+    def impl(xp, a):
+        return fn(xp)(a)
+
+    impl.__name__ = name
+    return impl
+
+
+for _name in ("real", "imag"):
+    defop(f"{_name}(Tensor self) -> Tensor", impl=_xp_call(_name),
+          meta=_real_meta, tags=("pointwise",),
+          info=OpInfo(ref=getattr(np, _name), dtypes=COMPLEX, samples=unary_samples(None)),
+          methods=(_name,) if _name == "imag" else ())
+
+
+def _clip(xp, a, min=None, max=None):
+    return xp.clip(a, min, max)
+
+
+defop("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", impl=_clip,
+      structured=True, meta=mf.same, tags=("pointwise",), names=("clamp", "clip"),
+      methods=("clamp", "clip"),
+      info=OpInfo(ref=lambda a, min=None, max=None: np.clip(a, min, max), dtypes=REAL,
+                  samples=unary_samples(None, kwargs=({"min": -0.5, "max": 0.5},))))
