@@ -20,7 +20,8 @@ cache key includes keyword names because they change which overloads bind.
 from __future__ import annotations
 
 import numbers
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Optional, Union
 
 import numpy as np
 import plum

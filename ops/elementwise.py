@@ -40,6 +40,13 @@ def _int_like(a) -> bool:
     return kind in ("b", "i", "u")
 
 
+def _is_ufunc(name: str) -> bool:
+    """Whether backends with ``ufunc_out`` take ``out=`` for ``name`` (NumPy decides)."""
+    import array_api_compat.numpy as cnp
+
+    return isinstance(getattr(cnp, name, None), np.ufunc)
+
+
 def _to_float(xp, a):
     """Note [Integer inputs of float functions]."""
     if _int_like(a):
@@ -62,10 +69,7 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
             return fn(xp)(a)
     impl.__name__ = name
     inplace_impl = None
-    if structured and not float_fn:
-        def inplace_impl(xp, out, a):
-            fn(xp)(a, out=out)
-    elif structured:
+    if structured and _is_ufunc(xp_name or name):
         def inplace_impl(xp, out, a):
             fn(xp)(a, out=out)
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
@@ -93,6 +97,9 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
 
     def inplace_impl(xp, out, a, b):
         fn(xp)(a, b, out=out)
+
+    if not _is_ufunc(xp_name or name):
+        inplace_impl = None
 
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     info = OpInfo(ref=ref, dtypes=dtypes, samples=binary_samples(domain))
@@ -289,8 +296,9 @@ def _bool_unary(name):
           dtypes=NUMERIC, structured=False)
 
 
-for _name in ("isfinite", "isinf", "isnan", "signbit"):
+for _name in ("isfinite", "isinf", "isnan"):
     _bool_unary(_name)
+unary("signbit", meta=mf.compare_unary, dtypes=FLOATS, structured=False)
 
 
 def _real_meta(x, *args, **kwargs):
@@ -322,5 +330,5 @@ def _clip(xp, a, min=None, max=None):
 defop("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", impl=_clip,
       structured=True, meta=mf.same, tags=("pointwise",), names=("clamp", "clip"),
       methods=("clamp", "clip"),
-      info=OpInfo(ref=lambda a, min=None, max=None: np.clip(a, min, max), dtypes=REAL,
+      info=OpInfo(ref=lambda a, min=None, max=None: np.clip(a, min, max), dtypes=FLOATS,
                   samples=unary_samples(None, kwargs=({"min": -0.5, "max": 0.5},))))

@@ -1,0 +1,244 @@
+"""The OpInfo sweep: every catalogue op against its NumPy reference.
+
+For each declaration in ``mdtensor.ops.CATALOGUE`` with OpInfo data, over its dtypes and
+sample inputs: the functional op matches the reference; the in-place variant writes into
+``self``'s buffer and returns ``self``; the ``out=`` variant writes into and returns ``out``;
+the Meta kernel infers the real output's shape and dtype; error inputs raise as declared;
+and differentiable ops pass gradcheck in float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mdtensor as md
+from mdtensor.ops import CATALOGUE
+
+RNG_SEED = 1234
+
+
+def _decls(need_ref=True):
+    out = []
+    for key, decl in sorted(CATALOGUE.items()):
+        info = decl.info
+        if info is None or info.samples is None or not decl.functional:
+            continue
+        if need_ref and info.ref is None:
+            continue
+        out.append(pytest.param(decl, id=key.split("::")[-1]))
+    return out
+
+
+def _to_md(v, device=None):
+    if isinstance(v, np.ndarray):
+        return md.asarray(v.copy(), device=device)
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, np.ndarray) for x in v):
+        return type(v)(md.asarray(x.copy(), device=device) for x in v)
+    return v
+
+
+def _samples(decl, dtype):
+    rng = np.random.default_rng(RNG_SEED)
+    return list(decl.info.samples(dtype, rng))
+
+
+def _call(decl, sample, device=None, **extra):
+    packet = decl.functional[0].overloadpacket
+    args = tuple(_to_md(a, device) for a in sample.args)
+    kwargs = {k: _to_md(v, device) for k, v in sample.kwargs.items()}
+    kwargs.update(extra)
+    return packet(*args, **kwargs)
+
+
+def _tolerances(decl, dtype):
+    info = decl.info
+    if dtype.kind in "fc":
+        rtol = info.rtol if info.rtol is not None else (1e-4 if dtype.itemsize <= 8 and
+                                                        dtype.kind == "f" and
+                                                        dtype.itemsize == 4 else 1e-7)
+        if dtype.kind == "c" and dtype.itemsize == 8:
+            rtol = info.rtol if info.rtol is not None else 1e-4
+        atol = info.atol if info.atol is not None else rtol
+        return rtol, atol
+    return 0, 0
+
+
+def _as_numpy(x):
+    if isinstance(x, md.Tensor):
+        return np.asarray(x.numpy(force=True) if x.requires_grad else x.numpy())
+    return np.asarray(x)
+
+
+def _compare(decl, dtype, got, expected, what):
+    if isinstance(expected, (tuple, list)) and not isinstance(got, md.Tensor):
+        assert len(got) == len(expected), f"{what}: {len(got)} outputs, expected {len(expected)}"
+        for g, e in zip(got, expected):
+            _compare(decl, dtype, g, e, what)
+        return
+    g = _as_numpy(got)
+    e = np.asarray(expected)
+    assert g.shape == e.shape, f"{what}: shape {g.shape}, reference {e.shape}"
+    rtol, atol = _tolerances(decl, dtype)
+    if g.dtype.kind in "fc" or e.dtype.kind in "fc":
+        np.testing.assert_allclose(g, e.astype(g.dtype) if e.dtype != g.dtype and
+                                   g.dtype.kind in "fc" else e,
+                                   rtol=max(rtol, 1e-6 if g.dtype == np.float32 else rtol),
+                                   atol=max(atol, 1e-6 if g.dtype == np.float32 else atol),
+                                   equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(g, e, err_msg=what)
+
+
+@pytest.mark.parametrize("decl", _decls())
+def test_matches_reference(decl):
+    for dtype in decl.info.dtypes:
+        for sample in _samples(decl, dtype):
+            what = f"{decl.name}[{dtype.name}] sample {sample.name or sample.args}"
+            with np.errstate(all="ignore"):
+                expected = decl.info.ref(*sample.args, **sample.kwargs)
+            got = _call(decl, sample)
+            _compare(decl, dtype, got, expected, what)
+
+
+@pytest.mark.parametrize("decl", [p for p in _decls() if p.values[0].inplace])
+def test_inplace_variant(decl):
+    inplace = decl.inplace[0].overloadpacket
+    checked = 0
+    for dtype in decl.info.dtypes:
+        for sample in _samples(decl, dtype):
+            if not sample.args or not isinstance(sample.args[0], np.ndarray):
+                continue
+            with np.errstate(all="ignore"):
+                expected = np.asarray(decl.info.ref(*sample.args, **sample.kwargs))
+            first = sample.args[0]
+            if expected.shape != first.shape or not np.can_cast(expected.dtype, first.dtype,
+                                                                "same_kind"):
+                continue
+            args = [_to_md(a) for a in sample.args]
+            kwargs = {k: _to_md(v) for k, v in sample.kwargs.items()}
+            self_t = args[0]
+            buffer = self_t._data
+            version = self_t._version
+            out = inplace(*args, **kwargs)
+            what = f"{decl.name}_ [{dtype.name}] sample {sample.name}"
+            assert out is self_t, f"{what}: in-place op must return self"
+            assert self_t._data is buffer, f"{what}: in-place op replaced the buffer"
+            assert self_t._version == version + 1, f"{what}: version counter not bumped"
+            _compare(decl, dtype, self_t, expected.astype(first.dtype), what)
+            checked += 1
+    if not checked:
+        pytest.skip("no sample keeps self's shape and dtype")
+
+
+@pytest.mark.parametrize("decl", [p for p in _decls() if p.values[0].out])
+def test_out_variant(decl):
+    out_packet = decl.functional[0].overloadpacket
+    for dtype in decl.info.dtypes[:3]:
+        for sample in _samples(decl, dtype):
+            with np.errstate(all="ignore"):
+                expected = np.asarray(decl.info.ref(*sample.args, **sample.kwargs))
+            real = _call(decl, sample)
+            if not isinstance(real, md.Tensor):
+                continue
+            out = md.empty(real.shape, dtype=real.dtype)
+            args = tuple(_to_md(a) for a in sample.args)
+            kwargs = {k: _to_md(v) for k, v in sample.kwargs.items()}
+            got = out_packet(*args, out=out, **kwargs)
+            what = f"{decl.name}(out=) [{dtype.name}] sample {sample.name}"
+            assert got is out, f"{what}: out= variant must return out"
+            _compare(decl, dtype, out, expected, what)
+
+
+def test_out_resize_warns_and_empty_out_resizes_silently():
+    a = md.asarray([1.0, 2.0, 3.0])
+    out = md.empty((2,))
+    with pytest.warns(UserWarning, match="was resized"):
+        md.add(a, a, out=out)
+    assert out.shape == (3,)
+    empty = md.empty((0,))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        md.add(a, a, out=empty)
+    np.testing.assert_array_equal(empty.numpy(), [2.0, 4.0, 6.0])
+
+
+def test_out_dtype_that_cannot_hold_result_raises():
+    a = md.asarray([1.5, 2.5])
+    out = md.zeros((2,), dtype=md.int64)
+    before = out.numpy().copy()
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        md.add(a, a, out=out)
+    np.testing.assert_array_equal(out.numpy(), before)
+
+
+def test_inplace_shape_mismatch_raises_and_leaves_self():
+    a = md.asarray([1.0, 2.0, 3.0])
+    b = md.ones((2, 3))
+    with pytest.raises(RuntimeError, match=r"doesn't match the broadcast shape \[2, 3\]"):
+        a.add_(b)
+    np.testing.assert_array_equal(a.numpy(), [1.0, 2.0, 3.0])
+    assert a._version == 0
+
+
+@pytest.mark.parametrize("decl", _decls(need_ref=False))
+def test_meta_matches_real(decl):
+    op = decl.functional[0]
+    if decl.meta is None and not op.has_kernel_for(md.DispatchKey.Meta):
+        pytest.skip("no meta function")
+    for dtype in decl.info.dtypes[:4]:
+        for sample in _samples(decl, dtype):
+            try:
+                real = _call(decl, sample)
+            except Exception:  # noqa: BLE001 - error samples are tested elsewhere
+                continue
+            fake = _call(decl, sample, device="meta")
+            reals = real if isinstance(real, (tuple, list)) else (real,)
+            fakes = fake if isinstance(fake, (tuple, list)) else (fake,)
+            for r, f in zip(reals, fakes):
+                if not isinstance(r, md.Tensor):
+                    continue
+                what = f"{decl.name}[{dtype.name}] sample {sample.name}"
+                assert f.device.type == "meta", what
+                assert f.shape == r.shape, f"{what}: meta shape {f.shape}, real {r.shape}"
+                assert f.dtype is r.dtype, f"{what}: meta dtype {f.dtype}, real {r.dtype}"
+
+
+@pytest.mark.parametrize("decl", [p for p in _decls(need_ref=False)
+                                  if p.values[0].info.errors is not None])
+def test_error_inputs(decl):
+    for err in decl.info.errors():
+        with pytest.raises(err.error, match=err.match):
+            _call(decl, err.sample)
+
+
+def _differentiable(decl):
+    info = decl.info
+    return info.differentiable and any(d is md.float64 for d in info.dtypes)
+
+
+@pytest.mark.parametrize("decl", [p for p in _decls(need_ref=False)
+                                  if _differentiable(p.values[0])])
+def test_gradcheck(decl):
+    testing = pytest.importorskip("mdtensor.testing")
+    packet = decl.functional[0].overloadpacket
+    n = 0
+    for sample in _samples(decl, md.float64)[:3]:
+        arrays = [i for i, a in enumerate(sample.args) if isinstance(a, np.ndarray)]
+        if not arrays or any(sample.args[i].size == 0 for i in arrays):
+            continue
+        inputs = tuple(md.asarray(sample.args[i].copy(), requires_grad=True) for i in arrays)
+
+        def fn(*ts, _sample=sample, _arrays=arrays):
+            args = list(_sample.args)
+            for i, t in zip(_arrays, ts):
+                args[i] = t
+            out = packet(*args, **_sample.kwargs)
+            return out[0] if isinstance(out, (tuple, list)) else out
+
+        assert testing.gradcheck(fn, inputs), f"{decl.name}: gradcheck failed"
+        n += 1
+    if not n:
+        pytest.skip("no non-empty float64 sample")
