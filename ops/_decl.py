@@ -176,12 +176,33 @@ def array_api_kernel(schema: FunctionSchema, impl: Callable) -> Callable:
     simple = [i for i, a in tensor_args
               if not (a.kwarg_only or a.type.is_tensor_list or a.type.optional or a.has_default)]
     if kind == "tensor" and len(simple) == len(tensor_args) and simple in ([0], [1], [0, 1]):
-        return _fast_kernel(name, impl, tuple(simple))
+        n_positional = sum(1 for a in schema.arguments if not a.kwarg_only)
+        return _fast_kernel(name, impl, tuple(simple), extra=n_positional > len(simple))
     return _generic_kernel(schema, impl, kind, tensor_args)
 
 
-def _fast_kernel(name, impl, pos):
-    if pos == (0,):
+def _fast_kernel(name, impl, pos, extra):
+    """Kernels for the common shapes of schema (Note [The hot path] in mdtensor/_ops.py).
+
+    ``extra``: the schema has positional non-Tensor arguments after the tensors, so the
+    kernel forwards ``*rest``; without them it avoids building the tuple, and it calls
+    ``impl`` without ``**kwargs`` when none were given.
+    """
+    if pos == (0, 1) and not extra:
+        def kernel(a, b, **kwargs):
+            d = a._device
+            if b._device is not d:
+                raise device_mismatch(name, d, b._device)
+            if kwargs:
+                return d.wrap(impl(d.xp, a._data, b._data, **kwargs))
+            return d.wrap(impl(d.xp, a._data, b._data))
+    elif pos == (0,) and not extra:
+        def kernel(a, **kwargs):
+            d = a._device
+            if kwargs:
+                return d.wrap(impl(d.xp, a._data, **kwargs))
+            return d.wrap(impl(d.xp, a._data))
+    elif pos == (0,):
         def kernel(a, *rest, **kwargs):
             d = a._device
             return d.wrap(impl(d.xp, a._data, *rest, **kwargs))

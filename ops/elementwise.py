@@ -35,9 +35,17 @@ ALL = BOOL + NUMERIC
 FLOATING = FLOATS + COMPLEX
 
 
+_INT_LIKE: dict = {}  # native dtype -> is bool/integer (filled on first sight of a dtype)
+
+
 def _int_like(a) -> bool:
-    kind = getattr(a.dtype, "kind", None)
-    return kind in ("b", "i", "u")
+    dtype = a.dtype
+    hit = _INT_LIKE.get(dtype)
+    if hit is None:
+        from mdtensor._dtypes import as_dtype
+
+        hit = _INT_LIKE[dtype] = as_dtype(dtype).kind in ("b", "i", "u")
+    return hit
 
 
 def _is_ufunc(name: str) -> bool:

@@ -1,0 +1,1 @@
+"""mdtensor's benchmark suite: ``python -m benchmarks`` (see README.md here)."""

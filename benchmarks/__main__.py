@@ -1,0 +1,60 @@
+"""``python -m benchmarks [--quick] [--json PATH] [--filter TEXT] [--check]``.
+
+Pins BLAS/OpenMP threads to 1 before any array library is imported, runs every case with
+interleaved repeats, prints a markdown table and writes a JSON record.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                   "intra_op_parallelism_threads=1")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+
+from . import cases as C  # noqa: E402
+from .harness import fmt, run_case, table, write_json  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="fewer repeats, shorter runs")
+    p.add_argument("--json", default="benchmarks/results/latest.json")
+    p.add_argument("--filter", default="", help="only cases whose name contains TEXT")
+    p.add_argument("--check", action="store_true",
+                   help="check the hand-written NumPy MLP gradients against torch first")
+    args = p.parse_args(argv)
+
+    libs = C.libraries()
+    for name, lib in libs.items():
+        if isinstance(lib, Exception):
+            print(f"# {name}: n/a ({type(lib).__name__}: {lib})")
+    if args.check:
+        print("# numpy MLP gradient check:", C.check_numpy_mlp(libs))
+
+    repeats, target = (5, 0.02) if args.quick else (11, 0.1)
+    all_cases = (C.small_op_cases(libs) + C.large_op_cases(libs) + C.mlp_cases(libs)
+                 + C.layer_cases(libs))
+    selected = [c for c in all_cases if args.filter in c.name]
+    for case in selected:
+        run_case(case, repeats, target)
+        print(f"# {case.name}: " + ", ".join(f"{k}={fmt(v)}" for k, v in case.medians.items()),
+              file=sys.stderr)
+    for cleanup in C.cases_cleanup:
+        cleanup()
+    imports = C.import_times(3 if args.quick else 5)
+    print(table(selected))
+    print()
+    print("import time: " + ", ".join(f"{k} {fmt(v)}" for k, v in imports.items()))
+    write_json(args.json, selected, {"import_seconds": imports})
+    print(f"\n(JSON written to {args.json})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

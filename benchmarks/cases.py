@@ -1,0 +1,404 @@
+"""Benchmark cases: small ops, large ops, MLP training steps, layer costs.
+
+Every implementation of a case does the same work on the same data.  Libraries that are not
+installed are reported as n/a.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from typing import Callable
+
+import numpy as np
+
+from .harness import Case
+
+
+def _try_import(name: str):
+    try:
+        return importlib.import_module(name)
+    except Exception as e:  # noqa: BLE001 - reported as n/a
+        return e
+
+
+def libraries() -> dict:
+    libs = {"numpy": np}
+    md = _try_import("mdtensor")
+    libs["mdtensor"] = md
+    torch = _try_import("torch")
+    if not isinstance(torch, Exception):
+        torch.set_num_threads(1)
+    libs["torch"] = torch
+    libs["autograd"] = _try_import("autograd")
+    jax = _try_import("jax")
+    libs["jax"] = jax
+    return libs
+
+
+def _case(name, group, libs, builders: dict[str, Callable]) -> Case:
+    case = Case(name, group)
+    for impl, build in builders.items():
+        lib_name = "jax" if impl == "jax-jit" else impl
+        lib = libs.get(lib_name)
+        if isinstance(lib, Exception) or lib is None:
+            case.missing[impl] = f"not installed ({lib})"
+            continue
+        try:
+            case.impls[impl] = build()
+        except Exception as e:  # noqa: BLE001
+            case.missing[impl] = f"setup failed: {type(e).__name__}: {e}"
+    return case
+
+
+# ---------------------------------------------------------------------------------------
+# Small and large ops
+
+
+def _data(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _op_builders(libs, fn_name, shape_a, shape_b=None, grad=False):
+    a_np = _data(shape_a, 0)
+    b_np = _data(shape_b, 1) if shape_b else None
+    md = libs["mdtensor"]
+    torch = libs["torch"]
+    jax = libs["jax"]
+
+    def numpy():
+        a, b = a_np.copy(), None if b_np is None else b_np.copy()
+        return SMALL_OPS[fn_name]["numpy"](np, a, b)
+
+    def mdt():
+        a = md.asarray(a_np.copy(), requires_grad=grad)
+        b = None if b_np is None else md.asarray(b_np.copy(), requires_grad=grad)
+        return SMALL_OPS[fn_name]["mdtensor"](md, a, b)
+
+    def tor():
+        a = torch.tensor(a_np.copy(), requires_grad=grad)
+        b = None if b_np is None else torch.tensor(b_np.copy(), requires_grad=grad)
+        return SMALL_OPS[fn_name]["torch"](torch, a, b)
+
+    def jx():
+        import jax.numpy as jnp
+
+        a = jnp.asarray(a_np)
+        b = None if b_np is None else jnp.asarray(b_np)
+        f = SMALL_OPS[fn_name].get("jax")
+        if f is None:
+            raise RuntimeError("no JAX form (immutable arrays)")
+        fn = f(jnp, a, b)
+        return lambda: fn().block_until_ready()
+
+    builders = {"mdtensor": mdt, "torch": tor}
+    if not grad:
+        builders = {"numpy": numpy, **builders, "jax": jx}
+    del jax
+    return builders
+
+
+def _binary(op):
+    return {
+        "numpy": lambda np_, a, b: (lambda: op(a, b)),
+        "mdtensor": lambda md, a, b: (lambda: op(a, b)),
+        "torch": lambda t, a, b: (lambda: op(a, b)),
+        "jax": lambda jnp, a, b: (lambda: op(a, b)),
+    }
+
+
+def _iadd(a, b):
+    a += b
+
+
+SMALL_OPS = {
+    "a + b": _binary(lambda a, b: a + b),
+    "a * b": _binary(lambda a, b: a * b),
+    "a @ b": _binary(lambda a, b: a @ b),
+    "exp(a)": {
+        "numpy": lambda np_, a, b: (lambda: np_.exp(a)),
+        "mdtensor": lambda md, a, b: (lambda: md.exp(a)),
+        "torch": lambda t, a, b: (lambda: t.exp(a)),
+        "jax": lambda jnp, a, b: (lambda: jnp.exp(a)),
+    },
+    "sum(a)": {
+        "numpy": lambda np_, a, b: (lambda: np_.sum(a)),
+        "mdtensor": lambda md, a, b: (lambda: md.sum(a)),
+        "torch": lambda t, a, b: (lambda: t.sum(a)),
+        "jax": lambda jnp, a, b: (lambda: jnp.sum(a)),
+    },
+    "sum(a, axis=0)": {
+        "numpy": lambda np_, a, b: (lambda: np_.sum(a, axis=0)),
+        "mdtensor": lambda md, a, b: (lambda: md.sum(a, axis=0)),
+        "torch": lambda t, a, b: (lambda: t.sum(a, dim=0)),
+        "jax": lambda jnp, a, b: (lambda: jnp.sum(a, axis=0)),
+    },
+    "a += b": {
+        "numpy": lambda np_, a, b: (lambda: _iadd(a, b)),
+        "mdtensor": lambda md, a, b: (lambda: _iadd(a, b)),
+        "torch": lambda t, a, b: (lambda: _iadd(a, b)),
+    },
+    "a[1:3]": {
+        "numpy": lambda np_, a, b: (lambda: a[1:3]),
+        "mdtensor": lambda md, a, b: (lambda: a[1:3]),
+        "torch": lambda t, a, b: (lambda: a[1:3]),
+        "jax": lambda jnp, a, b: (lambda: a[1:3]),
+    },
+}
+
+_SMALL_SHAPES = {"a @ b": ((8, 8), (8, 8)), "sum(a, axis=0)": ((2, 4), None),
+                 "exp(a)": ((8,), None), "sum(a)": ((8,), None), "a[1:3]": ((8,), None)}
+
+
+def small_op_cases(libs) -> list[Case]:
+    cases = []
+    for grad in (False, True):
+        for name in SMALL_OPS:
+            if grad and name == "a += b":
+                continue  # in-place on a leaf that requires grad is an error
+            sa, sb = _SMALL_SHAPES.get(name, ((8,), (8,)))
+            label = f"{name} [8 f32{', grad' if grad else ''}]"
+            cases.append(_case(label, "small", libs,
+                               _op_builders(libs, name, sa, sb, grad=grad)))
+    return cases
+
+
+def large_op_cases(libs) -> list[Case]:
+    n = 4 * 1024 * 1024
+    return [
+        _case("add [4M f32]", "large", libs, _op_builders(libs, "a + b", (n,), (n,))),
+        _case("exp [4M f32]", "large", libs, _op_builders(libs, "exp(a)", (n,))),
+        _case("matmul [1024x1024 f32]", "large", libs,
+              _op_builders(libs, "a @ b", (1024, 1024), (1024, 1024))),
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# MLP training step: forward + backward of every weight and bias
+
+
+def _mlp_data(sizes, batch, seed=0):
+    rng = np.random.default_rng(seed)
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        params.append((rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in))
+                      .astype(np.float32))
+        params.append(np.zeros(fan_out, np.float32))
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    labels = rng.integers(0, sizes[-1], batch)
+    onehot = np.eye(sizes[-1], dtype=np.float32)[labels]
+    return params, x, onehot
+
+
+def numpy_mlp_step(params, x, onehot):
+    """Forward and hand-written backward; returns (loss, grads)."""
+    W1, b1, W2, b2, W3, b3 = params
+    batch = x.shape[0]
+    h1 = np.tanh(x @ W1 + b1)
+    h2 = np.tanh(h1 @ W2 + b2)
+    z = h2 @ W3 + b3
+    zmax = z.max(axis=-1, keepdims=True)
+    e = np.exp(z - zmax)
+    s = e.sum(axis=-1, keepdims=True)
+    logp = z - zmax - np.log(s)
+    loss = -(onehot * logp).sum() / batch
+    dz = (e / s - onehot) / batch
+    dW3 = h2.T @ dz
+    db3 = dz.sum(0)
+    da2 = (dz @ W3.T) * (1 - h2 * h2)
+    dW2 = h1.T @ da2
+    db2 = da2.sum(0)
+    da1 = (da2 @ W2.T) * (1 - h1 * h1)
+    dW1 = x.T @ da1
+    db1 = da1.sum(0)
+    return loss, [dW1, db1, dW2, db2, dW3, db3]
+
+
+def _mlp_loss(lib, log_softmax, params, x, onehot):
+    W1, b1, W2, b2, W3, b3 = params
+    h1 = lib.tanh(x @ W1 + b1)
+    h2 = lib.tanh(h1 @ W2 + b2)
+    z = h2 @ W3 + b3
+    return -lib.sum(onehot * log_softmax(z)) / x.shape[0]
+
+
+def mlp_builders(libs, sizes, batch):
+    params_np, x_np, onehot_np = _mlp_data(sizes, batch)
+
+    def numpy():
+        return lambda: numpy_mlp_step(params_np, x_np, onehot_np)
+
+    def mdt():
+        md = libs["mdtensor"]
+        params = [md.asarray(p.copy(), requires_grad=True) for p in params_np]
+        x, onehot = md.asarray(x_np), md.asarray(onehot_np)
+
+        def step():
+            for p in params:
+                p.grad = None
+            loss = _mlp_loss(md, lambda z: md.log_softmax(z, dim=-1), params, x, onehot)
+            loss.backward()
+            return loss
+        return step
+
+    def tor():
+        torch = libs["torch"]
+        params = [torch.tensor(p.copy(), requires_grad=True) for p in params_np]
+        x, onehot = torch.tensor(x_np), torch.tensor(onehot_np)
+
+        def step():
+            for p in params:
+                p.grad = None
+            loss = _mlp_loss(torch, lambda z: torch.log_softmax(z, dim=-1), params, x, onehot)
+            loss.backward()
+            return loss
+        return step
+
+    def hips():
+        import autograd
+        import autograd.numpy as anp
+
+        def log_softmax(z):
+            zmax = anp.max(z, axis=-1, keepdims=True)
+            return z - zmax - anp.log(anp.sum(anp.exp(z - zmax), axis=-1, keepdims=True))
+
+        grad = autograd.grad(lambda ps: _mlp_loss(anp, log_softmax, ps, x_np, onehot_np))
+        return lambda: grad(list(params_np))
+
+    def _jax_grad():
+        import jax
+        import jax.numpy as jnp
+
+        params = [jnp.asarray(p) for p in params_np]
+        x, onehot = jnp.asarray(x_np), jnp.asarray(onehot_np)
+        g = jax.grad(lambda ps: _mlp_loss(jnp, lambda z: jax.nn.log_softmax(z, axis=-1),
+                                          ps, x, onehot))
+        return jax, g, params
+
+    def jx():
+        jax, g, params = _jax_grad()
+        return lambda: jax.block_until_ready(g(params))
+
+    def jxjit():
+        jax, g, params = _jax_grad()
+        gj = jax.jit(g)
+        return lambda: jax.block_until_ready(gj(params))
+
+    return {"numpy": numpy, "mdtensor": mdt, "torch": tor, "autograd": hips, "jax": jx,
+            "jax-jit": jxjit}
+
+
+def check_numpy_mlp(libs) -> str:
+    """Compare the hand-written NumPy gradients with torch's (when torch is installed)."""
+    torch = libs["torch"]
+    if isinstance(torch, Exception):
+        return "skipped (torch not installed)"
+    params_np, x_np, onehot_np = _mlp_data((16, 16, 16, 4), 8)
+    loss, grads = numpy_mlp_step(params_np, x_np, onehot_np)
+    params = [torch.tensor(p, requires_grad=True) for p in params_np]
+    tl = _mlp_loss(torch, lambda z: torch.log_softmax(z, dim=-1), params,
+                   torch.tensor(x_np), torch.tensor(onehot_np))
+    tl.backward()
+    worst = max(float(np.abs(g - p.grad.numpy()).max()) for g, p in zip(grads, params))
+    assert abs(float(tl) - loss) < 1e-5 and worst < 1e-5, (float(tl), loss, worst)
+    return f"ok (max |grad difference| {worst:.1e})"
+
+
+def mlp_cases(libs) -> list[Case]:
+    return [
+        _case("MLP 16-16-16-4, batch 8", "mlp", libs, mlp_builders(libs, (16, 16, 16, 4), 8)),
+        _case("MLP 784-256-256-10, batch 64", "mlp", libs,
+              mlp_builders(libs, (784, 256, 256, 10), 64)),
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# Layer costs
+
+
+def layer_cases(libs) -> list[Case]:
+    md = libs["mdtensor"]
+    cases = []
+    a_np, b_np = _data((8,), 0), _data((8,), 1)
+
+    def plain():
+        a, b = md.asarray(a_np), md.asarray(b_np)
+        return lambda: a + b
+
+    def with_mode():
+        a, b = md.asarray(a_np), md.asarray(b_np)
+
+        class NoOp(md.modes.DispatchMode):
+            def __md_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        mode = NoOp()
+        mode.__enter__()  # left active for the measurement (Note: process exits after)
+        cases_cleanup.append(lambda: mode.__exit__(None, None, None))
+        return lambda: a + b
+
+    cases.append(_case("a + b, no mode [8 f32]", "layers", libs, {"mdtensor": plain}))
+    cases.append(_case("a + b, active no-op DispatchMode", "layers", libs,
+                       {"mdtensor": with_mode}))
+
+    def step(x, w):
+        y = x * w
+        y.add_(1)
+        return y.sum()
+
+    def plain_step():
+        x, w = md.asarray(a_np), md.asarray(b_np)
+        return lambda: step(x, w)
+
+    def functional_step():
+        x, w = md.asarray(a_np), md.asarray(b_np)
+        f = md.func.functionalize(step)
+        return lambda: f(x, w)
+
+    cases.append(_case("x*w; add_(1); sum(): plain", "layers", libs, {"mdtensor": plain_step}))
+    cases.append(_case("x*w; add_(1); sum(): functionalized", "layers", libs,
+                       {"mdtensor": functional_step}))
+
+    def md_jax(op):
+        def build():
+            a = md.asarray(a_np, device="jax")
+            b = md.asarray(b_np, device="jax")
+            f = {"add": lambda: a + b, "exp": lambda: md.exp(a), "sum": lambda: md.sum(a)}[op]
+            return lambda: f()._data.block_until_ready()
+        return build
+
+    def raw_jax(op):
+        def build():
+            import jax.numpy as jnp
+
+            a, b = jnp.asarray(a_np), jnp.asarray(b_np)
+            f = {"add": lambda: a + b, "exp": lambda: jnp.exp(a), "sum": lambda: jnp.sum(a)}[op]
+            return lambda: f().block_until_ready()
+        return build
+
+    for op in ("add", "exp", "sum"):
+        cases.append(_case(f"JAX backend {op} [8 f32]", "layers", libs,
+                           {"mdtensor": md_jax(op), "jax": raw_jax(op)}))
+    return cases
+
+
+cases_cleanup: list[Callable[[], None]] = []
+
+
+def import_times(repeats: int = 5) -> dict[str, float]:
+    """Median wall time of ``import X`` in a fresh interpreter, in seconds."""
+    out = {}
+    for mod in ("numpy", "mdtensor", "torch"):
+        times = []
+        for _ in range(repeats):
+            code = (f"import time; t=time.perf_counter(); import {mod}; "
+                    f"print(time.perf_counter()-t)")
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+            if r.returncode != 0:
+                break
+            times.append(float(r.stdout.strip().splitlines()[-1]))
+        if times:
+            times.sort()
+            out[mod] = times[len(times) // 2]
+    return out

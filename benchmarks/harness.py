@@ -1,0 +1,130 @@
+"""Timing harness: interleaved repeats, medians, a table and a JSON record.
+
+Each case is a set of zero-argument callables, one per implementation (``numpy``,
+``mdtensor``, ``torch``, ...). Implementations whose library is missing are "n/a". Repeats
+are interleaved round-robin across implementations so that machine noise hits them alike;
+the reported figure is the median time per call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+IMPLS = ("numpy", "mdtensor", "torch", "autograd", "jax", "jax-jit")
+
+
+@dataclass
+class Case:
+    """A benchmark case: a name, a group, and a callable per implementation."""
+
+    name: str
+    group: str
+    impls: dict[str, Callable[[], object]] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # impl -> why not available
+    medians: dict[str, float] = field(default_factory=dict)  # impl -> seconds per call
+
+
+def _calibrate(fn: Callable[[], object], target: float) -> int:
+    """How many calls take about ``target`` seconds."""
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= target / 4 or n >= 1 << 22:
+            return max(1, int(n * target / max(dt, 1e-9)))
+        n *= 4
+
+
+def run_case(case: Case, repeats: int, target: float) -> None:
+    """Measure every implementation of ``case`` (medians in ``case.medians``)."""
+    numbers = {}
+    for impl, fn in list(case.impls.items()):
+        try:
+            fn()  # warm up (first-call resolution, compilation)
+            numbers[impl] = _calibrate(fn, target)
+        except Exception as e:  # noqa: BLE001 - report and go on
+            case.missing[impl] = f"error: {type(e).__name__}: {e}"
+            del case.impls[impl]
+    samples: dict[str, list[float]] = {impl: [] for impl in case.impls}
+    for _ in range(repeats):
+        for impl, fn in case.impls.items():
+            n = numbers[impl]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            samples[impl].append((time.perf_counter() - t0) / n)
+    case.medians = {impl: statistics.median(v) for impl, v in samples.items()}
+
+
+def fmt(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.2f} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return "" if a is None or b is None else f"{a / b:.2f}x"
+
+
+def table(cases: list[Case]) -> str:
+    """A markdown table of medians and the mdtensor/torch, mdtensor/numpy ratios."""
+    head = ["case", *IMPLS, "md/torch", "md/numpy"]
+    rows = [head, ["---"] * len(head)]
+    for c in cases:
+        m = c.medians
+        rows.append([c.name, *(fmt(m.get(i)) if i in m else "n/a" for i in IMPLS),
+                     ratio(m.get("mdtensor"), m.get("torch")),
+                     ratio(m.get("mdtensor"), m.get("numpy"))])
+    return "\n".join("| " + " | ".join(r) + " |" for r in rows)
+
+
+def machine_info() -> dict:
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    versions = {}
+    for mod in ("numpy", "mdtensor", "torch", "autograd", "jax", "plum"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            versions[mod] = getattr(m, "__version__", "?")
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "versions": versions,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                    "MKL_NUM_THREADS")},
+    }
+
+
+def write_json(path: str, cases: list[Case], extra: dict) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    record = {
+        "machine": machine_info(),
+        "cases": [{"name": c.name, "group": c.group, "seconds": c.medians,
+                   "missing": c.missing} for c in cases],
+        **extra,
+    }
+    with open(path, "w") as f:
+        json.dump(record, f, indent=2, sort_keys=True)
