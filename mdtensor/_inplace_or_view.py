@@ -66,6 +66,20 @@ def _mutated_positions(schema):
 def _inplace_kernel(op):
     mutated = _mutated_positions(op.schema)
     after = AFTER_AD_INPLACE_OR_VIEW
+    if mutated == [(0, op.schema.arguments[0].name, False, False)]:
+        # The common case: only ``self`` is mutated.
+        redispatch = op.redispatch
+
+        def ad_inplace_self(ks, self, *args, **kwargs):
+            result = redispatch(ks & after, self, *args, **kwargs)
+            vc = self._vc
+            if vc is None:
+                vc = counter(self)
+            vc.value += 1
+            return result
+
+        ad_inplace_self.__qualname__ = f"ADInplaceOrView[{op.name}]"
+        return ad_inplace_self
 
     def ad_inplace(ks, *args, **kwargs):
         result = op.redispatch(ks & after, *args, **kwargs)

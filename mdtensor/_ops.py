@@ -508,6 +508,8 @@ class OpOverloadPacket:
     def __call__(self, *args, **kwargs):
         if kwargs:
             key = (*map(type, args), tuple(kwargs))
+        elif len(args) == 1:
+            key = (type(args[0]),)
         else:
             key = tuple(map(type, args))
         caller = self._resolution_cache.get(key)

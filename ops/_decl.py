@@ -15,6 +15,14 @@ Meta kernels (from ``meta``), the ADInplaceOrView kernels of in-place, ``out=`` 
 overloads, the namespace functions and Tensor methods (``ops._methods``), and the OpInfo
 sweep's test data.  Derivative formulas (``derivative=``) feed the Autograd layer.
 
+Note [NumPy fast impls]
+~~~~~~~~~~~~~~~~~~~~~~~
+A few hot ops give ``cpu_impl=``: the same computation written against NumPy directly,
+registered for the CPU key.  array-api-compat wraps some NumPy functions (``matmul``) and
+``np.sum`` goes through Python-level dispatch; on 8-element inputs those layers cost as
+much as the arithmetic.  The generic impl still serves every other backend, and the OpInfo
+sweep checks both agree with the reference.
+
 Note [Structured ops]
 ~~~~~~~~~~~~~~~~~~~~~
 A structured op gives one functional schema and one impl; its in-place and ``out=`` variants
@@ -302,6 +310,10 @@ def structured_variants(schema: FunctionSchema) -> tuple[str, str]:
 
 
 def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
+    positions = [i for i, a in tensor_args
+                 if not (a.kwarg_only or a.type.is_tensor_list or a.type.optional)]
+    if len(positions) == len(tensor_args) and positions in ([0], [0, 1]):
+        return _fast_inplace_kernel(schema.full_name, impl, inplace_impl, len(positions) == 2)
     unwrap = _unwrapper(schema, tensor_args)
     name = schema.full_name
 
@@ -324,6 +336,37 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
             except (TypeError, ValueError) as e:
                 _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, e)
         r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
+        _check_inplace_result(name, self, r, backend)
+        backend.copy_into(self._data, r)
+        return self
+
+    kernel.__qualname__ = kernel.__name__ = f"array_api_inplace[{name}]"
+    return kernel
+
+
+def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
+    """In-place kernel when ``self`` (and maybe ``other``) are the only, positional,
+    Tensor arguments (Note [The hot path] in mdtensor/_ops.py)."""
+
+    def kernel(self, *args, **kwargs):
+        dev = self._device
+        backend = dev.backend
+        if two_tensors:
+            other = args[0]
+            if other._device is not dev:
+                raise device_mismatch(name, dev, other._device)
+            args = (other._data, *args[1:])
+        if inplace_impl is not None and backend.capabilities.ufunc_out:
+            data = self._data
+            try:
+                inplace_impl(dev.xp, data, data, *args, **kwargs)
+                return self
+            except (TypeError, ValueError) as e:
+                _raise_inplace_error(name, dev, self, impl, [data, *args], kwargs, e)
+        if not backend.capabilities.inplace:
+            raise RuntimeError(f"{name}: the {backend.name} backend's arrays are immutable; "
+                               f"in-place ops on it run through Functionalize")
+        r = backend.ensure_array(impl(dev.xp, self._data, *args, **kwargs))
         _check_inplace_result(name, self, r, backend)
         backend.copy_into(self._data, r)
         return self
@@ -428,6 +471,7 @@ def defop(
     kwarg_aliases: dict | None = None,
     decl: OpDecl | None = None,
     varargs: bool = False,
+    cpu_impl: Callable | None = None,
 ) -> OpDecl:
     """Declare an op (see the module docstring).
 
@@ -449,6 +493,9 @@ def defop(
         kwarg_aliases: torch-style keyword spellings, ``{"dim": "axis"}``.
         decl: add this schema as one more overload of an existing declaration.
         varargs: Tensor methods also accept the int list as separate arguments.
+        cpu_impl: an impl for the NumPy backend only (a direct CPU kernel, rung 1), where
+            NumPy's own function is much faster than the generic one (Note [NumPy fast
+            impls]).
     """
     fschema = parse_schema(schema)
     tags = tuple(tags)
@@ -479,6 +526,8 @@ def defop(
         else:
             fn = array_api_kernel(fschema, impl)
         _register(op, fn, DispatchKey.ArrayAPI)
+    if cpu_impl is not None and not (fschema.is_inplace or fschema.is_out):
+        _register(op, array_api_kernel(fschema, cpu_impl), DispatchKey.CPU)
     if composite is not None:
         _register(op, composite, DispatchKey.CompositeImplicitAutograd)
     if explicit is not None:

@@ -71,7 +71,9 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
     fn = attrgetter(xp_name or name)
     if float_fn:
         def impl(xp, a):
-            return fn(xp)(_to_float(xp, a))
+            if _INT_LIKE.get(a.dtype, True):  # int/bool, or a dtype not seen yet
+                a = _to_float(xp, a)
+            return fn(xp)(a)
     else:
         def impl(xp, a):
             return fn(xp)(a)

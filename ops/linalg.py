@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy as _np
 
 from . import _meta_fns as mf
 from ._decl import OpInfo, SampleInput, defop
@@ -21,6 +22,11 @@ def _matmul_samples(dtype, rng):
                         name=f"{a}@{b}") for a, b in shapes]
 
 
+def _np_matmul(xp, a, b):
+    return _np.matmul(a, b)
+
+
 defop("matmul(Tensor self, Tensor other) -> Tensor", impl=_matmul, structured=True,
+      cpu_impl=_np_matmul,
       meta=mf.matmul, methods=("matmul",),
       info=OpInfo(ref=np.matmul, dtypes=NUMERIC, samples=_matmul_samples))

@@ -46,10 +46,16 @@ def _sum_meta(x, axis=None, keepdims=False, *, dtype=None):
     return shape, d
 
 
+def _np_sum(xp, x, axis=None, keepdims=False, *, dtype=None):
+    # Note [NumPy fast impls]: ufunc.reduce skips np.sum's Python-level dispatch.
+    return np.add.reduce(x, axis=_axis(axis), keepdims=keepdims,
+                         dtype=dtype and _native(np, dtype))
+
+
 _REDUCE_SAMPLES = unary_samples(None, kwargs=({}, {"axis": 0}, {"axis": -1, "keepdims": True}))
 
 defop("sum(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? dtype=None)"
-      " -> Tensor", impl=_sum, meta=_sum_meta, tags=("reduction",), methods=("sum",),
+      " -> Tensor", impl=_sum, cpu_impl=_np_sum, meta=_sum_meta, tags=("reduction",), methods=("sum",),
       kwarg_aliases=_ALIASES,
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.sum(x, axis=axis,
                                                                   keepdims=keepdims),
