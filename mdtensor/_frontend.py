@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from typing import Optional, Union
 
 import numpy as np
-import plum
 
 from ._schema import NO_DEFAULT, FunctionSchema
 
@@ -71,8 +70,13 @@ def _py_type(t):
     return hint
 
 
-def plum_signature(schema: FunctionSchema) -> plum.Signature:
-    """A plum signature over all of ``schema``'s arguments, in order."""
+def plum_signature(schema: FunctionSchema):
+    """A plum signature over all of ``schema``'s arguments, in order.
+
+    plum is imported here, on the first resolution, not at ``import mdtensor``.
+    """
+    import plum
+
     return plum.Signature(*(_py_type(a.type) for a in schema.arguments))
 
 

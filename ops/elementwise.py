@@ -49,10 +49,10 @@ def _int_like(a) -> bool:
 
 
 def _is_ufunc(name: str) -> bool:
-    """Whether backends with ``ufunc_out`` take ``out=`` for ``name`` (NumPy decides)."""
-    import array_api_compat.numpy as cnp
-
-    return isinstance(getattr(cnp, name, None), np.ufunc)
+    """Whether backends with ``ufunc_out`` take ``out=`` for ``name`` (NumPy decides;
+    array-api-compat re-exports NumPy's ufuncs unchanged, and is not imported here so that
+    ``import mdtensor`` stays light)."""
+    return isinstance(getattr(np, name, None), np.ufunc)
 
 
 def _to_float(xp, a):
