@@ -331,8 +331,8 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
                                f"in-place ops on it run through Functionalize")
         if inplace_impl is not None and backend.capabilities.ufunc_out:
             try:
-                inplace_impl(dev.xp, self._data, *rargs, **rkwargs)
-                return self
+                if inplace_impl(dev.xp, self._data, *rargs, **rkwargs):
+                    return self
             except (TypeError, ValueError) as e:
                 _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, e)
         r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
@@ -359,8 +359,8 @@ def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
         if inplace_impl is not None and backend.capabilities.ufunc_out:
             data = self._data
             try:
-                inplace_impl(dev.xp, data, data, *args, **kwargs)
-                return self
+                if inplace_impl(dev.xp, data, data, *args, **kwargs):
+                    return self
             except (TypeError, ValueError) as e:
                 _raise_inplace_error(name, dev, self, impl, [data, *args], kwargs, e)
         if not backend.capabilities.inplace:
@@ -480,7 +480,9 @@ def defop(
         impl: ``impl(xp, *args, **kwargs)`` on raw arrays; registered for ArrayAPI.
         structured: also define the in-place and ``out=`` variants from ``impl``.
         inplace_impl: ``inplace_impl(xp, out_array, *args, **kwargs)`` writing into
-            ``out_array`` with the backend's ``out=`` (backends with ``ufunc_out``).
+            ``out_array`` with the backend's ``out=`` (backends with ``ufunc_out``); it
+            returns False when this backend's function takes no ``out=``, and the kernel
+            computes and copies instead.
         composite: CompositeImplicitAutograd kernel (in terms of other md ops).
         explicit: CompositeExplicitAutograd kernel (other md ops; own derivative).
         kernels: extra kernels, ``{key name: fn}`` (e.g. a NumPy-specific ``"CPU"``).

@@ -55,6 +55,18 @@ def _is_ufunc(name: str) -> bool:
     return isinstance(getattr(np, name, None), np.ufunc)
 
 
+_TAKES_OUT: dict = {}
+
+
+def _takes_out(f) -> bool:
+    """Whether the backend function ``f`` is a ufunc taking ``out=`` (a compat wrapper,
+    e.g. array-api-compat's ``ceil``, is not)."""
+    hit = _TAKES_OUT.get(f)
+    if hit is None:
+        hit = _TAKES_OUT[f] = isinstance(f, np.ufunc) or type(f).__name__ == "ufunc"
+    return hit
+
+
 def _to_float(xp, a):
     """Note [Integer inputs of float functions]."""
     if _int_like(a):
@@ -81,7 +93,11 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
     inplace_impl = None
     if structured and _is_ufunc(xp_name or name):
         def inplace_impl(xp, out, a):
-            fn(xp)(a, out=out)
+            f = fn(xp)
+            if not _takes_out(f):
+                return False
+            f(a, out=out)
+            return True
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     return defop(
         f"{name}(Tensor self) -> Tensor",
@@ -106,7 +122,11 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
     impl.__name__ = name
 
     def inplace_impl(xp, out, a, b):
-        fn(xp)(a, b, out=out)
+        f = fn(xp)
+        if not _takes_out(f):
+            return False
+        f(a, b, out=out)
+        return True
 
     if not _is_ufunc(xp_name or name):
         inplace_impl = None
@@ -150,6 +170,7 @@ def _add_out(xp, out, a, b, alpha=1):
     if alpha != 1:
         b = xp.multiply(b, alpha)
     xp.add(a, b, out=out)
+    return True
 
 
 def _sub(xp, a, b, alpha=1):
@@ -162,6 +183,7 @@ def _sub_out(xp, out, a, b, alpha=1):
     if alpha != 1:
         b = xp.multiply(b, alpha)
     xp.subtract(a, b, out=out)
+    return True
 
 
 def _alpha_ref(fn):
