@@ -39,6 +39,7 @@ import warnings
 from typing import Any, Callable
 
 from ._keys import (
+    BACKEND_COMPONENTS,
     BACKEND_MASK,
     FULL,
     FUNCTIONALITIES,
@@ -233,6 +234,13 @@ class OpOverload:
             hit = self._table.get(ks)
             if hit is not None:
                 return hit
+        backends = ks & BACKEND_MASK
+        if backends & (backends - 1):
+            # Note [Mixed devices]: tensors of two backends in one call.  Every key set is
+            # checked once, here, so calls with one device pay nothing for the check.
+            entry = _mixed_devices_entry(self, backends)
+            self._table[ks] = entry
+            return entry
         k = ks
         while True:
             key = highest_key(k)
@@ -452,6 +460,31 @@ def _traced(op, kernel, entry, ks, key):
             dispatcher.trace_depth -= 1
 
     return traced
+
+
+def _mixed_devices_entry(op: OpOverload, backends: int) -> Callable:
+    names = []
+    for i, comp in enumerate(BACKEND_COMPONENTS):
+        if backends & (1 << i):
+            names.append(_device_type_of(comp))
+    message = (f"{op.name}: expected all tensors to be on the same device, but found "
+               f"tensors on {' and '.join(names)}")
+
+    def mixed_devices(*args, **kwargs):
+        raise ValueError(message)
+
+    return mixed_devices
+
+
+def _device_type_of(component: str) -> str:
+    if component == "Meta":
+        return "meta"
+    from mdtensor import backends
+
+    for row in backends.available():
+        if row["key"] == component:
+            return row["device_type"]
+    return component
 
 
 def _missing_error(op: OpOverload, ks: int, key: DispatchKey | None) -> NotImplementedError:

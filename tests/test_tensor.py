@@ -1,0 +1,191 @@
+"""Tensor basics: metadata, interop, repr, operators, devices, dtypes, errors."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import mdtensor as md
+
+
+def test_metadata_and_keyset():
+    x = md.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    assert x.shape == (2, 3)
+    assert x.ndim == 2 and x.dim() == 2
+    assert x.size == 6 and x.size() == (2, 3) and x.size(1) == 3
+    assert x.numel() == 6 and len(x) == 2
+    assert x.dtype is md.float32
+    assert x.device == md.Device("cpu") == "cpu"
+    assert repr(x.keyset) == "DispatchKeySet(ADInplaceOrView, CPU)"
+    assert md.DispatchKey.CPU in x.keyset
+
+
+def test_tensor_cannot_be_constructed_directly():
+    with pytest.raises(TypeError, match="md.tensor"):
+        md.Tensor([1, 2])
+
+
+def test_default_dtypes_follow_pytorch():
+    assert md.asarray([1.0, 2.0]).dtype is md.float32
+    assert md.asarray([1, 2]).dtype is md.int64
+    assert md.asarray(True).dtype is md.bool
+    assert md.asarray(1.5).dtype is md.float32
+    assert md.asarray(np.arange(3.0)).dtype is md.float64  # arrays keep their dtype
+    assert md.zeros(3).dtype is md.float32
+    assert md.arange(3).dtype is md.int64
+
+
+def test_numpy_shares_memory_on_cpu():
+    x = md.asarray([1.0, 2.0])
+    arr = x.numpy()
+    arr[0] = 10.0
+    assert x.tolist() == [10.0, 2.0]
+    a = np.arange(3.0)
+    t = md.from_numpy(a)
+    a[1] = 7
+    assert t.tolist() == [0.0, 7.0, 2.0]
+
+
+def test_item_tolist_conversions():
+    x = md.asarray([[1, 2], [3, 4]])
+    assert x.tolist() == [[1, 2], [3, 4]]
+    one = md.asarray([2.5])
+    assert one.item() == 2.5 and float(one) == 2.5 and int(md.asarray(3)) == 3
+    assert bool(md.asarray(True))
+    assert md.asarray(3).__index__() == 3
+    with pytest.raises(ValueError, match="item\\(\\): a tensor with 4 elements"):
+        x.item()
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(x)
+    with pytest.raises(TypeError, match="__index__"):
+        md.asarray(1.5).__index__()
+
+
+def test_repr_like_pytorch():
+    assert repr(md.asarray([1.0, 2.0])) == "tensor([1., 2.])"
+    assert repr(md.asarray(np.array([1.0, 2.0]))) == "tensor([1., 2.], dtype=md.float64)"
+    assert repr(md.asarray([1, 2])) == "tensor([1, 2])"
+    assert repr(md.asarray([1, 2], dtype=md.int32)) == "tensor([1, 2], dtype=md.int32)"
+    assert "size=(0,)" in repr(md.zeros(0))
+
+
+def test_array_protocols():
+    x = md.asarray([1.0, 2.0])
+    assert x.__array_namespace__() is md
+    assert x.__array_namespace__(api_version="2024.12") is md
+    with pytest.raises(ValueError, match="unsupported api_version"):
+        x.__array_namespace__(api_version="1999.01")
+    np.testing.assert_array_equal(np.asarray(x), [1.0, 2.0])
+    y = np.from_dlpack(x)
+    np.testing.assert_array_equal(y, [1.0, 2.0])
+    assert x.__dlpack_device__()[0] == 1  # kDLCPU
+
+
+def test_python_operators_and_reflected():
+    x = md.asarray([1.0, 2.0, 4.0])
+    assert (x + 1).tolist() == [2.0, 3.0, 5.0]
+    assert (1 + x).tolist() == [2.0, 3.0, 5.0]
+    assert (1 - x).tolist() == [0.0, -1.0, -3.0]
+    assert (2 / x).tolist() == [2.0, 1.0, 0.5]
+    assert (x ** 2).tolist() == [1.0, 4.0, 16.0]
+    assert (2 ** x).tolist() == [2.0, 4.0, 16.0]
+    assert (-x).tolist() == [-1.0, -2.0, -4.0]
+    assert (x > 1).tolist() == [False, True, True]
+    assert (x == x).dtype is md.bool
+    i = md.asarray([6, 3])
+    assert (i // 2).tolist() == [3, 1] and (i % 4).tolist() == [2, 3]
+    assert (i & 2).tolist() == [2, 2] and (~i).tolist() == [-7, -4]
+
+
+def test_unsupported_operand_returns_notimplemented():
+    x = md.asarray([1.0])
+    with pytest.raises(TypeError, match="unsupported operand"):
+        x + "a"
+    assert (x == None) is False  # noqa: E711 - identity fallback, as for any object
+
+
+def test_scalars_are_weak_in_promotion():
+    x = md.asarray([1, 2], dtype=md.int8)
+    assert (x + 1).dtype is md.int8
+    f = md.asarray([1.0], dtype=md.float32)
+    assert (f * 2.5).dtype is md.float32
+    assert (2.5 * f).dtype is md.float32
+
+
+def test_inplace_keeps_buffer_and_bumps_version():
+    x = md.asarray([1.0, 2.0])
+    buf = x._data
+    x += 1
+    x.mul_(2)
+    assert x._data is buf
+    assert x._version == 2
+    assert x.tolist() == [4.0, 6.0]
+
+
+def test_inplace_dtype_error_leaves_tensor_unchanged():
+    x = md.asarray([1, 2])
+    with pytest.raises(RuntimeError, match="result type float64 can't be cast to the desired "
+                                           "output type int64"):
+        x.add_(1.5)
+    assert x.tolist() == [1, 2] and x._version == 0
+
+
+def test_pickle_roundtrip():
+    x = md.asarray([[1.0, 2.0]])
+    y = pickle.loads(pickle.dumps(x))
+    assert y.tolist() == x.tolist() and y.dtype is x.dtype
+
+
+def test_device_objects():
+    assert md.Device("cpu") is md.Device("cpu")
+    assert str(md.Device("cpu")) == "cpu"
+    assert repr(md.Device("cpu")) == "device(type='cpu')"
+    with pytest.raises(ValueError, match="unknown device type 'nope'"):
+        md.Device("nope")
+    with pytest.raises(ValueError, match="invalid device string"):
+        md.Device("cpu:x")
+    with pytest.raises(ValueError, match="does not exist"):
+        md.Device("cpu:3")
+
+
+def test_meta_device_has_no_data():
+    m = md.zeros((1_000_000, 1_000_000), device="meta")
+    w = md.zeros((1_000_000, 10), device="meta")
+    out = m @ w
+    assert out.shape == (1_000_000, 10) and out.device.type == "meta"
+    with pytest.raises(RuntimeError, match="meta tensors have no data"):
+        out.tolist()
+
+
+def test_device_mismatch_names_both_devices():
+    a = md.asarray([1.0, 2.0])
+    b = md.zeros(2, device="meta")
+    with pytest.raises(ValueError, match="same device.*(cpu.*meta|meta.*cpu)"):
+        md.ops.aten.add.Tensor(a, b)
+
+
+def test_import_does_not_import_jax_or_cupy_or_plum():
+    code = ("import sys, mdtensor; "
+            "print(','.join(m for m in ('jax', 'cupy', 'torch', 'plum') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_namespace_basics():
+    assert md.__array_api_version__ == "2025.12"
+    info = md.__array_namespace_info__()
+    assert info.default_dtypes()["real floating"] is md.float32
+    assert md.isdtype(md.float32, "real floating")
+    assert not md.isdtype(md.int8, ("real floating", "complex floating"))
+    assert md.result_type(md.int8, md.int16) is md.int16
+    assert md.result_type(md.asarray([1], dtype=md.int8), 1) is md.int8
+    assert md.can_cast(md.int8, md.int16) and not md.can_cast(md.float64, md.float32)
+    assert md.finfo(md.float32).eps == np.finfo(np.float32).eps
+    assert md.iinfo(md.int8).max == 127
+    with pytest.raises(TypeError, match="finfo: expected a floating-point dtype"):
+        md.finfo(md.int32)
