@@ -67,11 +67,17 @@ def _inplace_kernel(op):
     mutated = _mutated_positions(op.schema)
     after = AFTER_AD_INPLACE_OR_VIEW
     if mutated == [(0, op.schema.arguments[0].name, False, False)]:
-        # The common case: only ``self`` is mutated.
-        redispatch = op.redispatch
+        # The common case: only ``self`` is mutated.  The table lookup is op.redispatch,
+        # inlined (this kernel runs on every in-place call).
+        table = op._table
+        miss = op._miss
 
         def ad_inplace_self(ks, self, *args, **kwargs):
-            result = redispatch(ks & after, self, *args, **kwargs)
+            ks &= after & op._mask
+            kernel = table.get(ks)
+            if kernel is None:
+                kernel = miss(ks)
+            result = kernel(self, *args, **kwargs)
             vc = self._vc
             if vc is None:
                 vc = counter(self)

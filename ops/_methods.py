@@ -98,8 +98,23 @@ def _method(packet, varargs: bool):
                 args = (args,)
             return packet(self, *args, **kwargs)
     else:
+        cache = packet._resolution_cache
+
         def method(self, *args, **kwargs):
-            return packet(self, *args, **kwargs)
+            # The packet's own resolution cache, looked up without the packet's __call__
+            # (same keys as OpOverloadPacket.__call__).
+            if kwargs:
+                return packet(self, *args, **kwargs)
+            if not args:
+                key = (type(self),)
+            elif len(args) == 1:
+                key = (type(self), type(args[0]))
+            else:
+                key = (type(self), *map(type, args))
+            caller = cache.get(key)
+            if caller is None:
+                return packet(self, *args)
+            return caller(self, *args)
     method.__name__ = packet._name
     method.__doc__ = packet.__doc__
     return method

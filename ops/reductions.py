@@ -48,8 +48,11 @@ def _sum_meta(x, axis=None, keepdims=False, *, dtype=None):
 
 def _np_sum(xp, x, axis=None, keepdims=False, *, dtype=None):
     # Note [NumPy fast impls]: ufunc.reduce skips np.sum's Python-level dispatch.
-    return np.add.reduce(x, axis=_axis(axis), keepdims=keepdims,
-                         dtype=dtype and _native(np, dtype))
+    # Positional: reduce(array, axis, dtype, out, keepdims).
+    return _add_reduce(x, _axis(axis), dtype and _native(np, dtype), None, keepdims)
+
+
+_add_reduce = np.add.reduce
 
 
 _REDUCE_SAMPLES = unary_samples(None, kwargs=({}, {"axis": 0}, {"axis": -1, "keepdims": True}))
