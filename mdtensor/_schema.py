@@ -34,6 +34,8 @@ __all__ = [
 BASE_TYPES = frozenset({
     "Tensor", "Scalar", "int", "SymInt", "float", "bool", "str", "ScalarType", "Device",
     "Layout", "Generator", "MemoryFormat", "Dimname",
+    # Any: an arbitrary Python object (an index key, a pytree); mdtensor's extension.
+    "Any",
 })
 
 

@@ -13,9 +13,11 @@ from mdtensor._ops import ops as _namespaces
 from . import (  # noqa: F401  (imported for their declarations)
     creation,
     elementwise,
+    indexing,
     linalg,
     manipulation,
     reductions,
+    searching,
 )
 from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401
 

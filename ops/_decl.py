@@ -168,8 +168,8 @@ def _wrap_out(dev, kind: str, schema: FunctionSchema):
     wrap = dev.wrap
     if kind == "tensor":
         return wrap
-    if kind == "list":
-        return lambda r: [wrap(x) for x in r]
+    if kind == "list":  # Tensor[] returns are tuples, as PyTorch's split and the Array API's
+        return lambda r: tuple(wrap(x) for x in r)
     if kind == "tuple":
         flags = [ret.type.is_tensor for ret in schema.returns]
         return lambda r: tuple(wrap(x) if f else x for x, f in zip(r, flags))

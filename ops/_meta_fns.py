@@ -123,3 +123,21 @@ def as_dtype_or(dtype, default: DType) -> DType:
 def compare_unary(x, *args, **kwargs):
     """Same shape, bool dtype (isnan, logical_not, ...)."""
     return x.shape, _dtypes.bool_
+
+
+def dummy(x):
+    """A zero-strided NumPy array with ``x``'s shape and dtype: no memory, so shape rules
+    of NumPy view functions can run on it (used by view-op meta functions)."""
+    return np.lib.stride_tricks.as_strided(np.zeros(1, x.dtype.numpy), tuple(x.shape),
+                                           (0,) * len(x.shape))
+
+
+def view_meta(fn):
+    """Meta function of a view op from its NumPy counterpart run on a dummy."""
+    def meta(x, *args, **kwargs):
+        out = fn(dummy(x), *args, **kwargs)
+        if isinstance(out, (list, tuple)):
+            return [(o.shape, x.dtype) for o in out]
+        return tuple(out.shape), x.dtype
+    meta.__name__ = f"view_meta[{getattr(fn, '__name__', fn)}]"
+    return meta

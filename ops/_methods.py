@@ -51,7 +51,6 @@ OPERATORS: dict[str, tuple[str, str]] = {
     "__gt__": ("gt", "binary"), "__ge__": ("ge", "binary"),
     "__neg__": ("neg", "unary"), "__pos__": ("positive", "unary"),
     "__abs__": ("abs", "unary"), "__invert__": ("bitwise_not", "unary"),
-    "__getitem__": ("getitem", "binary"), "__setitem__": ("setitem", "setitem"),
 }
 
 
@@ -156,6 +155,10 @@ def install(namespace: dict) -> None:
             setattr(Tensor, dunder, _unary(packet))
         else:
             setattr(Tensor, dunder, _setitem(packet))
+    from .indexing import getitem, setitem
+
+    Tensor.__getitem__ = getitem
+    Tensor.__setitem__ = setitem
     Tensor.__hash__ = Tensor.__dict__.get("__hash__") or object.__hash__
 
 

@@ -82,3 +82,406 @@ defop("view(Tensor(a) self, SymInt[] shape) -> Tensor(a)", impl=_view, meta=_vie
       info=OpInfo(ref=lambda x, s: np.reshape(x, s), dtypes=ALL,
                   samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng), (3, 2))),
                                           SampleInput((make_array((2, 3), d, rng), (-1,)))]))
+
+
+# ---------------------------------------------------------------------------------------
+# Array API manipulation functions and their torch spellings
+
+from mdtensor._dtypes import result_type as _result_type  # noqa: E402
+
+from .elementwise import NUMERIC  # noqa: E402,F401
+
+
+def _ints(v):
+    return (v,) if isinstance(v, (int, np.integer)) else tuple(v)
+
+
+def _sample_2x3(dtype, rng, *rest, **kw):
+    return [SampleInput((make_array((2, 3), dtype, rng), *rest), dict(kw))]
+
+
+def _s(*cases):
+    """Samples from (shape, extra args, kwargs) cases."""
+    def samples(dtype, rng):
+        return [SampleInput((make_array(shape, dtype, rng), *args), dict(kw), name=str(shape))
+                for shape, args, kw in cases]
+    return samples
+
+
+def _permute(xp, x, dims):
+    return xp.permute_dims(x, _ints(dims))
+
+
+defop("permute(Tensor(a) self, int[] dims) -> Tensor(a)", impl=_permute,
+      meta=mf.view_meta(lambda a, d: np.transpose(a, _ints(d))),
+      names=("permute", "permute_dims"), methods=("permute", "permute_dims"), varargs=True,
+      info=OpInfo(ref=lambda x, d: np.transpose(x, d), dtypes=ALL,
+                  samples=_s(((2, 3, 4), ((2, 0, 1),), {}), ((3,), ((0,),), {}))))
+
+
+def _matrix_transpose(xp, x):
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose: expected a tensor with at least 2 dimensions, "
+                         f"got {x.ndim}")
+    return xp.matrix_transpose(x)
+
+
+def _mt_meta(x):
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose: expected a tensor with at least 2 dimensions, "
+                         f"got {x.ndim}")
+    return tuple(x.shape[:-2]) + (x.shape[-1], x.shape[-2]), x.dtype
+
+
+defop("matrix_transpose(Tensor(a) self) -> Tensor(a)", impl=_matrix_transpose, meta=_mt_meta,
+      info=OpInfo(ref=lambda x: np.swapaxes(x, -1, -2), dtypes=ALL,
+                  samples=_s(((2, 3), (), {}), ((2, 3, 4), (), {}))))
+
+
+def _t(xp, x):
+    if x.ndim > 2:
+        raise ValueError(f"t: expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return xp.permute_dims(x, tuple(reversed(range(x.ndim))))
+
+
+defop("t(Tensor(a) self) -> Tensor(a)", impl=_t, methods=("t",),
+      meta=lambda x: (tuple(reversed(x.shape)), x.dtype) if x.ndim <= 2 else _t(None, x),
+      info=OpInfo(ref=np.transpose, dtypes=ALL, samples=_s(((2, 3), (), {}), ((4,), (), {}))))
+
+
+def _reshape(xp, x, shape, *, copy=None):
+    shape = _ints(shape)
+    if copy is False:
+        return xp.reshape(x, shape, copy=False)
+    return xp.reshape(x, shape) if copy is None else xp.reshape(x, shape, copy=True)
+
+
+defop("reshape(Tensor(a) self, SymInt[] shape, *, bool? copy=None) -> Tensor(a)",
+      impl=_reshape, meta=lambda x, shape, copy=None: _view_meta(x, shape),
+      methods=("reshape",), varargs=True, kwarg_aliases={"newshape": "shape"},
+      info=OpInfo(ref=lambda x, s: np.reshape(x, s), dtypes=ALL,
+                  samples=_s(((2, 3), ((3, 2),), {}), ((2, 3), ((-1,),), {}),
+                             ((0, 3), ((3, 0),), {}))))
+
+
+def _flatten(xp, x, start_dim=0, end_dim=-1):
+    n = x.ndim
+    if n == 0:
+        return xp.reshape(x, (1,))
+    s = mf.normalize_axes("flatten", start_dim, n)[0]
+    e = mf.normalize_axes("flatten", end_dim, n)[0]
+    if s > e:
+        raise ValueError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}")
+    size = 1
+    for d in x.shape[s:e + 1]:
+        size *= d
+    return xp.reshape(x, tuple(x.shape[:s]) + (size,) + tuple(x.shape[e + 1:]))
+
+
+defop("flatten(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", impl=_flatten,
+      meta=mf.view_meta(lambda a, *r, **k: _flatten(np, a, *r, **k)), methods=("flatten",),
+      info=OpInfo(ref=lambda x, *r: _flatten(np, x, *r), dtypes=ALL,
+                  samples=_s(((2, 3, 4), (), {}), ((2, 3, 4), (1,), {}), ((), (), {}))))
+
+
+def _expand(xp, x, shape):
+    shape = _ints(shape)
+    lead = len(shape) - x.ndim
+    if lead < 0:
+        raise ValueError(f"expand: the number of sizes provided ({len(shape)}) must be greater "
+                         f"or equal to the number of dimensions in the tensor ({x.ndim})")
+    full = tuple(x.shape[i - lead] if (s == -1 and i >= lead) else s
+                 for i, s in enumerate(shape))
+    return xp.broadcast_to(x, full)
+
+
+defop("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", impl=_expand,
+      meta=mf.view_meta(lambda a, s: _expand(np, a, s)), methods=("expand",), varargs=True,
+      names=("expand",),
+      info=OpInfo(ref=lambda x, s: _expand(np, x, s), dtypes=ALL,
+                  samples=_s(((3, 1), ((3, 4),), {}), ((3,), ((2, -1),), {}))))
+defop("broadcast_to(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
+      impl=lambda xp, x, shape: xp.broadcast_to(x, _ints(shape)),
+      meta=mf.view_meta(lambda a, s: np.broadcast_to(a, _ints(s))),
+      info=OpInfo(ref=lambda x, s: np.broadcast_to(x, s), dtypes=ALL,
+                  samples=_s(((3, 1), ((2, 3, 4),), {}))))
+
+
+def _squeeze(xp, x, axis=None):
+    if axis is None:
+        axis = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    axes = mf.normalize_axes("squeeze", axis, x.ndim)
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size "
+                             f"not equal to one (axis {a} has size {x.shape[a]})")
+    return xp.squeeze(x, axis=axes) if axes else x[...]
+
+
+defop("squeeze(Tensor(a) self, int[1]? axis=None) -> Tensor(a)", impl=_squeeze,
+      meta=mf.view_meta(lambda a, axis=None: _squeeze(np, a, axis)), methods=("squeeze",),
+      kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=lambda x, axis=None: _squeeze(np, x, axis), dtypes=ALL,
+                  samples=_s(((2, 1, 3, 1), (), {}), ((2, 1, 3), (1,), {}))))
+
+
+def _unsqueeze(xp, x, axis):
+    n = x.ndim + 1
+    a = int(axis)
+    if not -n <= a < n:
+        raise IndexError(f"unsqueeze: axis {a} is out of range for a result of dimension {n} "
+                         f"(expected to be in range [{-n}, {n - 1}])")
+    return xp.expand_dims(x, axis=a % n)
+
+
+defop("unsqueeze(Tensor(a) self, int axis) -> Tensor(a)", impl=_unsqueeze,
+      meta=mf.view_meta(lambda a, axis: _unsqueeze(np, a, axis)),
+      names=("unsqueeze", "expand_dims"), methods=("unsqueeze", "expand_dims"),
+      kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=lambda x, a: np.expand_dims(x, a), dtypes=ALL,
+                  samples=_s(((2, 3), (0,), {}), ((2, 3), (-1,), {}), ((), (0,), {}))))
+
+
+def _moveaxis(xp, x, source, destination):
+    return xp.moveaxis(x, source if isinstance(source, int) else tuple(source),
+                       destination if isinstance(destination, int) else tuple(destination))
+
+
+defop("moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
+      impl=_moveaxis, meta=mf.view_meta(lambda a, s, d: _moveaxis(np, a, s, d)),
+      names=("moveaxis", "movedim"), methods=("moveaxis", "movedim"),
+      info=OpInfo(ref=np.moveaxis, dtypes=ALL, samples=_s(((2, 3, 4), (0, 2), {}))))
+
+
+def _narrow(xp, x, dim, start, length):
+    d = mf.normalize_axes("narrow", dim, x.ndim)[0]
+    if start < 0:
+        start += x.shape[d]
+    if not (0 <= start and start + length <= x.shape[d]) or length < 0:
+        raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension "
+                         f"size ({x.shape[d]})")
+    idx = [slice(None)] * x.ndim
+    idx[d] = slice(start, start + length)
+    return x[tuple(idx)]
+
+
+defop("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)",
+      impl=_narrow, meta=mf.view_meta(lambda a, *r: _narrow(np, a, *r)), methods=("narrow",),
+      info=OpInfo(ref=lambda x, *r: _narrow(np, x, *r), dtypes=ALL,
+                  samples=_s(((4, 3), (0, 1, 2), {}))))
+
+
+def _unbind(xp, x, axis=0):
+    n = x.ndim
+    a = mf.normalize_axes("unbind", axis, n)[0]
+    return [x[(slice(None),) * a + (i,)] for i in range(x.shape[a])]
+
+
+defop("unbind(Tensor(a -> *) self, int axis=0) -> Tensor(a)[]", impl=_unbind,
+      meta=mf.view_meta(lambda a, axis=0: _unbind(np, a, axis)),
+      names=("unbind", "unstack"), methods=("unbind", "unstack"), kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=lambda x, axis=0: _unbind(np, x, axis), dtypes=ALL,
+                  samples=_s(((2, 3), (), {}), ((2, 3), (1,), {}))))
+
+
+def _split(xp, x, split_size_or_sections, axis=0):
+    a = mf.normalize_axes("split", axis, x.ndim)[0]
+    n = x.shape[a]
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        size = int(split_size_or_sections)
+        if size <= 0 and n:
+            raise ValueError(f"split: split_size must be positive, got {size}")
+        bounds = list(range(0, n, size)) if n else [0]
+        sizes = [min(size, n - b) for b in bounds]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise ValueError(f"split: split sizes {sizes} do not sum to the dimension size {n}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(x[(slice(None),) * a + (slice(start, start + s),)])
+        start += s
+    return out
+
+
+defop("split(Tensor(a -> *) self, int[] split_size_or_sections, int axis=0) -> Tensor(a)[]",
+      impl=_split, meta=mf.view_meta(lambda a, s, axis=0: _split(np, a, s, axis)),
+      methods=("split",), kwarg_aliases={"dim": "axis", "split_size": "split_size_or_sections"},
+      info=OpInfo(ref=lambda x, s, axis=0: _split(np, x, s, axis), dtypes=ALL,
+                  samples=_s(((5, 2), (2,), {}), ((5, 2), ([1, 4],), {}))))
+
+
+def _chunk(xp, x, chunks, axis=0):
+    a = mf.normalize_axes("chunk", axis, x.ndim)[0]
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    n = x.shape[a]
+    size = -(-n // chunks) if n else 1
+    return _split(xp, x, size, a)
+
+
+defop("chunk(Tensor(a -> *) self, int chunks, int axis=0) -> Tensor(a)[]", impl=_chunk,
+      meta=mf.view_meta(lambda a, c, axis=0: _chunk(np, a, c, axis)), methods=("chunk",),
+      kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=lambda x, c, axis=0: _chunk(np, x, c, axis), dtypes=ALL,
+                  samples=_s(((5, 2), (2,), {}), ((6,), (3,), {}))))
+
+
+# ---------------------------------------------------------------------------------------
+# Copies
+
+
+def _cat_meta(tensors, axis=0):
+    if not tensors:
+        raise ValueError("concat: expected a non-empty sequence of tensors")
+    first = tensors[0]
+    if axis is None:
+        return (sum(t.numel() for t in tensors),), _result_type(*tensors)
+    a = mf.normalize_axes("concat", axis, first.ndim)[0]
+    shape = list(first.shape)
+    for t in tensors[1:]:
+        if t.ndim != first.ndim or any(t.shape[i] != shape[i] for i in range(first.ndim)
+                                       if i != a):
+            raise ValueError(f"concat: tensors must have the same shape except in the "
+                             f"concatenating dimension {a}; got {tuple(first.shape)} and "
+                             f"{tuple(t.shape)}")
+        shape[a] += t.shape[a]
+    return tuple(shape), _result_type(*tensors)
+
+
+def _concat(xp, tensors, axis=0):
+    return xp.concat(tensors, axis=axis)
+
+
+def _list_samples(shapes, **kw):
+    def samples(dtype, rng):
+        return [SampleInput(([make_array(s, dtype, rng) for s in shapes],), dict(kw))]
+    return samples
+
+
+defop("cat(Tensor[] tensors, int? axis=0) -> Tensor", impl=_concat, meta=_cat_meta,
+      names=("cat", "concat", "concatenate"), kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=lambda ts, axis=0: np.concatenate(ts, axis=axis), dtypes=ALL,
+                  samples=_list_samples([(2, 3), (1, 3)])))
+
+
+def _stack_meta(tensors, axis=0):
+    if not tensors:
+        raise ValueError("stack: expected a non-empty sequence of tensors")
+    shape = tuple(tensors[0].shape)
+    for t in tensors[1:]:
+        if tuple(t.shape) != shape:
+            raise ValueError(f"stack: all tensors must have the same shape; got {shape} and "
+                             f"{tuple(t.shape)}")
+    n = len(shape) + 1
+    a = int(axis)
+    if not -n <= a < n:
+        raise IndexError(f"stack: axis {a} is out of range for a result of dimension {n}")
+    a %= n
+    return shape[:a] + (len(tensors),) + shape[a:], _result_type(*tensors)
+
+
+def _stack(xp, tensors, axis=0):
+    _stack_meta([_Shape(t) for t in tensors], axis)
+    return xp.stack(tensors, axis=axis)
+
+
+class _Shape:
+    """Adapts a raw array to what meta functions read (shape, dtype)."""
+
+    def __init__(self, a):
+        from mdtensor._dtypes import as_dtype
+
+        self.shape = tuple(a.shape)
+        self.dtype = as_dtype(a.dtype)
+
+
+defop("stack(Tensor[] tensors, int axis=0) -> Tensor", impl=_stack, meta=_stack_meta,
+      kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=lambda ts, axis=0: np.stack(ts, axis=axis), dtypes=ALL,
+                  samples=_list_samples([(2, 3), (2, 3)])))
+
+
+def _flip(xp, x, axis=None):
+    # Note: PyTorch's flip copies; NumPy's returns a view, so copy to keep the schema honest.
+    return xp.asarray(xp.flip(x, axis=None if axis is None else _ints(axis)), copy=True)
+
+
+defop("flip(Tensor self, int[]? axis=None) -> Tensor", impl=_flip,
+      meta=lambda x, axis=None: (tuple(x.shape), x.dtype), methods=("flip",),
+      kwarg_aliases={"dims": "axis"},
+      info=OpInfo(ref=lambda x, axis=None: np.flip(x, axis), dtypes=ALL,
+                  samples=_s(((2, 3), (), {}), ((2, 3), (1,), {}))))
+
+
+def _roll(xp, x, shift, axis=None):
+    shift = shift if isinstance(shift, (int, np.integer)) else tuple(shift)
+    axis = axis if axis is None or isinstance(axis, (int, np.integer)) else tuple(axis)
+    return xp.roll(x, shift, axis=axis)
+
+
+defop("roll(Tensor self, int[1] shift, int[1]? axis=None) -> Tensor", impl=_roll,
+      meta=lambda x, *a, **k: (tuple(x.shape), x.dtype), methods=("roll",),
+      kwarg_aliases={"shifts": "shift", "dims": "axis"},
+      info=OpInfo(ref=lambda x, s, axis=None: np.roll(x, s, axis), dtypes=ALL,
+                  samples=_s(((5,), (2,), {}), ((2, 3), (1,), {"axis": 1}))))
+
+
+def _repeat(xp, x, repeats, axis=None):
+    if isinstance(repeats, Tensor_):
+        repeats = repeats._data
+    return xp.repeat(x, repeats, axis=axis)
+
+
+Tensor_ = None
+
+
+defop("repeat_interleave(Tensor self, Any repeats, int? axis=None) -> Tensor",
+      impl=lambda xp, x, repeats, axis=None: xp.repeat(
+          x, repeats._data if hasattr(repeats, "_data") else repeats, axis=axis),
+      names=("repeat_interleave",), methods=("repeat_interleave",),
+      kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=lambda x, r, axis=None: np.repeat(x, r, axis), dtypes=ALL,
+                  samples=_s(((3,), (2,), {}), ((2, 3), (2,), {"axis": 1}))))
+del Tensor_, _repeat
+
+
+def _tile(xp, x, reps):
+    return xp.tile(x, _ints(reps))
+
+
+defop("tile(Tensor self, int[] reps) -> Tensor", impl=_tile, methods=("tile",),
+      kwarg_aliases={"dims": "reps"},
+      info=OpInfo(ref=np.tile, dtypes=ALL, samples=_s(((2, 3), ((2, 1),), {}))))
+
+
+def _repeat_torch(xp, x, repeats):
+    reps = _ints(repeats)
+    if len(reps) < x.ndim:
+        raise ValueError(f"repeat: number of repeat dims ({len(reps)}) can not be smaller than "
+                         f"number of dimensions of tensor ({x.ndim})")
+    return xp.tile(x, reps)
+
+
+defop("repeat_tensor(Tensor self, int[] repeats) -> Tensor", impl=_repeat_torch,
+      names=(), methods=("repeat",), varargs=True,
+      info=OpInfo(ref=lambda x, r: np.tile(x, r), dtypes=ALL,
+                  samples=_s(((2, 3), ((2, 1),), {}))))
+
+
+def _broadcast_arrays(xp, tensors):
+    return list(xp.broadcast_arrays(*tensors))
+
+
+defop("broadcast_arrays(Tensor[] tensors) -> Tensor[]", impl=_broadcast_arrays,
+      info=OpInfo(ref=lambda ts: list(np.broadcast_arrays(*ts)), dtypes=ALL,
+                  samples=_list_samples([(2, 1), (1, 3)])))
+
+
+def _contiguous(xp, x):
+    return x
+
+
+defop("contiguous(Tensor(a) self) -> Tensor(a)", impl=_contiguous, meta=mf.same,
+      methods=("contiguous",),
+      info=OpInfo(ref=lambda x: x, dtypes=ALL, samples=_s(((2, 3), (), {}))))

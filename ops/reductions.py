@@ -14,7 +14,9 @@ import numpy as np
 from . import _meta_fns as mf
 from ._decl import OpInfo, defop
 from ._samples import unary_samples
-from .elementwise import FLOATING, NUMERIC
+from ._decl import SampleInput
+from ._samples import make_array
+from .elementwise import FLOATING, FLOATS, NUMERIC, REAL
 
 _ALIASES = {"dim": "axis", "keepdim": "keepdims"}
 
@@ -74,3 +76,139 @@ defop("mean(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", imp
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.mean(x, axis=axis,
                                                                    keepdims=keepdims),
                   dtypes=FLOATING, samples=_REDUCE_SAMPLES))
+
+
+# ---------------------------------------------------------------------------------------
+# The rest of the statistical functions
+
+
+def _prod(xp, x, axis=None, keepdims=False, *, dtype=None):
+    return xp.prod(x, axis=_axis(axis), keepdims=keepdims, dtype=dtype and _native(xp, dtype))
+
+
+defop("prod(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? dtype=None)"
+      " -> Tensor", impl=_prod, meta=_sum_meta, tags=("reduction",), methods=("prod",),
+      kwarg_aliases=_ALIASES,
+      info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.prod(x, axis=axis,
+                                                                   keepdims=keepdims),
+                  dtypes=NUMERIC, samples=_REDUCE_SAMPLES))
+
+
+def _nonempty(op, x, axis):
+    axes = mf.normalize_axes(op, axis, x.ndim)
+    if any(x.shape[a] == 0 for a in axes) or (x.size == 0 and not axes):
+        raise ValueError(f"{op}: cannot reduce over a zero-size dimension (no identity)")
+
+
+def _max(xp, x, axis=None, keepdims=False):
+    _nonempty("max", x, axis)
+    return xp.max(x, axis=_axis(axis), keepdims=keepdims)
+
+
+def _min(xp, x, axis=None, keepdims=False):
+    _nonempty("min", x, axis)
+    return xp.min(x, axis=_axis(axis), keepdims=keepdims)
+
+
+def _reduce_nonempty_samples(dtype, rng):
+    return [s for s in _REDUCE_SAMPLES(dtype, rng) if s.args[0].size and (
+        s.kwargs.get("axis") is None or s.args[0].shape[s.kwargs["axis"]])]
+
+
+# Note [max and min]: ``md.max(x)`` / ``md.max(x, axis=...)`` follow the Array API (values
+# only, keyword ``axis``); ``x.max(0)`` / ``md.max(x, dim=0)`` follow PyTorch and return
+# ``(values, indices)`` through the ``max.dim`` overload, chosen by plum because its ``dim``
+# is positional-or-keyword while the Array API overload's ``axis`` is keyword-only.
+for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
+    _d = defop(f"{_n}(Tensor self, *, int[1]? axis=None, bool keepdims=False) -> Tensor",
+               impl=_f, meta=mf.reduction, tags=("reduction",), methods=(_n,),
+               kwarg_aliases={"keepdim": "keepdims"},
+               info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: getattr(np, _n)(
+                   x, axis=axis, keepdims=keepdims), dtypes=REAL,
+                   samples=_reduce_nonempty_samples))
+
+    def _dim_impl(xp, x, dim, keepdim=False, _f=_f, _n=_n):
+        values = _f(xp, x, dim, keepdim)
+        idx = (xp.argmax if _n == "max" else xp.argmin)(x, axis=dim, keepdims=keepdim)
+        return values, idx
+
+    def _dim_meta(x, dim, keepdim=False):
+        shape, d = mf.reduction(x, dim, keepdim)
+        from mdtensor import _dtypes
+        return (shape, d), (shape, _dtypes.int64)
+
+    defop(f"{_n}.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, "
+          f"Tensor indices)", impl=_dim_impl, meta=_dim_meta, decl=_d)
+    defop(f"a{_n}(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", impl=_f,
+          meta=mf.reduction, tags=("reduction",), methods=(f"a{_n}",), kwarg_aliases=_ALIASES,
+          info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: getattr(np, _n)(
+              x, axis=axis, keepdims=keepdims), dtypes=REAL, samples=_reduce_nonempty_samples))
+
+
+def _var(xp, x, axis=None, keepdims=False, *, correction=0.0):
+    return xp.var(x, axis=_axis(axis), keepdims=keepdims, correction=correction)
+
+
+def _std(xp, x, axis=None, keepdims=False, *, correction=0.0):
+    return xp.std(x, axis=_axis(axis), keepdims=keepdims, correction=correction)
+
+
+for _n, _f in (("var", _var), ("std", _std)):
+    defop(f"{_n}(Tensor self, int[1]? axis=None, bool keepdims=False, *, "
+          f"float correction=0.0) -> Tensor", impl=_f, meta=mf.reduction,
+          tags=("reduction",), methods=(_n,), kwarg_aliases=_ALIASES,
+          info=OpInfo(ref=lambda x, axis=None, keepdims=False, correction=0.0, _n=_n:
+                      getattr(np, _n)(x, axis=axis, keepdims=keepdims, ddof=correction),
+                      dtypes=FLOATS, samples=_reduce_nonempty_samples))
+
+
+def _cumulative(name):
+    def impl(xp, x, axis=None, *, dtype=None, include_initial=False):
+        if axis is None:
+            if x.ndim > 1:
+                raise ValueError(f"{name}: axis is required for a tensor of dimension "
+                                 f"{x.ndim}")
+            axis = 0
+        return getattr(xp, name)(x, axis=axis, dtype=dtype and _native(xp, dtype),
+                                 include_initial=include_initial)
+    return impl
+
+
+def _cum_meta(x, axis=None, *, dtype=None, include_initial=False):
+    shape = list(x.shape) or [1]
+    if include_initial:
+        a = 0 if axis is None else mf.normalize_axes("cumulative", axis, x.ndim)[0]
+        shape[a] += 1
+    d = mf.as_dtype_or(dtype, x.dtype)
+    if dtype is None and d.kind in "bi":
+        from mdtensor import _dtypes
+        d = _dtypes.int64
+    return tuple(shape) if x.ndim else (shape[0],), d
+
+
+for _n, _ref, _torch in (("cumulative_sum", np.cumsum, "cumsum"),
+                         ("cumulative_prod", np.cumprod, "cumprod")):
+    defop(f"{_n}(Tensor self, int? axis=None, *, ScalarType? dtype=None, "
+          f"bool include_initial=False) -> Tensor", impl=_cumulative(_n), meta=_cum_meta,
+          names=(_n, _torch), methods=(_n, _torch), kwarg_aliases={"dim": "axis"},
+          info=OpInfo(ref=lambda x, axis=None, _ref=_ref: _ref(x, axis=0 if axis is None
+                                                               else axis),
+                      dtypes=NUMERIC,
+                      samples=lambda d, rng: [SampleInput((make_array((5,), d, rng),)),
+                                              SampleInput((make_array((2, 3), d, rng), 1))]))
+
+
+def _logsumexp(xp, x, axis=None, keepdims=False):
+    m = xp.max(x, axis=_axis(axis), keepdims=True)
+    m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    out = xp.log(xp.sum(xp.exp(x - m), axis=_axis(axis), keepdims=True)) + m
+    return out if keepdims else xp.squeeze(out, axis=_axis(axis) if axis is not None
+                                           else tuple(range(x.ndim)))
+
+
+defop("logsumexp(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",
+      impl=_logsumexp, meta=mf.reduction, tags=("reduction",), methods=("logsumexp",),
+      kwarg_aliases=_ALIASES,
+      info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.log(np.sum(
+          np.exp(x), axis=axis, keepdims=keepdims)), dtypes=FLOATS,
+          samples=_reduce_nonempty_samples))

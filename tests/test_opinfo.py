@@ -194,7 +194,15 @@ def test_meta_matches_real(decl):
                 real = _call(decl, sample)
             except Exception:  # noqa: BLE001 - error samples are tested elsewhere
                 continue
-            fake = _call(decl, sample, device="meta")
+            if "dynamic_output_shape" in op.tags:
+                # Data-dependent output shapes: meta either infers it or names the op.
+                try:
+                    fake = _call(decl, sample, device="meta")
+                except NotImplementedError as e:
+                    assert decl.name in str(e)
+                    continue
+            else:
+                fake = _call(decl, sample, device="meta")
             reals = real if isinstance(real, (tuple, list)) else (real,)
             fakes = fake if isinstance(fake, (tuple, list)) else (fake,)
             for r, f in zip(reals, fakes):

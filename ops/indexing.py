@@ -1,0 +1,277 @@
+"""Indexing: ``x[key]``, ``x[key] = value``, take/take_along_axis, where, masked_fill.
+
+Note [Indexing ops]
+~~~~~~~~~~~~~~~~~~~
+``Tensor.__getitem__`` routes by key, as PyTorch does: a *basic* key (ints, slices,
+Ellipsis, None) goes to ``aten::basic_index`` -- a view op, sharing memory with the base on
+NumPy -- and anything else (integer arrays, tensors, lists, boolean masks) to
+``aten::index``, which copies.  ``x[key] = v`` is ``aten::index_put_``, in place (version
+counter bumped by the ADInplaceOrView layer).  Tensors inside a key are unwrapped to their
+arrays by the kernels; the key itself is an ``Any`` argument.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdtensor import _dtypes as dt
+from mdtensor._tensor import Tensor
+
+from . import _meta_fns as mf
+from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._samples import make_array
+from .elementwise import ALL, NUMERIC, REAL
+
+_BASIC = (int, slice, type(Ellipsis), type(None), np.integer)
+
+
+def is_basic_key(key) -> bool:
+    if isinstance(key, tuple):
+        return all(isinstance(k, _BASIC) and not isinstance(k, bool) for k in key)
+    return isinstance(key, _BASIC) and not isinstance(key, bool)
+
+
+def _raw(key):
+    if isinstance(key, Tensor):
+        return key._data
+    if isinstance(key, tuple):
+        return tuple(_raw(k) for k in key)
+    if isinstance(key, list):
+        return np.asarray([k.item() if isinstance(k, Tensor) else k for k in key])
+    return key
+
+
+def _check_basic(x, key, op):
+    keys = key if isinstance(key, tuple) else (key,)
+    n_ellipsis = sum(1 for k in keys if k is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for k in keys if k is not None and k is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"{op}: too many indices for tensor of dimension {x.ndim} "
+                         f"(got {consumed})")
+    dim = 0
+    for k in keys:
+        if k is Ellipsis:
+            dim = x.ndim - (consumed - dim)
+            continue
+        if k is None:
+            continue
+        if isinstance(k, (int, np.integer)):
+            size = x.shape[dim]
+            if not -size <= k < size:
+                raise IndexError(f"{op}: index {k} is out of bounds for dimension {dim} with "
+                                 f"size {size}")
+        dim += 1
+
+
+def _basic_index(xp, x, key):
+    _check_basic(x, key, "__getitem__")
+    return x[key]
+
+
+def _basic_meta(x, key):
+    _check_basic(x, key, "__getitem__")
+    return tuple(mf.dummy(x)[key].shape), x.dtype
+
+
+def _index_samples(keys):
+    def samples(dtype, rng):
+        return [SampleInput((make_array((4, 3), dtype, rng), k), name=repr(k)) for k in keys]
+    return samples
+
+
+defop("basic_index(Tensor(a) self, Any key) -> Tensor(a)", impl=_basic_index,
+      meta=_basic_meta, names=(),
+      info=OpInfo(ref=lambda x, k: x[k], dtypes=ALL,
+                  samples=_index_samples([1, slice(1, 3), (Ellipsis, 0), (None, 0),
+                                          (slice(None, None, -1),) if False else (0, 1),
+                                          (slice(None), None)]),
+                  errors=lambda: [ErrorInput(SampleInput((np.zeros((2, 3)), (0, 0, 0))),
+                                             IndexError, "too many indices"),
+                                  ErrorInput(SampleInput((np.zeros((2, 3)), 5)), IndexError,
+                                             "out of bounds")]))
+
+
+def _index(xp, x, key):
+    raw = _raw(key)
+    try:
+        return x[raw]
+    except IndexError as e:
+        raise IndexError(f"__getitem__: {e}") from None
+
+
+def _index_meta(x, key):
+    keys = key if isinstance(key, tuple) else (key,)
+    for k in keys:
+        if isinstance(k, Tensor) and k.dtype is dt.bool_ or isinstance(k, np.ndarray) and \
+                k.dtype == bool:
+            raise NotImplementedError(
+                "aten::index: boolean-mask indexing has a data-dependent output shape; "
+                "meta and fake tensors cannot compute it")
+    raw = tuple(np.zeros(k.shape, np.int64) if isinstance(k, Tensor) else k for k in keys)
+    return tuple(mf.dummy(x)[raw if isinstance(key, tuple) else raw[0]].shape), x.dtype
+
+
+defop("index(Tensor self, Any key) -> Tensor", impl=_index, meta=_index_meta,
+      tags=("dynamic_output_shape",), names=(),
+      info=OpInfo(ref=lambda x, k: x[k], dtypes=ALL,
+                  samples=_index_samples([[0, 2], (slice(None), [1, 0]),
+                                          np.array([True, False, True, False])])))
+
+
+def _index_put(xp, x, key, value):
+    raise AssertionError("index_put_ has its own kernel")
+
+
+def _index_put_kernel(self, key, value):
+    dev = self._device
+    if not dev.backend.capabilities.inplace:
+        raise RuntimeError(f"aten::index_put_: the {dev.backend.name} backend's arrays are "
+                           f"immutable; in-place ops on it run through Functionalize")
+    if isinstance(value, Tensor):
+        if value._device is not dev:
+            raise ValueError(f"aten::index_put_: expected all tensors to be on the same "
+                             f"device, but found tensors on {dev} and {value._device}")
+        value = value._data
+    raw = _raw(key)
+    if is_basic_key(key):
+        _check_basic(self, key, "__setitem__")
+    try:
+        self._data[raw] = value
+    except (IndexError, ValueError) as e:
+        raise type(e)(f"__setitem__: {e}") from None
+    return self
+
+
+defop("index_put_(Tensor(a!) self, Any key, Any value) -> Tensor(a!)",
+      kernels={"ArrayAPI": _index_put_kernel}, names=(),
+      meta=lambda self, key, value: (tuple(self.shape), self.dtype))
+
+
+def getitem(self, key):
+    """``Tensor.__getitem__`` (Note [Indexing ops])."""
+    from mdtensor.ops import aten
+
+    if is_basic_key(key):
+        return aten.basic_index(self, key)
+    return aten.index(self, key)
+
+
+def setitem(self, key, value) -> None:
+    """``Tensor.__setitem__`` (Note [Indexing ops])."""
+    from mdtensor.ops import aten
+
+    aten.index_put_(self, key, value)
+
+
+# ---------------------------------------------------------------------------------------
+# take, take_along_axis, where, masked_fill
+
+
+def _take(xp, x, indices, axis=None):
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take: axis is required for a tensor of dimension {x.ndim}")
+        axis = 0
+    return xp.take(x, indices, axis=axis)
+
+
+def _int_index_samples(shape, idx, **kw):
+    def samples(dtype, rng):
+        return [SampleInput((make_array(shape, dtype, rng), np.asarray(idx)), dict(kw))]
+    return samples
+
+
+defop("take(Tensor self, Tensor indices, *, int? axis=None) -> Tensor", impl=_take,
+      methods=("take",), kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=lambda x, i, axis=None: np.take(x, i, axis=0 if axis is None else axis),
+                  dtypes=ALL, samples=_int_index_samples((5,), [0, 3, 3])))
+
+
+def _take_along_axis(xp, x, indices, axis=-1):
+    return xp.take_along_axis(x, indices, axis=axis)
+
+
+defop("take_along_axis(Tensor self, Tensor indices, int axis=-1) -> Tensor",
+      impl=_take_along_axis, names=("take_along_axis", "gather"),
+      methods=("take_along_axis", "gather"), kwarg_aliases={"dim": "axis", "index": "indices"},
+      info=OpInfo(ref=lambda x, i, axis=-1: np.take_along_axis(x, i, axis), dtypes=ALL,
+                  samples=_int_index_samples((2, 3), [[0, 2], [1, 1]], axis=1)))
+
+
+def _where(xp, condition, x, y):
+    return xp.where(condition, x, y)
+
+
+def _where_meta(c, x, y):
+    shape = mf.broadcast_shapes("where", tuple(c.shape), getattr(x, "shape", ()),
+                                getattr(y, "shape", ()))
+    return shape, dt.result_type(x, y)
+
+
+def _where_samples(dtype, rng):
+    c = rng.random((2, 3)) > 0.5
+    return [SampleInput((c, make_array((2, 3), dtype, rng), make_array((3,), dtype, rng)))]
+
+
+_wdecl = defop("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+               impl=_where, meta=_where_meta, names=("where",), methods=(),
+               info=OpInfo(ref=np.where, dtypes=ALL, samples=_where_samples))
+defop("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", impl=_where,
+      meta=_where_meta, decl=_wdecl)
+defop("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", impl=_where,
+      meta=_where_meta, decl=_wdecl)
+defop("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor", impl=_where,
+      meta=lambda c, x, y: (tuple(c.shape), dt.result_type(x, y)), decl=_wdecl)
+
+
+def _masked_fill(xp, x, mask, value):
+    return xp.where(mask, xp.asarray(value, dtype=x.dtype), x)
+
+
+def _masked_fill_meta(x, mask, value):
+    shape = mf.broadcast_shapes("masked_fill", tuple(x.shape), tuple(mask.shape))
+    if shape != tuple(x.shape):
+        raise RuntimeError(f"masked_fill: the mask of shape {tuple(mask.shape)} must be "
+                           f"broadcastable to the tensor's shape {tuple(x.shape)}")
+    return tuple(x.shape), x.dtype
+
+
+def _check_mask(mask, name):
+    if mask.dtype is not dt.bool_:
+        raise TypeError(f"{name}: expected a bool mask, got {mask.dtype.name}")
+
+
+def _masked_fill_scalar_(xp, x, mask, value):
+    return _masked_fill(xp, x, mask, value)
+
+
+def _masked_fill_samples(dtype, rng):
+    x = make_array((2, 3), dtype, rng)
+    mask = rng.random((2, 3)) > 0.5
+    fill = {"b": True, "i": 7, "u": 7, "f": -1.5, "c": -1.5}[dtype.kind]
+    return [SampleInput((x, mask, fill)), SampleInput((x, mask[0], fill))]
+
+
+def _masked_fill_explicit(self, mask, value):
+    """Note [masked_fill is clone + masked_fill_]: CompositeExplicitAutograd, so an
+    override of ``masked_fill_`` for a backend changes ``masked_fill`` on it too."""
+    from mdtensor.ops import aten
+
+    _check_mask(mask, "masked_fill")
+    out = aten.clone(self)
+    return aten.masked_fill_(out, mask, value)
+
+
+_mf = defop("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
+            impl=_masked_fill_scalar_, meta=_masked_fill_meta, methods=(), names=())
+defop("masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",
+      impl=_masked_fill_scalar_, meta=_masked_fill_meta, decl=_mf)
+_mfd = defop("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
+             explicit=_masked_fill_explicit, meta=_masked_fill_meta, methods=("masked_fill",),
+             info=OpInfo(ref=lambda x, m, v: np.where(m, np.asarray(v, x.dtype), x),
+                         dtypes=ALL, samples=_masked_fill_samples))
+defop("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
+      explicit=_masked_fill_explicit, meta=_masked_fill_meta, decl=_mfd)
+_mfd.inplace = list(_mf.overloads)

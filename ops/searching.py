@@ -1,0 +1,198 @@
+"""Searching, sorting, set and utility functions (Array API), with torch spellings."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdtensor import _dtypes as dt
+
+from . import _meta_fns as mf
+from ._decl import OpInfo, SampleInput, defop
+from ._samples import make_array, unary_samples
+from .elementwise import ALL, REAL
+
+_ALIASES = {"dim": "axis", "keepdim": "keepdims"}
+
+
+def _axis(axis):
+    return axis if axis is None or isinstance(axis, (int, np.integer)) else tuple(axis)
+
+
+def _reduce_meta_to(dtype):
+    def meta(x, axis=None, keepdims=False, **kwargs):
+        shape, _ = mf.reduction(x, axis, keepdims)
+        return shape, dtype
+    return meta
+
+
+_SAMPLES = unary_samples(None, kwargs=({}, {"axis": 0}, {"axis": -1, "keepdims": True}))
+_NONEMPTY = lambda dtype, rng: [s for s in _SAMPLES(dtype, rng)  # noqa: E731
+                                if s.args[0].size and (s.kwargs.get("axis") is None or
+                                                       s.args[0].shape[s.kwargs["axis"]])]
+
+
+def _argmax(xp, x, axis=None, keepdims=False):
+    if x.size == 0:
+        raise ValueError("argmax: cannot compute on an empty tensor")
+    return xp.argmax(x, axis=axis, keepdims=keepdims)
+
+
+def _argmin(xp, x, axis=None, keepdims=False):
+    if x.size == 0:
+        raise ValueError("argmin: cannot compute on an empty tensor")
+    return xp.argmin(x, axis=axis, keepdims=keepdims)
+
+
+for _n, _f in (("argmax", _argmax), ("argmin", _argmin)):
+    defop(f"{_n}(Tensor self, int? axis=None, bool keepdims=False) -> Tensor", impl=_f,
+          meta=_reduce_meta_to(dt.int64), methods=(_n,), kwarg_aliases=_ALIASES,
+          info=OpInfo(ref=lambda x, axis=None, keepdims=False, _f=_f: _f(np, x, axis, keepdims),
+                      dtypes=REAL, samples=_NONEMPTY, differentiable=False))
+
+
+def _count_nonzero(xp, x, axis=None, keepdims=False):
+    return xp.count_nonzero(x, axis=_axis(axis), keepdims=keepdims)
+
+
+defop("count_nonzero(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",
+      impl=_count_nonzero, meta=_reduce_meta_to(dt.int64), methods=("count_nonzero",),
+      kwarg_aliases=_ALIASES,
+      info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.asarray(
+          np.count_nonzero(x, axis=axis, keepdims=keepdims)), dtypes=ALL, samples=_SAMPLES,
+          differentiable=False))
+
+
+def _nonzero(xp, x):
+    if x.ndim == 0:
+        raise ValueError("nonzero: zero-dimensional tensors are not supported (Array API)")
+    return tuple(xp.nonzero(x))
+
+
+defop("nonzero(Tensor self) -> Tensor[]", impl=lambda xp, x: list(_nonzero(xp, x)),
+      tags=("dynamic_output_shape",), methods=("nonzero",),
+      info=OpInfo(ref=lambda x: list(np.nonzero(x)), dtypes=ALL,
+                  samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),))],
+                  differentiable=False))
+
+
+def _searchsorted(xp, sorted_sequence, x, side="left", sorter=None):
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    return xp.searchsorted(sorted_sequence, x, side=side, sorter=sorter)
+
+
+def _ss_samples(dtype, rng):
+    s = np.sort(make_array((6,), dtype, rng))
+    return [SampleInput((s, make_array((3,), dtype, rng))),
+            SampleInput((s, make_array((3,), dtype, rng)), {"side": "right"})]
+
+
+defop("searchsorted(Tensor sorted_sequence, Tensor self, *, str side=\"left\", "
+      "Tensor? sorter=None) -> Tensor", impl=_searchsorted,
+      meta=lambda s, x, **k: (tuple(x.shape), dt.int64),
+      info=OpInfo(ref=lambda s, x, side="left": np.searchsorted(s, x, side=side), dtypes=REAL,
+                  samples=_ss_samples, differentiable=False))
+
+
+def _sort(xp, x, axis=-1, descending=False, stable=True):
+    return xp.sort(x, axis=axis, descending=descending, stable=stable)
+
+
+def _argsort(xp, x, axis=-1, descending=False, stable=True):
+    return xp.argsort(x, axis=axis, descending=descending, stable=stable)
+
+
+def _sort_ref(x, axis=-1, descending=False, stable=True):
+    out = np.sort(x, axis=axis, kind="stable")
+    return np.flip(out, axis=axis) if descending else out
+
+
+_SORT_SAMPLES = unary_samples(None, kwargs=({}, {"descending": True}))
+defop("sort(Tensor self, int axis=-1, bool descending=False, *, bool stable=True) -> Tensor",
+      impl=_sort, meta=mf.same, methods=("sort",), kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=_sort_ref, dtypes=REAL,
+                  samples=lambda d, rng: [s for s in _SORT_SAMPLES(d, rng) if s.args[0].ndim]))
+defop("argsort(Tensor self, int axis=-1, bool descending=False, *, bool stable=True)"
+      " -> Tensor", impl=_argsort,
+      meta=lambda x, *a, **k: (tuple(x.shape), dt.int64), methods=("argsort",),
+      kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=lambda x, axis=-1: np.argsort(x, axis=axis, kind="stable"),
+                  dtypes=REAL, differentiable=False,
+                  samples=lambda d, rng: [s for s in unary_samples(None)(d, rng)
+                                          if s.args[0].ndim]))
+
+_UNIQUE = lambda d, rng: [SampleInput((np.asarray(  # noqa: E731
+    make_array((7,), d, rng)[[0, 1, 0, 2, 1, 3, 0]]),))]
+defop("unique_values(Tensor self) -> Tensor", impl=lambda xp, x: xp.unique_values(x),
+      tags=("dynamic_output_shape",),
+      info=OpInfo(ref=lambda x: np.unique(x), dtypes=REAL, samples=_UNIQUE,
+                  differentiable=False))
+defop("unique_counts(Tensor self) -> (Tensor values, Tensor counts)",
+      impl=lambda xp, x: tuple(xp.unique_counts(x)), tags=("dynamic_output_shape",),
+      info=OpInfo(ref=lambda x: tuple(np.unique(x, return_counts=True)), dtypes=REAL,
+                  samples=_UNIQUE, differentiable=False))
+defop("unique_inverse(Tensor self) -> (Tensor values, Tensor inverse_indices)",
+      impl=lambda xp, x: tuple(xp.unique_inverse(x)), tags=("dynamic_output_shape",),
+      info=OpInfo(ref=lambda x: tuple(np.unique(x, return_inverse=True)), dtypes=REAL,
+                  samples=_UNIQUE, differentiable=False))
+defop("unique_all(Tensor self) -> (Tensor values, Tensor indices, Tensor inverse_indices, "
+      "Tensor counts)", impl=lambda xp, x: tuple(xp.unique_all(x)),
+      tags=("dynamic_output_shape",),
+      info=OpInfo(ref=lambda x: tuple(np.unique(x, return_index=True, return_inverse=True,
+                                                return_counts=True)), dtypes=REAL,
+                  samples=_UNIQUE, differentiable=False))
+
+
+def _all(xp, x, axis=None, keepdims=False):
+    return xp.all(x, axis=_axis(axis), keepdims=keepdims)
+
+
+def _any(xp, x, axis=None, keepdims=False):
+    return xp.any(x, axis=_axis(axis), keepdims=keepdims)
+
+
+for _n, _f in (("all", _all), ("any", _any)):
+    defop(f"{_n}(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", impl=_f,
+          meta=_reduce_meta_to(dt.bool_), methods=(_n,), kwarg_aliases=_ALIASES,
+          info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: np.asarray(
+              getattr(np, _n)(x, axis=axis, keepdims=keepdims)), dtypes=ALL,
+              samples=_SAMPLES, differentiable=False))
+
+
+def _diff(xp, x, axis=-1, n=1, prepend=None, append=None):
+    if n < 0:
+        raise ValueError(f"diff: order n must be non-negative, got {n}")
+    kw = {}
+    if prepend is not None:
+        kw["prepend"] = prepend
+    if append is not None:
+        kw["append"] = append
+    return xp.diff(x, axis=axis, n=n, **kw)
+
+
+defop("diff(Tensor self, int axis=-1, int n=1, *, Tensor? prepend=None, Tensor? append=None)"
+      " -> Tensor", impl=_diff, methods=("diff",), kwarg_aliases={"dim": "axis"},
+      info=OpInfo(ref=lambda x, axis=-1, n=1: np.diff(x, n=n, axis=axis), dtypes=REAL,
+                  samples=lambda d, rng: [SampleInput((make_array((4, 5), d, rng),)),
+                                          SampleInput((make_array((4, 5), d, rng), 0, 2))]))
+
+
+# -- dtype conversion ---------------------------------------------------------------------
+
+
+def _astype(xp, x, dtype, *, copy=True, device=None):
+    from ._factory import native_dtype
+
+    native = getattr(xp, dt.as_dtype(dtype).name if dt.as_dtype(dtype) is not dt.bool_
+                     else "bool")
+    del native_dtype
+    return xp.astype(x, native, copy=copy)
+
+
+defop("astype(Tensor self, ScalarType dtype, *, bool copy=True, Device? device=None)"
+      " -> Tensor", impl=_astype, meta=lambda x, dtype, **k: (tuple(x.shape),
+                                                              dt.as_dtype(dtype)),
+      methods=("astype",),
+      info=OpInfo(ref=lambda x, d: x.astype(dt.as_dtype(d).numpy), dtypes=REAL,
+                  samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),
+                                                       dt.float64))]))
