@@ -54,3 +54,5 @@ _methods.install(globals())
 
 from . import library  # noqa: E402,F401
 from ._namespace import *  # noqa: E402,F401,F403  (constants, dtype functions, info)
+from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
+from . import backends  # noqa: E402,F401

@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     indexing,
     linalg,
     manipulation,
+    nn,
     reductions,
     searching,
 )

@@ -1,0 +1,129 @@
+"""Random numbers: ``md.manual_seed``, per-device generators, ``rand``/``randn``/``randint``.
+
+Each device type has a default ``Generator`` (as in PyTorch).  Generators draw with NumPy's
+PCG64 on the host and move the numbers to the device, so every backend gives the same
+numbers for the same seed.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ._device import as_device
+from ._dtypes import as_dtype, float32, int64
+
+__all__ = ["Generator", "default_generator", "manual_seed", "rand", "randint", "randn", "seed"]
+
+_lock = threading.Lock()
+_defaults: dict[str, "Generator"] = {}
+
+
+class Generator:
+    """A random number generator for one device (state: a NumPy PCG64 bit generator)."""
+
+    def __init__(self, device="cpu"):
+        self.device = as_device(device)
+        self._rng = np.random.Generator(np.random.PCG64())
+        self._seed = None
+
+    def manual_seed(self, seed: int) -> "Generator":
+        if not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"manual_seed: expected an int seed, got {type(seed).__name__}")
+        self._seed = int(seed)
+        self._rng = np.random.Generator(np.random.PCG64(int(seed) & ((1 << 64) - 1)))
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self) -> dict:
+        return self._rng.bit_generator.state
+
+    def set_state(self, state: dict) -> "Generator":
+        self._rng.bit_generator.state = state
+        return self
+
+    def __repr__(self) -> str:
+        return f"<md.Generator device={self.device}>"
+
+
+def default_generator(device=None) -> Generator:
+    dev = as_device(device)
+    with _lock:
+        gen = _defaults.get(dev.type)
+        if gen is None:
+            gen = _defaults[dev.type] = Generator(dev)
+        return gen
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the default generator of every device type (loaded or not yet)."""
+    if not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"manual_seed: expected an int seed, got {type(seed).__name__}")
+    _seed_all[0] = int(seed)
+    with _lock:
+        for gen in _defaults.values():
+            gen.manual_seed(seed)
+
+
+_seed_all = [None]
+
+
+def seed() -> int:
+    s = int(np.random.SeedSequence().entropy % (1 << 63))
+    manual_seed(s)
+    return s
+
+
+def _gen(generator, device) -> Generator:
+    if generator is not None:
+        return generator
+    gen = default_generator(device)
+    if _seed_all[0] is not None and gen._seed != _seed_all[0]:
+        gen.manual_seed(_seed_all[0])
+    return gen
+
+
+def _shape(size):
+    if isinstance(size, (int, np.integer)):
+        return (int(size),)
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    return tuple(int(s) for s in size)
+
+
+def _finish(arr, dtype, device, requires_grad):
+    from ._factories import asarray
+
+    return asarray(arr, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def rand(*size, dtype=None, device=None, generator=None, requires_grad=False):
+    """Uniform samples in [0, 1) of shape ``size``."""
+    dt = as_dtype(dtype) if dtype is not None else float32
+    if dt.kind not in "fc":
+        raise TypeError(f"rand: expected a floating dtype, got {dt.name}")
+    arr = _gen(generator, device)._rng.random(_shape(size)).astype(dt.numpy)
+    return _finish(arr, dt, device, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, generator=None, requires_grad=False):
+    """Standard-normal samples of shape ``size``."""
+    dt = as_dtype(dtype) if dtype is not None else float32
+    if dt.kind not in "fc":
+        raise TypeError(f"randn: expected a floating dtype, got {dt.name}")
+    arr = _gen(generator, device)._rng.standard_normal(_shape(size)).astype(dt.numpy)
+    return _finish(arr, dt, device, requires_grad)
+
+
+def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None):
+    """Integers in [low, high) (``randint(high, size)`` as in PyTorch)."""
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+    dt = as_dtype(dtype) if dtype is not None else int64
+    arr = _gen(generator, device)._rng.integers(low, high, size=_shape(size)).astype(dt.numpy)
+    return _finish(arr, dt, device, False)

@@ -1,0 +1,132 @@
+"""Torch-style neural-network ops: relu, gelu, silu, softmax, log_softmax, dropout.
+
+``softmax``/``log_softmax`` are real ops (not compositions), so autograd uses their compact
+derivative formulas; both subtract the row maximum for numerical stability.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _meta_fns as mf
+from ._decl import OpInfo, SampleInput, defop
+from ._samples import make_array, unary_samples
+from .elementwise import FLOATS
+
+
+def _relu(xp, x):
+    return xp.maximum(x, xp.zeros_like(x))
+
+
+defop("relu(Tensor self) -> Tensor", impl=_relu, structured=True, meta=mf.same,
+      tags=("pointwise",), methods=("relu",),
+      info=OpInfo(ref=lambda x: np.maximum(x, 0), dtypes=FLOATS, samples=unary_samples(None)))
+
+
+def _erf(xp, x):
+    """erf from Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), in Array API ops only, so
+    every backend computes the same thing (the standard has no erf)."""
+    a1, a2, a3, a4, a5, p = (0.254829592, -0.284496736, 1.421413741, -1.453152027,
+                             1.061405429, 0.3275911)
+    ax = xp.abs(x)
+    t = 1.0 / (1.0 + p * ax)
+    y = 1.0 - ((((a5 * t + a4) * t + a3) * t + a2) * t + a1) * t * xp.exp(-ax * ax)
+    return xp.where(x < 0, -y, y)
+
+
+def _gelu(xp, x, approximate="none"):
+    if approximate == "tanh":
+        c = math.sqrt(2.0 / math.pi)
+        return 0.5 * x * (1.0 + xp.tanh(c * (x + 0.044715 * x * x * x)))
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return 0.5 * x * (1.0 + _erf(xp, x / math.sqrt(2.0)))
+
+
+def _gelu_ref(x, approximate="none"):
+    from math import erf
+    if approximate == "tanh":
+        c = math.sqrt(2.0 / math.pi)
+        return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x ** 3)))
+    return (0.5 * x * (1.0 + np.vectorize(erf)(x / math.sqrt(2.0)))).astype(x.dtype)
+
+
+defop("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", impl=_gelu, meta=mf.same,
+      tags=("pointwise",), methods=("gelu",),
+      info=OpInfo(ref=_gelu_ref, dtypes=FLOATS, rtol=1e-6, atol=1e-6,
+                  samples=unary_samples(None, kwargs=({}, {"approximate": "tanh"}))))
+
+
+def _silu(xp, x):
+    return x / (1 + xp.exp(-x))
+
+
+defop("silu(Tensor self) -> Tensor", impl=_silu, meta=mf.same, tags=("pointwise",),
+      methods=("silu",),
+      info=OpInfo(ref=lambda x: x / (1 + np.exp(-x)), dtypes=FLOATS,
+                  samples=unary_samples(None)))
+
+
+def _softmax(xp, x, dim=-1):
+    if x.ndim == 0:
+        return xp.ones_like(x)
+    m = xp.max(x, axis=dim, keepdims=True)
+    e = xp.exp(x - m)
+    return e / xp.sum(e, axis=dim, keepdims=True)
+
+
+def _log_softmax(xp, x, dim=-1):
+    if x.ndim == 0:
+        return xp.zeros_like(x)
+    m = xp.max(x, axis=dim, keepdims=True)
+    s = x - m
+    return s - xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True))
+
+
+def _softmax_ref(x, dim=-1):
+    if x.ndim == 0:
+        return np.ones_like(x)
+    e = np.exp(x - x.max(axis=dim, keepdims=True))
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def _softmax_meta(x, dim=-1):
+    if x.ndim:
+        mf.normalize_axes("softmax", dim, x.ndim)
+    return mf.unary_float(x)
+
+
+def _sm_samples(dtype, rng):
+    return [SampleInput((make_array((2, 5), dtype, rng), -1)),
+            SampleInput((make_array((3, 4), dtype, rng), 0)),
+            SampleInput((make_array((6,), dtype, rng),))]
+
+
+defop("softmax(Tensor self, int dim=-1) -> Tensor", impl=_softmax, meta=_softmax_meta,
+      methods=("softmax",), kwarg_aliases={"axis": "dim"},
+      info=OpInfo(ref=_softmax_ref, dtypes=FLOATS, samples=_sm_samples))
+defop("log_softmax(Tensor self, int dim=-1) -> Tensor", impl=_log_softmax, meta=_softmax_meta,
+      methods=("log_softmax",), kwarg_aliases={"axis": "dim"},
+      info=OpInfo(ref=lambda x, dim=-1: np.log(_softmax_ref(x, dim)), dtypes=FLOATS,
+                  samples=_sm_samples))
+
+
+def _dropout_explicit(x, p=0.5, train=True):
+    """CompositeExplicitAutograd: a random keep-mask from the device's generator."""
+    from mdtensor import ops, random
+
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
+    if not train or p == 0.0:
+        return ops.aten.clone(x)
+    if p == 1.0:
+        return ops.aten.mul(x, 0.0)
+    keep = ops.aten.lt(random.rand(x.shape, device=x.device, dtype=x.dtype), 1.0 - p)
+    return ops.aten.mul(ops.aten.masked_fill(x, ops.aten.logical_not(keep), 0.0),
+                        1.0 / (1.0 - p))
+
+
+defop("dropout(Tensor input, float p=0.5, bool train=True) -> Tensor",
+      explicit=_dropout_explicit, meta=mf.same, methods=())
