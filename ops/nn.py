@@ -50,7 +50,8 @@ def _gelu_ref(x, approximate="none"):
     if approximate == "tanh":
         c = math.sqrt(2.0 / math.pi)
         return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x ** 3)))
-    return (0.5 * x * (1.0 + np.vectorize(erf)(x / math.sqrt(2.0)))).astype(x.dtype)
+    return (0.5 * x * (1.0 + np.vectorize(erf, otypes=[np.float64])(x / math.sqrt(2.0))))\
+        .astype(x.dtype)
 
 
 defop("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", impl=_gelu, meta=mf.same,
