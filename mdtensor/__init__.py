@@ -56,3 +56,11 @@ from . import library  # noqa: E402,F401
 from ._namespace import *  # noqa: E402,F401,F403  (constants, dtype functions, info)
 from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
+from . import autograd, testing  # noqa: E402,F401
+from .autograd import (  # noqa: E402,F401
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)

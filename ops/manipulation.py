@@ -441,7 +441,9 @@ defop("repeat_interleave(Tensor self, Any repeats, int? axis=None) -> Tensor",
           x, repeats._data if hasattr(repeats, "_data") else repeats, axis=axis),
       names=("repeat_interleave",), methods=("repeat_interleave",),
       kwarg_aliases={"dim": "axis"},
+      # Note: no derivative formula yet (backward raises naming the op).
       info=OpInfo(ref=lambda x, r, axis=None: np.repeat(x, r, axis), dtypes=ALL,
+                  differentiable=False,
                   samples=_s(((3,), (2,), {}), ((2, 3), (2,), {"axis": 1}))))
 del Tensor_, _repeat
 

@@ -153,13 +153,21 @@ def _std(xp, x, axis=None, keepdims=False, *, correction=0.0):
     return xp.std(x, axis=_axis(axis), keepdims=keepdims, correction=correction)
 
 
+def _spread_samples(dtype, rng):
+    """Reductions with at least two elements per reduced slice (std's derivative is
+    undefined at zero spread)."""
+    return [s for s in _reduce_nonempty_samples(dtype, rng) if s.args[0].ndim
+            and min(s.args[0].shape[a] for a in ([s.kwargs["axis"]] if "axis" in s.kwargs
+                                                 else range(s.args[0].ndim))) > 1]
+
+
 for _n, _f in (("var", _var), ("std", _std)):
     defop(f"{_n}(Tensor self, int[1]? axis=None, bool keepdims=False, *, "
           f"float correction=0.0) -> Tensor", impl=_f, meta=mf.reduction,
           tags=("reduction",), methods=(_n,), kwarg_aliases=_ALIASES,
           info=OpInfo(ref=lambda x, axis=None, keepdims=False, correction=0.0, _n=_n:
                       getattr(np, _n)(x, axis=axis, keepdims=keepdims, ddof=correction),
-                      dtypes=FLOATS, samples=_reduce_nonempty_samples))
+                      dtypes=FLOATS, samples=_spread_samples))
 
 
 def _cumulative(name):

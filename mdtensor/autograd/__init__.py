@@ -1,0 +1,583 @@
+"""Reverse-mode autograd as a dispatcher layer (``md.autograd``).
+
+The Autograd layer is one kernel per op, generated from the op's derivative formula
+(``mdtensor.ops.derivatives``) and registered for the ``Autograd`` alias key (rung 4 of the
+ladder), plus a boxed fallback for ops without a formula.  A tensor carries the Autograd
+key only while it requires grad (Note [Autograd key] in ``_meta.py``), so these kernels run
+only when some input requires grad.
+
+Public API: ``backward``, ``grad``, ``no_grad``, ``enable_grad``, ``set_grad_enabled``,
+``inference_mode``, ``is_grad_enabled``, ``Function``; Tensor methods ``backward``,
+``register_hook``, ``retain_grad``, ``detach``, ``detach_``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import weakref
+
+from mdtensor._keys import (
+    AFTER_AUTOGRAD,
+    AUTOGRAD_FUNCTIONALITY,
+    DispatchKey,
+)
+from mdtensor._ops import Kernel, dispatcher, register_fallback
+from mdtensor._tensor import Tensor
+from mdtensor._tls import ExcludeGuard, dispatch_tls
+
+from ._graph import AccumulateGrad, Node, attach, gradient_edge, run_backward
+from ._meta import AutogradMeta
+
+__all__ = [
+    "Function",
+    "backward",
+    "enable_grad",
+    "grad",
+    "inference_mode",
+    "is_grad_enabled",
+    "no_grad",
+    "set_grad_enabled",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# Grad mode: excluding the Autograd key in the thread-local state.
+
+
+def is_grad_enabled() -> bool:
+    return bool(dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY)
+
+
+class _GradModeBase:
+    """Context manager and decorator restoring exactly what it changed."""
+
+    def _guard(self):
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._g = self._guard()
+        if self._g is not None:
+            self._g.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._g is not None:
+            self._g.__exit__(*exc)
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with type(self)(*self._args()):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def _args(self):
+        return ()
+
+
+class no_grad(_GradModeBase):
+    """Ops inside record no graph (the Autograd key is excluded)."""
+
+    def _guard(self):
+        return ExcludeGuard(AUTOGRAD_FUNCTIONALITY)
+
+
+class enable_grad(_GradModeBase):
+    """Re-enables recording inside ``no_grad``."""
+
+    def _guard(self):
+        from mdtensor._tls import IncludeGuard
+
+        inc, keep = dispatch_tls.get()
+        if keep & AUTOGRAD_FUNCTIONALITY:
+            return None
+
+        class _Unexclude(IncludeGuard):
+            def _new_state(self, inc, keep):
+                return inc, keep | AUTOGRAD_FUNCTIONALITY
+
+        return _Unexclude(0)
+
+
+class set_grad_enabled(_GradModeBase):
+    """``set_grad_enabled(False)`` is ``no_grad``; usable as context manager or decorator."""
+
+    def __init__(self, mode: bool):
+        self.mode = bool(mode)
+
+    def _args(self):
+        return (self.mode,)
+
+    def _guard(self):
+        return enable_grad()._guard() if self.mode else ExcludeGuard(AUTOGRAD_FUNCTIONALITY)
+
+
+class inference_mode(_GradModeBase):
+    """Like ``no_grad``, and also skips version counters and view tracking
+    (excludes ADInplaceOrView), as PyTorch's inference mode."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+
+    def _args(self):
+        return (self.mode,)
+
+    def _guard(self):
+        if not self.mode:
+            return None
+        return ExcludeGuard(AUTOGRAD_FUNCTIONALITY | DispatchKey.ADInplaceOrView.value)
+
+
+# ---------------------------------------------------------------------------------------
+# The Autograd kernels
+
+
+def _node_name(op) -> str:
+    base = op.schema.name.rstrip("_")
+    camel = "".join(p[:1].upper() + p[1:] for p in re.split(r"_+", base) if p)
+    return f"{camel}Backward0"
+
+
+def _requires_grad(v) -> bool:
+    ag = getattr(v, "_ag", None)
+    return ag is not None and ag.requires_grad
+
+
+def _alias(t):
+    """A tensor sharing ``t``'s data and version counter, outside autograd (a saved output
+    that does not keep ``t``'s grad_fn alive: no reference cycle)."""
+    from mdtensor._inplace_or_view import counter
+
+    a = t._device.wrap(t._data)
+    a._vc = counter(t)
+    return a
+
+
+def _is_float(t) -> bool:
+    return t.dtype.kind in "fc"
+
+
+def _formula_for(op):
+    from mdtensor.ops.derivatives import DERIVATIVES
+
+    schema = op.schema
+    base = schema.name[:-1] if schema.is_inplace else schema.name
+    ov = schema.overload_name
+    return DERIVATIVES.get(f"{base}.{ov}") or DERIVATIVES.get(base)
+
+
+def _nondifferentiable(op) -> bool:
+    from mdtensor.ops.derivatives import NONDIFFERENTIABLE
+
+    schema = op.schema
+    base = schema.name[:-1] if schema.is_inplace else schema.name
+    return base in NONDIFFERENTIABLE
+
+
+def _make_kernel(op, formula):
+    schema = op.schema
+    name = _node_name(op)
+    tensor_pos = [(i, a.type.is_tensor_list) for i, a in enumerate(schema.arguments)
+                  if a.type.is_tensor_like and not a.kwarg_only]
+    is_inplace = schema.is_inplace
+    is_out = schema.is_out
+    uses_out = getattr(formula, "uses_out", False)
+    n_outputs = len(schema.returns)
+    after = AFTER_AUTOGRAD
+
+    def autograd_kernel(ks, *args, **kwargs):
+        needs = False
+        for i, is_list in tensor_pos:
+            if i >= len(args):
+                break
+            v = args[i]
+            if is_list:
+                if any(_requires_grad(t) for t in v if t is not None):
+                    needs = True
+                    break
+            elif _requires_grad(v):
+                needs = True
+                break
+        if not needs:
+            return op.redispatch(ks & after, *args, **kwargs)
+        if is_out:
+            raise RuntimeError(
+                f"{op.name}: functions with out=... arguments don't support automatic "
+                f"differentiation, but one of the arguments requires grad.")
+        saved_args = args
+        if is_inplace:
+            saved_args = _check_inplace(op, args)
+        inc, keep = dispatch_tls.get()
+        token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+        try:
+            out = op.redispatch(ks & after, *args, **kwargs)
+        finally:
+            dispatch_tls.reset(token)
+        outs = out if n_outputs > 1 or isinstance(out, (tuple, list)) else (out,)
+        float_outs = [o for o in outs if isinstance(o, Tensor) and _is_float(o)]
+        if not float_outs:
+            return out
+        edges = []
+        saved = []
+        for i, is_list in tensor_pos:
+            if i >= len(saved_args):
+                continue
+            v = saved_args[i]
+            if is_list:
+                for t in v:
+                    edges.append(gradient_edge(t) if t is not None else None)
+            else:
+                edges.append(gradient_edge(v))
+                if v is not args[0] or not is_inplace:
+                    saved.append((v, v._version))
+        saved_out = None
+        if uses_out:
+            saved_out = (tuple(_alias(o) if isinstance(o, Tensor) else o for o in outs)
+                         if n_outputs > 1 or isinstance(out, (tuple, list)) else _alias(out))
+            for o in (saved_out if isinstance(saved_out, tuple) else (saved_out,)):
+                if isinstance(o, Tensor):
+                    saved.append((o, o._version))
+        node = Node(name, _flatten_formula(formula, tensor_pos), saved_args, kwargs,
+                    saved_out, saved, edges, len(outs))
+        if is_inplace:
+            _rebase(args[0], node)
+        else:
+            for k, o in enumerate(outs):
+                if isinstance(o, Tensor) and _is_float(o):
+                    attach(o, node, k)
+        return out
+
+    autograd_kernel.__qualname__ = f"autograd[{op.name}]"
+    return autograd_kernel
+
+
+def _flatten_formula(formula, tensor_pos):
+    """Adapt a formula's per-argument result to the node's flat edge list."""
+    def flat(g, out, *args, **kwargs):
+        res = formula(g, out, *args, **kwargs)
+        grads = []
+        for i, is_list in tensor_pos:
+            if i >= len(args):
+                continue
+            gi = res[i] if i < len(res) else None
+            if is_list:
+                grads.extend(gi if gi is not None else [None] * len(args[i]))
+            else:
+                grads.append(gi)
+        return grads
+    return flat
+
+
+def _check_inplace(op, args):
+    """PyTorch's checks for in-place ops under autograd; returns the args to save, with
+    ``self`` replaced by a copy of its value before the op."""
+    self = args[0]
+    ag = self._ag
+    if ag is not None and ag.requires_grad and ag.grad_fn is None:
+        if self._view is not None:
+            raise RuntimeError(
+                f"{op.name}: a view of a leaf Variable that requires grad is being used in "
+                f"an in-place operation.")
+        raise RuntimeError(
+            f"{op.name}: a leaf Variable that requires grad is being used in an in-place "
+            f"operation.")
+    view = self._view
+    if view is not None and _requires_grad(view.base) and view.base._ag.grad_fn is None:
+        raise RuntimeError(
+            f"{op.name}: a view of a leaf Variable that requires grad is being used in an "
+            f"in-place operation.")
+    from mdtensor.ops import aten
+
+    with no_grad():
+        old = aten.clone(self)
+    if _requires_grad(self):
+        old._ag = AutogradMeta(requires_grad=True, grad_fn=self._ag.grad_fn,
+                               output_nr=self._ag.output_nr)
+        old._ks |= AUTOGRAD_FUNCTIONALITY
+    return (old, *args[1:])
+
+
+def _rebase(self, node) -> None:
+    """Point ``self``'s history at ``node``; for a view, rebase its base (CopySlices)."""
+    view = self._view
+    if view is not None and _requires_grad(view.base):
+        base = view.base
+        copy = CopySlicesNode(base, view.replay, node)
+        attach(base, copy, 0)
+        attach(self, ViewNode(copy, view.replay, tuple(base.shape)), 0)
+        return
+    attach(self, node, 0)
+
+
+class CopySlicesNode(Node):
+    """Gradient of a base whose view was modified in place (PyTorch's CopySlices): the
+    view's region flows through the in-place op's node, the rest to the base's history."""
+
+    __slots__ = ("replay",)
+
+    def __init__(self, base, replay, inner):
+        super().__init__(f"CopySlices", None, (), {}, None, (), [gradient_edge(base),
+                                                                *inner.next_functions[1:]], 1)
+        self.replay = replay
+        self.formula = self._formula(inner)
+        self.args = ()
+
+    def _formula(self, inner):
+        replay = self.replay
+
+        def formula(g, out):
+            from mdtensor.ops import aten
+
+            g_base = aten.clone(g)
+            region = replay(g_base)
+            inner_grads = inner.apply([aten.clone(region)])
+            aten.index_put_(region, Ellipsis, 0.0 if inner_grads[0] is None
+                            else inner_grads[0])
+            return [g_base, *inner_grads[1:]]
+        return formula
+
+    def apply(self, grads):
+        if self.args is None:
+            from ._graph import _FREED
+
+            raise RuntimeError(_FREED)
+        return self.formula(grads[0], None)
+
+
+class ViewNode(Node):
+    """Gradient of a view after its base was rebased: scatter into the base's shape."""
+
+    __slots__ = ("replay", "shape")
+
+    def __init__(self, base_node, replay, shape):
+        super().__init__("AsStridedBackward0", None, (), {}, None, (), [(base_node, 0)], 1)
+        self.replay = replay
+        self.shape = shape
+
+    def apply(self, grads):
+        from mdtensor.ops import aten
+
+        z = aten.zeros(self.shape, dtype=grads[0].dtype, device=grads[0].device)
+        aten.index_put_(self.replay(z), Ellipsis, grads[0])
+        return [z]
+
+
+def _fallback(op, ks, args, kwargs):
+    """Autograd fallback: ops with no formula.  Outputs of differentiable type get a node
+    that raises on backward, naming the op; non-differentiable ops pass through."""
+    inc, keep = dispatch_tls.get()
+    token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+    try:
+        out = op.redispatch(ks & AFTER_AUTOGRAD, *args, **kwargs)
+    finally:
+        dispatch_tls.reset(token)
+    if _nondifferentiable(op):
+        return out
+    inputs = [v for v in list(args) + list(kwargs.values())
+              if isinstance(v, Tensor) and _requires_grad(v)]
+    if not inputs:
+        return out
+    if op.schema.is_out:
+        raise RuntimeError(
+            f"{op.name}: functions with out=... arguments don't support automatic "
+            f"differentiation, but one of the arguments requires grad.")
+    name = op.name
+
+    def not_implemented(g, o, *a, **k):
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented")
+
+    node = Node(_node_name(op), not_implemented, (), {}, None, (),
+                [gradient_edge(t) for t in inputs], 1)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for k, o in enumerate(outs):
+        if isinstance(o, Tensor) and _is_float(o):
+            attach(o, node, k)
+    return out
+
+
+def register_for(op) -> None:
+    if op.schema.namespace != "aten":
+        return
+    formula = _formula_for(op)
+    if formula is None:
+        return
+    op._push_kernel(Kernel(_make_kernel(op, formula), DispatchKey.Autograd, with_keyset=True,
+                           name=f"autograd[{op.name}]"))
+
+
+_installed = False
+
+
+def install() -> None:
+    """Register the Autograd layer: per-op kernels from formulas, and the fallback."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    register_fallback(Kernel(_fallback, DispatchKey.Autograd, boxed=True,
+                             name="autograd_fallback"))
+    dispatcher.define_hooks.append(register_for)
+    install_formulas()
+    _install_tensor_methods()
+
+
+def install_formulas() -> None:
+    """Called once the catalogue is declared: kernels for every op with a formula."""
+    for op in list(dispatcher.overloads.values()):
+        if DispatchKey.Autograd not in op._kernels:
+            register_for(op)
+
+
+# ---------------------------------------------------------------------------------------
+# backward / grad
+
+
+def _as_list(x):
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _root_grads(outputs, grad_outputs, where):
+    from mdtensor.ops import aten
+
+    roots = []
+    grads = _as_list(grad_outputs) or [None] * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"{where}: got {len(grads)} grad_outputs for {len(outputs)} "
+                           f"outputs")
+    for t, g in zip(outputs, grads):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{where}: expected Tensors, got {type(t).__name__}")
+        edge = gradient_edge(t)
+        if edge is None:
+            raise RuntimeError(f"{where}: element 0 of tensors does not require grad and "
+                               f"does not have a grad_fn")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError(f"{where}: grad can be implicitly created only for "
+                                   f"scalar outputs")
+            g = aten.ones(tuple(t.shape), dtype=t.dtype, device=t.device)
+        elif tuple(g.shape) != tuple(t.shape):
+            raise RuntimeError(f"{where}: Mismatch in shape: grad_output has a shape of "
+                               f"{tuple(g.shape)} and output has a shape of {tuple(t.shape)}")
+        roots.append((edge, g))
+    return roots
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             inputs=None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves."""
+    tensors = _as_list(tensors)
+    roots = _root_grads(tensors, grad_tensors, "backward")
+    if retain_graph is None:
+        retain_graph = create_graph
+    run_backward(roots, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """Gradients of ``outputs`` with respect to ``inputs`` (``.grad`` is not touched)."""
+    outputs = _as_list(outputs)
+    inputs_l = _as_list(inputs)
+    roots = _root_grads(outputs, grad_outputs, "grad")
+    capture = {}
+    for i, t in enumerate(inputs_l):
+        edge = gradient_edge(t)
+        if edge is None:
+            raise RuntimeError("grad: One of the differentiated Tensors does not require grad")
+        capture[edge] = i
+    if retain_graph is None:
+        retain_graph = create_graph
+    got = run_backward(roots, retain_graph, create_graph, capture=capture, accumulate=False)
+    for i, g in enumerate(got):
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                "grad: One of the differentiated Tensors appears to not have been used in the "
+                "graph. Set allow_unused=True if this is the desired behavior.")
+        if g is not None and not create_graph:
+            got[i] = g.detach()
+    return tuple(got)
+
+
+# ---------------------------------------------------------------------------------------
+# Tensor methods
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Compute the gradient of this tensor w.r.t. the graph leaves (into ``.grad``)."""
+    backward([self], None if gradient is None else [gradient], retain_graph, create_graph)
+
+
+def _register_hook(self, hook):
+    """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor
+    replaces the gradient.  Returns a handle with ``remove()``."""
+    if not _requires_grad(self):
+        raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't "
+                           "require gradient")
+    ag = self._ag
+    if ag.grad_fn is None:
+        hooks = ag.hooks = ag.hooks or []
+    else:
+        node = ag.grad_fn
+        node.pre_hooks = node.pre_hooks or {}
+        hooks = node.pre_hooks.setdefault(ag.output_nr, [])
+    hooks.append(hook)
+    return _HookHandle(hooks, hook)
+
+
+class _HookHandle:
+    def __init__(self, hooks, hook):
+        self._hooks = hooks
+        self._hook = hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _retain_grad(self):
+    """Keep this non-leaf's gradient in ``.grad`` on backward."""
+    if not _requires_grad(self):
+        raise RuntimeError("retain_grad: can't retain_grad on Tensor that has "
+                           "requires_grad=False")
+    ag = self._ag
+    if ag.grad_fn is None:
+        return
+    ag.retains_grad = True
+    node = ag.grad_fn
+    node.retained = node.retained or {}
+    node.retained[ag.output_nr] = weakref.ref(self)
+
+
+def _detach(self):
+    """A tensor sharing data and version counter with this one, outside autograd."""
+    from mdtensor._inplace_or_view import counter
+
+    out = self._device.wrap(self._data)
+    out._vc = counter(self)
+    out._ks = self._ks & ~AUTOGRAD_FUNCTIONALITY
+    return out
+
+
+def _detach_(self):
+    if self._view is not None and _requires_grad(self):
+        raise RuntimeError("detach_: can't detach views in-place. Use detach() instead.")
+    self._ag = None
+    self._ks &= ~AUTOGRAD_FUNCTIONALITY
+    return self
+
+
+def _install_tensor_methods() -> None:
+    Tensor.backward = _tensor_backward
+    Tensor.register_hook = _register_hook
+    Tensor.retain_grad = _retain_grad
+    Tensor.detach = _detach
+    Tensor.detach_ = _detach_
+    Tensor.retains_grad = property(lambda self: self._ag is not None and self._ag.retains_grad)
+
+
+from .function import Function  # noqa: E402
+
+_ = AccumulateGrad

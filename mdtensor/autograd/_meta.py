@@ -27,7 +27,7 @@ class AutogradMeta:
     """
 
     __slots__ = ("requires_grad", "grad", "grad_fn", "output_nr", "retains_grad", "hooks",
-                 "post_accumulate_hooks")
+                 "post_accumulate_hooks", "accumulator")
 
     def __init__(self, requires_grad=False, grad_fn=None, output_nr=0):
         self.requires_grad = requires_grad
@@ -37,6 +37,7 @@ class AutogradMeta:
         self.retains_grad = False
         self.hooks = None
         self.post_accumulate_hooks = None
+        self.accumulator = None  # the leaf's AccumulateGrad node, made on first use
 
 
 def set_requires_grad(t, flag: bool) -> None:

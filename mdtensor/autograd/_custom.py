@@ -1,0 +1,56 @@
+"""``md.library.register_autograd``: derivatives for custom ops."""
+
+from __future__ import annotations
+
+from mdtensor._keys import AFTER_AUTOGRAD, AUTOGRAD_FUNCTIONALITY
+from mdtensor._tensor import Tensor
+from mdtensor._tls import dispatch_tls
+
+from ._graph import Node, attach, gradient_edge
+
+__all__ = ["register_autograd"]
+
+
+class _Ctx:
+    """The ``ctx`` of ``setup_context``/``backward`` (attributes are free-form)."""
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
+
+
+def register_autograd(op, backward, setup_context, lib):
+    """Register an Autograd kernel for ``op`` built from ``backward``/``setup_context``."""
+    schema = op.schema
+    tensor_pos = [i for i, a in enumerate(schema.arguments)
+                  if a.type.is_tensor and not a.kwarg_only]
+
+    def kernel(ks, *args, **kwargs):
+        inc, keep = dispatch_tls.get()
+        token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+        try:
+            out = op.redispatch(ks & AFTER_AUTOGRAD, *args, **kwargs)
+        finally:
+            dispatch_tls.reset(token)
+        inputs = [args[i] for i in tensor_pos if i < len(args)]
+        if not any(t._ag is not None and t._ag.requires_grad for t in inputs):
+            return out
+        ctx = _Ctx()
+        if setup_context is not None:
+            setup_context(ctx, args, out)
+
+        def formula(g, o):
+            res = backward(ctx, g)
+            res = res if isinstance(res, tuple) else (res,)
+            return [res[i] if i < len(res) else None for i in tensor_pos]
+
+        node = Node(f"{schema.name}Backward", None, (), {}, None, (),
+                    [gradient_edge(t) for t in inputs], 1)
+        node.formula = lambda g, o, *a, **k: formula(g, o)
+        outs = out if isinstance(out, tuple) else (out,)
+        for k, o in enumerate(outs):
+            if isinstance(o, Tensor) and o.dtype.kind in "fc":
+                attach(o, node, k)
+        return out
+
+    kernel.__qualname__ = f"autograd[{op.name}]:{getattr(backward, '__qualname__', backward)}"
+    return lib.impl(op, kernel, "Autograd", with_keyset=True, allow_override=True)

@@ -1,0 +1,256 @@
+"""The autograd graph and the reverse-mode engine.
+
+A ``Node`` is created by the Autograd kernel of an op whose inputs require grad.  It holds
+the op's derivative formula, what the formula needs (the inputs, and the output when the
+formula uses it, each with its version at save time), and one *edge* per Tensor input: the
+``(node, output_nr)`` that receives that input's gradient (a leaf's ``AccumulateGrad``).
+
+Note [Engine]
+~~~~~~~~~~~~~
+``run_backward`` counts, for every node reachable from the roots, how many edges lead into
+it; a node runs once all of them delivered their gradient (summed per output).  Leaf
+gradients are collected and only written to ``.grad`` after the whole pass succeeded, so a
+failed backward leaves every ``.grad`` as it was.  Without ``retain_graph`` each node drops
+its saved tensors after running; running it again raises PyTorch's error.  Without
+``create_graph`` formulas run with autograd excluded (they record nothing).
+"""
+
+from __future__ import annotations
+
+from mdtensor._keys import AUTOGRAD_FUNCTIONALITY
+
+from ._meta import AutogradMeta
+
+__all__ = ["AccumulateGrad", "Node", "gradient_edge", "run_backward"]
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved "
+          "tensors after they have already been freed). Saved intermediate values of the "
+          "graph are freed when you call .backward() or autograd.grad(). Specify "
+          "retain_graph=True if you need to backward through the graph a second time or if "
+          "you need to access saved tensors after calling backward.")
+
+
+class Node:
+    """One recorded op: its derivative formula, saved values and input edges."""
+
+    __slots__ = ("_name", "formula", "args", "kwargs", "out", "saved", "next_functions",
+                 "n_outputs", "pre_hooks", "retained", "__weakref__")
+
+    def __init__(self, name, formula, args, kwargs, out, saved, edges, n_outputs):
+        self._name = name
+        self.formula = formula
+        self.args = args
+        self.kwargs = kwargs
+        self.out = out
+        self.saved = saved
+        self.next_functions = edges
+        self.n_outputs = n_outputs
+        self.pre_hooks = None
+        self.retained = None
+
+    def name(self) -> str:
+        """PyTorch-style name: ``AddBackward0`` for ``aten::add``."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<{self._name}>"
+
+    def apply(self, grads):
+        """Input gradients (a list aligned with ``next_functions``) from output grads."""
+        if self.args is None:
+            raise RuntimeError(_FREED)
+        for t, version in self.saved:
+            if t._version != version:
+                raise RuntimeError(_modified_message(t, self, version))
+        g = grads[0] if self.n_outputs == 1 else tuple(grads)
+        return self.formula(g, self.out, *self.args, **self.kwargs)
+
+    def release(self) -> None:
+        self.args = self.kwargs = self.out = None
+        self.saved = ()
+
+    def register_hook(self, fn) -> None:
+        """``fn(grad_inputs, grad_outputs)`` after the node ran (PyTorch's Node hooks)."""
+        raise NotImplementedError("Node.register_hook: use Tensor.register_hook")
+
+
+def _modified_message(t, node, expected) -> str:
+    shape = "[" + ", ".join(str(s) for s in t.shape) + "]"
+    return (f"one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [md.{t.dtype.name} {shape}], which is used by "
+            f"{node.name()}, is at version {t._version}; expected version {expected} "
+            f"instead. Hint: the backtrace further above shows the operation that failed to "
+            f"compute its gradient. The variable in question was changed in there or "
+            f"anywhere later. Good luck!")
+
+
+class AccumulateGrad:
+    """The node of a leaf: its gradient goes to ``leaf.grad``."""
+
+    __slots__ = ("variable", "__weakref__")
+    next_functions = ()
+    n_outputs = 1
+    pre_hooks = None
+    retained = None
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad>"
+
+
+def gradient_edge(t):
+    """Where the gradient of tensor ``t`` goes: ``(node, output_nr)`` or None."""
+    ag = t._ag
+    if ag is None or not ag.requires_grad:
+        return None
+    if ag.grad_fn is not None:
+        return (ag.grad_fn, ag.output_nr)
+    acc = ag.accumulator
+    if acc is None:
+        acc = ag.accumulator = AccumulateGrad(t)
+    return (acc, 0)
+
+
+def attach(out, node, output_nr: int) -> None:
+    """Make ``out`` an output of ``node`` (requires grad, has grad_fn)."""
+    ag = out._ag
+    if ag is None:
+        out._ag = AutogradMeta(requires_grad=True, grad_fn=node, output_nr=output_nr)
+    else:
+        ag.requires_grad = True
+        ag.grad_fn = node
+        ag.output_nr = output_nr
+    out._ks |= AUTOGRAD_FUNCTIONALITY
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    from mdtensor.ops import aten
+
+    return aten.add(a, b)
+
+
+def _dependencies(roots):
+    deps: dict = {}
+    seen = set()
+    stack = [n for n, _ in roots]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for edge in node.next_functions:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            deps[nxt] = deps.get(nxt, 0) + 1
+            stack.append(nxt)
+    return deps
+
+
+def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
+                 accumulate: bool = True):
+    """Run the engine (Note [Engine]).
+
+    Args:
+        roots: ``[(edge, grad)]`` to start from.
+        capture: ``{edge: index}``: gradients arriving at these edges are returned
+            (``autograd.grad``) instead of, or besides, being accumulated.
+        accumulate: write leaf gradients into ``.grad``.
+
+    Returns:
+        the list of captured gradients (None where nothing arrived).
+    """
+    from mdtensor._tls import ExcludeGuard
+
+    buffers: dict = {}
+    root_nodes = []
+    for (node, nr), g in roots:
+        key = node
+        buf = buffers.setdefault(key, [None] * node.n_outputs)
+        buf[nr] = _add(buf[nr], g)
+        root_nodes.append((node, nr))
+    deps = _dependencies(root_nodes)
+    ready = [n for n in dict.fromkeys(n for n, _ in root_nodes) if deps.get(n, 0) == 0]
+    captured = [None] * (len(capture) if capture else 0)
+    leaf_grads: dict = {}
+    executed = []
+    guard = None if create_graph else ExcludeGuard(AUTOGRAD_FUNCTIONALITY)
+    if guard is not None:
+        guard.__enter__()
+    try:
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node, None) or [None] * node.n_outputs
+            if capture:
+                for nr in range(node.n_outputs):
+                    idx = capture.get((node, nr))
+                    if idx is not None:
+                        captured[idx] = _add(captured[idx], grads[nr])
+            if node.retained and accumulate:
+                for nr, ref in node.retained.items():
+                    t = ref()
+                    if t is not None and grads[nr] is not None:
+                        leaf_grads[id(t)] = (t, _add(leaf_grads.get(id(t), (t, None))[1],
+                                                     grads[nr]))
+            if node.pre_hooks:
+                for nr, hooks in node.pre_hooks.items():
+                    for hook in hooks:
+                        if grads[nr] is not None:
+                            new = hook(grads[nr])
+                            if new is not None:
+                                grads[nr] = new
+            if isinstance(node, AccumulateGrad):
+                if accumulate and grads[0] is not None:
+                    t = node.variable
+                    g = grads[0]
+                    hooks = t._ag.hooks
+                    if hooks:
+                        for hook in hooks:
+                            new = hook(g)
+                            if new is not None:
+                                g = new
+                    prev = leaf_grads.get(id(t), (t, None))[1]
+                    leaf_grads[id(t)] = (t, _add(prev, g))
+                continue
+            if all(g is None for g in grads):
+                in_grads = [None] * len(node.next_functions)
+            else:
+                in_grads = node.apply(grads)
+            executed.append(node)
+            for edge, g in zip(node.next_functions, in_grads):
+                if edge is None:
+                    continue
+                nxt, nr = edge
+                if g is not None:
+                    buf = buffers.setdefault(nxt, [None] * nxt.n_outputs)
+                    buf[nr] = _add(buf[nr], g)
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    ready.append(nxt)
+    finally:
+        if guard is not None:
+            guard.__exit__(None, None, None)
+    # Only now, with the whole pass done, touch .grad and free the graph.
+    for t, g in leaf_grads.values():
+        if g is None:
+            continue
+        if not create_graph:
+            g = g.detach()
+        ag = t._ag
+        ag.grad = g if ag.grad is None else _add(ag.grad, g)
+    if not retain_graph:
+        for node in executed:
+            node.release()
+    return captured

@@ -1,0 +1,122 @@
+"""``md.autograd.Function``: user-defined differentiable functions (PyTorch's API).
+
+Example:
+    >>> class Exp(md.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         y = md.exp(x)
+    ...         ctx.save_for_backward(y)
+    ...         return y
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         (y,) = ctx.saved_tensors
+    ...         return g * y
+    >>> Exp.apply(md.asarray([0.0], requires_grad=True))
+"""
+
+from __future__ import annotations
+
+from mdtensor._tensor import Tensor
+
+from ._graph import _FREED, Node, attach, gradient_edge
+
+__all__ = ["Function", "FunctionCtx"]
+
+
+class FunctionCtx:
+    """The ``ctx`` of ``forward``/``backward``."""
+
+    def __init__(self, needs_input_grad):
+        self.needs_input_grad = needs_input_grad
+        self._saved = ()
+        self._versions = ()
+        self._dirty = ()
+        self._non_diff = ()
+        self._freed = False
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors) -> None:
+        self._saved = tensors
+        self._versions = tuple(t._version if isinstance(t, Tensor) else None for t in tensors)
+
+    @property
+    def saved_tensors(self):
+        if self._freed:
+            raise RuntimeError(_FREED)
+        for t, v in zip(self._saved, self._versions):
+            if isinstance(t, Tensor) and t._version != v:
+                raise RuntimeError(
+                    f"one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: [md.{t.dtype.name} {list(t.shape)}] is at "
+                    f"version {t._version}; expected version {v} instead.")
+        return self._saved
+
+    def mark_dirty(self, *tensors) -> None:
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self._non_diff = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+
+class _FunctionNode(Node):
+    __slots__ = ("ctx", "cls", "n_inputs_pos")
+
+    def apply(self, grads):
+        ctx = self.ctx
+        if ctx._freed:
+            raise RuntimeError(_FREED)
+        if ctx.materialize_grads:
+            from mdtensor.ops import aten
+
+            grads = [g if g is not None else aten.zeros(tuple(o.shape), dtype=o.dtype,
+                                                        device=o.device)
+                     for g, o in zip(grads, self.out)]
+        res = self.cls.backward(ctx, *grads)
+        if not isinstance(res, tuple):
+            res = (res,)
+        return [res[i] if i < len(res) else None for i in self.n_inputs_pos]
+
+    def release(self) -> None:
+        self.ctx._freed = True
+        self.out = None
+
+
+class Function:
+    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``; call
+    ``apply``."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("Function subclasses must implement forward")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("Function subclasses must implement backward")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from mdtensor.autograd import no_grad
+
+        tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        ctx = FunctionCtx(needs)
+        with no_grad():
+            out = cls.forward(ctx, *args, **kwargs)
+        if not any(needs):
+            return out
+        outs = out if isinstance(out, tuple) else (out,)
+        node = _FunctionNode(f"{cls.__name__}Backward", None, (), {}, None, (),
+                             [gradient_edge(args[i]) for i in tensor_pos], len(outs))
+        node.args = ()
+        node.ctx = ctx
+        node.cls = cls
+        node.n_inputs_pos = tensor_pos
+        node.out = [o.detach() if isinstance(o, Tensor) else o for o in outs]
+        non_diff = {id(t) for t in ctx._non_diff}
+        for k, o in enumerate(outs):
+            if isinstance(o, Tensor) and id(o) not in non_diff and o.dtype.kind in "fc":
+                attach(o, node, k)
+        return out

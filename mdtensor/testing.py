@@ -1,0 +1,111 @@
+"""``md.testing``: gradient checks against finite differences.
+
+``gradcheck(fn, inputs)`` compares the analytical gradient (reverse mode, one backward per
+output element) with central finite differences in float64, and raises ``GradcheckError``
+naming the first mismatching element (input, index, numerical and analytical values).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
+
+
+class GradcheckError(RuntimeError):
+    """An analytical gradient disagrees with finite differences."""
+
+
+def _outputs(fn, inputs):
+    out = fn(*inputs)
+    return out if isinstance(out, (tuple, list)) else (out,)
+
+
+def _numerical(fn, inputs, i, eps):
+    import mdtensor as md
+
+    x = inputs[i]
+    base = x.detach().numpy().astype(np.float64).copy()
+    outs0 = [o.detach().numpy() for o in _outputs(fn, inputs)]
+    jac = [np.zeros((base.size, o.size)) for o in outs0]
+    for k in range(base.size):
+        vals = []
+        for sign in (1, -1):
+            pert = base.copy().reshape(-1)
+            pert[k] += sign * eps
+            xs = list(inputs)
+            xs[i] = md.asarray(pert.reshape(base.shape), dtype=x.dtype)
+            with md.no_grad():
+                vals.append([np.asarray(o.numpy(), dtype=np.float64).reshape(-1)
+                             for o in _outputs(fn, xs)])
+        for j in range(len(outs0)):
+            jac[j][k] = (vals[0][j] - vals[1][j]) / (2 * eps)
+    return jac
+
+
+def _analytical(fn, inputs):
+    import mdtensor as md
+
+    outs = _outputs(fn, inputs)
+    jacs = [[np.zeros((x.numel(), o.numel())) for o in outs] for x in inputs]
+    for j, o in enumerate(outs):
+        if not o.requires_grad:
+            continue
+        for m in range(o.numel()):
+            seed = np.zeros(o.numel())
+            seed[m] = 1.0
+            g = md.asarray(seed.reshape(o.shape), dtype=o.dtype)
+            grads = md.autograd.grad([o], list(inputs), [g], retain_graph=True,
+                                     allow_unused=True)
+            for i, gi in enumerate(grads):
+                if gi is not None:
+                    jacs[i][j][:, m] = np.asarray(gi.numpy(), dtype=np.float64).reshape(-1)
+    return jacs
+
+
+def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+              raise_exception: bool = True) -> bool:
+    """Check ``fn``'s gradients w.r.t. the float64 ``inputs`` that require grad.
+
+    Raises:
+        GradcheckError: the first mismatching element (when ``raise_exception``).
+    """
+    inputs = tuple(inputs)
+    diff = [i for i, x in enumerate(inputs) if getattr(x, "requires_grad", False)]
+    for i in diff:
+        if inputs[i].dtype.name != "float64":
+            raise TypeError(f"gradcheck: input {i} is {inputs[i].dtype.name}; use float64 "
+                            f"inputs for finite differences")
+    analytical = _analytical(fn, [inputs[i] for i in diff] and inputs)
+    for i in diff:
+        numerical = _numerical(fn, inputs, i, eps)
+        for j, (num, ana) in enumerate(zip(numerical, analytical[i])):
+            bad = ~np.isclose(ana, num, atol=atol, rtol=rtol)
+            if bad.any():
+                k, m = map(int, np.argwhere(bad)[0])
+                msg = (f"gradcheck: Jacobian mismatch for output {j} with respect to input "
+                       f"{i}: d(output[{m}])/d(input[{k}]) numerical {num[k, m]:.6g}, "
+                       f"analytical {ana[k, m]:.6g}")
+                if raise_exception:
+                    raise GradcheckError(msg)
+                return False
+    return True
+
+
+def gradgradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+                  raise_exception: bool = True) -> bool:
+    """Check second derivatives: gradcheck of the (create_graph) gradient of ``fn``."""
+    import mdtensor as md
+
+    inputs = tuple(inputs)
+
+    def first(*xs):
+        outs = _outputs(fn, xs)
+        total = outs[0].sum()
+        for o in outs[1:]:
+            total = total + o.sum()
+        grads = md.autograd.grad([total], list(xs), create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first, inputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)
