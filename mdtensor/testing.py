@@ -34,10 +34,12 @@ def _numerical(fn, inputs, i, eps):
             pert = base.copy().reshape(-1)
             pert[k] += sign * eps
             xs = list(inputs)
-            xs[i] = md.asarray(pert.reshape(base.shape), dtype=x.dtype)
-            with md.no_grad():
-                vals.append([np.asarray(o.numpy(), dtype=np.float64).reshape(-1)
-                             for o in _outputs(fn, xs)])
+            # Perturbed inputs keep requires_grad: fn may itself differentiate
+            # (gradgradcheck); outputs are read detached.
+            xs[i] = md.asarray(pert.reshape(base.shape), dtype=x.dtype,
+                               requires_grad=x.requires_grad)
+            vals.append([np.asarray(o.detach().numpy(), dtype=np.float64).reshape(-1)
+                         for o in _outputs(fn, xs)])
         for j in range(len(outs0)):
             jac[j][k] = (vals[0][j] - vals[1][j]) / (2 * eps)
     return jac

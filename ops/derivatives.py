@@ -134,12 +134,12 @@ def _square(g, out, a):
 
 @rule("maximum", "minimum")
 def _maxmin(g, out, a, b):
-    # Ties split the gradient evenly, as PyTorch does.
-    eq = aten.astype(aten.eq(a, b), g.dtype)
-    first = aten.astype(aten.eq(out, a), g.dtype)
-    half = aten.mul(eq, 0.5)
-    wa = aten.sub(first, half)
-    wb = aten.sub(aten.sub(1.0, first), half)
+    # The larger (smaller) argument gets the gradient; ties split it evenly, as PyTorch.
+    wins_a = aten.astype(aten.eq(out, a), g.dtype)
+    wins_b = aten.astype(aten.eq(out, b), g.dtype)
+    both = aten.mul(wins_a, wins_b)
+    wa = aten.sub(wins_a, aten.mul(both, 0.5))
+    wb = aten.sub(wins_b, aten.mul(both, 0.5))
     return (_g(aten.mul(g, wa), a) if hasattr(a, "_ks") else None,
             _g(aten.mul(g, wb), b) if hasattr(b, "_ks") else None)
 

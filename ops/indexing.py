@@ -144,8 +144,11 @@ def _index_put_kernel(self, key, value):
     return self
 
 
-defop("index_put_(Tensor(a!) self, Any key, Any value) -> Tensor(a!)",
-      kernels={"ArrayAPI": _index_put_kernel}, names=(),
+_ip = defop("index_put_.Tensor(Tensor(a!) self, Any key, Tensor value) -> Tensor(a!)",
+            kernels={"ArrayAPI": _index_put_kernel}, names=(),
+            meta=lambda self, key, value: (tuple(self.shape), self.dtype))
+defop("index_put_.Scalar(Tensor(a!) self, Any key, Scalar value) -> Tensor(a!)",
+      kernels={"ArrayAPI": _index_put_kernel}, decl=_ip,
       meta=lambda self, key, value: (tuple(self.shape), self.dtype))
 
 
@@ -160,8 +163,11 @@ def getitem(self, key):
 
 def setitem(self, key, value) -> None:
     """``Tensor.__setitem__`` (Note [Indexing ops])."""
+    from mdtensor._factories import asarray
     from mdtensor.ops import aten
 
+    if not isinstance(value, (Tensor, bool, int, float, complex)):
+        value = asarray(value, dtype=self.dtype, device=self.device)
     aten.index_put_(self, key, value)
 
 

@@ -295,7 +295,8 @@ def _check_inplace(op, args):
         old._ag = AutogradMeta(requires_grad=True, grad_fn=self._ag.grad_fn,
                                output_nr=self._ag.output_nr)
         old._ks |= AUTOGRAD_FUNCTIONALITY
-    return (old, *args[1:])
+    # An argument that *is* self (``y.mul_(y)``) also means its value before the op.
+    return (old, *(old if a is self else a for a in args[1:]))
 
 
 def _rebase(self, node) -> None:

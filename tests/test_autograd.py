@@ -1,0 +1,318 @@
+"""Autograd semantics and error messages (PyTorch's wording)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mdtensor as md
+
+
+def leaf(values, dtype=md.float64):
+    return md.asarray(values, dtype=dtype, requires_grad=True)
+
+
+def test_keyset_has_autograd_only_when_requiring_grad():
+    x = md.asarray([1.0, 2.0])
+    assert md.DispatchKey.AutogradCPU not in x.keyset
+    x.requires_grad_()
+    assert md.DispatchKey.AutogradCPU in x.keyset
+    y = x * 2
+    assert md.DispatchKey.AutogradCPU in y.keyset and y.grad_fn.name() == "MulBackward0"
+    assert md.DispatchKey.AutogradCPU not in y.detach().keyset
+
+
+def test_requires_grad_only_for_floats():
+    with pytest.raises(RuntimeError, match="only Tensors of floating point"):
+        md.asarray([1, 2]).requires_grad_()
+
+
+def test_backward_accumulates_into_leaves():
+    x = leaf([1.0, 2.0, 3.0])
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [5.0, 7.0, 9.0])
+    assert x.is_leaf and not (x * 1).is_leaf
+
+
+def test_shared_subexpression_and_broadcasting():
+    x = leaf([[1.0, 2.0], [3.0, 4.0]])
+    b = leaf([10.0, 20.0])
+    y = x * b + x
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[11.0, 21.0], [11.0, 21.0]])
+    np.testing.assert_allclose(b.grad.numpy(), [4.0, 6.0])
+
+
+def test_second_backward_raises_unless_retain_graph():
+    x = leaf([1.0, 2.0])
+    y = (x.exp() * 2).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 4 * np.exp([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        y.backward()
+
+
+def test_backward_needs_scalar_or_gradient():
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar"):
+        y.backward()
+    y.backward(md.asarray([1.0, 0.5], dtype=md.float64))
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 1.0])
+
+
+def test_backward_on_tensor_without_grad_raises():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        md.asarray([1.0]).sum().backward()
+
+
+def test_autograd_grad_and_create_graph():
+    x = leaf([0.5, 1.5])
+    y = (x ** 3).sum()
+    (g,) = md.autograd.grad(y, x, create_graph=True)
+    np.testing.assert_allclose(g.numpy(force=True), 3 * np.array([0.5, 1.5]) ** 2)
+    (gg,) = md.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), 6 * np.array([0.5, 1.5]))
+    assert x.grad is None  # grad() does not accumulate
+
+
+def test_grad_allow_unused():
+    x, z = leaf([1.0]), leaf([2.0])
+    y = (x * 2).sum()
+    with pytest.raises(RuntimeError, match="appears to not have been used"):
+        md.autograd.grad(y, [x, z], retain_graph=True)
+    gx, gz = md.autograd.grad(y, [x, z], allow_unused=True)
+    assert gz is None and gx.tolist() == [2.0]
+
+
+def test_no_grad_and_enable_grad_are_thread_local():
+    x = leaf([1.0])
+    with md.no_grad():
+        assert not md.is_grad_enabled()
+        y = x * 2
+        with md.enable_grad():
+            z = x * 2
+    assert md.is_grad_enabled()
+    assert not y.requires_grad and z.requires_grad
+    seen = []
+    with md.no_grad():
+        t = threading.Thread(target=lambda: seen.append(md.is_grad_enabled()))
+        t.start()
+        t.join()
+    assert seen == [True]
+
+    @md.no_grad()
+    def f(v):
+        return v * 2
+
+    assert not f(x).requires_grad
+    with md.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    with md.inference_mode():
+        assert not (x * 2).requires_grad
+
+
+def test_no_grad_restores_state_on_exception():
+    with pytest.raises(ValueError):
+        with md.no_grad():
+            raise ValueError("boom")
+    assert md.is_grad_enabled()
+
+
+def test_inplace_on_leaf_requiring_grad_raises():
+    x = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
+                                           "in an in-place operation"):
+        x.add_(1)
+    assert x.tolist() == [1.0, 2.0] and x._version == 0
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        x[0:1].mul_(2)
+    with md.no_grad():
+        x.add_(1)  # allowed under no_grad (an optimizer step)
+    assert x.tolist() == [2.0, 3.0]
+
+
+def test_saved_tensor_modified_inplace_raises():
+    x = leaf([1.0, 2.0])
+    y = x * 1
+    z = y.exp()  # saves its output
+    z.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation.*is at version 1; "
+                                           "expected version 0"):
+        z.sum().backward()
+    assert x.grad is None  # a failed backward leaves .grad untouched
+
+
+def test_inplace_on_non_leaf_rebases_history():
+    x = leaf([1.0, 2.0, 3.0])
+    y = x * 2
+    y.mul_(y)  # y = (2x)^2
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 8 * np.array([1.0, 2.0, 3.0]))
+    assert y.grad_fn.name() == "MulBackward0"
+
+
+def test_inplace_on_view_of_non_leaf_copyslices():
+    x = leaf([1.0, 1.0, 1.0, 1.0])
+    y = x * 1
+    y[0:2].mul_(2)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 1.0, 1.0])
+
+
+def test_setitem_gradients():
+    x = leaf([1.0, 2.0, 3.0])
+    v = leaf([10.0])
+    y = x * 1
+    y[1:2] = v
+    (y * md.asarray([1.0, 2.0, 3.0], dtype=md.float64)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 0.0, 3.0])
+    np.testing.assert_allclose(v.grad.numpy(), [2.0])
+
+
+def test_hooks_and_retain_grad():
+    x = leaf([1.0, 2.0])
+    seen = []
+    h = x.register_hook(lambda g: seen.append(g.tolist()) or g * 10)
+    y = x * 3
+    y.retain_grad()
+    y.register_hook(lambda g: g + 1)
+    y.sum().backward()
+    assert seen == [[6.0, 6.0]]
+    np.testing.assert_allclose(x.grad.numpy(), [60.0, 60.0])
+    np.testing.assert_allclose(y.grad.numpy(), [1.0, 1.0])
+    h.remove()
+    x.grad = None
+    (x * 1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0])
+
+
+def test_out_variant_with_grad_raises():
+    x = leaf([1.0])
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic "
+                                           "differentiation"):
+        md.add(x, x, out=md.empty((1,), dtype=md.float64))
+
+
+def test_op_without_formula_raises_on_backward_naming_it():
+    x = leaf([1.0, 2.0, 4.0])
+    y = md.diff(x)
+    with pytest.raises(NotImplementedError, match="derivative for 'aten::diff"):
+        y.sum().backward()
+
+
+def test_integer_outputs_do_not_require_grad():
+    x = leaf([3.0, 1.0])
+    assert not md.argmax(x).requires_grad
+    assert not (x > 1).requires_grad
+
+
+def test_custom_function():
+    class Cube(md.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            assert ctx.needs_input_grad == (True,)
+            return g * 3 * x * x
+
+    x = leaf([2.0])
+    y = Cube.apply(x)
+    assert y.grad_fn.name() == "CubeBackward"
+    y.sum().backward()
+    assert x.grad.tolist() == [12.0]
+
+
+def test_register_autograd_for_custom_op():
+    lib = md.library.Library("agtest", "DEF")
+    try:
+        lib.define("square(Tensor x) -> Tensor")
+        lib.impl("square", lambda x: x._device.wrap(x._data * x._data), "CPU")
+
+        def setup(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 2 * x
+
+        md.library.register_autograd("agtest::square", backward, setup_context=setup, lib=lib)
+        x = leaf([3.0])
+        md.ops.agtest.square(x).sum().backward()
+        assert x.grad.tolist() == [6.0]
+    finally:
+        lib._destroy()
+
+
+def test_gradcheck_reports_first_mismatch():
+    class Wrong(md.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    with pytest.raises(md.testing.GradcheckError, match="numerical 2, analytical 3"):
+        md.testing.gradcheck(Wrong.apply, [leaf([1.0])])
+    assert md.testing.gradgradcheck(lambda x: (x ** 3).sum(), [leaf([0.5, 2.0])])
+
+
+def test_mlp_gradients_match_numpy():
+    rng = np.random.default_rng(0)
+    w_np = rng.standard_normal((4, 3))
+    x_np = rng.standard_normal((5, 4))
+    onehot = np.eye(3)[[0, 2, 1, 1, 0]]
+    w = md.asarray(w_np, requires_grad=True)
+    x = md.asarray(x_np)
+    z = md.tanh(x @ w)
+    loss = -md.sum(md.asarray(onehot) * md.log_softmax(z, dim=-1)) / 5
+    loss.backward()
+    zz = np.tanh(x_np @ w_np)
+    sm = np.exp(zz) / np.exp(zz).sum(-1, keepdims=True)
+    dz = (sm - onehot) / 5 * (1 - zz ** 2)
+    np.testing.assert_allclose(w.grad.numpy(), x_np.T @ dz, rtol=1e-10)
+
+
+_UNARY = ["exp", "tanh", "sin", "sigmoid", "neg", "square"]
+_BINARY = ["add", "mul", "sub", "maximum"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(_UNARY + _BINARY + ["view", "inplace"]),
+                              st.integers(0, 1)), min_size=1, max_size=5),
+       seed=st.integers(0, 2**16))
+def test_random_compositions_match_finite_differences(ops, seed):
+    """Random chains of ops, views and in-place steps on non-leaves vs finite differences."""
+    rng = np.random.default_rng(seed)
+    a_np = rng.uniform(-1, 1, (2, 3))
+    b_np = rng.uniform(-1, 1, (2, 3))
+
+    def f(a, b):
+        y = a * 1
+        for name, k in ops:
+            other = b if k else a
+            if name in _UNARY:
+                y = getattr(md, name)(y)
+            elif name == "view":
+                y = y.reshape(3, 2).transpose(0, 1).transpose(0, 1).reshape(2, 3)
+            elif name == "inplace":
+                y = y * 1
+                y[0:1].mul_(other[0:1])
+            else:
+                y = getattr(md, name)(y, other)
+        return y.sum()
+
+    assert md.testing.gradcheck(f, [leaf(a_np), leaf(b_np)], atol=1e-6, rtol=1e-4)
