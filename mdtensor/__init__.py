@@ -64,3 +64,6 @@ from .autograd import (  # noqa: E402,F401
     no_grad,
     set_grad_enabled,
 )
+from . import modes  # noqa: E402,F401
+from .modes import DispatchMode  # noqa: E402,F401
+from . import func  # noqa: E402,F401

@@ -235,12 +235,7 @@ class OpOverload:
             if hit is not None:
                 return hit
         backends = ks & BACKEND_MASK
-        if backends & (backends - 1):
-            # Note [Mixed devices]: tensors of two backends in one call.  Every key set is
-            # checked once, here, so calls with one device pay nothing for the check.
-            entry = _mixed_devices_entry(self, backends)
-            self._table[ks] = entry
-            return entry
+        mixed = backends & (backends - 1)
         k = ks
         while True:
             key = highest_key(k)
@@ -252,6 +247,13 @@ class OpOverload:
             if kernel.is_fallthrough:
                 k = remove_key(k, key)
                 continue
+            if mixed and key.value & PER_BACKEND_MASK:
+                # Note [Mixed devices]: tensors of two backends reached a per-backend key
+                # (modes and other layers above may still handle them).  Every key set is
+                # checked once, here, so calls on one device pay nothing for the check.
+                entry = _mixed_devices_entry(self, backends)
+                self._table[ks] = entry
+                return entry
             entry = _make_entry(self, kernel, k, key)
             self._table[ks] = entry
             return entry

@@ -1,0 +1,125 @@
+"""The Python key: dispatch modes and tensor subclasses with ``__md_dispatch__``.
+
+Note [Python key]
+~~~~~~~~~~~~~~~~~
+The Python key is in a call's key set when a dispatch mode is active (the mode stack puts it
+in the thread-local include set) or when an argument is a Tensor subclass defining
+``__md_dispatch__`` (its instances carry the key).  It sits below Autograd and
+Functionalize, so handlers see the ops that actually execute -- backward ops included --
+as with PyTorch's ``__torch_dispatch__``.
+
+The fallback runs the innermost mode, popped while its handler runs (so ``func(*args)``
+inside reaches the next mode, or the kernels below the Python key).  With no mode left it
+asks the subclasses among the arguments, in order; ``NotImplemented`` defers to the next.
+With neither, the call continues below the Python key.  ``func`` is the ``OpOverload``
+with its arguments normalized: positional parameters positional, keyword-only ones in
+``kwargs``, defaults filled in.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+from ._keys import AFTER_PYTHON, DispatchKey
+from ._ops import Kernel, register_fallback
+from ._schema import NO_DEFAULT, Symbol
+from ._tensor import Tensor
+from ._tls import dispatch_tls
+
+__all__ = ["mode_stack", "normalize", "push_mode"]
+
+PYTHON = DispatchKey.Python.value
+
+#: The active modes, innermost last.
+mode_stack: ContextVar[tuple] = ContextVar("mdtensor_mode_stack", default=())
+
+
+def normalize(op, args, kwargs):
+    """``(args, kwargs)`` in schema form with defaults (Note [Python key])."""
+    schema = op.schema
+    pos, kw = [], {}
+    for i, a in enumerate(schema.arguments):
+        if not a.kwarg_only and i < len(args):
+            v = args[i]
+        elif a.name in kwargs:
+            v = kwargs[a.name]
+        elif a.default is not NO_DEFAULT:
+            v = None if isinstance(a.default, Symbol) else a.default
+        else:
+            continue
+        if a.kwarg_only:
+            kw[a.name] = v
+        else:
+            pos.append(v)
+    return tuple(pos), kw
+
+
+def _subclass_types(args, kwargs):
+    seen = []
+    for v in (*args, *kwargs.values()):
+        items = v if isinstance(v, (list, tuple)) else (v,)
+        for t in items:
+            cls = type(t)
+            if cls is not Tensor and isinstance(t, Tensor) and \
+                    hasattr(cls, "__md_dispatch__") and cls not in seen:
+                seen.append(cls)
+    return tuple(seen)
+
+
+def _python_fallback(op, ks, args, kwargs):
+    stack = mode_stack.get()
+    types = _subclass_types(args, kwargs)
+    if stack:
+        mode = stack[-1]
+        token = mode_stack.set(stack[:-1])
+        try:
+            nargs, nkwargs = normalize(op, args, kwargs)
+            result = mode.__md_dispatch__(op, types, nargs, nkwargs)
+        finally:
+            mode_stack.reset(token)
+        if result is not NotImplemented:
+            return result
+    if types:
+        nargs, nkwargs = normalize(op, args, kwargs)
+        for cls in types:
+            result = cls.__md_dispatch__(op, types, nargs, nkwargs)
+            if result is not NotImplemented:
+                return result
+        raise TypeError(
+            f"{op.name}: no __md_dispatch__ handler accepted the call; every subclass "
+            f"({', '.join(c.__name__ for c in types)}) returned NotImplemented")
+    return op.redispatch(ks & AFTER_PYTHON, *args, **kwargs)
+
+
+class push_mode:
+    """Push ``mode`` for the ``with`` block: the mode stack and the Python key in TLS."""
+
+    __slots__ = ("mode", "_tokens")
+
+    def __init__(self, mode):
+        self.mode = mode
+        self._tokens = None
+
+    def __enter__(self):
+        inc, keep = dispatch_tls.get()
+        t1 = mode_stack.set(mode_stack.get() + (self.mode,))
+        t2 = dispatch_tls.set((inc | PYTHON, keep | PYTHON))
+        self._tokens = (t1, t2)
+        return self.mode
+
+    def __exit__(self, *exc):
+        t1, t2 = self._tokens
+        dispatch_tls.reset(t2)
+        mode_stack.reset(t1)
+
+
+_installed = False
+
+
+def install() -> None:
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    register_fallback(Kernel(_python_fallback, DispatchKey.Python, boxed=True,
+                             name="python_dispatch"))

@@ -1,0 +1,196 @@
+"""Dispatch modes, tensor subclasses, fake tensors, tracing and opcheck."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import mdtensor as md
+
+
+class Recorder(md.DispatchMode):
+    def __init__(self, tag, log):
+        self.tag, self.log = tag, log
+
+    def __md_dispatch__(self, func, types, args=(), kwargs=None):
+        self.log.append((self.tag, func.name))
+        return func(*args, **(kwargs or {}))
+
+
+def test_mode_sees_ops_with_overload_and_normalized_args():
+    seen = []
+
+    class Spy(md.DispatchMode):
+        def __md_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append((func, args, kwargs))
+            return func(*args, **kwargs)
+
+    x = md.asarray([1.0, 2.0])
+    with Spy():
+        md.sum(x)
+    func, args, kwargs = seen[0]
+    assert isinstance(func, md._ops.OpOverload) and func.name == "aten::sum"
+    assert args == (x, None, False) and kwargs == {"dtype": None}
+
+
+def test_innermost_mode_runs_first_and_is_popped_while_running():
+    log = []
+    x = md.asarray([1.0])
+    with Recorder("outer", log), Recorder("inner", log):
+        md.exp(x)
+    assert log == [("inner", "aten::exp"), ("outer", "aten::exp")]
+    assert md.modes.active_modes() == ()
+    assert md.DispatchKey.Python not in md._tls.included()
+
+
+def test_modes_see_backward_ops():
+    log = []
+    x = md.asarray([1.0, 2.0], requires_grad=True)
+    with Recorder("m", log):
+        md.exp(x).sum().backward()
+    names = [n for _, n in log]
+    assert names[:2] == ["aten::exp", "aten::sum"]
+    assert "aten::mul.Tensor" in names[2:]  # exp's backward: g * out
+
+
+def test_mode_can_replace_results():
+    class Zero(md.DispatchMode):
+        def __md_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **kwargs)
+            return md.zeros(out.shape) if func.name == "aten::exp" else out
+
+    with Zero():
+        y = md.exp(md.asarray([1.0]))
+    assert y.tolist() == [0.0]
+
+
+def test_modes_do_not_leak_across_threads_or_exceptions():
+    log = []
+    seen = []
+    with Recorder("main", log):
+        t = threading.Thread(target=lambda: seen.append(md.modes.active_modes()))
+        t.start()
+        t.join()
+    assert seen == [()]
+    with pytest.raises(ZeroDivisionError):
+        with Recorder("m", log):
+            1 / 0
+    assert md.modes.active_modes() == ()
+
+
+def test_logging_and_profiling_modes():
+    x = md.asarray([1.0, 2.0])
+    with md.modes.LoggingMode() as m:
+        md.exp(x) + 1
+    assert m.log == ["aten::exp(float32[2]) -> float32[2]",
+                     "aten::add.Scalar(float32[2], 1, 1) -> float32[2]"]
+    with md.modes.ProfilingMode() as p:
+        for _ in range(3):
+            md.exp(x)
+    assert p.counts["aten::exp"] == 3
+    assert p.report().splitlines()[1].startswith("aten::exp")
+
+
+class Scaled(md.Tensor):
+    """A wrapper subclass: holds an inner tensor and a scale."""
+
+    def __init__(self, *a, **k):  # Tensor forbids direct construction; use wrap()
+        pass
+
+    @staticmethod
+    def wrap(inner, scale):
+        t = object.__new__(Scaled)
+        t._data, t._device, t._vc, t._view, t._ag = inner._data, inner._device, None, None, None
+        t._ks = inner._ks | md.DispatchKey.Python.value
+        t.inner, t.scale = inner, scale
+        return t
+
+    @classmethod
+    def __md_dispatch__(cls, func, types, args=(), kwargs=None):
+        if func.name not in ("aten::mul.Scalar", "aten::add.Tensor"):
+            return NotImplemented
+        unwrapped = md.modes.tree_map(lambda v: v.inner * v.scale if isinstance(v, Scaled)
+                                      else v, args)
+        return Scaled.wrap(func(*unwrapped, **kwargs), 1.0)
+
+
+def test_tensor_subclass_dispatch_and_notimplemented():
+    s = Scaled.wrap(md.asarray([1.0, 2.0]), 10.0)
+    out = s * 2
+    assert isinstance(out, Scaled) and out.inner.tolist() == [20.0, 40.0]
+    with pytest.raises(TypeError, match="returned NotImplemented"):
+        md.exp(s)
+
+
+def test_mode_and_subclass_order():
+    log = []
+    s = Scaled.wrap(md.asarray([1.0]), 2.0)
+    with Recorder("mode", log):
+        out = s * 3
+    assert log[0] == ("mode", "aten::mul.Scalar")  # the mode first, then the subclass
+    assert isinstance(out, Scaled)
+
+
+def test_fake_tensor_mode():
+    mode = md.modes.FakeTensorMode()
+    real = md.zeros((4, 3))
+    with mode:
+        f = mode.from_tensor(real)
+        out = md.exp(f) @ mode.from_tensor(md.zeros((3, 5)))
+        assert out.shape == (4, 5) and out.device == md.Device("cpu")
+        with pytest.raises(RuntimeError, match="mixing fake and real"):
+            f + real
+        with pytest.raises(NotImplementedError, match="depends on the data"):
+            f[f > 0]
+
+
+def test_meta_matmul_is_instant():
+    a = md.empty((10**6, 10**6), device="meta")
+    b = md.empty((10**6, 10), device="meta")
+    assert (a @ b).shape == (10**6, 10)
+
+
+def test_trace_records_and_replays():
+    def f(x, w):
+        return md.tanh(x @ w).sum()
+
+    x, w = md.asarray([[1.0, 2.0], [3.0, 4.0]]), md.asarray([0.5, 1.0])
+    g = md.func.trace(f, x, w)
+    text = str(g)
+    assert "md.ops.aten.matmul.default(x0, x1)" in text and "tanh" in text
+    x2 = md.asarray([[0.0, 1.0], [1.0, 0.0]])
+    np.testing.assert_allclose(g(x2, w).numpy(), f(x2, w).numpy())
+
+
+def test_trace_records_forward_and_backward():
+    w = md.asarray([1.0, 2.0], requires_grad=True)
+
+    def step(x):
+        loss = (x * w).sum()
+        loss.backward()
+        return loss
+
+    g = md.func.trace(step, md.asarray([3.0, 4.0]))
+    ops = [c[0].name for c in g.calls]
+    assert ops[:2] == ["aten::mul.Tensor", "aten::sum"]
+    assert len(ops) > 2  # backward ops recorded too
+
+
+def test_opcheck_passes_builtin_and_catches_bad_kernel():
+    x = md.asarray([1.0, 2.0])
+    assert md.library.opcheck("aten::mul.Tensor", (x, x))["meta"] == "ok"
+    lib = md.library.Library("opc", "DEF")
+    try:
+        lib.define("sneaky(Tensor x) -> Tensor")
+
+        def sneaky(t):
+            t._data[0] = 99.0  # mutates an input the schema does not mark (a!)
+            return t._device.wrap(t._data.copy())
+
+        lib.impl("sneaky", sneaky, "CPU")
+        with pytest.raises(RuntimeError, match="was modified, but the schema does not mark"):
+            md.library.opcheck("opc::sneaky", (x,))
+    finally:
+        lib._destroy()
