@@ -67,3 +67,4 @@ from .autograd import (  # noqa: E402,F401
 from . import modes  # noqa: E402,F401
 from .modes import DispatchMode  # noqa: E402,F401
 from . import func  # noqa: E402,F401
+from . import fft, linalg  # noqa: E402,F401

@@ -13,6 +13,7 @@ from mdtensor._ops import ops as _namespaces
 from . import (  # noqa: F401  (imported for their declarations)
     creation,
     elementwise,
+    fft,
     indexing,
     linalg,
     manipulation,

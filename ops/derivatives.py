@@ -748,3 +748,52 @@ def _take(g, out, x, indices, axis=None):
     a = 0 if axis is None else axis % x.ndim
     key = (slice(None),) * a + (indices,)
     return _scatter_into_zeros(x, key, g, False), None
+
+
+# -- linear algebra extension -------------------------------------------------------------
+
+DERIVATIVES["mm"] = DERIVATIVES["bmm"] = DERIVATIVES["matmul"]
+
+
+@rule("dot", "vecdot")
+def _dot(g, out, a, b, axis=-1):
+    ge = aten.unsqueeze(g, axis) if a.ndim > 1 else g
+    return sum_to(aten.mul(ge, b), a.shape), sum_to(aten.mul(ge, a), b.shape)
+
+
+@rule("outer")
+def _outer(g, out, a, b):
+    return aten.matmul(g, b), aten.matmul(aten.matrix_transpose(g), a)
+
+
+@rule("linalg_inv")
+@uses_out
+def _inv(g, out, a):
+    t = aten.matrix_transpose(out)
+    return (aten.neg(aten.matmul(aten.matmul(t, g), t)),)
+
+
+@rule("linalg_det")
+@uses_out
+def _det(g, out, a):
+    inv_t = aten.matrix_transpose(aten.linalg_inv(a))
+    return (aten.mul(aten.unsqueeze(aten.unsqueeze(aten.mul(g, out), -1), -1), inv_t),)
+
+
+@rule("linalg_solve")
+@uses_out
+def _solve(g, out, a, b):
+    vec = b.ndim == 1
+    gb = aten.linalg_solve(aten.matrix_transpose(a), g)
+    if vec:
+        ga = aten.neg(aten.outer(gb, out))
+    else:
+        ga = aten.neg(aten.matmul(gb, aten.matrix_transpose(out)))
+    return ga, gb
+
+
+@rule("linalg_trace")
+def _trace(g, out, a, offset=0, dtype=None):
+    n, m = a.shape[-2], a.shape[-1]
+    eye = aten.eye(n, m, k=offset, dtype=g.dtype, device=g.device)
+    return (aten.mul(aten.unsqueeze(aten.unsqueeze(g, -1), -1), eye),)
