@@ -53,6 +53,7 @@ _layers.install()
 _methods.install(globals())
 
 from . import library  # noqa: E402,F401
+from . import _namespace  # noqa: E402
 from ._namespace import *  # noqa: E402,F401,F403  (constants, dtype functions, info)
 from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
@@ -68,3 +69,4 @@ from . import modes  # noqa: E402,F401
 from .modes import DispatchMode  # noqa: E402,F401
 from . import func  # noqa: E402,F401
 from . import fft, linalg  # noqa: E402,F401
+globals().update(_namespace._late_bindings())  # noqa: E402  (from_dlpack, broadcast_shapes)

@@ -122,6 +122,7 @@ class OpDecl:
     methods: tuple = ()  # Tensor method names
     kwarg_aliases: dict = field(default_factory=dict)
     varargs: bool = False  # methods take x.view(2, 3) as well as x.view((2, 3))
+    star_args: bool = False  # the namespace function takes *tensors (meshgrid, ...)
 
 
 CATALOGUE: dict[str, OpDecl] = {}
@@ -164,6 +165,25 @@ def _returns_kind(schema: FunctionSchema) -> str:
     return "tuple"
 
 
+_RESULT_TYPES: dict = {}
+
+
+def _result_tuple(schema: FunctionSchema):
+    """A named tuple for returns that all have names (``max.dim`` -> ``(values,
+    indices)``, as PyTorch's ``torch.return_types`` and the Array API's ``unique_*``)."""
+    names = tuple(r.name for r in schema.returns)
+    if not all(names):
+        return lambda *xs: tuple(xs)
+    key = (schema.name, names)
+    cls = _RESULT_TYPES.get(key)
+    if cls is None:
+        import collections
+
+        title = "".join(p.capitalize() for p in schema.name.split("_")) + "Result"
+        cls = _RESULT_TYPES[key] = collections.namedtuple(title, names)
+    return cls
+
+
 def _wrap_out(dev, kind: str, schema: FunctionSchema):
     wrap = dev.wrap
     if kind == "tensor":
@@ -172,7 +192,8 @@ def _wrap_out(dev, kind: str, schema: FunctionSchema):
         return lambda r: tuple(wrap(x) for x in r)
     if kind == "tuple":
         flags = [ret.type.is_tensor for ret in schema.returns]
-        return lambda r: tuple(wrap(x) if f else x for x, f in zip(r, flags))
+        result_type = _result_tuple(schema)
+        return lambda r: result_type(*(wrap(x) if f else x for x, f in zip(r, flags)))
     return lambda r: r
 
 
@@ -472,6 +493,7 @@ def defop(
     decl: OpDecl | None = None,
     varargs: bool = False,
     cpu_impl: Callable | None = None,
+    star_args: bool = False,
 ) -> OpDecl:
     """Declare an op (see the module docstring).
 
@@ -506,7 +528,7 @@ def defop(
                       tags=tags, info=info,
                       names=tuple(names) if names is not None else (fschema.name,),
                       methods=tuple(methods or ()), kwarg_aliases=dict(kwarg_aliases or {}),
-                      varargs=varargs)
+                      varargs=varargs, star_args=star_args)
         key = f"{fschema.namespace}::{fschema.name}"
         if key in CATALOGUE:
             raise RuntimeError(f"{key} is declared twice in the catalogue")

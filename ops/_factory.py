@@ -41,7 +41,7 @@ def _backend_select(op):
 
 
 def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
-               info: OpInfo | None = None, derivative=None):
+               info: OpInfo | None = None, derivative=None, kwarg_aliases=None):
     """Declare a factory op.
 
     ``impl(xp, *args, dtype=<native or None>, device=<native device>, **kwargs)`` allocates
@@ -50,7 +50,8 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
     bool requires_grad=False`` keyword arguments.
     """
     decl = defop(schema, meta=None, tags=("factory",), names=names, info=info,
-                 derivative=derivative)
+                 derivative=derivative,
+                 kwarg_aliases=kwarg_aliases or {"size": "shape", "end": "stop"})
     op = decl.overloads[-1]
     name = op.name
 

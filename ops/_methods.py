@@ -119,6 +119,26 @@ def _method(packet, varargs: bool):
     return method
 
 
+def _star(packet, name):
+    """The namespace form of an op taking ``Tensor[]`` first: ``f(*tensors, **kwargs)``
+    (Array API ``meshgrid(*arrays, indexing=...)``, ``broadcast_arrays(*arrays)``)."""
+    import inspect
+
+    def function(*tensors, **kwargs):
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            tensors = tuple(tensors[0])
+        return packet(list(tensors), **kwargs)
+
+    sig = packet.__signature__
+    params = list(sig.parameters.values())
+    first = params[0].replace(kind=inspect.Parameter.VAR_POSITIONAL, default=inspect.Parameter.empty)
+    function.__signature__ = sig.replace(parameters=[first, *params[1:]])
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = packet.__doc__
+    function.op = packet
+    return function
+
+
 def _packet(name):
     try:
         return lookup(name)
@@ -136,7 +156,7 @@ def install(namespace: dict) -> None:
             continue
         packet.__doc__ = _doc(decl)
         for name in decl.names:
-            namespace[name] = packet
+            namespace[name] = _star(packet, name) if decl.star_args else packet
         varargs = getattr(decl, "varargs", False)
         for m in decl.methods:
             setattr(Tensor, m, _method(packet, varargs))
@@ -156,6 +176,9 @@ def install(namespace: dict) -> None:
         else:
             setattr(Tensor, dunder, _setitem(packet))
     from .indexing import getitem, setitem
+    from .manipulation import install_tensor_methods
+
+    install_tensor_methods(Tensor)
 
     Tensor.__getitem__ = getitem
     Tensor.__setitem__ = setitem

@@ -32,29 +32,29 @@ def _check_shape(op, shape):
 
 
 def _fill_meta(op):
-    def meta(size, *args, dtype=None, **kwargs):
-        return _check_shape(op, _shape(size)), dt.as_dtype(dtype) if dtype is not None \
+    def meta(shape, *args, dtype=None, **kwargs):
+        return _check_shape(op, _shape(shape)), dt.as_dtype(dtype) if dtype is not None \
             else dt.float32
     return meta
 
 
-def _zeros(xp, size, *, dtype=None, device=None):
-    return xp.zeros(_check_shape("zeros", _shape(size)), dtype=dtype or xp.float32,
+def _zeros(xp, shape, *, dtype=None, device=None):
+    return xp.zeros(_check_shape("zeros", _shape(shape)), dtype=dtype or xp.float32,
                     device=device)
 
 
-def _ones(xp, size, *, dtype=None, device=None):
-    return xp.ones(_check_shape("ones", _shape(size)), dtype=dtype or xp.float32, device=device)
+def _ones(xp, shape, *, dtype=None, device=None):
+    return xp.ones(_check_shape("ones", _shape(shape)), dtype=dtype or xp.float32, device=device)
 
 
-def _empty(xp, size, *, dtype=None, device=None):
-    return xp.empty(_check_shape("empty", _shape(size)), dtype=dtype or xp.float32,
+def _empty(xp, shape, *, dtype=None, device=None):
+    return xp.empty(_check_shape("empty", _shape(shape)), dtype=dtype or xp.float32,
                     device=device)
 
 
-deffactory(f"zeros(SymInt[] size, {_TAIL}) -> Tensor", _zeros, _fill_meta("zeros"))
-deffactory(f"ones(SymInt[] size, {_TAIL}) -> Tensor", _ones, _fill_meta("ones"))
-deffactory(f"empty(SymInt[] size, {_TAIL}) -> Tensor", _empty, _fill_meta("empty"))
+deffactory(f"zeros(SymInt[] shape, {_TAIL}) -> Tensor", _zeros, _fill_meta("zeros"))
+deffactory(f"ones(SymInt[] shape, {_TAIL}) -> Tensor", _ones, _fill_meta("ones"))
+deffactory(f"empty(SymInt[] shape, {_TAIL}) -> Tensor", _empty, _fill_meta("empty"))
 
 
 def _scalar_dtype(xp, value):
@@ -67,19 +67,20 @@ def _scalar_dtype(xp, value):
     return xp.float32
 
 
-def _full(xp, size, fill_value, *, dtype=None, device=None):
-    return xp.full(_check_shape("full", _shape(size)), fill_value,
+def _full(xp, shape, fill_value, *, dtype=None, device=None):
+    return xp.full(_check_shape("full", _shape(shape)), fill_value,
                    dtype=dtype or _scalar_dtype(xp, fill_value), device=device)
 
 
-def _full_meta(size, fill_value, *, dtype=None, **kwargs):
+def _full_meta(shape, fill_value, *, dtype=None, **kwargs):
+    size = shape
     if dtype is not None:
         return _shape(size), dt.as_dtype(dtype)
     kind = {bool: dt.bool_, int: dt.int64, complex: dt.complex64}.get(type(fill_value), dt.float32)
-    return _check_shape("full", _shape(size)), kind
+    return _check_shape("full", _shape(shape)), kind
 
 
-deffactory(f"full(SymInt[] size, Scalar fill_value, {_TAIL}) -> Tensor", _full, _full_meta)
+deffactory(f"full(SymInt[] shape, Scalar fill_value, {_TAIL}) -> Tensor", _full, _full_meta)
 
 
 def _arange_count(start, end, step):
@@ -98,22 +99,22 @@ def _arange_dtype_is_int(start, end, step):
     return all(isinstance(v, int) for v in (start, end, step) if v is not None)
 
 
-def _arange(xp, start, end=None, step=1, *, dtype=None, device=None):
-    start, end, step = _arange_args(start, end, step)
+def _arange(xp, start, stop=None, step=1, *, dtype=None, device=None):
+    start, end, step = _arange_args(start, stop, step)
     if dtype is None:
         dtype = xp.int64 if _arange_dtype_is_int(start, end, step) else xp.float32
     _arange_count(start, end, step)
     return xp.arange(start, end, step, dtype=dtype, device=device)
 
 
-def _arange_meta(start, end=None, step=1, *, dtype=None, **kwargs):
-    s, e, st = _arange_args(start, end, step)
+def _arange_meta(start, stop=None, step=1, *, dtype=None, **kwargs):
+    s, e, st = _arange_args(start, stop, step)
     if dtype is None:
         dtype = dt.int64 if _arange_dtype_is_int(s, e, st) else dt.float32
     return (_arange_count(s, e, st),), dt.as_dtype(dtype)
 
 
-deffactory(f"arange(Scalar start, Scalar? end=None, Scalar step=1, {_TAIL}) -> Tensor",
+deffactory(f"arange(Scalar start, Scalar? stop=None, Scalar step=1, {_TAIL}) -> Tensor",
            _arange, _arange_meta)
 
 
@@ -148,3 +149,86 @@ def _eye_meta(n_rows, n_cols=None, *, k=0, dtype=None, **kwargs):
 
 deffactory(f"eye(int n_rows, int? n_cols=None, *, int k=0, ScalarType? dtype=None, "
            f"Device? device=None, bool requires_grad=False) -> Tensor", _eye, _eye_meta)
+
+
+# ---------------------------------------------------------------------------------------
+# *_like, tril/triu, meshgrid, from_dlpack
+
+from mdtensor._tensor import Tensor  # noqa: E402
+
+from ._decl import OpInfo, SampleInput, defop  # noqa: E402
+from ._meta_fns import same as _same_meta  # noqa: E402
+from ._samples import make_array  # noqa: E402
+from .elementwise import ALL, NUMERIC  # noqa: E402
+
+_LIKE_TAIL = "*, ScalarType? dtype=None, Device? device=None, bool requires_grad=False"
+
+
+def _like(factory, *extra):
+    def explicit(x, *args, dtype=None, device=None, requires_grad=False):
+        from mdtensor.ops import aten
+
+        return getattr(aten, factory)(tuple(x.shape), *args,
+                                      dtype=dtype if dtype is not None else x.dtype,
+                                      device=device if device is not None else x.device,
+                                      requires_grad=requires_grad)
+    explicit.__name__ = f"{factory}_like"
+    return explicit
+
+
+def _like_meta(x, *args, dtype=None, **kwargs):
+    return tuple(x.shape), dt.as_dtype(dtype) if dtype is not None else x.dtype
+
+
+for _f in ("zeros", "ones", "empty"):
+    defop(f"{_f}_like(Tensor self, {_LIKE_TAIL}) -> Tensor", explicit=_like(_f),
+          meta=_like_meta, tags=("factory",))
+defop(f"full_like(Tensor self, Scalar fill_value, {_LIKE_TAIL}) -> Tensor",
+      explicit=_like("full"), meta=_like_meta, tags=("factory",))
+
+
+def _tri(name):
+    def impl(xp, x, k=0):
+        if x.ndim < 2:
+            raise ValueError(f"{name}: expected a tensor with at least 2 dimensions, got "
+                             f"{x.ndim}")
+        return getattr(xp, name)(x, k=k)
+    impl.__name__ = name
+    return impl
+
+
+for _n in ("tril", "triu"):
+    defop(f"{_n}(Tensor self, *, int k=0) -> Tensor", impl=_tri(_n), meta=_same_meta,
+          methods=(_n,), kwarg_aliases={"diagonal": "k"},
+          info=OpInfo(ref=lambda x, k=0, _n=_n: getattr(np_, _n)(x, k=k), dtypes=ALL,
+                      samples=lambda d, rng: [SampleInput((make_array((3, 4), d, rng),)),
+                                              SampleInput((make_array((2, 3, 3), d, rng),),
+                                                          {"k": 1})]))
+
+
+def _meshgrid(xp, tensors, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    return tuple(xp.meshgrid(*tensors, indexing=indexing))
+
+
+defop("meshgrid(Tensor[] tensors, *, str indexing=\"xy\") -> Tensor[]", impl=_meshgrid, star_args=True,
+      info=OpInfo(ref=lambda ts, indexing="xy": list(np_.meshgrid(*ts, indexing=indexing)),
+                  dtypes=NUMERIC,
+                  samples=lambda d, rng: [SampleInput(([make_array((3,), d, rng),
+                                                        make_array((2,), d, rng)],))]))
+
+
+def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
+    """Array API ``from_dlpack``: a tensor from any object with ``__dlpack__``."""
+    from mdtensor._factories import asarray
+
+    if isinstance(x, Tensor):
+        return asarray(x, device=device, copy=copy)
+    import numpy
+
+    arr = numpy.from_dlpack(x) if device is None or str(device) == "cpu" else x
+    return asarray(arr, device=device, copy=copy)
+
+
+import numpy as np_  # noqa: E402

@@ -797,3 +797,18 @@ def _trace(g, out, a, offset=0, dtype=None):
     n, m = a.shape[-2], a.shape[-1]
     eye = aten.eye(n, m, k=offset, dtype=g.dtype, device=g.device)
     return (aten.mul(aten.unsqueeze(aten.unsqueeze(g, -1), -1), eye),)
+
+
+@rule("to_device_copy")
+def _to_device(g, out, x, device):
+    return aten.to_device_copy(g, x.device), None
+
+
+@rule("tril")
+def _tril(g, out, x, k=0):
+    return (aten.tril(g, k=k),)
+
+
+@rule("triu")
+def _triu(g, out, x, k=0):
+    return (aten.triu(g, k=k),)

@@ -89,6 +89,8 @@ _linalg("diagonal", "Tensor self, *, int offset=0", samples=_square(),
         ref=lambda a, offset=0: np.diagonal(a, offset, -2, -1))
 _linalg("eigh", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
 _linalg("eigvalsh", "Tensor self", samples=_square(), ref=np.linalg.eigvalsh)
+_linalg("eig", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
+_linalg("eigvals", "Tensor self")
 _linalg("inv", "Tensor self", samples=_square(), ref=np.linalg.inv,
         meta=lambda a: (tuple(a.shape), a.dtype))
 _linalg("matrix_norm", "Tensor self, *, bool keepdims=False, Any ord=\"fro\"",

@@ -112,7 +112,7 @@ def _permute(xp, x, dims):
     return xp.permute_dims(x, _ints(dims))
 
 
-defop("permute(Tensor(a) self, int[] dims) -> Tensor(a)", impl=_permute,
+defop("permute(Tensor(a) self, int[] axes) -> Tensor(a)", impl=_permute, kwarg_aliases={"dims": "axes"},
       meta=mf.view_meta(lambda a, d: np.transpose(a, _ints(d))),
       names=("permute", "permute_dims"), methods=("permute", "permute_dims"), varargs=True,
       info=OpInfo(ref=lambda x, d: np.transpose(x, d), dtypes=ALL,
@@ -436,10 +436,10 @@ def _repeat(xp, x, repeats, axis=None):
 Tensor_ = None
 
 
-defop("repeat_interleave(Tensor self, Any repeats, int? axis=None) -> Tensor",
+defop("repeat_interleave(Tensor self, Any repeats, *, int? axis=None) -> Tensor",
       impl=lambda xp, x, repeats, axis=None: xp.repeat(
           x, repeats._data if hasattr(repeats, "_data") else repeats, axis=axis),
-      names=("repeat_interleave",), methods=("repeat_interleave",),
+      names=("repeat_interleave", "repeat"), methods=("repeat_interleave",),
       kwarg_aliases={"dim": "axis"},
       # Note: no derivative formula yet (backward raises naming the op).
       info=OpInfo(ref=lambda x, r, axis=None: np.repeat(x, r, axis), dtypes=ALL,
@@ -475,7 +475,7 @@ def _broadcast_arrays(xp, tensors):
     return list(xp.broadcast_arrays(*tensors))
 
 
-defop("broadcast_arrays(Tensor[] tensors) -> Tensor[]", impl=_broadcast_arrays,
+defop("broadcast_arrays(Tensor[] tensors) -> Tensor[]", impl=_broadcast_arrays, star_args=True,
       info=OpInfo(ref=lambda ts: list(np.broadcast_arrays(*ts)), dtypes=ALL,
                   samples=_list_samples([(2, 1), (1, 3)])))
 
@@ -487,3 +487,123 @@ def _contiguous(xp, x):
 defop("contiguous(Tensor(a) self) -> Tensor(a)", impl=_contiguous, meta=mf.same,
       methods=("contiguous",),
       info=OpInfo(ref=lambda x: x, dtypes=ALL, samples=_s(((2, 3), (), {}))))
+
+
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    """Array API ``broadcast_shapes``: the shape the given shapes broadcast to.
+
+    Raises:
+        ValueError: the shapes are not broadcast-compatible.
+    """
+    return mf.broadcast_shapes("broadcast_shapes", *(tuple(s) for s in shapes))
+
+
+def _isin(xp, x1, x2, invert=False):
+    fn = getattr(xp, "isin", None)
+    if fn is None:
+        eq = xp.expand_dims(x1, axis=-1) == xp.reshape(x2, (-1,))
+        out = xp.any(eq, axis=-1)
+        return xp.logical_not(out) if invert else out
+    return fn(x1, x2, invert=invert)
+
+
+_isin_decl = defop("isin.Tensor(Tensor elements, Tensor test_elements, *, bool invert=False)"
+                   " -> Tensor", impl=_isin, names=("isin",),
+                   meta=lambda a, b, invert=False: (tuple(a.shape), _bool()),
+                   info=OpInfo(ref=lambda a, b, invert=False: np.isin(a, b, invert=invert),
+                               dtypes=ALL, differentiable=False,
+                               samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),
+                                                                    make_array((4,), d, rng)))]))
+defop("isin.Scalar(Tensor elements, Scalar test_elements, *, bool invert=False) -> Tensor",
+      impl=lambda xp, a, b, invert=False: _isin(xp, a, xp.asarray([b], dtype=a.dtype), invert),
+      meta=lambda a, b, invert=False: (tuple(a.shape), _bool()), decl=_isin_decl)
+defop("isin.Scalar_Tensor(Scalar elements, Tensor test_elements, *, bool invert=False)"
+      " -> Tensor", impl=lambda xp, a, b, invert=False: _isin(xp, xp.asarray(a, dtype=b.dtype),
+                                                              b, invert),
+      meta=lambda a, b, invert=False: ((), _bool()), decl=_isin_decl)
+
+
+def _bool():
+    from mdtensor import _dtypes
+
+    return _dtypes.bool_
+
+
+# ---------------------------------------------------------------------------------------
+# Moving between devices
+
+
+def _to_device_copy(x, device):
+    """CompositeExplicitAutograd: copy ``x`` to ``device`` (through DLPack when both
+    backends support it, else through host NumPy)."""
+    from mdtensor._device import as_device
+
+    dst = as_device(device)
+    src_backend = x._device.backend
+    if dst is x._device:
+        return x._device.wrap(src_backend.asarray(x._data, copy=True))
+    try:
+        data = dst.backend.from_dlpack(x._data, dst.index)
+    except Exception:  # noqa: BLE001 - fall back to the host copy
+        data = dst.backend.asarray(src_backend.to_numpy(x._data), index=dst.index)
+    return dst.wrap(data)
+
+
+defop("to_device_copy(Tensor self, Device device) -> Tensor", explicit=_to_device_copy,
+      meta=lambda x, device: (tuple(x.shape), x.dtype), names=())
+
+
+def to(self, *args, device=None, dtype=None, copy=False, non_blocking=False):
+    """``x.to(device)``, ``x.to(dtype)``, ``x.to(device, dtype)``, keywords too (PyTorch);
+    returns ``self`` when nothing changes and ``copy`` is False."""
+    from mdtensor import _dtypes
+    from mdtensor._device import Device
+    from mdtensor.ops import aten
+
+    for a in args:
+        if isinstance(a, _dtypes.DType):
+            dtype = a
+        elif isinstance(a, (str, Device)):
+            device = a
+        elif isinstance(a, Tensor_):
+            device, dtype = a.device, a.dtype
+        else:
+            raise TypeError(f"to(): expected a device, a dtype or a tensor, got "
+                            f"{type(a).__name__}")
+    out = self
+    if device is not None:
+        dev = Device(device) if not isinstance(device, Device) else device
+        if dev is not self._device:
+            out = aten.to_device_copy(out, dev)
+    if dtype is not None and _dtypes.as_dtype(dtype) is not out.dtype:
+        out = aten.astype(out, _dtypes.as_dtype(dtype))
+    if copy and out is self:
+        out = aten.clone(self)
+    return out
+
+
+def to_device(self, device, /, *, stream=None):
+    """Array API ``to_device``."""
+    return to(self, device=device)
+
+
+def _T(self):
+    from mdtensor.ops import aten
+
+    return aten.permute(self, tuple(reversed(range(self.ndim))))
+
+
+def _mT(self):
+    from mdtensor.ops import aten
+
+    return aten.matrix_transpose(self)
+
+
+def install_tensor_methods(Tensor):
+    global Tensor_
+    Tensor_ = Tensor
+    Tensor.to = to
+    Tensor.to_device = to_device
+    Tensor.T = property(_T, doc="The tensor with its dimensions reversed.")
+    Tensor.mT = property(_mT, doc="The transpose of the last two dimensions.")
+    Tensor.cpu = lambda self: to(self, device="cpu")
