@@ -136,7 +136,7 @@ class _Info:
 
         return default_device()
 
-    def devices(self) -> list:
+    def devices(self) -> tuple:
         from mdtensor import backends
 
         from ._device import Device
@@ -146,7 +146,7 @@ class _Info:
             if row["loaded"]:
                 b = backends.get(row["device_type"])
                 out += [Device(row["device_type"], i) for i in range(b.device_count())]
-        return out or [self.default_device()]
+        return tuple(out) or (self.default_device(),)
 
     def default_dtypes(self, *, device=None) -> dict:
         """Note [Default dtypes] (ops/creation.py)."""

@@ -226,15 +226,21 @@ defop("squeeze(Tensor(a) self, int[1]? axis=None) -> Tensor(a)", impl=_squeeze,
 
 
 def _unsqueeze(xp, x, axis):
-    n = x.ndim + 1
-    a = int(axis)
-    if not -n <= a < n:
-        raise IndexError(f"unsqueeze: axis {a} is out of range for a result of dimension {n} "
-                         f"(expected to be in range [{-n}, {n - 1}])")
-    return xp.expand_dims(x, axis=a % n)
+    axes = _ints(axis)
+    n = x.ndim + len(axes)
+    norm = []
+    for a in axes:
+        a = int(a)
+        if not -n <= a < n:
+            raise IndexError(f"unsqueeze: axis {a} is out of range for a result of dimension "
+                             f"{n} (expected to be in range [{-n}, {n - 1}])")
+        norm.append(a % n)
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"expand_dims: repeated axes in {tuple(axes)}")
+    return xp.expand_dims(x, axis=norm[0] if len(norm) == 1 else tuple(norm))
 
 
-defop("unsqueeze(Tensor(a) self, int axis) -> Tensor(a)", impl=_unsqueeze,
+defop("unsqueeze(Tensor(a) self, int[1] axis) -> Tensor(a)", impl=_unsqueeze,
       meta=mf.view_meta(lambda a, axis: _unsqueeze(np, a, axis)),
       names=("unsqueeze", "expand_dims"), methods=("unsqueeze", "expand_dims"),
       kwarg_aliases={"dim": "axis"},

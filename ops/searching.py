@@ -87,7 +87,7 @@ def _ss_samples(dtype, rng):
             SampleInput((s, make_array((3,), dtype, rng)), {"side": "right"})]
 
 
-defop("searchsorted(Tensor sorted_sequence, Tensor self, *, str side=\"left\", "
+_ss = defop("searchsorted(Tensor sorted_sequence, Tensor self, *, str side=\"left\", "
       "Tensor? sorter=None) -> Tensor", impl=_searchsorted,
       meta=lambda s, x, **k: (tuple(x.shape), dt.int64),
       info=OpInfo(ref=lambda s, x, side="left": np.searchsorted(s, x, side=side), dtypes=REAL,
@@ -198,3 +198,8 @@ defop("astype(Tensor self, ScalarType dtype, *, bool copy=True, Device? device=N
       info=OpInfo(ref=lambda x, d: x.astype(dt.as_dtype(d).numpy), dtypes=REAL,
                   samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),
                                                        dt.float64))]))
+defop("searchsorted.Scalar(Tensor sorted_sequence, Scalar self, *, str side=\"left\", "
+      "Tensor? sorter=None) -> Tensor",
+      impl=lambda xp, s, x, side="left", sorter=None: _searchsorted(
+          xp, s, xp.asarray(x, dtype=s.dtype), side=side, sorter=sorter),
+      meta=lambda s, x, **k: ((), dt.int64), decl=_ss)
