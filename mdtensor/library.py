@@ -184,9 +184,12 @@ class Library:
         before = {k: op.resolve(k)[0] for k in runtime_keys(key)} if key.is_alias or \
             key.is_runtime else {}
         op._push_kernel(kernel)
+        own = {id(k) for stack in op._kernels.values() for k in stack}
         for rk, old in before.items():
             new = op.resolve(rk)[0]
-            if old is not None and not old.user and new is kernel and old is not kernel:
+            # Only replacing one of the op's own built-in kernels warns (not a fallback).
+            if (old is not None and not old.user and id(old) in own and new is kernel
+                    and old is not kernel):
                 warnings.warn(
                     f"Overriding a previously registered kernel for the same operator and "
                     f"the same dispatch key\n  operator: {op.name}\n  dispatch key: "

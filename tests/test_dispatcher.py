@@ -1,0 +1,286 @@
+"""Keys, key sets, thread-local state, the registry, dispatch tables and redispatch."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mdtensor as md
+from mdtensor import _keys, _ops, _tls
+from mdtensor._keys import DispatchKey as K
+from mdtensor._keys import DispatchKeySet
+
+# ---------------------------------------------------------------------------------------
+# Keys
+
+
+def test_key_order_is_the_design_order():
+    order = [name for name, _ in reversed(_keys.FUNCTIONALITIES)]
+    assert order == ["PreDispatch", "Batched", "Autocast", "AutogradFunctionality",
+                     "ADInplaceOrView", "Functionalize", "Python", "BackendSelect", "Sparse",
+                     "Dense"]
+    assert _keys.BACKEND_COMPONENTS[-1] == "Meta"
+
+
+def test_runtime_keys_and_properties():
+    assert K.AutogradCPU.functionality == "AutogradFunctionality"
+    assert K.AutogradCPU.backend == "CPU"
+    assert K.CPU.is_runtime and K.SparseJAX.is_runtime and K.Python.is_runtime
+    assert not K.Dense.is_runtime and not K.CPUBit.is_runtime
+    assert K.Autograd.is_alias and K.ArrayAPI.is_alias
+    assert _keys.runtime_keys(K.Autograd) == _keys.AUTOGRAD_KEYS
+    assert K.CPU in _keys.runtime_keys(K.CompositeExplicitAutograd)
+    with pytest.raises(ValueError, match="not a runtime or alias key"):
+        _keys.runtime_keys(K.Dense)
+
+
+def test_keyset_operations_and_repr():
+    ks = DispatchKeySet([K.CPU, K.AutogradCPU, K.ADInplaceOrView])
+    assert repr(ks) == "DispatchKeySet(AutogradCPU, ADInplaceOrView, CPU)"
+    assert ks.highest_priority_key() is K.AutogradCPU
+    assert list(ks) == [K.AutogradCPU, K.ADInplaceOrView, K.CPU]
+    assert K.CPU in ks and K.AutogradJAX not in ks
+    assert (ks - K.AutogradCPU).highest_priority_key() is K.ADInplaceOrView
+    assert (ks | K.Python) == DispatchKeySet([K.CPU, K.AutogradCPU, K.ADInplaceOrView, K.Python])
+    assert DispatchKeySet(ks.raw & _keys.AFTER_AUTOGRAD) == DispatchKeySet(
+        [K.ADInplaceOrView, K.CPU])
+    with pytest.raises(AttributeError):
+        ks._bits = 0
+    meta_cpu = DispatchKeySet([K.CPU, K.Meta])
+    assert meta_cpu.highest_priority_key() is K.Meta  # Meta is the highest backend bit
+
+
+@given(st.sets(st.sampled_from(list(_keys.RUNTIME_KEYS)), max_size=6))
+def test_keyset_iteration_is_priority_order(keys):
+    ks = DispatchKeySet(keys)
+    listed = list(ks)
+    ranks = [_keys.RUNTIME_KEYS.index(k) for k in listed]
+    assert ranks == sorted(ranks)
+    if listed:
+        assert ks.highest_priority_key() is listed[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Thread-local state
+
+
+def test_guards_restore_exactly_even_on_error():
+    before = _tls.local_state()
+    with pytest.raises(RuntimeError):
+        with _tls.ExcludeGuard(K.AutogradFunctionality), _tls.IncludeGuard(K.Python):
+            assert K.Python in _tls.included()
+            raise RuntimeError("boom")
+    assert _tls.local_state() == before
+
+
+def test_tls_and_modes_do_not_leak_across_threads():
+    seen = {}
+    barrier = threading.Barrier(2)
+
+    def other():
+        barrier.wait()
+        seen["inc"], seen["exc"] = _tls.local_state()
+        seen["modes"] = md.modes.active_modes()
+        seen["grad"] = md.is_grad_enabled()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with md.no_grad(), _tls.IncludeGuard(K.Python), md.modes.LoggingMode():
+        barrier.wait()
+        t.join()
+    assert K.Python not in seen["inc"] and seen["modes"] == () and seen["grad"] is True
+
+
+# ---------------------------------------------------------------------------------------
+# Registry and call path
+
+
+@pytest.fixture
+def lib():
+    library = md.library.Library("disptest", "DEF")
+    yield library
+    library._destroy()
+
+
+def _cpu(fn):
+    return fn
+
+
+def test_define_and_namespaces(lib):
+    name = lib.define("twice(Tensor x) -> Tensor")
+    assert name == "twice"
+    op = md.ops.disptest.twice.default
+    assert op.name == "disptest::twice" and md.ops.disptest.twice.overloads() == ["default"]
+    assert md.add is md.ops.aten.add and md.ops.aten.add.Tensor.name == "aten::add.Tensor"
+    with pytest.raises(AttributeError, match="does not exist"):
+        md.ops.disptest.nope  # noqa: B018
+
+
+def test_missing_kernel_error_names_op_key_and_registered_keys(lib):
+    lib.define("only_meta(Tensor x) -> Tensor")
+    lib.impl("only_meta", lambda x: x._device.wrap(x._data), "Meta")
+    x = md.asarray([1.0])
+    with pytest.raises(NotImplementedError) as info:
+        md.ops.disptest.only_meta(x)
+    msg = str(info.value)
+    assert "disptest::only_meta" in msg and "needed a kernel for CPU" in msg
+    assert "Meta" in msg and "Library('disptest', 'IMPL')" in msg
+    assert msg.count(",") < 20  # short, not a wall of keys
+
+
+def test_redispatch_with_keyset_kernel(lib):
+    lib.define("layered(Tensor x) -> Tensor")
+    calls = []
+
+    def below(x):
+        calls.append("cpu")
+        return x._device.wrap(x._data + 1)
+
+    def above(ks, x):
+        calls.append(("python", DispatchKeySet(ks)))
+        return md.ops.disptest.layered.default.redispatch(ks & _keys.AFTER_PYTHON, x)
+
+    lib.impl("layered", below, "CPU")
+    lib.impl("layered", above, "Python", with_keyset=True)
+    with _tls.IncludeGuard(K.Python):
+        out = md.ops.disptest.layered(md.asarray([1.0]))
+    assert out.tolist() == [2.0]
+    assert calls[0][0] == "python" and K.Python in calls[0][1] and calls[1] == "cpu"
+
+
+def test_fallthrough_removes_key_from_mask(lib):
+    lib.define("ft(Tensor x) -> Tensor")
+    lib.impl("ft", lambda x: x._device.wrap(x._data * 2), "CPU")
+    op = md.ops.disptest.ft.default
+    op(md.asarray([1.0]))
+    assert not op._mask & K.ADInplaceOrView.value  # fallthrough by default
+    assert not op._mask & K.BackendSelect.value
+
+
+def test_boxed_fallback_receives_op_keyset_args(lib):
+    lib.define("fb(Tensor x, int k=3) -> Tensor")
+    lib.impl("fb", lambda x, k=3: x._device.wrap(x._data + k), "CPU")
+    seen = []
+
+    def fallback(op, ks, args, kwargs):
+        seen.append((op.name, args[1:], kwargs))
+        return op.redispatch(ks & _keys.after_mask("PreDispatch"), *args, **kwargs)
+
+    with _tls.IncludeGuard(K.PreDispatch):
+        with lib.fallback(fallback, "PreDispatch"):
+            out = md.ops.disptest.fb(md.asarray([1.0]), k=5)
+    assert out.tolist() == [6.0] and seen == [("disptest::fb", (), {"k": 5})]
+    assert _ops.dispatcher.fallbacks[K.PreDispatch][-1].is_fallthrough
+
+
+def test_trace_env_var_prints_hops():
+    code = ("import mdtensor as md; x = md.asarray([1.0], requires_grad=True); md.add(x, 2)")
+    env = dict(os.environ, MDTENSOR_SHOW_DISPATCH_TRACE="1")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       check=True)
+    lines = [ln for ln in r.stderr.splitlines() if "aten::add.Scalar" in ln]
+    assert "-> AutogradCPU" in lines[0] and "-> CPU" in lines[1]
+    assert "DispatchKeySet(AutogradCPU, CPU)" in lines[0]
+
+
+def test_failed_call_leaves_state_unchanged():
+    x = md.asarray([1, 2])
+    state = _tls.local_state()
+    with pytest.raises(RuntimeError):
+        x.add_(0.5)
+    with pytest.raises(TypeError, match="no overload matches"):
+        md.add(x, "a")
+    assert _tls.local_state() == state
+    assert x.tolist() == [1, 2] and x._version == 0
+
+
+# ---------------------------------------------------------------------------------------
+# The ladder against a reference model
+
+
+def model(key, registered, fallbacks, array_api_backends):
+    """DESIGN.md section 2's ladder, restated as a list of (applies?, kernel) rules."""
+    func, backend = key.functionality, key.backend
+    backend_key = func in ("Dense", "Sparse")
+    autograd_key = func == "AutogradFunctionality"
+    has_backend = backend is not None and (
+        K[backend] in registered or K["Sparse" + backend] in registered
+        or K.CompositeExplicitAutograd in registered
+        or (K.ArrayAPI in registered and backend in array_api_backends))
+    rules = [
+        (key in registered, key),
+        (backend_key and K.CompositeExplicitAutograd in registered,
+         K.CompositeExplicitAutograd),
+        (func == "Dense" and K.ArrayAPI in registered and backend in array_api_backends,
+         K.ArrayAPI),
+        (K.CompositeImplicitAutograd in registered and (
+            backend_key or func in ("Functionalize", "Python")
+            or (autograd_key and not has_backend)), K.CompositeImplicitAutograd),
+        (autograd_key and K.Autograd in registered, K.Autograd),
+        (bool(fallbacks.get(key)), "fallback"),
+    ]
+    for applies, result in rules:
+        if applies:
+            return result
+    return None
+
+
+_REG_KEYS = [K.CPU, K.SparseCPU, K.AutogradCPU, K.Meta, K.Python, K.Functionalize,
+             K.CompositeExplicitAutograd, K.CompositeImplicitAutograd, K.ArrayAPI, K.Autograd]
+_CHECK_KEYS = [K.CPU, K.SparseCPU, K.AutogradCPU, K.Meta, K.AutogradMeta, K.Functionalize,
+               K.Python, K.PrivateUse3, K.AutogradPrivateUse3, K.ADInplaceOrView,
+               K.BackendSelect]
+_counter = itertools.count()
+
+
+@settings(max_examples=60, deadline=None)
+@given(registered=st.sets(st.sampled_from(_REG_KEYS)),
+       fallback_keys=st.sets(st.sampled_from([K.PrivateUse3, K.Functionalize])))
+def test_table_matches_reference_model(registered, fallback_keys):
+    lib = md.library.Library(f"ladder{next(_counter)}", "DEF")
+    try:
+        lib.define("f(Tensor x) -> Tensor")
+        kernels = {}
+        for key in registered:
+            fn = lambda *a, _k=key, **k: _k  # noqa: E731
+            fn.__qualname__ = f"k_{key.name}"
+            lib.impl("f", fn, key)
+            kernels[key] = fn
+        for key in fallback_keys:
+            lib.fallback(lambda op, ks, a, kw: None, key)
+        op = lib._handles[0]  # noqa: F841 - keep the definition handle alive
+        ov = md.ops.__getattr__(lib.ns).f.default
+        fallbacks = _ops.dispatcher.fallbacks
+        for key in _CHECK_KEYS:
+            kernel, rung = ov.resolve(key)
+            expected = model(key, registered, fallbacks, _ops.dispatcher.array_api_backends)
+            if expected is None:
+                assert kernel is None, (key, rung)
+            elif expected == "fallback":
+                assert kernel is fallbacks[key][-1], (key, rung)
+            else:
+                assert kernel.fn is kernels[expected], (key, kernel, rung)
+    finally:
+        lib._destroy()
+
+
+def test_dump_labels_rungs():
+    text = md.library.dump("aten::masked_fill.Scalar")
+    assert "CompositeExplicitAutograd" in text
+    assert "2. CompositeExplicitAutograd" in text and "4. Autograd alias" in text
+    assert "1. direct registration" in text  # the Meta kernel
+
+
+def test_numpy_dispatch_overhead_stays_off_plum_after_first_call():
+    x = md.asarray(np.ones(3, np.float32))
+    md.add(x, x)
+    key = (md.Tensor, md.Tensor)
+    assert key in md.add._resolution_cache
