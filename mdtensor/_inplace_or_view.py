@@ -43,6 +43,8 @@ def bump_version(t: Tensor) -> None:
 
 def mark_view(out: Tensor, src: Tensor, replay) -> None:
     """Record that ``out`` is a view of ``src`` made by ``replay(src)``."""
+    if out is src:  # a view kernel may return its input itself (e.g. contiguous)
+        return
     parent = src._view
     if parent is None:
         base, full = src, replay
