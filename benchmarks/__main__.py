@@ -45,8 +45,6 @@ def main(argv=None) -> int:
         run_case(case, repeats, target)
         print(f"# {case.name}: " + ", ".join(f"{k}={fmt(v)}" for k, v in case.medians.items()),
               file=sys.stderr)
-    for cleanup in C.cases_cleanup:
-        cleanup()
     imports = C.import_times(3 if args.quick else 5)
     print(table(selected))
     print()
