@@ -117,9 +117,17 @@ class Backend:
         return getattr(self.namespace(), dtype.name)
 
     def dtype_from_native(self, native):
-        from mdtensor._dtypes import as_dtype
+        """The mdtensor DType of a native dtype (cached per backend: ``Tensor.dtype`` calls
+        this on every access)."""
+        cache = self.__dict__.get("_dtype_cache")
+        if cache is None:
+            cache = self.__dict__["_dtype_cache"] = {}
+        hit = cache.get(native)
+        if hit is None:
+            from mdtensor._dtypes import as_dtype
 
-        return as_dtype(native)
+            hit = cache[native] = as_dtype(native)
+        return hit
 
     def default_float(self):
         from mdtensor import _dtypes

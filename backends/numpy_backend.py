@@ -13,6 +13,15 @@ from ._base import Backend, BackendInfo, Capabilities
 INFO = BackendInfo("numpy", "cpu", "CPU", requires=("numpy",))
 
 
+def _by_numpy():
+    from mdtensor._dtypes import all_dtypes
+
+    return {d.numpy: d for d in all_dtypes}
+
+
+_BY_NUMPY = _by_numpy()
+
+
 class NumPyBackend(Backend):
     name = "numpy"
     device_type = "cpu"
@@ -53,6 +62,9 @@ class NumPyBackend(Backend):
 
     def native_dtype(self, dtype):
         return dtype.numpy
+
+    def dtype_from_native(self, native):
+        return _BY_NUMPY.get(native) or super().dtype_from_native(native)
 
 
 backend = NumPyBackend

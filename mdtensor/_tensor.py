@@ -72,6 +72,10 @@ class Tensor:
     def dtype(self) -> DType:
         return self._device.backend.dtype_from_native(self._data.dtype)
 
+    def _is_floating(self) -> bool:
+        """Floating or complex (the dtypes that can require grad)."""
+        return self._device.backend.dtype_from_native(self._data.dtype).kind in "fc"
+
     @property
     def ndim(self) -> int:
         return len(self._data.shape)

@@ -186,70 +186,81 @@ def _make_kernel(op, formula):
     n_outputs = len(schema.returns)
     after = AFTER_AUTOGRAD
 
+    flat_formula = _flatten_formula(formula, tensor_pos)
+    simple = all(not is_list for _, is_list in tensor_pos)
+    positions = [i for i, _ in tensor_pos]
+
     def autograd_kernel(ks, *args, **kwargs):
-        needs = False
-        for i, is_list in tensor_pos:
-            if i >= len(args):
-                break
-            v = args[i]
-            if is_list:
-                if any(_requires_grad(t) for t in v if t is not None):
-                    needs = True
-                    break
-            elif _requires_grad(v):
-                needs = True
-                break
-        if not needs:
-            return op.redispatch(ks & after, *args, **kwargs)
+        # Note [Autograd key]: this kernel runs only when an argument carries the Autograd
+        # key, i.e. requires grad, so there is nothing to check before recording.
         if is_out:
             raise RuntimeError(
                 f"{op.name}: functions with out=... arguments don't support automatic "
                 f"differentiation, but one of the arguments requires grad.")
-        saved_args = args
-        if is_inplace:
-            saved_args = _check_inplace(op, args)
+        saved_args = _check_inplace(op, args) if is_inplace else args
         inc, keep = dispatch_tls.get()
         token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
         try:
             out = op.redispatch(ks & after, *args, **kwargs)
         finally:
             dispatch_tls.reset(token)
-        outs = out if n_outputs > 1 or isinstance(out, (tuple, list)) else (out,)
-        float_outs = [o for o in outs if isinstance(o, Tensor) and _is_float(o)]
-        if not float_outs:
-            return out
-        edges = []
-        saved = []
-        for i, is_list in tensor_pos:
-            if i >= len(saved_args):
-                continue
-            v = saved_args[i]
-            if is_list:
-                for t in v:
-                    edges.append(gradient_edge(t) if t is not None else None)
-            else:
-                edges.append(gradient_edge(v))
-                if v is not args[0] or not is_inplace:
-                    saved.append((v, v._version))
+        single = n_outputs == 1 and type(out) is not tuple and type(out) is not list
+        if single:
+            if not out._is_floating():
+                return out
+            outs = (out,)
+        else:
+            outs = out
+            if not any(isinstance(o, Tensor) and o._is_floating() for o in outs):
+                return out
+        nargs = len(saved_args)
+        if simple:
+            edges = []
+            saved = []
+            for i in positions:
+                if i < nargs:
+                    v = saved_args[i]
+                    edges.append(gradient_edge(v))
+                    vc = v._vc
+                    saved.append((v, 0 if vc is None else vc.value))
+        else:
+            edges, saved = _edges_and_saved(saved_args, tensor_pos)
         saved_out = None
         if uses_out:
-            saved_out = (tuple(_alias(o) if isinstance(o, Tensor) else o for o in outs)
-                         if n_outputs > 1 or isinstance(out, (tuple, list)) else _alias(out))
-            for o in (saved_out if isinstance(saved_out, tuple) else (saved_out,)):
+            saved_out = _alias(out) if single else tuple(
+                _alias(o) if isinstance(o, Tensor) else o for o in outs)
+            for o in ((saved_out,) if single else saved_out):
                 if isinstance(o, Tensor):
                     saved.append((o, o._version))
-        node = Node(name, _flatten_formula(formula, tensor_pos), saved_args, kwargs,
-                    saved_out, saved, edges, len(outs))
+        node = Node(name, flat_formula, saved_args, kwargs, saved_out, saved, edges,
+                    len(outs))
         if is_inplace:
             _rebase(args[0], node)
+        elif single:
+            attach(out, node, 0)
         else:
             for k, o in enumerate(outs):
-                if isinstance(o, Tensor) and _is_float(o):
+                if isinstance(o, Tensor) and o._is_floating():
                     attach(o, node, k)
         return out
 
     autograd_kernel.__qualname__ = f"autograd[{op.name}]"
     return autograd_kernel
+
+
+def _edges_and_saved(args, tensor_pos):
+    edges, saved = [], []
+    for i, is_list in tensor_pos:
+        if i >= len(args):
+            continue
+        v = args[i]
+        if is_list:
+            edges.extend(gradient_edge(t) if t is not None else None for t in v)
+            saved.extend((t, t._version) for t in v if t is not None)
+        else:
+            edges.append(gradient_edge(v))
+            saved.append((v, v._version))
+    return edges, saved
 
 
 def _flatten_formula(formula, tensor_pos):
