@@ -143,6 +143,12 @@ def as_dtype(dt) -> DType:
     name = getattr(dt, "name", None)  # another library's dtype object (jnp, torch-like)
     if isinstance(name, str) and name in _BY_NAME:
         return _BY_NAME[name]
+    if not isinstance(dt, (np.dtype, type)):
+        # Dtype objects of other Array API libraries print as "<library>.<name>"
+        # (array_api_strict.float32); they must not be compared with NumPy's.
+        text = str(dt).rsplit(".", 1)[-1]
+        if text in _BY_NAME:
+            return _BY_NAME[text]
     return from_numpy_dtype(dt)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
-from ._decl import OpInfo, defop
+from ._decl import CATALOGUE, OpInfo, defop
 from ._samples import binary_samples, unary_samples
 
 BOOL = (dt.bool_,)
@@ -46,6 +46,10 @@ def _int_like(a) -> bool:
 
         hit = _INT_LIKE[dtype] = as_dtype(dtype).kind in ("b", "i", "u")
     return hit
+
+
+def CATALOGUE_DECL(name):  # noqa: N802 - reads like the constant it looks up
+    return CATALOGUE[f"aten::{name}"]
 
 
 def _is_ufunc(name: str) -> bool:
@@ -230,7 +234,19 @@ binary("div", xp_name="divide", float_fn=True, meta=_div_meta, names=("div", "di
 binary("floor_divide", dtypes=REAL, domain="nonzero")
 binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",),
        methods=("remainder",))
-binary("fmod", dtypes=REAL, domain="nonzero", ref=np.fmod)
+def _fmod(xp, a, b):
+    # Not in the Array API: C's fmod (the sign of the dividend) from remainder.
+    r = xp.remainder(a, b)
+    a_neg = (a < 0) if not isinstance(a, (int, float)) else xp.asarray(a < 0)
+    fix = xp.logical_and(r != 0, xp.logical_xor(a_neg, r < 0))
+    return xp.where(fix, r - b, r)
+
+
+defop("fmod.Tensor(Tensor self, Tensor other) -> Tensor", impl=_fmod, meta=mf.binary,
+      tags=("pointwise",), methods=("fmod",), names=("fmod",),
+      info=OpInfo(ref=np.fmod, dtypes=REAL, samples=binary_samples("nonzero")))
+defop("fmod.Scalar(Tensor self, Scalar other) -> Tensor", impl=_fmod, meta=mf.binary,
+      tags=("pointwise",), decl=CATALOGUE_DECL("fmod"))
 binary("pow", dtypes=NUMERIC, domain="pow", methods=("pow",), names=("pow",))
 binary("atan2", float_fn=True, meta=_div_meta, dtypes=FLOATS, ref=np.arctan2,
        methods=("atan2", "arctan2"), names=("atan2", "arctan2"))
@@ -259,8 +275,32 @@ _compare("le", "less_equal", ("le", "less_equal"))
 _compare("gt", "greater", ("gt", "greater"))
 _compare("ge", "greater_equal", ("ge", "greater_equal"))
 
+def _as_bool(xp, a):
+    """PyTorch's logical ops take any dtype (nonzero is True); the Array API's take bool."""
+    if isinstance(a, (bool, int, float, complex)):
+        return bool(a)
+    return a if _INT_LIKE.get(a.dtype) is None and str(a.dtype).endswith("bool") \
+        else xp.astype(a, xp.bool)
+
+
+def _logical(name):
+    fn = attrgetter(name)
+
+    def impl(xp, a, b):
+        return fn(xp)(_as_bool(xp, a), _as_bool(xp, b))
+
+    impl.__name__ = name
+    info = OpInfo(ref=getattr(np, name), dtypes=ALL, samples=binary_samples(None))
+    decl = defop(f"{name}.Tensor(Tensor self, Tensor other) -> Tensor", impl=impl,
+                 meta=mf.compare, tags=("pointwise",), info=info, methods=(name,))
+    defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl, meta=mf.compare,
+          tags=("pointwise",), decl=decl)
+    defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", impl=impl,
+          meta=mf.compare, tags=("pointwise",), decl=decl)
+
+
 for _name in ("logical_and", "logical_or", "logical_xor"):
-    binary(_name, meta=mf.compare, dtypes=ALL, structured=False)
+    _logical(_name)
 
 # ---------------------------------------------------------------------------------------
 # Unary
@@ -279,8 +319,10 @@ unary("conj", dtypes=NUMERIC, structured=False)
 unary("bitwise_not", xp_name="bitwise_invert", dtypes=BOOL + INTS,
       names=("bitwise_not", "bitwise_invert"), methods=("bitwise_not", "bitwise_invert"),
       ref=np.invert)
-unary("logical_not", meta=mf.compare_unary,
-      dtypes=ALL, structured=False)
+defop("logical_not(Tensor self) -> Tensor",
+      impl=lambda xp, a: xp.logical_not(_as_bool(xp, a)), meta=mf.compare_unary,
+      tags=("pointwise",), methods=("logical_not",),
+      info=OpInfo(ref=np.logical_not, dtypes=ALL, samples=unary_samples(None)))
 
 _FLOAT_UNARY = {
     "exp": None, "expm1": None, "log": "positive", "log1p": "gt_minus_one",

@@ -65,9 +65,17 @@ def _check_basic(x, key, op):
         dim += 1
 
 
+def _full_key(key):
+    """Add the trailing ``...`` NumPy implies (the Array API requires it explicitly)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if any(k is Ellipsis for k in keys):
+        return keys
+    return keys + (Ellipsis,)
+
+
 def _basic_index(xp, x, key):
     _check_basic(x, key, "__getitem__")
-    return x[key]
+    return x[_full_key(key)]
 
 
 def _basic_meta(x, key):
@@ -93,8 +101,31 @@ defop("basic_index(Tensor(a) self, Any key) -> Tensor(a)", impl=_basic_index,
                                              "out of bounds")]))
 
 
+def _backend_key(xp, raw):
+    """Index arrays in the backend's own array type (NumPy arrays from lists otherwise)."""
+    if isinstance(raw, tuple):
+        return tuple(_backend_key(xp, k) for k in raw)
+    if isinstance(raw, np.ndarray) and type(raw) is not type(xp.asarray(0)):
+        return xp.asarray(raw)
+    return raw
+
+
 def _index(xp, x, key):
-    raw = _raw(key)
+    raw = _backend_key(xp, _raw(key))
+    if not isinstance(raw, tuple) and hasattr(raw, "dtype") and not str(raw.dtype).endswith(
+            "bool"):
+        # One integer array: take along axis 0 (the Array API allows integer arrays only
+        # together with integer indices, so x[idx] on an n-d array is spelled take).
+        return xp.take(x, xp.reshape(raw, (-1,)), axis=0) if raw.ndim == 1 else x[raw]
+    if not isinstance(raw, tuple) and hasattr(raw, "dtype"):
+        return x[raw]  # a boolean mask must be the sole index (Array API)
+    if isinstance(raw, tuple):
+        arrays = [i for i, k in enumerate(raw) if hasattr(k, "dtype")]
+        full = all(k == slice(None) for i, k in enumerate(raw) if i not in arrays)
+        if len(arrays) == 1 and full and raw[arrays[0]].ndim == 1 and not str(
+                raw[arrays[0]].dtype).endswith("bool"):
+            return xp.take(x, raw[arrays[0]], axis=arrays[0])
+    raw = _backend_key(xp, _full_key(_raw(key)))
     try:
         return x[raw]
     except IndexError as e:
@@ -137,6 +168,7 @@ def _index_put_kernel(self, key, value):
     raw = _raw(key)
     if is_basic_key(key):
         _check_basic(self, key, "__setitem__")
+        raw = _full_key(key)
     try:
         self._data[raw] = value
     except (IndexError, ValueError) as e:

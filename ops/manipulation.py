@@ -89,7 +89,7 @@ defop("view(Tensor(a) self, SymInt[] shape) -> Tensor(a)", impl=_view, meta=_vie
 
 from mdtensor._dtypes import result_type as _result_type  # noqa: E402
 
-from .elementwise import NUMERIC  # noqa: E402,F401
+from .elementwise import INTS, NUMERIC  # noqa: E402,F401
 
 
 def _ints(v):
@@ -268,7 +268,7 @@ def _narrow(xp, x, dim, start, length):
                          f"size ({x.shape[d]})")
     idx = [slice(None)] * x.ndim
     idx[d] = slice(start, start + length)
-    return x[tuple(idx)]
+    return x[(*idx, Ellipsis)]
 
 
 defop("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)",
@@ -280,7 +280,7 @@ defop("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)
 def _unbind(xp, x, axis=0):
     n = x.ndim
     a = mf.normalize_axes("unbind", axis, n)[0]
-    return [x[(slice(None),) * a + (i,)] for i in range(x.shape[a])]
+    return [x[(slice(None),) * a + (i, Ellipsis)] for i in range(x.shape[a])]
 
 
 defop("unbind(Tensor(a -> *) self, int axis=0) -> Tensor(a)[]", impl=_unbind,
@@ -305,7 +305,7 @@ def _split(xp, x, split_size_or_sections, axis=0):
             raise ValueError(f"split: split sizes {sizes} do not sum to the dimension size {n}")
     out, start = [], 0
     for s in sizes:
-        out.append(x[(slice(None),) * a + (slice(start, start + s),)])
+        out.append(x[(slice(None),) * a + (slice(start, start + s), Ellipsis)])
         start += s
     return out
 
@@ -517,7 +517,7 @@ _isin_decl = defop("isin.Tensor(Tensor elements, Tensor test_elements, *, bool i
                    " -> Tensor", impl=_isin, names=("isin",),
                    meta=lambda a, b, invert=False: (tuple(a.shape), _bool()),
                    info=OpInfo(ref=lambda a, b, invert=False: np.isin(a, b, invert=invert),
-                               dtypes=ALL, differentiable=False,
+                               dtypes=INTS, differentiable=False,
                                samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),
                                                                     make_array((4,), d, rng)))]))
 defop("isin.Scalar(Tensor elements, Scalar test_elements, *, bool invert=False) -> Tensor",

@@ -1,0 +1,75 @@
+"""The loopback backend: ``array_api_strict`` behind PrivateUse1, device ``"loopback"``.
+
+Importing this module must not import ``array_api_strict`` (``INFO`` is read at
+``import mdtensor``); the backend object imports it when the device is first used.
+"""
+
+from __future__ import annotations
+
+from mdtensor.backends import Backend, BackendInfo, Capabilities
+
+__all__ = ["INFO", "LoopbackBackend"]
+
+INFO = BackendInfo("loopback", "loopback", "PrivateUse1", requires=("array_api_strict",))
+
+
+class LoopbackBackend(Backend):
+    name = "loopback"
+    device_type = "loopback"
+    key = "PrivateUse1"
+    # array_api_strict arrays wrap NumPy arrays: basic slices are views, setitem works,
+    # but its functions take no out=.
+    capabilities = Capabilities(views=True, inplace=True, ufunc_out=False)
+
+    def __init__(self):
+        import array_api_strict
+
+        self._xp = array_api_strict
+        self.array_type = type(array_api_strict.asarray(0))
+        self._device = array_api_strict.Device("CPU_DEVICE")
+
+    def namespace(self):
+        return self._xp
+
+    def native_device(self, index: int):
+        return self._device
+
+    def ensure_array(self, result):
+        if isinstance(result, self.array_type):
+            return result
+        return self._xp.asarray(result)
+
+    def asarray(self, obj, dtype=None, index: int = 0, copy=None):
+        import numpy as np
+
+        if isinstance(obj, self.array_type):
+            return self._xp.asarray(obj, dtype=dtype, copy=copy)
+        arr = np.asarray(obj)
+        if dtype is None:
+            return self._xp.asarray(np.array(arr, copy=True) if copy else arr, copy=copy)
+        return self._xp.asarray(arr, dtype=dtype, copy=copy)
+
+    def to_numpy(self, array):
+        import numpy as np
+
+        return np.from_dlpack(array)
+
+    def from_dlpack(self, obj, index: int = 0):
+        import numpy as np
+
+        return self._xp.asarray(np.from_dlpack(obj))
+
+    def copy_into(self, dst, src) -> None:
+        dst[...] = src
+
+    def native_dtype(self, dtype):
+        return getattr(self._xp, dtype.name)
+
+    def dtype_from_native(self, native):
+        from mdtensor._dtypes import dtype_from_name
+
+        cache = self.__dict__.setdefault("_by_native", {})
+        hit = cache.get(native)
+        if hit is None:
+            hit = cache[native] = dtype_from_name(str(native).rsplit(".", 1)[-1])
+        return hit
