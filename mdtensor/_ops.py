@@ -490,10 +490,10 @@ def _device_type_of(component: str) -> str:
 
 
 def _missing_error(op: OpOverload, ks: int, key: DispatchKey | None) -> NotImplementedError:
-    have = sorted({k.name for k in op._kernels} | {
-        k.name for k, stack in dispatcher.fallbacks.items() if stack and not stack[-1].is_fallthrough
-        and k.functionality not in ("Dense", "Sparse")
-    })
+    have = sorted({k.name for k in op._kernels})
+    fallbacks = sorted({(k.functionality or k.name).replace("AutogradFunctionality", "Autograd")
+                        for k, stack in dispatcher.fallbacks.items()
+                        if stack and not stack[-1].is_fallthrough})
     if key is None:
         needed = f"the key set {DispatchKeySet(ks)!r} names no runtime key"
         if not ks & BACKEND_MASK and ks & PER_BACKEND_MASK:
@@ -502,7 +502,8 @@ def _missing_error(op: OpOverload, ks: int, key: DispatchKey | None) -> NotImple
         needed = f"it needed a kernel for {key.display_name()}"
     return NotImplementedError(
         f"{op.name}: no kernel for this call; {needed}. "
-        f"Kernels are registered for: {', '.join(have) or 'nothing'}. "
+        f"Kernels are registered for: {', '.join(have) or 'nothing'} "
+        f"(fallbacks: {', '.join(fallbacks) or 'none'}). "
         f"Register one with md.library.Library('{op.schema.namespace}', 'IMPL')"
         f".impl('{op.schema.name}{'.' + op.schema.overload_name if op.schema.overload_name else ''}'"
         f", fn, '{key.display_name() if key else 'CPU'}')."

@@ -177,6 +177,16 @@ def _cumulative(name):
                 raise ValueError(f"{name}: axis is required for a tensor of dimension "
                                  f"{x.ndim}")
             axis = 0
+        if dtype is None:
+            # Array API: small integer inputs accumulate in the default integer dtype
+            # (backends differ here, so say it explicitly).
+            from mdtensor._dtypes import as_dtype
+
+            kind = as_dtype(x.dtype).kind
+            if kind in "bi":
+                dtype = "int64"
+            elif kind == "u":
+                dtype = "uint64"
         return getattr(xp, name)(x, axis=axis, dtype=dtype and _native(xp, dtype),
                                  include_initial=include_initial)
     return impl

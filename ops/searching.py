@@ -78,7 +78,9 @@ defop("nonzero(Tensor self) -> Tensor[]", impl=lambda xp, x: list(_nonzero(xp, x
 def _searchsorted(xp, sorted_sequence, x, side="left", sorter=None):
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    return xp.searchsorted(sorted_sequence, x, side=side, sorter=sorter)
+    out = xp.searchsorted(sorted_sequence, x, side=side, sorter=sorter)
+    # The default indexing dtype (JAX returns int32).
+    return out if str(out.dtype).endswith("int64") else xp.astype(out, xp.int64)
 
 
 def _ss_samples(dtype, rng):
