@@ -91,7 +91,10 @@ def _discover() -> None:
             if name not in infos:
                 infos[name] = (info, "mdtensor")
             factories.setdefault(name, module + ":backend")
-        for name, (info, dist) in infos.items():
+        # Built-in backends first: a plug-in can never displace them (a clash is reported
+        # against the plug-in, whatever order entry points come in).
+        ordered = sorted(infos.items(), key=lambda kv: (kv[1][1] != "mdtensor", kv[0]))
+        for name, (info, dist) in ordered:
             factory = factories.get(name)
             if factory is None:
                 warnings.warn(
