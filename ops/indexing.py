@@ -18,7 +18,7 @@ from mdtensor import _dtypes as dt
 from mdtensor._tensor import Tensor
 
 from . import _meta_fns as mf
-from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from .elementwise import ALL, NUMERIC, REAL
 
@@ -67,15 +67,20 @@ def _check_basic(x, key, op):
 
 def _full_key(key):
     """Add the trailing ``...`` NumPy implies (the Array API requires it explicitly)."""
-    keys = key if isinstance(key, tuple) else (key,)
-    if any(k is Ellipsis for k in keys):
-        return keys
-    return keys + (Ellipsis,)
+    if type(key) is not tuple:
+        return (key, Ellipsis) if key is not Ellipsis else key
+    for k in key:
+        if k is Ellipsis:
+            return key
+    return key + (Ellipsis,)
 
 
 def _basic_index(xp, x, key):
-    _check_basic(x, key, "__getitem__")
-    return x[_full_key(key)]
+    try:
+        return x[_full_key(key)]
+    except IndexError:
+        _check_basic(x, key, "__getitem__")  # raises with the op's own message
+        raise
 
 
 def _basic_meta(x, key):
@@ -186,11 +191,9 @@ defop("index_put_.Scalar(Tensor(a!) self, Any key, Scalar value) -> Tensor(a!)",
 
 def getitem(self, key):
     """``Tensor.__getitem__`` (Note [Indexing ops])."""
-    from mdtensor.ops import aten
-
     if is_basic_key(key):
-        return aten.basic_index(self, key)
-    return aten.index(self, key)
+        return _basic_index_op(self, key)
+    return _index_op(self, key)
 
 
 def setitem(self, key, value) -> None:
@@ -313,3 +316,8 @@ _mfd = defop("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tens
 defop("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
       explicit=_masked_fill_explicit, meta=_masked_fill_meta, decl=_mfd)
 _mfd.inplace = list(_mf.overloads)
+
+
+# Bound once (Note [The hot path] in mdtensor/_ops.py): x[k] skips the namespace lookup.
+_basic_index_op = CATALOGUE["aten::basic_index"].overloads[0]
+_index_op = CATALOGUE["aten::index"].overloads[0]
