@@ -17,8 +17,8 @@ from __future__ import annotations
 import importlib.util
 import threading
 import warnings
+from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Callable
 
 from mdtensor import _keys
 

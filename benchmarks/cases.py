@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -14,8 +14,8 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 IMPLS = ("numpy", "mdtensor", "torch", "autograd", "jax", "jax-jit")
 

@@ -16,7 +16,6 @@ from . import _dtypes as _dtypes_mod  # noqa: E402
 from ._device import Device, set_default_device  # noqa: E402
 from ._dtypes import (  # noqa: E402
     DType,
-    bool_ as bool,  # noqa: A001  (the Array API spells it md.bool)
     complex64,
     complex128,
     float16,
@@ -30,6 +29,9 @@ from ._dtypes import (  # noqa: E402
     uint16,
     uint32,
     uint64,
+)
+from ._dtypes import (
+    bool_ as bool,  # noqa: A001  (the Array API spells it md.bool)
 )
 from ._factories import asarray, from_numpy, tensor  # noqa: E402
 from ._keys import DispatchKey, DispatchKeySet  # noqa: E402
@@ -45,19 +47,27 @@ short = int16
 cfloat = complex64
 cdouble = complex128
 
-from . import _layers  # noqa: E402  (registers the functionality layers' fallbacks)
-from . import ops  # noqa: E402  (declares the catalogue; md.ops.aten.add)
+from . import (
+    _layers,  # noqa: E402  (registers the functionality layers' fallbacks)
+    ops,  # noqa: E402  (declares the catalogue; md.ops.aten.add)
+)
 from .ops import _methods as _methods  # noqa: E402
 
 _layers.install()
 _methods.install(globals())
 
-from . import library  # noqa: E402,F401
-from . import _namespace  # noqa: E402
+from . import (  # noqa: E402,F401  # noqa: E402,F401
+    _namespace,  # noqa: E402
+    autograd,
+    backends,  # noqa: E402,F401
+    fft,
+    func,  # noqa: E402,F401
+    library,  # noqa: E402,F401
+    linalg,
+    modes,  # noqa: E402,F401
+    testing,
+)
 from ._namespace import *  # noqa: E402,F401,F403  (constants, dtype functions, info)
-from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
-from . import backends  # noqa: E402,F401
-from . import autograd, testing  # noqa: E402,F401
 from .autograd import (  # noqa: E402,F401
     enable_grad,
     inference_mode,
@@ -65,8 +75,7 @@ from .autograd import (  # noqa: E402,F401
     no_grad,
     set_grad_enabled,
 )
-from . import modes  # noqa: E402,F401
 from .modes import DispatchMode  # noqa: E402,F401
-from . import func  # noqa: E402,F401
-from . import fft, linalg  # noqa: E402,F401
+from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
+
 globals().update(_namespace._late_bindings())  # noqa: E402  (from_dlpack, broadcast_shapes)

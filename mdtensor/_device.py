@@ -13,7 +13,7 @@ from ._keys import DispatchKey
 
 __all__ = ["Device", "as_device"]
 
-_interned: dict[tuple[str, int], "Device"] = {}
+_interned: dict[tuple[str, int], Device] = {}
 _lock = threading.Lock()
 
 

@@ -181,7 +181,7 @@ def result_type(*args) -> DType:
             dtypes.append(a)
         elif isinstance(a, (bool, int, float, complex)):
             scalars.append(a)
-        elif hasattr(a, "dtype") and isinstance(getattr(a, "dtype"), DType):
+        elif hasattr(a, "dtype") and isinstance(a.dtype, DType):
             dtypes.append(a.dtype)
         else:
             try:

@@ -89,6 +89,8 @@ def _bind(schema: FunctionSchema, args, kwargs, aliases) -> list | None:
     values = list(args)
     names = {a.name for a in params}
     kw = {aliases.get(k, k): v for k, v in kwargs.items()}
+    if len(kw) != len(kwargs):
+        return None  # an argument given under both its name and its alias
     if any(k not in names for k in kw):
         return None
     for i, a in enumerate(params):
@@ -140,8 +142,37 @@ def resolve(packet, args, kwargs, key):
     caller = best_op._caller
     if aliases and any(k in aliases for k in kwargs):
         caller = _renaming(caller, aliases)
-    packet._resolution_cache[key] = caller
+    if key is not None:
+        if len(packet._overloads) > 1 and _has_sequence(args, kwargs):
+            # The type key cannot tell [1, 2] from [x, y]: resolve by contents too.
+            packet._resolution_cache[key] = _by_contents(packet, {_contents(args, kwargs):
+                                                                   caller})
+        else:
+            packet._resolution_cache[key] = caller
     return caller
+
+
+def _has_sequence(args, kwargs) -> bool:
+    return any(isinstance(v, (list, tuple)) for v in (*args, *kwargs.values()))
+
+
+def _contents(args, kwargs):
+    return tuple(frozenset(map(type, v)) if isinstance(v, (list, tuple)) else None
+                 for v in (*args, *kwargs.values()))
+
+
+def _by_contents(packet, cache):
+    """A cached caller for type keys with sequence arguments: the overload also depends
+    on the element types (``int[]`` vs ``Tensor[]``), so those pick the caller."""
+
+    def by_contents(*args, **kwargs):
+        ck = _contents(args, kwargs)
+        caller = cache.get(ck)
+        if caller is None:
+            caller = cache[ck] = resolve(packet, args, kwargs, None)
+        return caller(*args, **kwargs)
+
+    return by_contents
 
 
 def _renaming(caller, aliases):

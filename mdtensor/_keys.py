@@ -18,7 +18,7 @@ The priority order lives in exactly one place: ``FUNCTIONALITIES`` below, lowest
 from __future__ import annotations
 
 import enum
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 __all__ = [
     "BACKEND_COMPONENTS",

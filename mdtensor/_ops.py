@@ -35,15 +35,15 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ._keys import (
     BACKEND_COMPONENTS,
     BACKEND_MASK,
     FULL,
-    FUNCTIONALITIES,
     FUNC_BIT,
+    FUNCTIONALITIES,
     PER_BACKEND_MASK,
     RUNTIME_KEYS,
     DispatchKey,
@@ -151,7 +151,7 @@ class OpOverload:
     call below a layer with a key set the layer computed.
     """
 
-    def __init__(self, schema: FunctionSchema, packet: "OpOverloadPacket"):
+    def __init__(self, schema: FunctionSchema, packet: OpOverloadPacket):
         self._schema = schema
         self._packet = packet
         self._name = schema.full_name if hasattr(schema, "full_name") else str(schema.name)
@@ -184,7 +184,7 @@ class OpOverload:
         return self._name
 
     @property
-    def overloadpacket(self) -> "OpOverloadPacket":
+    def overloadpacket(self) -> OpOverloadPacket:
         return self._packet
 
     @property
@@ -581,6 +581,7 @@ class OpOverloadPacket:
         self._overloads[name] = op
         setattr(self, name, op)
         self._resolution_cache.clear()
+        self.__dict__.pop("_plum_signatures", None)  # _frontend's, built from the overloads
 
     def _remove_overload(self, op: OpOverload) -> None:
         name = op.schema.overload_name or "default"
@@ -588,6 +589,7 @@ class OpOverloadPacket:
         if getattr(self, name, None) is op:
             delattr(self, name)
         self._resolution_cache.clear()
+        self.__dict__.pop("_plum_signatures", None)
 
 
 class OpNamespace:

@@ -40,7 +40,7 @@ class ViewInfo:
 
     __slots__ = ("base", "replay")
 
-    def __init__(self, base: "Tensor", replay):
+    def __init__(self, base: Tensor, replay):
         self.base = base
         self.replay = replay
 
@@ -257,7 +257,7 @@ class Tensor:
     def requires_grad(self, value: bool) -> None:
         self.requires_grad_(value)
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         from .autograd._meta import set_requires_grad
 
         set_requires_grad(self, requires_grad)
@@ -285,7 +285,7 @@ class Tensor:
         return ag is None or ag.grad_fn is None
 
     @property
-    def data(self) -> "Tensor":
+    def data(self) -> Tensor:
         """A tensor sharing this one's storage, outside autograd (like ``detach``)."""
         return self.detach()
 

@@ -13,8 +13,8 @@ copying thread's state, as asyncio tasks do.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextvars import ContextVar
-from typing import Iterable
 
 from ._keys import FULL, DispatchKey, DispatchKeySet, _bits_of
 

@@ -8,8 +8,8 @@ replays on new inputs of the same shapes without overload resolution or mode ove
 
 from __future__ import annotations
 
-from .modes import DispatchMode, tree_map
 from ._tensor import Tensor
+from .modes import DispatchMode, tree_map
 
 __all__ = ["Graph", "trace"]
 

@@ -23,7 +23,7 @@ import sys
 import typing
 import warnings
 import weakref
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from . import _ops
 from ._keys import DispatchKey, key_from_name, runtime_keys
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 _DEVICE_TO_KEY = {"cpu": "CPU", "cuda": "CUDA", "jax": "JAX", "meta": "Meta"}
-_def_namespaces: dict[str, "weakref.ref[Library]"] = {}
+_def_namespaces: dict[str, weakref.ref[Library]] = {}
 
 
 class RegistrationHandle:
@@ -86,7 +86,11 @@ def _key(key) -> DispatchKey:
 
 
 def _caller_location() -> str:
-    frame = sys._getframe(3)
+    # The first frame outside this module: the user's call site.  (A fixed depth broke
+    # at the top level of a script, where the stack is shallower.)
+    frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
@@ -181,8 +185,9 @@ class Library:
         where = _caller_location()
         kernel = Kernel(fn, key, with_keyset=with_keyset, origin=f"{self!r} at {where}",
                         user=fn is not fallthrough_kernel)
-        before = {k: op.resolve(k)[0] for k in runtime_keys(key)} if key.is_alias or \
-            key.is_runtime else {}
+        # runtime_keys raises ValueError for a key no kernel can be registered for
+        # (CPUBit, Dense, ...), before anything changes.
+        before = {k: op.resolve(k)[0] for k in runtime_keys(key)}
         op._push_kernel(kernel)
         own = {id(k) for stack in op._kernels.values() for k in stack}
         for rk, old in before.items():
@@ -309,8 +314,7 @@ def _hint_to_type(hint, name: str, where: str) -> str:
         return "str"
     if hint is DType:
         return "ScalarType"
-    if origin in (list, tuple, Sequence, typing.Sequence) or origin is getattr(
-            __import__("collections.abc").abc, "Sequence"):
+    if origin in (list, tuple, Sequence, typing.Sequence) or origin is __import__("collections.abc").abc.Sequence:
         elem = args[0] if args else None
         if elem is Tensor:
             return "Tensor[]"

@@ -17,7 +17,7 @@ from ._dtypes import as_dtype, float32, int64
 __all__ = ["Generator", "default_generator", "manual_seed", "rand", "randint", "randn", "seed"]
 
 _lock = threading.Lock()
-_defaults: dict[str, "Generator"] = {}
+_defaults: dict[str, Generator] = {}
 
 
 class Generator:
@@ -28,7 +28,7 @@ class Generator:
         self._rng = np.random.Generator(np.random.PCG64())
         self._seed = None
 
-    def manual_seed(self, seed: int) -> "Generator":
+    def manual_seed(self, seed: int) -> Generator:
         if not isinstance(seed, (int, np.integer)):
             raise TypeError(f"manual_seed: expected an int seed, got {type(seed).__name__}")
         self._seed = int(seed)
@@ -41,7 +41,7 @@ class Generator:
     def get_state(self) -> dict:
         return self._rng.bit_generator.state
 
-    def set_state(self, state: dict) -> "Generator":
+    def set_state(self, state: dict) -> Generator:
         self._rng.bit_generator.state = state
         return self
 

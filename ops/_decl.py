@@ -37,8 +37,9 @@ writes straight into the destination, allocating nothing.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from mdtensor import _ops
 from mdtensor._keys import DispatchKey

@@ -9,7 +9,7 @@ PyTorch's Python binding does.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from mdtensor._device import as_device
 from mdtensor._dtypes import DType, as_dtype
@@ -64,7 +64,7 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
             t = dev.wrap(impl(dev.xp, *args, dtype=native_dtype(dev, dtype), device=dev.native,
                               **kwargs))
         if requires_grad:
-            if not t.dtype.kind in "fc":
+            if t.dtype.kind not in "fc":
                 raise RuntimeError(f"{name}: only tensors of floating point and complex dtype "
                                    f"can require gradients, got {t.dtype.name}")
             t.requires_grad_(True)

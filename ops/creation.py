@@ -134,8 +134,8 @@ def _linspace_meta(start, stop, num, *, endpoint=True, dtype=None, **kwargs):
     return (num,), dt.as_dtype(dtype)
 
 
-deffactory(f"linspace(Scalar start, Scalar stop, int num, *, bool endpoint=True, "
-           f"ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor",
+deffactory("linspace(Scalar start, Scalar stop, int num, *, bool endpoint=True, "
+           "ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor",
            _linspace, _linspace_meta)
 
 
@@ -147,8 +147,8 @@ def _eye_meta(n_rows, n_cols=None, *, k=0, dtype=None, **kwargs):
     return (n_rows, n_rows if n_cols is None else n_cols), dt.as_dtype(dtype or dt.float32)
 
 
-deffactory(f"eye(int n_rows, int? n_cols=None, *, int k=0, ScalarType? dtype=None, "
-           f"Device? device=None, bool requires_grad=False) -> Tensor", _eye, _eye_meta)
+deffactory("eye(int n_rows, int? n_cols=None, *, int k=0, ScalarType? dtype=None, "
+           "Device? device=None, bool requires_grad=False) -> Tensor", _eye, _eye_meta)
 
 
 # ---------------------------------------------------------------------------------------

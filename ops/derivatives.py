@@ -540,7 +540,6 @@ def _scatter_into_zeros(x, key, g, basic):
 
 def _index_add(z, key, g):
     import numpy as np
-
     from mdtensor.ops.indexing import _raw
 
     raw = _raw(key)

@@ -11,10 +11,11 @@ from operator import attrgetter
 
 import numpy as np
 
+from mdtensor import _dtypes as dt
+
 from ._decl import OpInfo, SampleInput, defop
 from ._factory import deffactory
 from ._samples import make_array
-from mdtensor import _dtypes as dt
 
 #: md.fft name -> aten packet name
 FFT_NAMES: dict[str, str] = {}

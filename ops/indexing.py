@@ -20,7 +20,7 @@ from mdtensor._tensor import Tensor
 from . import _meta_fns as mf
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
-from .elementwise import ALL, NUMERIC, REAL
+from .elementwise import ALL
 
 _BASIC = (int, slice, type(Ellipsis), type(None), np.integer)
 
@@ -198,8 +198,9 @@ def getitem(self, key):
 
 def setitem(self, key, value) -> None:
     """``Tensor.__setitem__`` (Note [Indexing ops])."""
-    from mdtensor._factories import asarray
     from mdtensor.ops import aten
+
+    from mdtensor._factories import asarray
 
     if not isinstance(value, (Tensor, bool, int, float, complex)):
         value = asarray(value, dtype=self.dtype, device=self.device)

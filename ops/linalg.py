@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
 import numpy as _np
+import numpy as np
 
 from . import _meta_fns as mf
 from ._decl import OpInfo, SampleInput, defop

@@ -562,9 +562,10 @@ defop("to_device_copy(Tensor self, Device device) -> Tensor", explicit=_to_devic
 def to(self, *args, device=None, dtype=None, copy=False, non_blocking=False):
     """``x.to(device)``, ``x.to(dtype)``, ``x.to(device, dtype)``, keywords too (PyTorch);
     returns ``self`` when nothing changes and ``copy`` is False."""
+    from mdtensor.ops import aten
+
     from mdtensor import _dtypes
     from mdtensor._device import Device
-    from mdtensor.ops import aten
 
     for a in args:
         if isinstance(a, _dtypes.DType):

@@ -12,10 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _meta_fns as mf
-from ._decl import OpInfo, defop
-from ._samples import unary_samples
-from ._decl import SampleInput
-from ._samples import make_array
+from ._decl import OpInfo, SampleInput, defop
+from ._samples import make_array, unary_samples
 from .elementwise import FLOATING, FLOATS, NUMERIC, REAL
 
 _ALIASES = {"dim": "axis", "keepdim": "keepdims"}

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from mdtensor.ops import CATALOGUE
 
 import mdtensor as md
-from mdtensor.ops import CATALOGUE
 
 
 def _available(device):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mdtensor.ops import CATALOGUE
 
 import mdtensor as md
-from mdtensor.ops import CATALOGUE
 
 RNG_SEED = 1234
 

@@ -329,7 +329,7 @@ class CopySlicesNode(Node):
     __slots__ = ("replay",)
 
     def __init__(self, base, replay, inner):
-        super().__init__(f"CopySlices", None, (), {}, None, (), [gradient_edge(base),
+        super().__init__("CopySlices", None, (), {}, None, (), [gradient_edge(base),
                                                                 *inner.next_functions[1:]], 1)
         self.replay = replay
         self.formula = self._formula(inner)

@@ -1,0 +1,122 @@
+"""Overload resolution with plum: Tensor vs scalar vs sequence vs None, the per-packet
+cache, the TypeError listing candidate schemas, and keyword aliases."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import mdtensor as md
+from mdtensor import _ops
+
+_counter = itertools.count()
+
+
+@pytest.fixture
+def lib():
+    library = md.library.Library(f"fetest{next(_counter)}", "DEF")
+    yield library
+    library._destroy()
+
+
+def _tag(name):
+    def fn(*args, **kwargs):
+        return name
+    fn.__qualname__ = name
+    return fn
+
+
+def test_tensor_vs_scalar_vs_none(lib):
+    lib.define("f.Tensor(Tensor x, Tensor other) -> Tensor")
+    lib.define("f.Scalar(Tensor x, Scalar other) -> Tensor")
+    lib.define("f.none(Tensor x, int? other) -> Tensor")
+    for name in ("Tensor", "Scalar", "none"):
+        lib.impl(f"f.{name}", _tag(name), "CPU")
+    f = getattr(md.ops, lib.ns).f
+    x = md.asarray([1.0])
+    assert f(x, x) == "Tensor"
+    assert f(x, 2.5) == "Scalar"
+    assert f(x, None) == "none"
+    assert f(x, 3) in ("Scalar", "none")  # both bind; the catalogue-order tie rule
+    assert f(x, 3) == f(x, 3)  # cached: same answer
+
+
+def test_resolution_is_cached_per_type_tuple(lib):
+    lib.define("g.a(Tensor x) -> Tensor")
+    lib.define("g.b(Tensor x, int k) -> Tensor")
+    lib.impl("g.a", _tag("a"), "CPU")
+    lib.impl("g.b", _tag("b"), "CPU")
+    g = getattr(md.ops, lib.ns).g
+    x = md.asarray([1.0])
+    assert g(x) == "a" and g(x, 1) == "b" and g(x, k=1) == "b"
+    cache = g._resolution_cache
+    assert (md.Tensor,) in cache and (md.Tensor, int) in cache
+    assert (md.Tensor, ("k",)) in cache
+    assert cache[(md.Tensor,)] is g.a._caller
+
+
+def test_sequence_contents_pick_the_overload(lib):
+    """Regression: the type key (Tensor, list) must not send [x, x] to the int[] overload
+    cached by an earlier [1, 2] call."""
+    lib.define("h.ints(Tensor x, int[] s) -> Tensor")
+    lib.define("h.tens(Tensor x, Tensor[] ts) -> Tensor")
+    lib.impl("h.ints", _tag("ints"), "CPU")
+    lib.impl("h.tens", _tag("tens"), "CPU")
+    h = getattr(md.ops, lib.ns).h
+    x = md.asarray([1.0])
+    assert h(x, [1, 2]) == "ints"
+    assert h(x, [x, x]) == "tens"
+    assert h(x, [3]) == "ints" and h(x, (x,)) == "tens"
+    with pytest.raises(TypeError, match="no overload matches"):
+        h(x, ["a"])
+
+
+def test_overload_changes_refresh_signatures(lib):
+    """Regression: removing one overload and adding another (same count) must not reuse
+    the old plum signatures."""
+    frag = md.library.Library(lib.ns, "FRAGMENT")
+    frag.define("k.a(Tensor x) -> Tensor")
+    lib.define("k.b(Tensor x, int n) -> Tensor")
+    lib.impl("k.a", _tag("a"), "CPU")
+    lib.impl("k.b", _tag("b"), "CPU")
+    k = getattr(md.ops, lib.ns).k
+    x = md.asarray([1.0])
+    assert k(x) == "a" and k(x, 1) == "b"
+    frag._destroy()
+    lib.define("k.c(Tensor x, str s) -> Tensor")
+    lib.impl("k.c", _tag("c"), "CPU")
+    assert k(x, "s") == "c"
+    with pytest.raises(TypeError, match="no overload matches"):
+        k(x)
+
+
+def test_no_match_lists_candidates_and_changes_nothing(lib):
+    lib.define("m.one(Tensor x, int n) -> Tensor")
+    lib.define("m.two(Tensor x, Tensor y) -> Tensor")
+    m = getattr(md.ops, lib.ns).m
+    x = md.asarray([1.0, 2.0])
+    cache = dict(m._resolution_cache)
+    with pytest.raises(TypeError) as info:
+        m(x, "s", extra=1)
+    msg = str(info.value)
+    assert "m(): no overload matches the arguments (Tensor, str, extra=int)" in msg
+    assert f"{lib.ns}::m.one(Tensor x, int n) -> Tensor" in msg
+    assert f"{lib.ns}::m.two(Tensor x, Tensor y) -> Tensor" in msg
+    assert m._resolution_cache == cache
+    assert x.tolist() == [1.0, 2.0] and x._version == 0
+
+
+def test_builtin_kwarg_aliases():
+    x = md.asarray([[1.0, 2.0], [3.0, 4.0]])
+    assert md.sum(x, dim=0).tolist() == md.sum(x, axis=0).tolist() == [4.0, 6.0]
+    assert md.sum(x, 1).tolist() == [3.0, 7.0]
+    with pytest.raises(TypeError, match="no overload matches"):
+        md.sum(x, axis=0, dim=0)  # the same argument twice
+
+
+def test_builtin_scalar_vs_tensor():
+    x = md.asarray([1.0, 2.0])
+    assert md.add(x, 2).tolist() == [3.0, 4.0]
+    assert md.add(x, x).tolist() == [2.0, 4.0]
+    assert _ops.lookup("aten::add.Tensor") is md.add.Tensor
