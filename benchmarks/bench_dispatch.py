@@ -5,7 +5,8 @@
 Defines ``bench::ident(Tensor x) -> Tensor`` and registers its CPU kernel as a built-in
 ``Kernel`` (``user=False``): a user registration would be wrapped by the alias-contract
 checker, which rejects a functional kernel returning its input (Note [Alias contracts]),
-and a view schema would add the ADInplaceOrView hop; neither is dispatch cost.  The figures are the cost of the dispatcher itself: through the packet
+and a view schema would add the ADInplaceOrView hop; neither is dispatch cost.
+The figures are the cost of the dispatcher itself: through the packet
 (overload resolution cache + dispatch) and through the overload (dispatch only), each minus
 the direct kernel call, medians of interleaved repeats in one run.
 """

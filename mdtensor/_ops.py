@@ -489,6 +489,12 @@ def _device_type_of(component: str) -> str:
     return component
 
 
+def _short_name(op: OpOverload) -> str:
+    """``'add.Tensor'`` (the name ``Library.impl`` takes)."""
+    ov = op.schema.overload_name
+    return op.schema.name + ("." + ov if ov else "")
+
+
 def _missing_error(op: OpOverload, ks: int, key: DispatchKey | None) -> NotImplementedError:
     have = sorted({k.name for k in op._kernels})
     fallbacks = sorted({(k.functionality or k.name).replace("AutogradFunctionality", "Autograd")
@@ -505,7 +511,7 @@ def _missing_error(op: OpOverload, ks: int, key: DispatchKey | None) -> NotImple
         f"Kernels are registered for: {', '.join(have) or 'nothing'} "
         f"(fallbacks: {', '.join(fallbacks) or 'none'}). "
         f"Register one with md.library.Library('{op.schema.namespace}', 'IMPL')"
-        f".impl('{op.schema.name}{'.' + op.schema.overload_name if op.schema.overload_name else ''}'"
+        f".impl('{_short_name(op)}'"
         f", fn, '{key.display_name() if key else 'CPU'}')."
     )
 

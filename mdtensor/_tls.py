@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextvars import ContextVar
 
-from ._keys import FULL, DispatchKey, DispatchKeySet, _bits_of
+from ._keys import BACKEND_MASK, FULL, DispatchKey, DispatchKeySet, _bits_of
 
 __all__ = [
     "ExcludeGuard",
@@ -96,7 +96,11 @@ class ExcludeGuard(_Guard):
     __slots__ = ()
 
     def _new_state(self, inc: int, keep: int) -> tuple[int, int]:
-        return inc, keep & ~self._bits
+        # Only the functionalities are excluded (AutogradCPU excludes Autograd, not the
+        # CPU backend bit), unless only backend bits were given -- as in PyTorch, and as
+        # ``DispatchKeySet.__sub__`` does.
+        func = self._bits & ~BACKEND_MASK
+        return inc, keep & ~(func if func else self._bits)
 
 
 class RestoreGuard(_Guard):

@@ -314,7 +314,7 @@ def _hint_to_type(hint, name: str, where: str) -> str:
         return "str"
     if hint is DType:
         return "ScalarType"
-    if origin in (list, tuple, Sequence, typing.Sequence) or origin is __import__("collections.abc").abc.Sequence:
+    if origin in (list, tuple, Sequence, typing.Sequence):
         elem = args[0] if args else None
         if elem is Tensor:
             return "Tensor[]"

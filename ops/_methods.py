@@ -131,7 +131,8 @@ def _star(packet, name):
 
     sig = packet.__signature__
     params = list(sig.parameters.values())
-    first = params[0].replace(kind=inspect.Parameter.VAR_POSITIONAL, default=inspect.Parameter.empty)
+    first = params[0].replace(kind=inspect.Parameter.VAR_POSITIONAL,
+                              default=inspect.Parameter.empty)
     function.__signature__ = sig.replace(parameters=[first, *params[1:]])
     function.__name__ = function.__qualname__ = name
     function.__doc__ = packet.__doc__

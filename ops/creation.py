@@ -212,7 +212,8 @@ def _meshgrid(xp, tensors, indexing="xy"):
     return tuple(xp.meshgrid(*tensors, indexing=indexing))
 
 
-defop("meshgrid(Tensor[] tensors, *, str indexing=\"xy\") -> Tensor[]", impl=_meshgrid, star_args=True,
+defop("meshgrid(Tensor[] tensors, *, str indexing=\"xy\") -> Tensor[]", impl=_meshgrid,
+      star_args=True,
       info=OpInfo(ref=lambda ts, indexing="xy": list(np_.meshgrid(*ts, indexing=indexing)),
                   dtypes=NUMERIC,
                   samples=lambda d, rng: [SampleInput(([make_array((3,), d, rng),

@@ -112,7 +112,8 @@ def _permute(xp, x, dims):
     return xp.permute_dims(x, _ints(dims))
 
 
-defop("permute(Tensor(a) self, int[] axes) -> Tensor(a)", impl=_permute, kwarg_aliases={"dims": "axes"},
+defop("permute(Tensor(a) self, int[] axes) -> Tensor(a)", impl=_permute,
+      kwarg_aliases={"dims": "axes"},
       meta=mf.view_meta(lambda a, d: np.transpose(a, _ints(d))),
       names=("permute", "permute_dims"), methods=("permute", "permute_dims"), varargs=True,
       info=OpInfo(ref=lambda x, d: np.transpose(x, d), dtypes=ALL,

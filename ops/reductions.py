@@ -58,7 +58,8 @@ _add_reduce = np.add.reduce
 _REDUCE_SAMPLES = unary_samples(None, kwargs=({}, {"axis": 0}, {"axis": -1, "keepdims": True}))
 
 defop("sum(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? dtype=None)"
-      " -> Tensor", impl=_sum, cpu_impl=_np_sum, meta=_sum_meta, tags=("reduction",), methods=("sum",),
+      " -> Tensor", impl=_sum, cpu_impl=_np_sum, meta=_sum_meta, tags=("reduction",),
+      methods=("sum",),
       kwarg_aliases=_ALIASES,
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.sum(x, axis=axis,
                                                                   keepdims=keepdims),

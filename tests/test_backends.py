@@ -165,7 +165,8 @@ def test_rename_privateuse1_in_subprocess():
         import mdtensor as md
         md.backends.rename_privateuse1("mydevice")
         print(md.DispatchKey.AutogradPrivateUse1.display_name())
-        print(repr(md.DispatchKeySet([md.DispatchKey.PrivateUse1, md.DispatchKey.AutogradPrivateUse1])))
+        K = md.DispatchKey
+        print(repr(md.DispatchKeySet([K.PrivateUse1, K.AutogradPrivateUse1])))
     """
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                        text=True, timeout=120)

@@ -49,7 +49,7 @@ _MUTATING_ON_IMMUTABLE = {"index_put_"}
 
 def _decls():
     out = []
-    for key, decl in sorted(CATALOGUE.items()):
+    for _key, decl in sorted(CATALOGUE.items()):
         if decl.info is None or decl.info.samples is None or not decl.functional:
             continue
         if decl.name in SKIP:

@@ -48,7 +48,8 @@ if xps is not None:
     @given(st.data())
     def test_binary_arithmetic_matches_numpy(data):
         dtype = data.draw(xps.real_dtypes(), label="dtype")
-        s1, s2 = data.draw(xps.mutually_broadcastable_shapes(2, max_side=4), label="shapes").input_shapes
+        shapes2 = data.draw(xps.mutually_broadcastable_shapes(2, max_side=4), label="shapes")
+        s1, s2 = shapes2.input_shapes
         a = data.draw(xps.arrays(dtype, s1), label="a")
         b = data.draw(xps.arrays(dtype, s2), label="b")
         for op, ref in ((md.add, np.add), (md.multiply, np.multiply),

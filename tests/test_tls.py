@@ -42,11 +42,12 @@ def test_guard_restores_on_exception_and_is_reusable():
     guard = _tls.ExcludeGuard(K.Autograd)
     with pytest.raises(KeyError):
         with guard:
-            assert K.AutogradCPU in _tls.excluded()
+            assert K.AutogradFunctionality in _tls.excluded()
+            assert K.CPUBit not in _tls.excluded()  # only the functionality is excluded
             raise KeyError("boom")
     assert _tls.local_state() == before
     with guard, guard:
-        assert K.AutogradCPU in _tls.excluded()
+        assert K.AutogradFunctionality in _tls.excluded()
     assert _tls.local_state() == before
 
 
