@@ -142,6 +142,7 @@ def resolve(packet, args, kwargs, key):
     caller = best_op._caller
     if aliases and any(k in aliases for k in kwargs):
         caller = _renaming(caller, aliases)
+    caller = _positional_by_keyword(best_op.schema, caller, len(args), kwargs, aliases)
     if key is not None:
         if len(packet._overloads) > 1 and _has_sequence(args, kwargs):
             # The type key cannot tell [1, 2] from [x, y]: resolve by contents too.
@@ -173,6 +174,27 @@ def _by_contents(packet, cache):
         return caller(*args, **kwargs)
 
     return by_contents
+
+
+def _positional_by_keyword(schema, caller, nargs, kwargs, aliases):
+    """Pass positional parameters given by keyword positionally, as PyTorch's argument
+    parser does, so kernels (which may name their parameters differently) never see them
+    as keywords: ``md.add(x, other=2)`` calls the kernel as ``(x, 2)``.  Only the run of
+    parameters right after the positional arguments moves (no defaults are filled in)."""
+    names = {aliases.get(k, k): k for k in kwargs}
+    moved = []
+    for a in schema.arguments[nargs:]:
+        if a.kwarg_only or a.name not in names:
+            break
+        moved.append(names[a.name])
+    if not moved:
+        return caller
+    moved = tuple(moved)
+
+    def positional(*args, **kw):
+        return caller(*args, *[kw.pop(k) for k in moved], **kw)
+
+    return positional
 
 
 def _renaming(caller, aliases):

@@ -570,7 +570,8 @@ class OpOverloadPacket:
 
     def __call__(self, *args, **kwargs):
         if kwargs:
-            key = (*map(type, args), tuple(kwargs))
+            # keyword *types* matter too: f(x, other=2) and f(x, other=x) differ
+            key = (*map(type, args), tuple(kwargs), *map(type, kwargs.values()))
         elif len(args) == 1:
             key = (type(args[0]),)
         else:

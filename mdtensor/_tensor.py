@@ -57,11 +57,39 @@ class Tensor:
     __array_priority__ = 1000
     __array_ufunc__ = None
 
-    def __init__(self, data=None, *args, **kwargs):
+    def __new__(cls, *args, **kwargs):
         raise TypeError(
             "Tensor cannot be constructed directly; use md.tensor(data), md.asarray(data) "
-            "or another factory"
+            "or another factory (subclasses: Tensor._make_subclass(cls, data))"
         )
+
+    def __init__(self, *args, **kwargs):
+        pass  # subclasses' __new__ builds instances with _make_subclass
+
+    @staticmethod
+    def _make_subclass(cls, data: "Tensor", require_grad: bool = False) -> "Tensor":
+        """An instance of subclass ``cls`` sharing ``data``'s array and version counter.
+
+        A subclass defining ``__md_dispatch__`` gets the Python key, so every op on its
+        instances reaches its handler (docs/MODES.md).
+        """
+        from ._inplace_or_view import counter
+        from ._keys import DispatchKey
+
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"_make_subclass: expected a Tensor subclass, got {cls!r}")
+        t = object.__new__(cls)
+        t._data = data._data
+        t._device = data._device
+        t._ks = data._device.ks
+        if hasattr(cls, "__md_dispatch__"):
+            t._ks |= DispatchKey.Python.value
+        t._vc = counter(data)
+        t._view = None
+        t._ag = None
+        if require_grad:
+            t.requires_grad_(True)
+        return t
 
     # -- metadata -------------------------------------------------------------------------
     @property

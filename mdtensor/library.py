@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
 import typing
 import warnings
 import weakref
@@ -34,6 +35,7 @@ __all__ = [
     "Library",
     "RegistrationHandle",
     "custom_op",
+    "define",
     "dump",
     "fallthrough_kernel",
     "impl",
@@ -265,6 +267,18 @@ class Library:
         self._destroy()
 
 
+def define(qualname: str, schema: str, *, lib=None, tags=()) -> str:
+    """``md.library.define("mylib::foo", "(Tensor x) -> Tensor")`` (torch.library's form).
+
+    The definition lives as long as ``lib`` (default: a library kept for the process).
+    """
+    ns, sep, name = qualname.partition("::")
+    if not sep:
+        raise ValueError(f"define: expected 'namespace::name', got {qualname!r}")
+    library = lib or _global_library(ns)
+    return library.define(name + schema if schema.startswith("(") else schema, tags=tags)
+
+
 def impl(qualname: str, dispatch_key: str, fn: Callable | None = None, *, lib=None):
     """``md.library.impl("aten::masked_fill_.Scalar", "CPU", fn)``; a decorator without fn.
 
@@ -298,7 +312,7 @@ def _hint_to_type(hint, name: str, where: str) -> str:
 
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
-    if origin is typing.Union and type(None) in args:
+    if origin in (typing.Union, types.UnionType) and type(None) in args:  # X | None too
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:
             return _hint_to_type(inner[0], name, where) + "?"
@@ -358,7 +372,8 @@ def infer_schema(fn: Callable, name: str, mutates_args) -> str:
         text = f"{t} {pname}"
         if p.default is not p.empty:
             d = p.default
-            text += "=" + (repr(d) if not isinstance(d, str) else '"' + d + '"')
+            text += "=" + (repr(d) if not isinstance(d, str) else
+                           '"' + d.replace("\\", "\\\\").replace('"', '\\"') + '"')
         parts.append(text)
     ret = hints.get("return", type(None))
     if ret is type(None):
@@ -536,10 +551,11 @@ def dump(op) -> str:
             shadow = "" if i == len(stack) - 1 else "  (overridden)"
             lines.append(f"  {key.name:<28} {k.name}  [{k.origin}]{shadow}")
     lines.append("computed table (runtime key -> kernel, rung):")
+    loaded = _loaded_backend_keys()  # before computing: loading a backend changes tables
     for key, (kernel, rung) in op.computed_table().items():
         if kernel is None:
             continue
-        if key.backend is not None and key.backend not in _loaded_backend_keys() \
+        if key.backend is not None and key.backend not in loaded \
                 and key.backend != "Meta":
             continue
         shown = "fallthrough" if kernel.is_fallthrough else kernel.name
@@ -550,6 +566,9 @@ def dump(op) -> str:
 def _loaded_backend_keys() -> set[str]:
     from mdtensor import backends
 
+    # The CPU backend is always there; load it so a dump in a fresh interpreter shows the
+    # CPU rows (and the ArrayAPI kernels it enables) instead of leaving them out.
+    backends.get("cpu")
     return {b.key for b in backends.loaded()}
 
 

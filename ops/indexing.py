@@ -18,6 +18,7 @@ from mdtensor import _dtypes as dt
 from mdtensor._tensor import Tensor
 
 from . import _meta_fns as mf
+from . import _meta_shape as ms
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from .elementwise import ALL
@@ -226,7 +227,7 @@ def _int_index_samples(shape, idx, **kw):
 
 
 defop("take(Tensor self, Tensor indices, *, int? axis=None) -> Tensor", impl=_take,
-      methods=("take",), kwarg_aliases={"dim": "axis"},
+      methods=("take",), kwarg_aliases={"dim": "axis"}, meta=ms.take,
       info=OpInfo(ref=lambda x, i, axis=None: np.take(x, i, axis=0 if axis is None else axis),
                   dtypes=ALL, samples=_int_index_samples((5,), [0, 3, 3])))
 
@@ -236,10 +237,42 @@ def _take_along_axis(xp, x, indices, axis=-1):
 
 
 defop("take_along_axis(Tensor self, Tensor indices, int axis=-1) -> Tensor",
-      impl=_take_along_axis, names=("take_along_axis", "gather"),
+      impl=_take_along_axis, names=("take_along_axis", "gather"), meta=ms.take_along_axis,
       methods=("take_along_axis", "gather"), kwarg_aliases={"dim": "axis", "index": "indices"},
       info=OpInfo(ref=lambda x, i, axis=-1: np.take_along_axis(x, i, axis), dtypes=ALL,
                   samples=_int_index_samples((2, 3), [[0, 2], [1, 1]], axis=1)))
+
+
+def _index_select(xp, x, dim, index):
+    ms.index_select(x, dim, _IndexSpec(index))  # the meta function's checks, same messages
+    if x.ndim == 0:
+        return xp.reshape(xp.take(xp.reshape(x, (1,)), xp.reshape(index, (-1,)), axis=0), ())
+    return xp.take(x, xp.reshape(index, (-1,)), axis=dim)
+
+
+class _IndexSpec:
+    """A raw index array seen as the meta functions see tensors (shape, ndim, dtype)."""
+
+    def __init__(self, a):
+        self.shape = tuple(a.shape)
+        self.ndim = len(self.shape)
+        self.dtype = dt.as_dtype(a.dtype)
+
+
+defop("index_select(Tensor self, int dim, Tensor index) -> Tensor", impl=_index_select,
+      meta=ms.index_select, methods=("index_select",), kwarg_aliases={"axis": "dim"},
+      # Note: no derivative formula yet (ops/derivatives.py; backward raises naming the op).
+      info=OpInfo(ref=lambda x, d, i: np.take(x, i, axis=d), dtypes=ALL, differentiable=False,
+                  samples=lambda d, rng: [
+                      SampleInput((make_array((4, 3), d, rng), 0, np.asarray([3, 0, 0]))),
+                      SampleInput((make_array((4, 3), d, rng), -1, np.asarray([2, 1])))],
+                  errors=lambda: [
+                      ErrorInput(SampleInput((np.zeros((2, 3)), 0, np.zeros((2, 2), np.int64))),
+                                 ValueError, "index must be 0-D or 1-D"),
+                      ErrorInput(SampleInput((np.zeros((2, 3)), 2, np.zeros(1, np.int64))),
+                                 IndexError, "out of range"),
+                      ErrorInput(SampleInput((np.zeros((2, 3)), 0, np.zeros(1))),
+                                 TypeError, "integer index")]))
 
 
 def _where(xp, condition, x, y):

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _meta_fns as mf
-from ._decl import OpInfo, SampleInput, defop
+from . import _meta_shape as ms
+from ._decl import CATALOGUE, OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
 from .elementwise import ALL
 
@@ -52,10 +53,20 @@ defop("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", impl=_tr
                   samples=_transpose_samples))
 
 
+class NotViewableError(ValueError):
+    """``view`` of a tensor whose memory layout cannot take the new shape without a copy."""
+
+
 def _view(xp, x, shape):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    out = xp.reshape(x, shape, copy=False)
-    return out
+    shape = _view_meta(x, shape)[0]  # the shape errors, named after the op
+    try:
+        return xp.reshape(x, shape, copy=False)
+    except (ValueError, AttributeError, TypeError) as e:
+        raise NotViewableError(
+            f"view: the tensor's memory layout (shape {tuple(x.shape)}) is not compatible "
+            f"with the shape {shape} without a copy; use .reshape(...) instead ({e})"
+        ) from None
 
 
 def _view_meta(x, shape):
@@ -83,6 +94,8 @@ defop("view(Tensor(a) self, SymInt[] shape) -> Tensor(a)", impl=_view, meta=_vie
                   samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng), (3, 2))),
                                           SampleInput((make_array((2, 3), d, rng), (-1,)))]))
 
+
+_view_op = CATALOGUE["aten::view"].overloads[0]  # bound once: reshape's hot path
 
 # ---------------------------------------------------------------------------------------
 # Array API manipulation functions and their torch spellings
@@ -150,25 +163,52 @@ defop("t(Tensor(a) self) -> Tensor(a)", impl=_t, methods=("t",),
       info=OpInfo(ref=np.transpose, dtypes=ALL, samples=_s(((2, 3), (), {}), ((4,), (), {}))))
 
 
-def _reshape(xp, x, shape, *, copy=None):
+# Note [reshape: a view when possible]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``reshape`` (and ``flatten``) follow PyTorch: the result is a view of ``self`` when the
+# memory layout allows, else a copy.  Both are CompositeImplicitAutograd kernels over view
+# ops, so aliasing is reported truthfully: ``y._base is x`` and the version counter is
+# shared exactly when ``y`` shares ``x``'s memory.  The copy path views a fresh contiguous
+# copy (``cat([x], axis=None)``: C-ordered and 1-D on every backend, differentiable), so
+# there ``y._base`` is that private copy, never ``x``.  Their schemas carry no alias annotation (PyTorch's
+# ``Tensor(a)`` on reshape would make the ADInplaceOrView layer record every result as a
+# view of ``self``, copies included).  Array API ``copy=True`` always copies and
+# ``copy=False`` raises ValueError when a view is impossible.  On backends without views
+# (JAX) ``view`` itself copies, as everywhere there.
+
+
+def _copy_then_view(x, shape):
+    from mdtensor.ops import aten
+
+    return _view_op(aten.cat([x], axis=None), shape)
+
+
+def _reshape(x, shape, *, copy=None):
     shape = _ints(shape)
-    if copy is False:
-        return xp.reshape(x, shape, copy=False)
-    return xp.reshape(x, shape) if copy is None else xp.reshape(x, shape, copy=True)
+    if copy:
+        return _copy_then_view(x, shape)
+    try:
+        return _view_op(x, shape)
+    except NotViewableError:
+        if copy is False:
+            raise ValueError(f"reshape: cannot reshape a tensor of shape {tuple(x.shape)} to "
+                             f"{shape} without a copy (copy=False)") from None
+        return _copy_then_view(x, shape)
 
 
-defop("reshape(Tensor(a) self, SymInt[] shape, *, bool? copy=None) -> Tensor(a)",
-      impl=_reshape, meta=lambda x, shape, copy=None: _view_meta(x, shape),
+defop("reshape(Tensor self, SymInt[] shape, *, bool? copy=None) -> Tensor",
+      composite=_reshape, meta=lambda x, shape, copy=None: _view_meta(x, shape),
       methods=("reshape",), varargs=True, kwarg_aliases={"newshape": "shape"},
       info=OpInfo(ref=lambda x, s: np.reshape(x, s), dtypes=ALL,
                   samples=_s(((2, 3), ((3, 2),), {}), ((2, 3), ((-1,),), {}),
                              ((0, 3), ((3, 0),), {}))))
 
 
-def _flatten(xp, x, start_dim=0, end_dim=-1):
+def _flat_shape(x, start_dim=0, end_dim=-1):
     n = x.ndim
     if n == 0:
-        return xp.reshape(x, (1,))
+        mf.normalize_axes("flatten", start_dim, 0), mf.normalize_axes("flatten", end_dim, 0)
+        return (1,)
     s = mf.normalize_axes("flatten", start_dim, n)[0]
     e = mf.normalize_axes("flatten", end_dim, n)[0]
     if s > e:
@@ -176,12 +216,17 @@ def _flatten(xp, x, start_dim=0, end_dim=-1):
     size = 1
     for d in x.shape[s:e + 1]:
         size *= d
-    return xp.reshape(x, tuple(x.shape[:s]) + (size,) + tuple(x.shape[e + 1:]))
+    return tuple(x.shape[:s]) + (size,) + tuple(x.shape[e + 1:])
 
 
-defop("flatten(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", impl=_flatten,
-      meta=mf.view_meta(lambda a, *r, **k: _flatten(np, a, *r, **k)), methods=("flatten",),
-      info=OpInfo(ref=lambda x, *r: _flatten(np, x, *r), dtypes=ALL,
+def _flatten(x, start_dim=0, end_dim=-1):
+    """CompositeImplicitAutograd: ``reshape`` (Note [reshape: a view when possible])."""
+    return _reshape(x, _flat_shape(x, start_dim, end_dim))
+
+
+defop("flatten(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor", composite=_flatten,
+      meta=lambda x, *r, **k: (_flat_shape(x, *r, **k), x.dtype), methods=("flatten",),
+      info=OpInfo(ref=lambda x, *r: np.reshape(x, _flat_shape(x, *r)), dtypes=ALL,
                   samples=_s(((2, 3, 4), (), {}), ((2, 3, 4), (1,), {}), ((), (), {}))))
 
 
@@ -446,6 +491,7 @@ Tensor_ = None
 defop("repeat_interleave(Tensor self, Any repeats, *, int? axis=None) -> Tensor",
       impl=lambda xp, x, repeats, axis=None: xp.repeat(
           x, repeats._data if hasattr(repeats, "_data") else repeats, axis=axis),
+      meta=ms.repeat_interleave,
       names=("repeat_interleave", "repeat"), methods=("repeat_interleave",),
       kwarg_aliases={"dim": "axis"},
       # Note: no derivative formula yet (backward raises naming the op).
@@ -459,7 +505,7 @@ def _tile(xp, x, reps):
     return xp.tile(x, _ints(reps))
 
 
-defop("tile(Tensor self, int[] reps) -> Tensor", impl=_tile, methods=("tile",),
+defop("tile(Tensor self, int[] reps) -> Tensor", impl=_tile, methods=("tile",), meta=ms.tile,
       kwarg_aliases={"dims": "reps"},
       info=OpInfo(ref=np.tile, dtypes=ALL, samples=_s(((2, 3), ((2, 1),), {}))))
 
@@ -473,6 +519,7 @@ def _repeat_torch(xp, x, repeats):
 
 
 defop("repeat_tensor(Tensor self, int[] repeats) -> Tensor", impl=_repeat_torch,
+      meta=ms.repeat_tensor,
       names=(), methods=("repeat",), varargs=True,
       info=OpInfo(ref=lambda x, r: np.tile(x, r), dtypes=ALL,
                   samples=_s(((2, 3), ((2, 1),), {}))))
@@ -483,6 +530,7 @@ def _broadcast_arrays(xp, tensors):
 
 
 defop("broadcast_arrays(Tensor[] tensors) -> Tensor[]", impl=_broadcast_arrays, star_args=True,
+      meta=ms.broadcast_arrays,
       info=OpInfo(ref=lambda ts: list(np.broadcast_arrays(*ts)), dtypes=ALL,
                   samples=_list_samples([(2, 1), (1, 3)])))
 
@@ -596,9 +644,14 @@ def to_device(self, device, /, *, stream=None):
 
 
 def _T(self):
+    # Array API: ``x.T`` is for 2-D tensors only (PyTorch's reversal of other ndims is
+    # deprecated there); ``mT``/``permute`` serve the other cases.
     from mdtensor.ops import aten
 
-    return aten.permute(self, tuple(reversed(range(self.ndim))))
+    if self.ndim != 2:
+        raise ValueError(f"Tensor.T: expected a 2-D tensor, got {self.ndim}-D; use "
+                         f"x.mT for batched matrices or x.permute(...) to reverse dims")
+    return aten.permute(self, (1, 0))
 
 
 def _mT(self):
@@ -612,6 +665,6 @@ def install_tensor_methods(Tensor):
     Tensor_ = Tensor
     Tensor.to = to
     Tensor.to_device = to_device
-    Tensor.T = property(_T, doc="The tensor with its dimensions reversed.")
+    Tensor.T = property(_T, doc="The transpose of a 2-D tensor (Array API).")
     Tensor.mT = property(_mT, doc="The transpose of the last two dimensions.")
     Tensor.cpu = lambda self: to(self, device="cpu")

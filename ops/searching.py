@@ -7,6 +7,7 @@ import numpy as np
 from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
+from . import _meta_shape as ms
 from ._decl import OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
 from .elementwise import ALL, REAL
@@ -109,6 +110,15 @@ def _sort_ref(x, axis=-1, descending=False, stable=True):
     return np.flip(out, axis=axis) if descending else out
 
 
+def _argsort_ref(x, axis=-1, descending=False, stable=True):
+    # Stable descending order keeps equal elements in their original order (Array API),
+    # which is not the reverse of the stable ascending order.
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    idx = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return np.flip(x.shape[axis] - 1 - idx, axis)
+
+
 _SORT_SAMPLES = unary_samples(None, kwargs=({}, {"descending": True}))
 defop("sort(Tensor self, int axis=-1, bool descending=False, *, bool stable=True) -> Tensor",
       impl=_sort, meta=mf.same, methods=("sort",), kwarg_aliases={"dim": "axis"},
@@ -118,10 +128,8 @@ defop("argsort(Tensor self, int axis=-1, bool descending=False, *, bool stable=T
       " -> Tensor", impl=_argsort,
       meta=lambda x, *a, **k: (tuple(x.shape), dt.int64), methods=("argsort",),
       kwarg_aliases={"dim": "axis"},
-      info=OpInfo(ref=lambda x, axis=-1: np.argsort(x, axis=axis, kind="stable"),
-                  dtypes=REAL, differentiable=False,
-                  samples=lambda d, rng: [s for s in unary_samples(None)(d, rng)
-                                          if s.args[0].ndim]))
+      info=OpInfo(ref=_argsort_ref, dtypes=REAL, differentiable=False,
+                  samples=lambda d, rng: [s for s in _SORT_SAMPLES(d, rng) if s.args[0].ndim]))
 
 _UNIQUE = lambda d, rng: [SampleInput((np.asarray(  # noqa: E731
     make_array((7,), d, rng)[[0, 1, 0, 2, 1, 3, 0]]),))]
@@ -173,7 +181,7 @@ def _diff(xp, x, axis=-1, n=1, prepend=None, append=None):
 
 
 defop("diff(Tensor self, int axis=-1, int n=1, *, Tensor? prepend=None, Tensor? append=None)"
-      " -> Tensor", impl=_diff, methods=("diff",), kwarg_aliases={"dim": "axis"},
+      " -> Tensor", impl=_diff, meta=ms.diff, methods=("diff",), kwarg_aliases={"dim": "axis"},
       # Note: no derivative formula yet (backward raises naming the op).
       info=OpInfo(ref=lambda x, axis=-1, n=1: np.diff(x, n=n, axis=axis), dtypes=REAL,
                   differentiable=False,

@@ -52,7 +52,7 @@ def test_resolution_is_cached_per_type_tuple(lib):
     assert g(x) == "a" and g(x, 1) == "b" and g(x, k=1) == "b"
     cache = g._resolution_cache
     assert (md.Tensor,) in cache and (md.Tensor, int) in cache
-    assert (md.Tensor, ("k",)) in cache
+    assert (md.Tensor, ("k",), int) in cache
     assert cache[(md.Tensor,)] is g.a._caller
 
 
@@ -120,3 +120,34 @@ def test_builtin_scalar_vs_tensor():
     assert md.add(x, 2).tolist() == [3.0, 4.0]
     assert md.add(x, x).tolist() == [2.0, 4.0]
     assert _ops.lookup("aten::add.Tensor") is md.add.Tensor
+
+
+def test_keyword_value_types_pick_the_overload(lib):
+    """Regression: the cache key must include keyword value types, or f(x, other=2)
+    followed by f(x, other=x) reuses the Scalar overload."""
+    lib.define("kw.T(Tensor x, Tensor other) -> Tensor")
+    lib.define("kw.S(Tensor x, Scalar other) -> Tensor")
+    lib.impl("kw.T", _tag("T"), "CPU")
+    lib.impl("kw.S", _tag("S"), "CPU")
+    f = getattr(md.ops, lib.ns).kw
+    x = md.asarray([1.0])
+    assert f(x, other=2) == "S" and f(x, other=x) == "T" and f(x, other=2.5) == "S"
+
+
+def test_positional_parameters_given_by_keyword_reach_kernels_positionally(lib):
+    lib.define("pk(Tensor x, Tensor y, int n=1, *, int k=0) -> Tensor")
+    seen = []
+
+    def kernel(a, b, n=1, *, k=0):  # parameter names differ from the schema's
+        seen.append((n, k))
+        return a._device.wrap(a._data + b._data)
+
+    lib.impl("pk", kernel, "CPU")
+    f = getattr(md.ops, lib.ns).pk
+    x = md.asarray([1.0])
+    assert f(x, y=x).tolist() == [2.0]
+    assert f(y=x, x=x, n=3, k=2).tolist() == [2.0]
+    assert seen == [(1, 0), (3, 2)]
+    # built-in kernels too
+    assert md.add(md.asarray([1.0, 2.0]), other=2).tolist() == [3.0, 4.0]
+    assert md.add(md.asarray([1.0]), other=md.asarray([1.0]), alpha=3).tolist() == [4.0]

@@ -204,3 +204,227 @@ def test_registry_unchanged_after_failed_registration():
     lib._destroy()
     assert len(_ops.dispatcher.overloads) == n_overloads
     assert {k: list(v) for k, v in _ops.dispatcher.fallbacks.items()} == fallbacks
+
+
+# ---------------------------------------------------------------------------------------
+# More of md.library: destroy, overrides of built-in kernels, dump rungs, register_kernel /
+# register_fake, custom_op hints, the dispatch trace.
+
+import itertools  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import typing  # noqa: E402
+
+from mdtensor._ops import Kernel  # noqa: E402
+
+_n = itertools.count()
+
+
+def _fresh_ns(prefix):
+    return f"{prefix}{next(_n)}"
+
+
+def test_destroy_undoes_everything_and_disables_the_library():
+    ns = _fresh_ns("libdestroy")
+    n_overloads = len(_ops.dispatcher.overloads)
+    fallbacks = {k: list(v) for k, v in _ops.dispatcher.fallbacks.items()}
+    lib = md.library.Library(ns, "DEF")
+    lib.define("f(Tensor x) -> Tensor")
+    lib.impl("f", lambda x: x._device.wrap(x._data), "CPU")
+    lib.fallback(lambda op, ks, a, kw: None, "PrivateUse3")
+    add_lib = md.library.Library("aten", "IMPL")
+    add_lib.impl("add.Tensor", md.library.fallthrough_kernel, "PrivateUse3")
+    assert K.PrivateUse3 in md.add.Tensor._kernels
+    lib._destroy()
+    add_lib._destroy()
+    assert len(_ops.dispatcher.overloads) == n_overloads
+    assert {k: list(v) for k, v in _ops.dispatcher.fallbacks.items() if v} == \
+        {k: v for k, v in fallbacks.items() if v}
+    assert K.PrivateUse3 not in md.add.Tensor._kernels
+    with pytest.raises(RuntimeError, match="was destroyed"):
+        lib.define("g(Tensor x) -> Tensor")
+    # the namespace can be defined again
+    again = md.library.Library(ns, "DEF")
+    again._destroy()
+
+
+def test_overriding_builtin_kernel_warns_naming_both_and_takes_effect():
+    ns = _fresh_ns("liboverride")
+    lib = md.library.Library(ns, "DEF")
+    try:
+        lib.define("f(Tensor x) -> Tensor")
+        op = getattr(md.ops, ns).f.default
+
+        def builtin_f(x):
+            return "builtin"
+
+        op._push_kernel(Kernel(builtin_f, K.CPU, user=False))
+
+        def users_f(x):
+            return x._device.wrap(x._data * 10)
+
+        with pytest.warns(UserWarning) as rec:
+            h = lib.impl("f", users_f, "CPU")
+        msg = str(rec[0].message)
+        assert f"{ns}::f" in msg and "builtin_f" in msg and "users_f" in msg
+        assert "CPU" in msg
+        assert op(md.asarray([1.0])).tolist() == [10.0]
+        h.remove()
+        assert op(md.asarray([1.0])) == "builtin"
+        # A CEA kernel that shadows only keys without built-ins does not warn.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            lib.impl("f", lambda x: x._device.wrap(x._data), "CompositeExplicitAutograd")
+    finally:
+        lib._destroy()
+
+
+def test_user_registration_twice_for_alias_key_errors_and_changes_nothing():
+    ns = _fresh_ns("libtwice")
+    lib = md.library.Library(ns, "DEF")
+    try:
+        lib.define("f(Tensor x) -> Tensor")
+        op = getattr(md.ops, ns).f.default
+        lib.impl("f", lambda x: x._device.wrap(x._data), "CompositeExplicitAutograd")
+        other = md.library.Library(ns, "IMPL")
+        before = _kernels_snapshot(op)
+        table = op.computed_table()
+        with pytest.raises(RuntimeError, match="already registered for CompositeExplicit"):
+            other.impl("f", lambda x: x, "CompositeExplicitAutograd")
+        assert _kernels_snapshot(op) == before and op.computed_table() == table
+        other._destroy()
+    finally:
+        lib._destroy()
+
+
+def test_dump_lists_registrations_and_rungs():
+    ns = _fresh_ns("libdump")
+    lib = md.library.Library(ns, "DEF")
+    try:
+        lib.define("f(Tensor x) -> Tensor")
+
+        def f_cpu(x):
+            return x
+
+        def f_cea(x):
+            return x
+
+        def f_autograd(x):
+            return x
+
+        lib.impl("f", f_cpu, "CPU")
+        lib.impl("f", f_cea, "CompositeExplicitAutograd")
+        lib.impl("f", f_autograd, "Autograd")
+        text = md.library.dump(f"{ns}::f")
+        assert text.startswith(f"{ns}::f: {ns}::f(Tensor x) -> Tensor")
+        table_part = text.split("computed table")[1]
+        cpu_row = next(ln for ln in table_part.splitlines() if ln.split()[:1] == ["CPU"])
+        meta_row = next(ln for ln in table_part.splitlines() if ln.split()[:1] == ["Meta"])
+        ag_row = next(ln for ln in table_part.splitlines()
+                      if ln.split()[:1] == ["AutogradCPU"])
+        assert "f_cpu" in cpu_row and "1. direct registration" in cpu_row
+        assert "f_cea" in meta_row and "2. CompositeExplicitAutograd" in meta_row
+        assert "f_autograd" in ag_row and "4. Autograd alias" in ag_row
+        regs = text.split("computed table")[0].splitlines()[2:]
+        assert [(ln.split()[0], ln.split()[1].rsplit(".", 1)[-1]) for ln in regs] == [
+            ("CPU", "f_cpu"), ("CompositeExplicitAutograd", "f_cea"), ("Autograd", "f_autograd")]
+        assert md.library.dump(getattr(md.ops, ns).f) == text
+    finally:
+        lib._destroy()
+
+
+def test_register_kernel_and_register_fake_on_a_library_op():
+    ns = _fresh_ns("libreg")
+    lib = md.library.Library(ns, "DEF")
+    try:
+        lib.define("twice(Tensor x) -> Tensor")
+        name = f"{ns}::twice"
+
+        @md.library.register_kernel(name, "cpu")
+        def twice_cpu(x):
+            return x._device.wrap(x._data * 2)
+
+        @md.library.register_fake(name)
+        def twice_fake(x):
+            return md.empty(x.shape, device="meta")
+
+        assert getattr(md.ops, ns).twice(md.asarray([1.0, 2.0])).tolist() == [2.0, 4.0]
+        out = getattr(md.ops, ns).twice(md.empty((3, 4), device="meta"))
+        assert out.shape == (3, 4) and out.device.type == "meta"
+        with pytest.raises(TypeError, match="expected an op"):
+            md.library.register_kernel(3, "cpu", twice_cpu)
+    finally:
+        lib._destroy()
+        md.library._global_libs.pop(ns, None)
+
+
+def test_custom_op_schema_inference_from_hints():
+    @md.library.custom_op(f"{_fresh_ns('libhints')}::f", mutates_args=("out",))
+    def f(x: md.Tensor, ys: list[md.Tensor], dims: typing.Sequence[int],
+          w: typing.Optional[md.Tensor] = None, v: md.Tensor | None = None,  # noqa: UP045
+          *, scale: float = 0.5, flag: bool = True, mode: str = 'say "hi"',
+          out: md.Tensor) -> tuple[md.Tensor, md.Tensor]:
+        return out, out
+
+    try:
+        s = f.op.schema
+        ns = s.namespace
+        assert str(s) == (
+            f'{ns}::f(Tensor x, Tensor[] ys, int[] dims, Tensor? w=None, Tensor? v=None, *, '
+            f'float scale=0.5, bool flag=True, str mode="say \\"hi\\"", Tensor(a!) out) '
+            f'-> (Tensor, Tensor)')
+        assert s.arguments[7].default == 'say "hi"'
+        assert s.mutated_args == ("out",)
+    finally:
+        f._lib._destroy()
+
+
+def test_failed_custom_op_leaves_registry_unchanged():
+    n = len(_ops.dispatcher.overloads)
+    with pytest.raises(TypeError, match="parameter 'x' needs a type hint"):
+        md.library.custom_op("libbad_x::f", mutates_args=())(
+            lambda x, k: x)
+    with pytest.raises(TypeError, match="cannot infer a schema type for parameter 'k'"):
+        def g(x: md.Tensor, k: dict) -> md.Tensor: ...
+        md.library.custom_op("libbad_y::g", g, mutates_args=())
+    assert len(_ops.dispatcher.overloads) == n
+
+
+def test_set_dispatch_trace_and_context_manager(capsys):
+    x = md.asarray([1.0])
+    old = md.library.set_dispatch_trace(True)
+    try:
+        md.add(x, x)
+    finally:
+        assert md.library.set_dispatch_trace(old) is True
+    err = capsys.readouterr().err
+    assert "aten::add.Tensor" in err and "-> CPU" in err
+    with md.library.dispatch_trace():
+        md.mul(x, x)
+    err = capsys.readouterr().err
+    assert "aten::mul.Tensor" in err
+    md.mul(x, x)
+    assert "aten::mul" not in capsys.readouterr().err
+
+
+def test_trace_env_var_shows_user_op_hops():
+    code = (
+        "import mdtensor as md\n"
+        "lib = md.library.Library('tracetest', 'DEF')\n"
+        "lib.define('f(Tensor x) -> Tensor')\n"
+        "def my_cpu_kernel(x):\n"
+        "    return x._device.wrap(x._data + 1)\n"
+        "lib.impl('f', my_cpu_kernel, 'CPU')\n"
+        "md.ops.tracetest.f(md.asarray([1.0]))\n")
+    env = dict(os.environ, MDTENSOR_SHOW_DISPATCH_TRACE="1")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=env, check=True, timeout=120)
+    lines = [ln for ln in r.stderr.splitlines() if "tracetest::f" in ln]
+    assert len(lines) == 1
+    assert "DispatchKeySet(" in lines[0] and "-> CPU" in lines[0]
+    assert "my_cpu_kernel" in lines[0]
+    env["MDTENSOR_SHOW_DISPATCH_TRACE"] = "0"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=env, check=True, timeout=120)
+    assert "tracetest::f" not in r.stderr

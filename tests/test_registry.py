@@ -73,7 +73,7 @@ def test_destroy_removes_ops_and_packets():
     lib._destroy()
     assert f"{ns}::g" not in _ops.dispatcher.overloads
     with pytest.raises(AttributeError, match="does not exist"):
-        getattr(md.ops, ns).g
+        getattr(md.ops, ns).g  # noqa: B018
 
 
 def test_define_twice_is_an_error_and_changes_nothing(lib):

@@ -225,3 +225,187 @@ def test_parse_print_parse_is_identity(text):
 def test_no_default_sentinel_repr():
     assert repr(NO_DEFAULT) == "NO_DEFAULT"
     assert not parse_schema("f(Tensor x) -> Tensor").arguments[0].has_default
+
+
+# ---------------------------------------------------------------------------------------
+# Property test over a *model*: draw a schema as plain data, render it with the renderer
+# below (written from DESIGN.md section 3, not from FunctionSchema.__str__), parse it, and
+# check that every parsed field equals the model; then parse(str(s)) == s.  Every drawn
+# schema is valid, so no parse error is tolerated.
+
+_NAME = st.from_regex(r"[a-z_][a-z0-9_]{0,5}", fullmatch=True).filter(
+    lambda s: s not in ("inf", "nan"))
+_NONTENSOR = ["Scalar", "int", "SymInt", "float", "bool", "str", "ScalarType", "Device",
+              "Layout", "Generator", "MemoryFormat"]
+
+
+@st.composite
+def _alias(draw, write_ok=True):
+    before = draw(st.lists(st.sampled_from("abcd"), min_size=1, max_size=2, unique=True))
+    is_write = write_ok and draw(st.booleans())
+    after = before
+    if draw(st.integers(0, 3)) == 0:
+        after = [draw(st.sampled_from(["*", "e"]))]
+    return tuple(before), tuple(after), is_write
+
+
+@st.composite
+def _type_model(draw):
+    base = draw(st.sampled_from(["Tensor"] * 4 + _NONTENSOR))
+    alias = draw(_alias()) if base == "Tensor" and draw(st.booleans()) else None
+    is_list = draw(st.booleans())
+    elem_optional = is_list and base == "Tensor" and draw(st.booleans())
+    size = draw(st.sampled_from([None, 1, 2, 4])) if is_list else None
+    optional = draw(st.booleans())
+    return dict(base=base, alias=alias, is_list=is_list, elem_optional=elem_optional,
+                size=size, optional=optional)
+
+
+def _render_type(t):
+    out = t["base"]
+    if t["alias"]:
+        before, after, w = t["alias"]
+        out += "(" + "|".join(before) + ("!" if w else "")
+        out += (" -> " + "|".join(after) if after != before else "") + ")"
+    if t["is_list"]:
+        out += ("?" if t["elem_optional"] else "") + (
+            f"[{t['size']}]" if t["size"] is not None else "[]")
+    return out + ("?" if t["optional"] else "")
+
+
+_STR_CHARS = st.text(alphabet='ab ,()"\\=-', max_size=6)
+
+
+def _default_model(draw, t):
+    """(present, value, rendered text) -- a default of the right kind for type t."""
+    options = []
+    if t["optional"]:
+        options.append((None, "None"))
+    base = t["base"]
+    if t["is_list"]:
+        if base in ("int", "SymInt"):
+            vals = draw(st.lists(st.integers(-9, 99), max_size=3))
+            options.append((vals, "[" + ", ".join(map(str, vals)) + "]"))
+        elif base == "float":
+            vals = draw(st.lists(st.sampled_from([0.5, -1.25, 3.0]), max_size=2))
+            options.append((vals, "[" + ", ".join(map(repr, vals)) + "]"))
+    elif base in ("int", "SymInt"):
+        v = draw(st.integers(-10**6, 10**6))
+        options.append((v, str(v)))
+    elif base == "float":
+        v = draw(st.sampled_from([0.0, 1.5, -2.5, 1e-05, 3e+20, math.inf, -math.inf]))
+        options.append((v, {math.inf: "inf", -math.inf: "-inf"}.get(v, repr(v))))
+    elif base == "bool":
+        v = draw(st.booleans())
+        options.append((v, str(v)))
+    elif base == "str":
+        v = draw(_STR_CHARS)
+        options.append((v, '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'))
+    elif base == "Scalar":
+        v = draw(st.sampled_from([1, -3, 0.5, 2.0]))
+        options.append((v, repr(v)))
+    elif base in ("ScalarType", "Layout", "MemoryFormat"):
+        v = draw(st.sampled_from(["long", "strided", "contiguous_format"]))
+        options.append((Symbol(v), v))
+    if not options or draw(st.booleans()):
+        return False, None, ""
+    value, text = draw(st.sampled_from(options))
+    return True, value, text
+
+
+@st.composite
+def schema_model(draw):
+    ns = draw(st.one_of(st.none(), _NAME))
+    name = draw(_NAME)
+    overload = draw(st.one_of(st.just(""), _NAME))
+    arg_names = draw(st.lists(_NAME, max_size=5, unique=True))
+    n_pos = draw(st.integers(0, len(arg_names)))
+    args = []
+    for i, an in enumerate(arg_names):
+        t = draw(_type_model())
+        present, value, text = _default_model(draw, t)
+        args.append(dict(name=an, type=t, has_default=present, default=value,
+                         default_text=text, kwarg_only=i >= n_pos))
+    rets = []
+    for _ in range(draw(st.integers(0, 3))):
+        t = draw(_type_model())
+        rets.append(dict(type=t, name=draw(st.one_of(st.none(), _NAME))))
+    as_tuple = len(rets) != 1 or rets[0]["name"] is not None or draw(st.booleans())
+    return dict(ns=ns, name=name, overload=overload, args=args, rets=rets, tuple=as_tuple)
+
+
+def render_model(m):
+    head = (f"{m['ns']}::" if m["ns"] else "") + m["name"]
+    head += f".{m['overload']}" if m["overload"] else ""
+    parts, star = [], False
+    for a in m["args"]:
+        if a["kwarg_only"] and not star:
+            parts.append("*")
+            star = True
+        s = f"{_render_type(a['type'])} {a['name']}"
+        parts.append(s + (f"={a['default_text']}" if a["has_default"] else ""))
+    rets = [_render_type(r["type"]) + (f" {r['name']}" if r["name"] else "")
+            for r in m["rets"]]
+    ret = "(" + ", ".join(rets) + ")" if m["tuple"] else rets[0]
+    return f"{head}({', '.join(parts)}) -> {ret}"
+
+
+def _check_type(parsed, t):
+    assert parsed.base == t["base"]
+    assert parsed.optional == t["optional"] and parsed.is_list == t["is_list"]
+    assert parsed.list_size == t["size"] and parsed.elem_optional == t["elem_optional"]
+    if t["alias"] is None:
+        assert parsed.alias is None
+    else:
+        assert parsed.alias == AliasInfo(*t["alias"])
+
+
+def _same_default(got, want):
+    if isinstance(want, float) and math.isnan(want):
+        return isinstance(got, float) and math.isnan(got)
+    return type(got) is type(want) and got == want
+
+
+@settings(max_examples=150, deadline=None)
+@given(schema_model())
+def test_model_render_parse_matches_and_round_trips(m):
+    text = render_model(m)
+    s = parse_schema(text)
+    assert s.namespace == (m["ns"] or "aten") and s.name == m["name"]
+    assert s.overload_name == m["overload"]
+    assert [a.name for a in s.arguments] == [a["name"] for a in m["args"]]
+    for parsed, a in zip(s.arguments, m["args"]):
+        _check_type(parsed.type, a["type"])
+        assert parsed.kwarg_only == a["kwarg_only"]
+        assert parsed.has_default == a["has_default"]
+        if a["has_default"]:
+            assert _same_default(parsed.default, a["default"]), (parsed.default, a)
+    assert len(s.returns) == len(m["rets"]) and s.returns_tuple == m["tuple"]
+    for parsed, r in zip(s.returns, m["rets"]):
+        _check_type(parsed.type, r["type"])
+        assert parsed.name == r["name"]
+    # Derived facts agree with the model.
+    mutated = tuple(a["name"] for a in m["args"]
+                    if a["type"]["alias"] and a["type"]["alias"][2])
+    assert s.mutated_args == mutated
+    assert s.tensor_arg_indices == tuple(i for i, a in enumerate(m["args"])
+                                         if a["type"]["base"] == "Tensor"
+                                         and not a["type"]["is_list"]) or \
+        s.tensor_arg_indices == tuple(i for i, a in enumerate(m["args"])
+                                      if a["type"]["base"] == "Tensor")
+    again = parse_schema(str(s))
+    assert again == s and str(again) == str(s)
+    assert [a.default for a in again.arguments if a.has_default and not (
+        isinstance(a.default, float) and math.isnan(a.default))] == [
+        a.default for a in s.arguments if a.has_default and not (
+            isinstance(a.default, float) and math.isnan(a.default))]
+
+
+def test_failed_parse_changes_nothing_and_reports_position():
+    text = "mylib::f(Tensor x, int y=1.5) -> Tensor"
+    with pytest.raises(SchemaParseError) as info:
+        parse_schema(text)
+    assert info.value.pos == text.index("1.5")
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(TypeError, match="expected a str"):
+        parse_schema(3)

@@ -567,9 +567,8 @@ def _detach(self):
     """A tensor sharing data and version counter with this one, outside autograd."""
     from mdtensor._inplace_or_view import counter
 
-    out = self._device.wrap(self._data)
+    out = self._device.wrap(self._data)  # a plain Tensor: the device's key set
     out._vc = counter(self)
-    out._ks = self._ks & ~AUTOGRAD_FUNCTIONALITY
     return out
 
 

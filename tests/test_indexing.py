@@ -1,0 +1,315 @@
+"""Indexing: x[key], x[key] = v, take/gather/index_select, where, masked_fill, argmax.
+
+Also the masked_fill override story (Note [masked_fill is clone + masked_fill_]): a user
+kernel for ``masked_fill_`` on CPU changes ``masked_fill``, and a kernel that breaks the
+in-place alias contract is caught with a message naming it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mdtensor as md
+
+
+def _t(a):
+    return md.asarray(np.asarray(a).copy())
+
+
+def _grid(shape=(4, 5)):
+    return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------
+# Basic indexing: views
+
+
+BASIC_KEYS = [0, -1, slice(1, 3), slice(None, None, 2), (1, 2), (Ellipsis, 1), (None, 0),
+              (slice(None), None, slice(1, None)), Ellipsis, (), (slice(3, 1),),
+              (1, slice(None, None, -1))]
+
+
+@pytest.mark.parametrize("key", BASIC_KEYS, ids=repr)
+def test_basic_index_matches_numpy(key):
+    a = _grid()
+    got = _t(a)[key]
+    np.testing.assert_array_equal(got.numpy(), a[key])
+    assert got.shape == a[key].shape
+
+
+@pytest.mark.parametrize("key", [0, slice(1, 3), (Ellipsis, 1), (None, 0), (1, 2)], ids=repr)
+def test_basic_index_is_a_view_sharing_memory_and_version(key):
+    x = _t(_grid())
+    v = x[key]
+    assert v._base is x
+    assert np.shares_memory(v._data, x._data)
+    before = x._version
+    v[...] = -7.0
+    assert x._version == v._version == before + 1
+    assert np.all(x.numpy()[key] == -7.0)
+    x[...] = 3.0  # mutation of the base shows in the view
+    assert np.all(v.numpy() == 3.0)
+    assert v._version == x._version
+
+
+@pytest.mark.parametrize("key,match", [
+    ((0, 0, 0), "too many indices"),
+    (7, "out of bounds"),
+    ((0, -6), "out of bounds"),
+    ((Ellipsis, 0, Ellipsis), "single ellipsis"),
+])
+def test_basic_index_errors(key, match):
+    x = _t(_grid())
+    with pytest.raises(IndexError, match=match):
+        x[key]
+    assert x._version == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(-6, 6), st.integers(-6, 6), st.integers(-3, 3).filter(bool))
+def test_slices_match_numpy(start, stop, step):
+    a = _grid((5, 3))
+    np.testing.assert_array_equal(_t(a)[start:stop:step].numpy(), a[start:stop:step])
+    np.testing.assert_array_equal(_t(a)[:, start:stop:step].numpy(), a[:, start:stop:step])
+
+
+# ---------------------------------------------------------------------------------------
+# Advanced indexing: copies
+
+
+@pytest.mark.parametrize("key", [
+    [0, 2, 2], np.array([3, 0]), (slice(None), [1, 0]), ([0, 1], [2, 3]),
+    np.array([True, False, True, False]), (np.array([[0], [3]]), np.array([1, 4])),
+], ids=["list", "array", "slice-list", "two-lists", "bool-mask", "broadcast-arrays"])
+def test_advanced_index_matches_numpy_and_copies(key):
+    a = _grid()
+    x = _t(a)
+    mdkey = tuple(md.asarray(k) if isinstance(k, np.ndarray) else k for k in key) \
+        if isinstance(key, tuple) else (md.asarray(key) if isinstance(key, np.ndarray) else key)
+    got = x[mdkey]
+    np.testing.assert_array_equal(got.numpy(), a[key])
+    assert not np.shares_memory(got._data, x._data)
+    assert got._base is None
+
+
+def test_boolean_mask_from_comparison():
+    a = _grid()
+    x = _t(a)
+    np.testing.assert_array_equal(x[x > 7.5].numpy(), a[a > 7.5])
+
+
+def test_advanced_index_errors():
+    x = _t(_grid())
+    with pytest.raises(IndexError):
+        x[md.asarray(np.array([0, 9]))]
+    with pytest.raises(IndexError):
+        x[md.asarray(np.array([True, False]))]
+
+
+# ---------------------------------------------------------------------------------------
+# setitem
+
+
+def test_setitem_basic_scalar_tensor_and_broadcast():
+    a = _grid()
+    x = _t(a)
+    x[1] = 0.5
+    a[1] = 0.5
+    x[:, 2] = md.asarray(np.arange(4.0))
+    a[:, 2] = np.arange(4.0)
+    x[2:, 1:3] = md.asarray(np.array([9.0, 8.0]))  # broadcast over rows
+    a[2:, 1:3] = np.array([9.0, 8.0])
+    np.testing.assert_array_equal(x.numpy(), a)
+    assert x._version == 3
+
+
+def test_setitem_advanced_and_mask():
+    a = _grid()
+    x = _t(a)
+    x[[0, 3]] = -1.0
+    a[[0, 3]] = -1.0
+    x[x > 15] = 0.0
+    a[a > 15] = 0.0
+    np.testing.assert_array_equal(x.numpy(), a)
+
+
+def test_setitem_through_a_view_writes_the_base():
+    x = _t(_grid())
+    row = x[2]
+    row[1:3] = 100.0
+    assert x.numpy()[2, 1] == 100.0 and x.numpy()[2, 2] == 100.0
+    assert x._version == row._version == 1
+
+
+def test_setitem_errors_leave_tensor_unchanged():
+    a = _grid()
+    x = _t(a)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[10] = 1.0
+    with pytest.raises(ValueError):
+        x[0] = md.asarray(np.ones(3))  # (3,) does not broadcast to (5,)
+    np.testing.assert_array_equal(x.numpy(), a)
+    assert x._version == 0
+
+
+# ---------------------------------------------------------------------------------------
+# take, take_along_axis/gather, index_select, where
+
+
+def test_take_and_index_select():
+    a = _grid()
+    idx = np.array([3, 0, 0])
+    np.testing.assert_array_equal(md.take(_t(a), md.asarray(idx), axis=0).numpy(),
+                                  np.take(a, idx, axis=0))
+    np.testing.assert_array_equal(md.index_select(_t(a), 1, md.asarray(idx)).numpy(),
+                                  np.take(a, idx, axis=1))
+    np.testing.assert_array_equal(_t(a).index_select(0, md.asarray(idx)).numpy(), a[idx])
+    with pytest.raises(ValueError, match="take: axis is required"):
+        md.take(_t(a), md.asarray(idx))
+    with pytest.raises(TypeError, match="index_select: expected an integer index"):
+        md.index_select(_t(a), 0, md.asarray(np.ones(2)))
+
+
+def test_gather_is_take_along_axis_with_dim():
+    a = _grid((3, 4))
+    idx = np.array([[0, 3], [1, 1], [2, 0]])
+    want = np.take_along_axis(a, idx, axis=1)
+    np.testing.assert_array_equal(md.gather(_t(a), md.asarray(idx), dim=1).numpy(), want)
+    np.testing.assert_array_equal(
+        md.take_along_axis(_t(a), md.asarray(idx), axis=1).numpy(), want)
+    np.testing.assert_array_equal(_t(a).gather(md.asarray(idx), dim=1).numpy(), want)
+
+
+def test_where_overloads():
+    c = np.array([[True, False, True], [False, True, False]])
+    a = _grid((2, 3))
+    b = -_grid((3,))
+    np.testing.assert_array_equal(md.where(md.asarray(c), _t(a), _t(b)).numpy(),
+                                  np.where(c, a, b))
+    np.testing.assert_array_equal(md.where(md.asarray(c), _t(a), 0.5).numpy(),
+                                  np.where(c, a, 0.5))
+    np.testing.assert_array_equal(md.where(md.asarray(c), 2.0, _t(a)).numpy(),
+                                  np.where(c, 2.0, a))
+    r = md.where(md.asarray(c), 1, 0)
+    np.testing.assert_array_equal(r.numpy(), np.where(c, 1, 0))
+    assert r.dtype is md.int64
+
+
+# ---------------------------------------------------------------------------------------
+# argmax / argmin / searchsorted
+
+
+def test_argmax_argmin_axis_dim_keepdims():
+    a = np.array([[1.0, 5.0, 5.0], [7.0, -1.0, 7.0]])
+    x = _t(a)
+    assert md.argmax(x).item() == np.argmax(a)
+    np.testing.assert_array_equal(md.argmax(x, axis=1).numpy(), np.argmax(a, axis=1))
+    np.testing.assert_array_equal(md.argmin(x, dim=0, keepdim=True).numpy(),
+                                  np.argmin(a, axis=0, keepdims=True))
+    np.testing.assert_array_equal(x.argmax(1, keepdims=True).numpy(),
+                                  np.argmax(a, axis=1, keepdims=True))
+    assert md.argmax(x).dtype is md.int64
+    with pytest.raises(ValueError, match="argmax: cannot compute on an empty tensor"):
+        md.argmax(md.asarray(np.zeros((0,))))
+    with pytest.raises(IndexError):
+        md.argmax(x, axis=2)
+
+
+def test_searchsorted_sides():
+    s = np.array([1.0, 2.0, 2.0, 5.0])
+    v = np.array([2.0, 0.0, 6.0])
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(
+            md.searchsorted(_t(s), _t(v), side=side).numpy(), np.searchsorted(s, v, side=side))
+    with pytest.raises(ValueError, match="side must be 'left' or 'right'"):
+        md.searchsorted(_t(s), _t(v), side="middle")
+
+
+# ---------------------------------------------------------------------------------------
+# masked_fill and the override story
+
+
+MASK = np.array([[True, False, True], [False, False, True]])
+
+
+def test_masked_fill_out_of_place_and_in_place():
+    a = _grid((2, 3))
+    x = _t(a)
+    y = md.masked_fill(x, md.asarray(MASK), -1.0)
+    np.testing.assert_array_equal(y.numpy(), np.where(MASK, -1.0, a))
+    np.testing.assert_array_equal(x.numpy(), a)  # functional: x untouched
+    assert x._version == 0
+    np.testing.assert_array_equal(x.masked_fill(md.asarray(MASK[0]), 9).numpy(),
+                                  np.where(MASK[0], 9.0, a))  # mask broadcasts
+    r = x.masked_fill_(md.asarray(MASK), md.asarray(np.array(4.0)))
+    assert r is x and x._version == 1
+    np.testing.assert_array_equal(x.numpy(), np.where(MASK, 4.0, a))
+
+
+def test_masked_fill_errors_leave_state_unchanged():
+    a = _grid((2, 3))
+    x = _t(a)
+    with pytest.raises(TypeError, match="masked_fill: expected a bool mask, got float64"):
+        md.masked_fill(x, _t(np.ones((2, 3))), 1.0)
+    np.testing.assert_array_equal(x.numpy(), a)
+    assert x._version == 0
+
+
+@pytest.fixture
+def lib():
+    lib = md.library.Library("aten", "IMPL")
+    yield lib
+    lib._destroy()
+
+
+def test_overriding_masked_fill_inplace_changes_masked_fill(lib):
+    calls = []
+
+    def my_masked_fill_(self, mask, value):
+        calls.append(value)
+        self._data[mask._data] = 42.0  # a "CPU kernel": writes into self's array
+        return self
+
+    with pytest.warns(UserWarning) as record:
+        handle = lib.impl("masked_fill_.Scalar", my_masked_fill_, "CPU")
+    msg = str(record[0].message)
+    assert "aten::masked_fill_.Scalar" in msg and "my_masked_fill_" in msg
+    assert "array_api_inplace[aten::masked_fill_.Scalar]" in msg
+
+    a = _grid((2, 3))
+    x = _t(a)
+    y = md.masked_fill(x, md.asarray(MASK), 1.0)
+    assert calls == [1.0]  # masked_fill = clone + masked_fill_, through the dispatcher
+    np.testing.assert_array_equal(y.numpy(), np.where(MASK, 42.0, a))
+    np.testing.assert_array_equal(x.numpy(), a)  # the clone was mutated, not x
+    # The Tensor overload is not overridden.
+    np.testing.assert_array_equal(
+        md.masked_fill(x, md.asarray(MASK), md.asarray(np.array(1.0))).numpy(),
+        np.where(MASK, 1.0, a))
+
+    handle.remove()
+    np.testing.assert_array_equal(md.masked_fill(x, md.asarray(MASK), 1.0).numpy(),
+                                  np.where(MASK, 1.0, a))
+    assert calls == [1.0]
+
+
+def test_inplace_override_returning_a_new_tensor_breaks_the_alias_contract(lib):
+    def wrong_masked_fill_(self, mask, value):
+        return md.where(mask, value, self)  # a new tensor: not self
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        handle = lib.impl("masked_fill_.Scalar", wrong_masked_fill_, "CPU")
+    x = _t(_grid((2, 3)))
+    with pytest.raises(RuntimeError, match=r"aten::masked_fill_\.Scalar: the kernel "
+                                           r"\S*wrong_masked_fill_ broke the schema's alias "
+                                           r"contract.*returned a new tensor"):
+        md.masked_fill(x, md.asarray(MASK), 1.0)
+    handle.remove()
+    np.testing.assert_array_equal(md.masked_fill(x, md.asarray(MASK), 1.0).numpy(),
+                                  np.where(MASK, 1.0, _grid((2, 3))))

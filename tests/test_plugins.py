@@ -1,0 +1,162 @@
+"""Third-party backend plug-ins, through real (throwaway) installed distributions.
+
+Each test writes a module plus a ``*.dist-info`` directory with ``entry_points.txt`` into a
+temporary directory, puts it on ``sys.path`` of a fresh interpreter and checks what
+``import mdtensor`` and the backend registry do with it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import mdtensor as md
+
+
+def _make_dist(root, dist, module_src, entry_points):
+    (root / f"{dist}.py").write_text(textwrap.dedent(module_src))
+    info = root / f"{dist}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
+
+
+def _run(root, code):
+    prelude = f"import sys; sys.path.insert(0, {str(root)!r})\n" if root else ""
+    return subprocess.run([sys.executable, "-W", "always", "-c",
+                           prelude + textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_import_mdtensor_imports_no_optional_array_library():
+    r = _run(None, """
+        import sys, mdtensor as md
+        md.backends.available()
+        (md.asarray([1.0]) + 1).tolist()
+        print(sorted(m for m in ("jax", "cupy", "array_api_strict") if m in sys.modules))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_missing_backend_info_attribute_warns_and_is_skipped(tmp_path):
+    _make_dist(tmp_path, "noattr_backend", """
+        X = 1
+    """, """
+        [mdtensor.backend_info]
+        noattr = noattr_backend:INFO
+        [mdtensor.backends]
+        noattr = noattr_backend:Backend
+    """)
+    r = _run(tmp_path, """
+        import mdtensor as md
+        print([row["name"] for row in md.backends.available()])
+        print(md.asarray([1.0, 2.0]).sum().item())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "skipping backend plug-in 'noattr' from noattr_backend" in r.stderr
+    assert "AttributeError" in r.stderr
+    assert "'noattr'" not in r.stdout.splitlines()[0] and "3.0" in r.stdout
+
+
+def test_backend_object_missing_required_attribute_fails_on_use_only(tmp_path):
+    _make_dist(tmp_path, "half_backend", """
+        from mdtensor.backends import Backend, BackendInfo
+        INFO = BackendInfo("half", "halfdev", "PrivateUse2")
+        class HalfBackend(Backend):
+            name = "half"
+            device_type = "halfdev"
+            key = "PrivateUse2"   # but no namespace(): the base raises NotImplementedError
+    """, """
+        [mdtensor.backend_info]
+        half = half_backend:INFO
+        [mdtensor.backends]
+        half = half_backend:HalfBackend
+    """)
+    r = _run(tmp_path, """
+        import mdtensor as md
+        row = next(r for r in md.backends.available() if r["name"] == "half")
+        print("listed", row["loaded"])
+        try:
+            md.asarray([1.0], device="halfdev")
+        except RuntimeError as e:
+            print("error:", e)
+        print(md.asarray([2.0]).tolist())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "listed False" in r.stdout
+    assert "backend 'half' for device type 'halfdev' (from half_backend) failed to load" \
+        in r.stdout
+    assert "[2.0]" in r.stdout
+
+
+def test_info_without_factory_and_bad_key_are_skipped(tmp_path):
+    _make_dist(tmp_path, "odd_backend", """
+        from mdtensor.backends import BackendInfo
+        ONLY_INFO = BackendInfo("onlyinfo", "onlyinfodev", "PrivateUse2")
+        BAD_KEY = BackendInfo("badkey", "badkeydev", "Autograd")
+    """, """
+        [mdtensor.backend_info]
+        onlyinfo = odd_backend:ONLY_INFO
+        badkey = odd_backend:BAD_KEY
+        [mdtensor.backends]
+        badkey = odd_backend:BAD_KEY
+    """)
+    r = _run(tmp_path, """
+        import mdtensor as md
+        names = {row["name"] for row in md.backends.available()}
+        print("onlyinfo" in names, "badkey" in names, "numpy" in names)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "False", "True"]
+    assert "'onlyinfo' from odd_backend: it declares mdtensor.backend_info but no " \
+           "mdtensor.backends entry point" in r.stderr
+    assert "names backend key 'Autograd'" in r.stderr
+
+
+def test_duplicate_plugin_name_between_two_distributions(tmp_path):
+    for dist in ("first_backend", "second_backend"):
+        _make_dist(tmp_path, dist, f"""
+            from mdtensor.backends import BackendInfo
+            INFO = BackendInfo("twin", "twindev_{dist}", "PrivateUse3")
+        """, f"""
+            [mdtensor.backend_info]
+            twin = {dist}:INFO
+            [mdtensor.backends]
+            twin = {dist}:INFO
+        """)
+    r = _run(tmp_path, """
+        import mdtensor as md
+        rows = [r for r in md.backends.available() if r["name"] == "twin"]
+        print(len(rows), md.asarray([1.0]).device)
+    """)
+    assert r.returncode == 0, r.stderr
+    # One of the two wins; the other is reported by name, with the winner's distribution.
+    assert r.stdout.split() == ["1", "cpu"]
+    assert "backend name 'twin' is already registered by" in r.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mdtensor_loopback") is None,
+                    reason="loopback plug-in not installed (pip install -e "
+                           "plugins/mdtensor_loopback)")
+def test_loopback_plugin_is_discovered_through_its_entry_points():
+    rows = {r["name"]: r for r in md.backends.available()}
+    row = rows["loopback"]
+    assert row["distribution"] == "mdtensor-loopback"
+    assert row["key"] == "PrivateUse1" and row["device_type"] == "loopback"
+    r = _run(None, """
+        import sys, mdtensor as md
+        before = "array_api_strict" in sys.modules
+        x = md.asarray([1.0, 2.0], device="loopback")
+        v = x[1:]
+        v.add_(1)
+        print(before, "array_api_strict" in sys.modules, type(x._data).__module__,
+              x.tolist())
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True", "array_api_strict._array_object",
+                                "[1.0,", "3.0]"]
