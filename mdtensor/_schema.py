@@ -151,7 +151,7 @@ class Argument:
     def alias(self) -> AliasInfo | None:
         return self.type.alias
 
-    @property
+    @functools.cached_property
     def is_mutable(self) -> bool:
         return self.type.alias is not None and self.type.alias.is_write
 
@@ -197,27 +197,27 @@ class FunctionSchema:
 
     overload_qualified_name = full_name
 
-    @property
+    @functools.cached_property
     def positional(self) -> tuple[Argument, ...]:
         return tuple(a for a in self.arguments if not a.kwarg_only)
 
-    @property
+    @functools.cached_property
     def kwarg_only(self) -> tuple[Argument, ...]:
         return tuple(a for a in self.arguments if a.kwarg_only)
 
-    @property
+    @functools.cached_property
     def tensor_arg_indices(self) -> tuple[int, ...]:
         return tuple(i for i, a in enumerate(self.arguments) if a.type.is_tensor_like)
 
-    @property
+    @functools.cached_property
     def mutated_args(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.arguments if a.is_mutable)
 
-    @property
+    @functools.cached_property
     def is_mutable(self) -> bool:
         return any(a.is_mutable for a in self.arguments)
 
-    @property
+    @functools.cached_property
     def is_inplace(self) -> bool:
         if not (self.name.endswith("_") and not self.name.endswith("__")):
             return False
@@ -225,12 +225,12 @@ class FunctionSchema:
             return False
         return self.returns_alias_of(0) == self.arguments[0].name if self.returns else True
 
-    @property
+    @functools.cached_property
     def is_out(self) -> bool:
         return any(a.kwarg_only and a.is_mutable and a.type.is_tensor_like
                    for a in self.arguments)
 
-    @property
+    @functools.cached_property
     def is_view(self) -> bool:
         if self.is_mutable:
             return False
