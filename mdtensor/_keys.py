@@ -199,9 +199,10 @@ AUTOGRAD_KEYS = frozenset(DispatchKey["Autograd" + b] for b in BACKEND_COMPONENT
 ALIAS_RUNTIME_KEYS: dict[DispatchKey, frozenset[DispatchKey]] = {
     DispatchKey.Autograd: AUTOGRAD_KEYS,
     DispatchKey.CompositeExplicitAutograd: BACKEND_KEYS,
+    # Also Python: see "Differences from PyTorch" in docs/ARCHITECTURE.md.
     DispatchKey.CompositeImplicitAutograd: BACKEND_KEYS
     | AUTOGRAD_KEYS
-    | {DispatchKey.Functionalize},
+    | {DispatchKey.Functionalize, DispatchKey.Python},
     # ArrayAPI covers the Dense key of backends that declare they speak the standard;
     # mdtensor.backends narrows it per backend (see _ops.Registry.array_api_backends).
     DispatchKey.ArrayAPI: DENSE_KEYS,

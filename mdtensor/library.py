@@ -197,12 +197,16 @@ class Library:
             # Only replacing one of the op's own built-in kernels warns (not a fallback).
             if (old is not None and not old.user and id(old) in own and new is kernel
                     and old is not kernel):
-                warnings.warn(
-                    f"Overriding a previously registered kernel for the same operator and "
-                    f"the same dispatch key\n  operator: {op.name}\n  dispatch key: "
-                    f"{rk.display_name()}\n  previous kernel: {old.name} (from {old.origin})"
-                    f"\n  new kernel: {kernel.name} (from {kernel.origin})",
-                    UserWarning, stacklevel=2)
+                try:
+                    warnings.warn(
+                        f"Overriding a previously registered kernel for the same operator "
+                        f"and the same dispatch key\n  operator: {op.name}\n  dispatch key: "
+                        f"{rk.display_name()}\n  previous kernel: {old.name} (from "
+                        f"{old.origin})\n  new kernel: {kernel.name} (from {kernel.origin})",
+                        UserWarning, stacklevel=2)
+                except BaseException:
+                    op._pop_kernel(kernel)  # warnings as errors: the registration failed
+                    raise
                 break
         handle = RegistrationHandle(lambda: op._pop_kernel(kernel),
                                     f"impl {op.name} for {key.name}")

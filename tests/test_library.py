@@ -428,3 +428,26 @@ def test_trace_env_var_shows_user_op_hops():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env=env, check=True, timeout=120)
     assert "tracetest::f" not in r.stderr
+
+
+def test_override_warning_as_error_leaves_registry_unchanged():
+    ns = _fresh_ns("libwarnerr")
+    lib = md.library.Library(ns, "DEF")
+    try:
+        lib.define("f(Tensor x) -> Tensor")
+        op = getattr(md.ops, ns).f.default
+
+        def builtin_f(x):
+            return "builtin"
+
+        op._push_kernel(Kernel(builtin_f, K.CPU, user=False))
+        before = _kernels_snapshot(op)
+        n_handles = len(lib._handles)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(UserWarning, match="builtin_f"):
+                lib.impl("f", lambda x: "user", "CPU")
+        assert _kernels_snapshot(op) == before and len(lib._handles) == n_handles
+        assert op(md.asarray([1.0])) == "builtin"
+    finally:
+        lib._destroy()
