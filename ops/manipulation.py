@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
-from ._decl import CATALOGUE, OpInfo, SampleInput, defop
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
 from .elementwise import ALL
 
@@ -60,6 +60,8 @@ class NotViewableError(ValueError):
 def _view(xp, x, shape):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     shape = _view_meta(x, shape)[0]  # the shape errors, named after the op
+    if 0 in shape:  # no memory to share (array_api_strict refuses copy=False then)
+        return xp.reshape(x, shape)
     try:
         return xp.reshape(x, shape, copy=False)
     except (ValueError, AttributeError, TypeError) as e:
@@ -121,16 +123,33 @@ def _s(*cases):
     return samples
 
 
+def _check_perm(x, dims) -> tuple[int, ...]:
+    dims = _ints(dims)
+    n = x.ndim
+    norm = mf.normalize_axes("permute", dims, n) if dims else ()
+    if len(dims) != n or len(norm) != n:
+        raise ValueError(f"permute: the number of dims ({len(dims)}) must equal the tensor's "
+                         f"number of dimensions ({n}); got {dims}")
+    return tuple(int(d) % max(n, 1) for d in dims)
+
+
 def _permute(xp, x, dims):
-    return xp.permute_dims(x, _ints(dims))
+    return xp.permute_dims(x, _check_perm(x, dims))
 
 
 defop("permute(Tensor(a) self, int[] axes) -> Tensor(a)", impl=_permute,
       kwarg_aliases={"dims": "axes"},
-      meta=mf.view_meta(lambda a, d: np.transpose(a, _ints(d))),
+      meta=mf.view_meta(lambda a, d: np.transpose(a, _check_perm(a, d))),
       names=("permute", "permute_dims"), methods=("permute", "permute_dims"), varargs=True,
       info=OpInfo(ref=lambda x, d: np.transpose(x, d), dtypes=ALL,
-                  samples=_s(((2, 3, 4), ((2, 0, 1),), {}), ((3,), ((0,),), {}))))
+                  samples=_s(((2, 3, 4), ((2, 0, 1),), {}), ((3,), ((0,),), {})),
+                  errors=lambda: [
+                      ErrorInput(SampleInput((np.zeros((2, 3)), (0, 0))), ValueError,
+                                 "permute: duplicate axes"),
+                      ErrorInput(SampleInput((np.zeros((2, 3)), (0,))), ValueError,
+                                 "permute: the number of dims"),
+                      ErrorInput(SampleInput((np.zeros((2, 3)), (0, 2))), IndexError,
+                                 "permute: axis 2 is out of range")]))
 
 
 def _matrix_transpose(xp, x):
@@ -170,11 +189,11 @@ defop("t(Tensor(a) self) -> Tensor(a)", impl=_t, methods=("t",),
 # ops, so aliasing is reported truthfully: ``y._base is x`` and the version counter is
 # shared exactly when ``y`` shares ``x``'s memory.  The copy path views a fresh contiguous
 # copy (``cat([x], axis=None)``: C-ordered and 1-D on every backend, differentiable), so
-# there ``y._base`` is that private copy, never ``x``.  Their schemas carry no alias annotation (PyTorch's
-# ``Tensor(a)`` on reshape would make the ADInplaceOrView layer record every result as a
-# view of ``self``, copies included).  Array API ``copy=True`` always copies and
-# ``copy=False`` raises ValueError when a view is impossible.  On backends without views
-# (JAX) ``view`` itself copies, as everywhere there.
+# there ``y._base`` is that private copy, never ``x``.  Their schemas carry no alias
+# annotation (PyTorch's ``Tensor(a)`` on reshape would make the ADInplaceOrView layer
+# record every result as a view of ``self``, copies included).  Array API ``copy=True``
+# always copies and ``copy=False`` raises ValueError when a view is impossible.  On
+# backends without views (JAX) ``view`` itself copies, as everywhere there.
 
 
 def _copy_then_view(x, shape):
@@ -201,7 +220,12 @@ defop("reshape(Tensor self, SymInt[] shape, *, bool? copy=None) -> Tensor",
       methods=("reshape",), varargs=True, kwarg_aliases={"newshape": "shape"},
       info=OpInfo(ref=lambda x, s: np.reshape(x, s), dtypes=ALL,
                   samples=_s(((2, 3), ((3, 2),), {}), ((2, 3), ((-1,),), {}),
-                             ((0, 3), ((3, 0),), {}))))
+                             ((0, 3), ((3, 0),), {})),
+                  errors=lambda: [
+                      ErrorInput(SampleInput((np.zeros((2, 3)), (4,))), ValueError,
+                                 r"view: shape \(4,\) is invalid for input of size 6"),
+                      ErrorInput(SampleInput((np.zeros((2, 3)), (-1, -1))), ValueError,
+                                 "only one dimension can be inferred")]))
 
 
 def _flat_shape(x, start_dim=0, end_dim=-1):
@@ -402,7 +426,11 @@ def _cat_meta(tensors, axis=0):
 
 
 def _concat(xp, tensors, axis=0):
-    return xp.concat(tensors, axis=axis)
+    try:
+        return xp.concat(tensors, axis=axis)
+    except (ValueError, IndexError, TypeError):
+        _cat_meta([_Shape(t) for t in tensors], axis)  # raises with the op's own message
+        raise
 
 
 def _list_samples(shapes, **kw):
@@ -445,7 +473,11 @@ class _Shape:
         from mdtensor._dtypes import as_dtype
 
         self.shape = tuple(a.shape)
+        self.ndim = len(self.shape)
         self.dtype = as_dtype(a.dtype)
+
+    def numel(self) -> int:
+        return int(np.prod(self.shape))
 
 
 defop("stack(Tensor[] tensors, int axis=0) -> Tensor", impl=_stack, meta=_stack_meta,
@@ -598,9 +630,12 @@ def _to_device_copy(x, device):
     if dst is x._device:
         return x._device.wrap(src_backend.asarray(x._data, copy=True))
     try:
-        data = dst.backend.from_dlpack(x._data, dst.index)
+        # DLPack imports share the producer's memory where they can (CPU<->CPU, one GPU):
+        # copy on the destination, so the result is independent of ``x`` as ``to`` promises.
+        shared = dst.backend.from_dlpack(x._data, dst.index)
+        data = dst.backend.asarray(shared, index=dst.index, copy=True)
     except Exception:  # noqa: BLE001 - fall back to the host copy
-        data = dst.backend.asarray(src_backend.to_numpy(x._data), index=dst.index)
+        data = dst.backend.asarray(src_backend.to_numpy(x._data), index=dst.index, copy=True)
     return dst.wrap(data)
 
 

@@ -1,0 +1,255 @@
+"""Shape manipulation: views share memory and version counters, copies do not; varargs
+methods; reshape's view-or-copy (Note [reshape: a view when possible]); T and mT."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mdtensor as md
+
+
+def _t(a):
+    return md.asarray(np.asarray(a).copy())
+
+
+def _grid(shape=(2, 3, 4)):
+    return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+
+
+# (name, fn on a (2, 3, 4) tensor, NumPy equivalent)
+VIEWS = [
+    ("permute", lambda x: x.permute(2, 0, 1), lambda a: np.transpose(a, (2, 0, 1))),
+    ("permute_dims", lambda x: md.permute_dims(x, (1, 0, 2)), lambda a: a.transpose(1, 0, 2)),
+    ("transpose", lambda x: x.transpose(0, 2), lambda a: np.swapaxes(a, 0, 2)),
+    ("swapaxes", lambda x: x.swapaxes(-1, 0), lambda a: np.swapaxes(a, -1, 0)),
+    ("moveaxis", lambda x: md.moveaxis(x, 0, -1), lambda a: np.moveaxis(a, 0, -1)),
+    ("expand", lambda x: x[:, :1].expand(2, 5, 4), lambda a: np.broadcast_to(a[:, :1],
+                                                                            (2, 5, 4))),
+    ("broadcast_to", lambda x: md.broadcast_to(x, (3, 2, 3, 4)),
+     lambda a: np.broadcast_to(a, (3, 2, 3, 4))),
+    ("unsqueeze", lambda x: x.unsqueeze(1), lambda a: a[:, None]),
+    ("expand_dims", lambda x: md.expand_dims(x, axis=-1), lambda a: a[..., None]),
+    ("squeeze", lambda x: md.squeeze(x[:, :1], axis=1), lambda a: a[:, 0]),
+    ("narrow", lambda x: x.narrow(2, 1, 2), lambda a: a[:, :, 1:3]),
+    ("view", lambda x: x.view(6, 4), lambda a: a.reshape(6, 4)),
+    ("reshape", lambda x: x.reshape(4, 6), lambda a: a.reshape(4, 6)),
+    ("flatten", lambda x: x.flatten(1), lambda a: a.reshape(2, 12)),
+    ("t", lambda x: x[0].t(), lambda a: a[0].T),
+    ("matrix_transpose", lambda x: md.matrix_transpose(x), lambda a: np.swapaxes(a, -1, -2)),
+    ("mT", lambda x: x.mT, lambda a: np.swapaxes(a, -1, -2)),
+    ("T", lambda x: x[1].T, lambda a: a[1].T),
+]
+
+
+@pytest.mark.parametrize("name,fn,ref", VIEWS, ids=[v[0] for v in VIEWS])
+def test_view_ops_match_numpy_and_share_memory(name, fn, ref):
+    a = _grid()
+    x = _t(a)
+    v = fn(x)
+    np.testing.assert_array_equal(v.numpy(), ref(a))
+    assert np.shares_memory(v._data, x._data), name
+    assert v._version == x._version == 0
+
+
+@pytest.mark.parametrize("name,fn,ref", [v for v in VIEWS if v[0] not in
+                                         ("expand", "broadcast_to")],
+                         ids=[v[0] for v in VIEWS if v[0] not in ("expand", "broadcast_to")])
+def test_mutation_through_view_shows_in_base(name, fn, ref):
+    x = _t(_grid())
+    v = fn(x)
+    v.mul_(-1.0)
+    assert x._version == v._version == 1
+    want = _grid()
+    ref(want)[...] *= -1.0  # NumPy views too
+    np.testing.assert_array_equal(x.numpy(), want)
+    x.add_(1.0)  # and the base's mutation shows in the view, with the shared counter
+    assert v._version == 2
+    np.testing.assert_array_equal(v.numpy(), ref(want + 1.0))
+
+
+@pytest.mark.parametrize("fn,n", [
+    (lambda x: x.unbind(1), 3), (lambda x: md.unstack(x, axis=2), 4),
+    (lambda x: x.split(2, dim=2), 2), (lambda x: x.split([1, 2], dim=1), 2),
+    (lambda x: x.chunk(3, dim=1), 3)])
+def test_list_views_share_memory(fn, n):
+    x = _t(_grid())
+    parts = fn(x)
+    assert isinstance(parts, tuple) and len(parts) == n
+    for p in parts:
+        assert np.shares_memory(p._data, x._data)
+    parts[-1].mul_(0.0)
+    assert x._version == 1 and all(p._version == 1 for p in parts)
+    assert np.all(parts[-1].numpy() == 0)
+
+
+def test_split_chunk_unbind_values():
+    a = _grid((5, 2))
+    x = _t(a)
+    for got, want in zip(x.split(2), np.split(a, [2, 4])):
+        np.testing.assert_array_equal(got.numpy(), want)
+    for got, want in zip(md.chunk(x, 2), np.array_split(a, 2)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(ValueError, match="split: split sizes"):
+        x.split([1, 1])
+    with pytest.raises(ValueError, match="chunk: chunks must be positive"):
+        x.chunk(0)
+
+
+# ---------------------------------------------------------------------------------------
+# reshape: a view when possible, else a copy
+
+
+def test_reshape_views_when_possible_and_copies_otherwise():
+    x = _t(_grid((2, 3)))
+    v = x.reshape(3, 2)
+    assert v._base is x and np.shares_memory(v._data, x._data)
+    c = x.t().reshape(6)  # not expressible as a view of the transposed layout
+    np.testing.assert_array_equal(c.numpy(), _grid((2, 3)).T.reshape(6))
+    assert not np.shares_memory(c._data, x._data)
+    assert c._base is not x
+    c.mul_(0.0)
+    assert x._version == 0 and np.all(x.numpy() == _grid((2, 3)))
+    f = x.t().flatten()
+    assert not np.shares_memory(f._data, x._data)
+
+
+def test_reshape_copy_argument_and_errors():
+    x = _t(_grid((2, 3)))
+    c = md.reshape(x, (6,), copy=True)
+    assert not np.shares_memory(c._data, x._data)
+    with pytest.raises(ValueError, match=r"reshape: cannot reshape .* without a copy"):
+        md.reshape(x.t(), (6,), copy=False)
+    with pytest.raises(ValueError, match="view: shape .* is invalid for input of size 6"):
+        x.reshape(4)
+    with pytest.raises(ValueError, match="only one dimension can be inferred"):
+        x.reshape(-1, -1)
+    with pytest.raises(ValueError, match="view: the tensor's memory layout"):
+        x.t().view(6)
+    assert x._version == 0
+
+
+def test_reshape_gradient_through_copy_path():
+    w = _t(_grid((2, 3)))
+    w.requires_grad_(True)
+    (w.t().reshape(6) * md.asarray(np.arange(6.0))).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.arange(6.0).reshape(3, 2).T)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.permutations([0, 1, 2]), st.sampled_from([(24,), (4, 6), (2, -1), (3, 2, 2, 2)]))
+def test_permute_then_reshape_matches_numpy(perm, shape):
+    a = _grid()
+    got = _t(a).permute(*perm).reshape(*shape)
+    np.testing.assert_array_equal(got.numpy(), a.transpose(perm).reshape(shape))
+
+
+# ---------------------------------------------------------------------------------------
+# Varargs methods, T/mT
+
+
+def test_varargs_methods_accept_both_spellings():
+    a = _grid((2, 3))
+    x = _t(a)
+    np.testing.assert_array_equal(x.permute(1, 0).numpy(), x.permute((1, 0)).numpy())
+    np.testing.assert_array_equal(x.reshape(3, 2).numpy(), x.reshape((3, 2)).numpy())
+    np.testing.assert_array_equal(x[:1].expand(4, 3).numpy(), np.broadcast_to(a[:1], (4, 3)))
+    np.testing.assert_array_equal(x.repeat(2, 1).numpy(), np.tile(a, (2, 1)))
+    np.testing.assert_array_equal(x.repeat((1, 2)).numpy(), np.tile(a, (1, 2)))
+
+
+def test_T_is_2d_only_and_mT_batches():
+    x = _t(_grid())
+    with pytest.raises(ValueError, match=r"Tensor.T: expected a 2-D tensor, got 3-D"):
+        _ = x.T
+    with pytest.raises(ValueError, match="matrix_transpose: expected a tensor with at least 2"):
+        _ = x[0, 0].mT
+    assert x.mT.shape == (2, 4, 3)
+
+
+# ---------------------------------------------------------------------------------------
+# Copies
+
+
+COPIES = [
+    ("concat", lambda ts: md.concat(ts, axis=1), lambda as_: np.concatenate(as_, axis=1)),
+    ("cat-dim", lambda ts: md.cat(ts, dim=0), lambda as_: np.concatenate(as_, axis=0)),
+    ("cat-None", lambda ts: md.concat(ts, axis=None), lambda as_: np.concatenate(as_, None)),
+    ("stack", lambda ts: md.stack(ts, axis=-1), lambda as_: np.stack(as_, axis=-1)),
+    ("flip", lambda ts: md.flip(ts[0], axis=1), lambda as_: np.flip(as_[0], 1)),
+    ("flip-all", lambda ts: ts[0].flip(), lambda as_: np.flip(as_[0])),
+    ("roll", lambda ts: md.roll(ts[0], 2, axis=1), lambda as_: np.roll(as_[0], 2, 1)),
+    ("roll-flat", lambda ts: md.roll(ts[0], -1), lambda as_: np.roll(as_[0], -1)),
+    ("repeat", lambda ts: md.repeat(ts[0], 2, axis=0), lambda as_: np.repeat(as_[0], 2, 0)),
+    ("repeat-tensor", lambda ts: md.repeat(ts[0], md.asarray(np.array([1, 0, 2])), axis=1),
+     lambda as_: np.repeat(as_[0], [1, 0, 2], 1)),
+    ("tile", lambda ts: md.tile(ts[0], (2, 1, 1)), lambda as_: np.tile(as_[0], (2, 1, 1))),
+]
+
+
+@pytest.mark.parametrize("name,fn,ref", COPIES, ids=[c[0] for c in COPIES])
+def test_copy_ops_match_numpy_and_do_not_alias(name, fn, ref):
+    arrays = [_grid((2, 3)), -_grid((2, 3))]
+    ts = [_t(a) for a in arrays]
+    got = fn(ts)
+    np.testing.assert_array_equal(got.numpy(), ref(arrays))
+    assert all(not np.shares_memory(got._data, t._data) for t in ts)
+    assert got._base is None
+
+
+def test_broadcast_arrays_star_and_list():
+    a, b = _grid((2, 1)), _grid((1, 3))
+    for got in (md.broadcast_arrays(_t(a), _t(b)), md.broadcast_arrays([_t(a), _t(b)])):
+        want = np.broadcast_arrays(a, b)
+        assert len(got) == 2
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w)
+    with pytest.raises(ValueError):
+        md.broadcast_arrays(_t(_grid((2, 3))), _t(_grid((4,))))
+    assert md.broadcast_shapes((2, 1), (3,)) == (2, 3)
+
+
+@pytest.mark.parametrize("call,err,match", [
+    (lambda x: md.concat([x, x[:, :1]], axis=0), ValueError, "concat: tensors must have"),
+    (lambda x: md.stack([x, x[:1]]), ValueError, "stack: all tensors must have the same"),
+    (lambda x: md.stack([x, x], axis=4), IndexError, "stack: axis 4 is out of range"),
+    (lambda x: md.squeeze(x, axis=0), ValueError, "squeeze: cannot select an axis"),
+    (lambda x: x.unsqueeze(5), IndexError, "unsqueeze: axis 5 is out of range"),
+    (lambda x: x.permute(0, 0), ValueError, "permute: duplicate axes"),
+    (lambda x: x.permute(0), ValueError, r"permute: the number of dims \(1\) must equal"),
+    (lambda x: x.expand(3), ValueError, "expand: the number of sizes provided"),
+    (lambda x: x.narrow(1, 2, 5), IndexError, "narrow: start"),
+    (lambda x: x.repeat(2), ValueError, "repeat: number of repeat dims"),
+    (lambda x: x.transpose(0, 5), IndexError, "out of range"),
+])
+def test_errors_leave_tensor_unchanged(call, err, match):
+    a = _grid((2, 3))
+    x = _t(a)
+    with pytest.raises(err, match=match):
+        call(x)
+    np.testing.assert_array_equal(x.numpy(), a)
+    assert x._version == 0 and x._base is None
+
+
+# ---------------------------------------------------------------------------------------
+# Meta tensors infer shapes without data
+
+
+@pytest.mark.parametrize("fn,shape", [
+    (lambda m: m.t().reshape(6), (6,)), (lambda m: m.flatten(), (6,)),
+    (lambda m: md.tile(m, (2, 2)), (4, 6)), (lambda m: m.repeat(1, 2, 1), (1, 4, 3)),
+    (lambda m: md.repeat(m, 3, axis=1), (2, 9)), (lambda m: md.repeat(m, 2), (12,)),
+    (lambda m: md.broadcast_arrays(m, md.empty((4, 1, 1), device="meta"))[0], (4, 2, 3)),
+])
+def test_meta_shapes(fn, shape):
+    m = md.empty((2, 3), device="meta")
+    out = fn(m)
+    assert out.device.type == "meta" and out.shape == shape
+
+
+def test_meta_repeat_with_tensor_repeats_is_data_dependent():
+    m = md.empty((3,), device="meta")
+    with pytest.raises(NotImplementedError, match="repeat_interleave: .*data-dependent"):
+        md.repeat(m, md.empty((3,), dtype=md.int64, device="meta"))
