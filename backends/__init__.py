@@ -79,23 +79,30 @@ def _discover() -> None:
                 info = ep.load()
                 if not isinstance(info, BackendInfo):
                     raise TypeError(f"expected a BackendInfo, got {type(info).__name__}")
-                infos[ep.name] = (info, _dist_name(ep))
+                dist = _dist_name(ep)
+                if ep.name in infos and infos[ep.name][1] != dist:
+                    raise ValueError(f"backend name {ep.name!r} is already registered by "
+                                     f"{infos[ep.name][1]}")
+                infos[ep.name] = (info, dist)
             except Exception as e:  # noqa: BLE001 - a broken plug-in must not break import
                 warnings.warn(
                     f"mdtensor: skipping backend plug-in {ep.name!r} from {_dist_name(ep)}: "
                     f"its backend_info failed to load ({type(e).__name__}: {e})",
                     RuntimeWarning, stacklevel=3,
                 )
-        factories = {ep.name: ep for ep in entry_points(group="mdtensor.backends")}
+        # A factory belongs to the backend_info of its own distribution (two distributions
+        # declaring the same name must not pair one's metadata with the other's factory).
+        factories = {(ep.name, _dist_name(ep)): ep
+                     for ep in entry_points(group="mdtensor.backends")}
         for name, (module, info) in _BUILTIN.items():
             if name not in infos:
                 infos[name] = (info, "mdtensor")
-            factories.setdefault(name, module + ":backend")
+            factories.setdefault((name, "mdtensor"), module + ":backend")
         # Built-in backends first: a plug-in can never displace them (a clash is reported
         # against the plug-in, whatever order entry points come in).
         ordered = sorted(infos.items(), key=lambda kv: (kv[1][1] != "mdtensor", kv[0]))
         for name, (info, dist) in ordered:
-            factory = factories.get(name)
+            factory = factories.get((name, dist))
             if factory is None:
                 warnings.warn(
                     f"mdtensor: skipping backend plug-in {name!r} from {dist}: it declares "
@@ -140,9 +147,7 @@ def _instantiate(entry: _Entry) -> Backend:
     elif hasattr(factory, "load"):
         factory = factory.load()
     backend = factory() if callable(factory) and not isinstance(factory, Backend) else factory
-    for attr in ("name", "device_type", "key", "namespace"):
-        if not getattr(backend, attr, None):
-            raise TypeError(f"backend object {backend!r} is missing required attribute {attr!r}")
+    _check_contract(backend)
     if backend.key != entry.info.key or backend.device_type != entry.info.device_type:
         raise TypeError(
             f"backend {entry.info.name!r}: its metadata says key={entry.info.key}, "
@@ -150,6 +155,22 @@ def _instantiate(entry: _Entry) -> Backend:
             f"key={backend.key}, device_type={backend.device_type!r}"
         )
     return backend
+
+
+def _check_contract(backend) -> None:
+    """The required parts of docs/BACKENDS.md, checked once at load (a missing one would
+    otherwise surface as an obscure error in the first kernel)."""
+    for attr in ("name", "device_type", "key"):
+        if not getattr(backend, attr, None):
+            raise TypeError(f"backend object {backend!r} is missing required attribute {attr!r}")
+    ns = getattr(type(backend), "namespace", None)
+    if ns is None or ns is Backend.namespace:
+        raise TypeError(f"backend {backend.name!r} does not define namespace() (required)")
+    array_type = getattr(backend, "array_type", object)
+    if not isinstance(array_type, type) or array_type is object:
+        raise TypeError(
+            f"backend {backend.name!r}: array_type must be the concrete array class, got "
+            f"{array_type!r}")
 
 
 def get(device_type: str) -> Backend:

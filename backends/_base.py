@@ -76,7 +76,7 @@ class Backend:
 
     def namespace(self) -> Any:
         """The Array API namespace of this backend's arrays. Required."""
-        raise NotImplementedError
+        raise NotImplementedError(f"backend {self.name!r} does not define namespace()")
 
     # -- devices ------------------------------------------------------------------------
     def device_count(self) -> int:

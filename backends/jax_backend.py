@@ -47,6 +47,9 @@ class JAXBackend(Backend):
         return self._devices.index(dev)
 
     def ensure_array(self, result):
+        # Hot path (every kernel result): jnp functions already return arrays.
+        if type(result) is self.array_type:
+            return result
         return self._xp.asarray(result)
 
     def asarray(self, obj, dtype=None, index: int = 0, copy=None):

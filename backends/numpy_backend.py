@@ -55,7 +55,10 @@ class NumPyBackend(Backend):
         return array
 
     def from_dlpack(self, obj, index: int = 0):
-        return np.from_dlpack(obj)
+        # Note: an immutable producer (JAX) exports read-only memory; a CPU tensor must be
+        # writable, so that case is copied (the copy PyTorch's cross-device .to makes too).
+        arr = np.from_dlpack(obj)
+        return arr if arr.flags.writeable else arr.copy()
 
     def copy_into(self, dst, src) -> None:
         np.copyto(dst, src, casting="same_kind")

@@ -16,7 +16,7 @@ user-facing transform with view replay) is not implemented.
 from __future__ import annotations
 
 from ._keys import AFTER_FUNCTIONALIZE, DispatchKey
-from ._ops import Kernel, lookup, register_fallback
+from ._ops import Kernel, dispatcher, fallthrough_kernel, lookup, register_fallback
 
 __all__ = ["install"]
 
@@ -116,6 +116,18 @@ _REWRITES = {"masked_fill_": _masked_fill}
 _installed = False
 
 
+def _register_for(op) -> None:
+    """Non-mutating ops fall through Functionalize: the key leaves their mask once, so a
+    functional op on a JAX tensor costs no extra hop (Note [Functionalize])."""
+    # Built-in ops only: user ops keep exactly the registrations their library made (the
+    # boxed fallback redispatches their functional calls correctly, one hop slower).
+    if op.schema.namespace != "aten":
+        return
+    if not op.schema.is_mutable and DispatchKey.Functionalize not in op._kernels:
+        op._push_kernel(Kernel(fallthrough_kernel, DispatchKey.Functionalize,
+                               name="fallthrough"))
+
+
 def install() -> None:
     global _installed
     if _installed:
@@ -123,3 +135,6 @@ def install() -> None:
     _installed = True
     register_fallback(Kernel(_functionalize_fallback, DispatchKey.Functionalize, boxed=True,
                              name="functionalize"))
+    for op in list(dispatcher.overloads.values()):
+        _register_for(op)
+    dispatcher.define_hooks.append(_register_for)

@@ -532,22 +532,28 @@ def _scatter_into_zeros(x, key, g, basic):
     z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
     if basic:
         aten.index_put_(z, key, g)
-    else:
-        # Repeated indices accumulate (np.add.at semantics), as PyTorch's index backward.
-        _index_add(z, key, g)
-    return z
+        return z
+    # Repeated indices accumulate (np.add.at semantics), as PyTorch's index backward.
+    return _index_add(z, key, g)
 
 
 def _index_add(z, key, g):
+    """``z`` with ``g`` scatter-added at ``key`` (a new tensor off the CPU backend)."""
     import numpy as np
     from mdtensor.ops.indexing import _raw
 
     raw = _raw(key)
     if z.device.type == "cpu":
         np.add.at(z._data, raw, g._data)
-    else:
-        vals = aten.index(z, key)
-        aten.index_put_(z, key, aten.add(vals, g))
+        return z
+    # The Array API has no scatter-add, and index + index_put_ would lose repeated indices
+    # (the last write wins), so other backends accumulate on the host.
+    b = z.device.backend
+    parts = raw if isinstance(raw, tuple) else (raw,)
+    host_key = tuple(b.to_numpy(k) if isinstance(k, b.array_type) else k for k in parts)
+    acc = np.array(b.to_numpy(z._data), copy=True)
+    np.add.at(acc, host_key, b.to_numpy(g._data))
+    return z._device.wrap(b.asarray(acc, index=z._device.index))
 
 
 @rule("basic_index")
@@ -653,14 +659,14 @@ def _basic(key):
 def _take_along_axis(g, out, x, indices, axis=-1):
     import numpy as np
 
-    z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
-    if z.device.type == "cpu":
-        np.put_along_axis  # noqa: B018 - documents the NumPy counterpart
-        idx = list(np.ix_(*[np.arange(s) for s in indices.shape]))
-        idx[axis % x.ndim] = indices._data
-        np.add.at(z._data, tuple(idx), g._data)
-        return z, None, None
-    raise NotImplementedError("take_along_axis backward is implemented for the CPU backend")
+    # np.put_along_axis would drop repeated indices; np.add.at accumulates them.  Off the
+    # CPU backend this runs on the host (the Array API has no scatter-add).
+    b = g.device.backend
+    idx = list(np.ix_(*[np.arange(s) for s in indices.shape]))
+    idx[axis % x.ndim] = np.asarray(b.to_numpy(indices._data))
+    acc = np.zeros(tuple(x.shape), dtype=np.asarray(b.to_numpy(g._data)).dtype)
+    np.add.at(acc, tuple(idx), b.to_numpy(g._data))
+    return g._device.wrap(b.asarray(acc, index=g._device.index)), None, None
 
 
 @rule("astype")

@@ -40,11 +40,14 @@ _INT_LIKE: dict = {}  # native dtype -> is bool/integer (filled on first sight o
 
 def _int_like(a) -> bool:
     dtype = a.dtype
-    hit = _INT_LIKE.get(dtype)
+    # Keyed with the dtype's class too: array_api_strict dtypes hash like NumPy's but
+    # compare unequal to them (with a warning), so keys of two libraries must never meet.
+    key = (dtype.__class__, dtype)
+    hit = _INT_LIKE.get(key)
     if hit is None:
         from mdtensor._dtypes import as_dtype
 
-        hit = _INT_LIKE[dtype] = as_dtype(dtype).kind in ("b", "i", "u")
+        hit = _INT_LIKE[key] = as_dtype(dtype).kind in ("b", "i", "u")
     return hit
 
 
@@ -87,7 +90,7 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
     fn = attrgetter(xp_name or name)
     if float_fn:
         def impl(xp, a):
-            if _INT_LIKE.get(a.dtype, True):  # int/bool, or a dtype not seen yet
+            if _int_like(a):
                 a = _to_float(xp, a)
             return fn(xp)(a)
     else:
@@ -279,8 +282,7 @@ def _as_bool(xp, a):
     """PyTorch's logical ops take any dtype (nonzero is True); the Array API's take bool."""
     if isinstance(a, (bool, int, float, complex)):
         return bool(a)
-    return a if _INT_LIKE.get(a.dtype) is None and str(a.dtype).endswith("bool") \
-        else xp.astype(a, xp.bool)
+    return a if a.dtype == xp.bool else xp.astype(a, xp.bool)
 
 
 def _logical(name):

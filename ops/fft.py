@@ -26,11 +26,12 @@ _REAL = (dt.float32, dt.float64)
 
 def _cast_like(out, x, xp):
     # NumPy's fft computes in double precision; keep single precision inputs single.
-    want = {np.dtype("float32"): np.complex64, np.dtype("complex64"): np.complex64}.get(
-        getattr(x, "dtype", None))
-    if want is not None and getattr(out, "dtype", None) == np.complex128:
+    # Note: compared with the namespace's dtypes, never NumPy's (array_api_strict dtypes
+    # compare unequal to NumPy's).
+    single = getattr(x, "dtype", None) in (xp.float32, xp.complex64)
+    if single and out.dtype == xp.complex128:
         return xp.astype(out, xp.complex64)
-    if want is not None and getattr(out, "dtype", None) == np.float64:
+    if single and out.dtype == xp.float64:
         return xp.astype(out, xp.float32)
     return out
 

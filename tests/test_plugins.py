@@ -89,8 +89,8 @@ def test_backend_object_missing_required_attribute_fails_on_use_only(tmp_path):
     """)
     assert r.returncode == 0, r.stderr
     assert "listed False" in r.stdout
-    assert "backend 'half' for device type 'halfdev' (from half_backend) failed to load" \
-        in r.stdout
+    assert ("backend 'half' for device type 'halfdev' (from half_backend) failed to load: "
+            "TypeError: backend 'half' does not define namespace()") in r.stdout
     assert "[2.0]" in r.stdout
 
 

@@ -57,7 +57,10 @@ class LoopbackBackend(Backend):
     def from_dlpack(self, obj, index: int = 0):
         import numpy as np
 
-        return self._xp.asarray(np.from_dlpack(obj))
+        arr = np.from_dlpack(obj)
+        # A read-only export (from an immutable backend such as JAX) is copied: loopback
+        # arrays are written in place.
+        return self._xp.asarray(arr if arr.flags.writeable else arr.copy())
 
     def copy_into(self, dst, src) -> None:
         dst[...] = src
