@@ -403,8 +403,19 @@ def _clip(xp, a, min=None, max=None):
     return xp.clip(a, min, max)
 
 
-defop("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", impl=_clip,
+_clamp = defop("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", impl=_clip,
       structured=True, meta=mf.same, tags=("pointwise",), names=("clamp", "clip"),
       methods=("clamp", "clip"),
       info=OpInfo(ref=lambda a, min=None, max=None: np.clip(a, min, max), dtypes=FLOATS,
                   samples=unary_samples(None, kwargs=({"min": -0.5, "max": 0.5},))))
+
+
+def _clip_any(xp, a, min=None, max=None):
+    # A mix of tensors and scalars (Array API clip): tensors arrive unwrapped by name.
+    return xp.clip(a, getattr(min, "_data", min), getattr(max, "_data", max))
+
+
+defop("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", impl=_clip,
+      meta=mf.same, tags=("pointwise",), decl=_clamp)
+defop("clamp.Mixed(Tensor self, Any? min=None, Any? max=None) -> Tensor", impl=_clip_any,
+      meta=mf.same, tags=("pointwise",), decl=_clamp)

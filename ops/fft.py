@@ -38,9 +38,17 @@ def _cast_like(out, x, xp):
 
 def _fft_op(name, schema_args, dtypes, samples):
     getter = attrgetter(f"fft.{name}")
+    # The standard's fft functions take n/axis/norm (s/axes/norm) keyword-only, and
+    # array-api-compat's wrappers have ``xp`` as their second parameter: pass by name.
+    params = ("n", "axis", "norm") if schema_args == _ONE else ("s", "axes", "norm")
 
     def impl(xp, x, *args, **kwargs):
-        return _cast_like(getter(xp)(x, *args, **kwargs), x, xp)
+        kwargs.update(zip(params, args))
+        if kwargs.get("s") is not None:
+            kwargs["s"] = tuple(kwargs["s"])
+        if kwargs.get("axes") is not None:
+            kwargs["axes"] = tuple(kwargs["axes"])
+        return _cast_like(getter(xp)(x, **kwargs), x, xp)
 
     impl.__name__ = name
     ref_fn = getattr(np.fft, name)
