@@ -255,7 +255,7 @@ binary("atan2", float_fn=True, meta=_div_meta, dtypes=FLOATS, ref=np.arctan2,
        methods=("atan2", "arctan2"), names=("atan2", "arctan2"))
 binary("hypot", float_fn=True, meta=_div_meta, dtypes=FLOATS)
 binary("copysign", float_fn=True, meta=_div_meta, dtypes=FLOATS)
-binary("nextafter", dtypes=FLOATS, reflected=False)
+binary("nextafter", dtypes=FLOATS)
 binary("logaddexp", float_fn=True, meta=_div_meta, dtypes=FLOATS)
 binary("maximum", dtypes=REAL)
 binary("minimum", dtypes=REAL)
