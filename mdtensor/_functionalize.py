@@ -113,8 +113,6 @@ def _masked_fill(self, mask, value):
 #: (masked_fill = clone + masked_fill_): their functional form, written directly.
 _REWRITES = {"masked_fill_": _masked_fill}
 
-_installed = False
-
 
 def _register_for(op) -> None:
     """Non-mutating ops fall through Functionalize: the key leaves their mask once, so a
@@ -129,10 +127,7 @@ def _register_for(op) -> None:
 
 
 def install() -> None:
-    global _installed
-    if _installed:
-        return
-    _installed = True
+    # Called once, by mdtensor._layers.install (which is guarded).
     register_fallback(Kernel(_functionalize_fallback, DispatchKey.Functionalize, boxed=True,
                              name="functionalize"))
     for op in list(dispatcher.overloads.values()):

@@ -139,15 +139,10 @@ def register_for(op) -> None:
                            name=fn.__qualname__))
 
 
-_installed = False
-
 
 def install() -> None:
     """Register the layer: a fallthrough fallback, plus kernels for every existing op."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
+    # Called once, by mdtensor._layers.install (which is guarded).
     register_fallback(Kernel(fallthrough_kernel, DispatchKey.ADInplaceOrView,
                              name="fallthrough"))
     for op in list(dispatcher.overloads.values()):

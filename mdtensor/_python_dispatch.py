@@ -113,13 +113,8 @@ class push_mode:
         mode_stack.reset(t1)
 
 
-_installed = False
-
 
 def install() -> None:
-    global _installed
-    if _installed:
-        return
-    _installed = True
+    # Called once, by mdtensor._layers.install (which is guarded).
     register_fallback(Kernel(_python_fallback, DispatchKey.Python, boxed=True,
                              name="python_dispatch"))

@@ -67,7 +67,7 @@ class Tensor:
         pass  # subclasses' __new__ builds instances with _make_subclass
 
     @staticmethod
-    def _make_subclass(cls, data: "Tensor", require_grad: bool = False) -> "Tensor":
+    def _make_subclass(cls, data: Tensor, require_grad: bool = False) -> Tensor:
         """An instance of subclass ``cls`` sharing ``data``'s array and version counter.
 
         A subclass defining ``__md_dispatch__`` gets the Python key, so every op on its

@@ -8,23 +8,9 @@ import sys
 import textwrap
 
 import pytest
+from plugin_dists import make_dist, run
 
 import mdtensor as md
-
-
-def _make_dist(root, dist, module_src, entry_points):
-    """A throwaway installed distribution: a module plus a .dist-info with entry points."""
-    (root / f"{dist}.py").write_text(textwrap.dedent(module_src))
-    info = root / f"{dist}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
-
-
-def _run(root, code):
-    env_code = f"import sys; sys.path.insert(0, {str(root)!r})\n" + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-W", "always", "-c", env_code],
-                          capture_output=True, text=True, timeout=120)
 
 
 def test_available_lists_builtins_without_importing_them():
@@ -35,7 +21,7 @@ def test_available_lists_builtins_without_importing_them():
 
 
 def test_broken_plugin_warns_and_everything_else_works(tmp_path):
-    _make_dist(tmp_path, "broken_backend", """
+    make_dist(tmp_path, "broken_backend", """
         from mdtensor.backends import BackendInfo
         INFO = BackendInfo("broken", "brokendev", "PrivateUse2")
         import this_module_does_not_exist  # the deliberate import error
@@ -45,7 +31,7 @@ def test_broken_plugin_warns_and_everything_else_works(tmp_path):
         [mdtensor.backends]
         broken = broken_backend:Backend
     """)
-    r = _run(tmp_path, """
+    r = run(tmp_path, """
         import mdtensor as md
         x = md.asarray([1.0, 2.0]) + 1
         print("ok", x.tolist())
@@ -58,7 +44,7 @@ def test_broken_plugin_warns_and_everything_else_works(tmp_path):
 
 
 def test_duplicate_name_plugin_is_skipped_with_warning(tmp_path):
-    _make_dist(tmp_path, "dup_backend", """
+    make_dist(tmp_path, "dup_backend", """
         from mdtensor.backends import BackendInfo
         INFO = BackendInfo("dupdev", "cpu", "PrivateUse2")
     """, """
@@ -67,7 +53,7 @@ def test_duplicate_name_plugin_is_skipped_with_warning(tmp_path):
         [mdtensor.backends]
         dupdev = dup_backend:INFO
     """)
-    r = _run(tmp_path, """
+    r = run(tmp_path, """
         import mdtensor as md
         print(md.asarray([1.0]).device, md.asarray([1.0]).device.backend.name)
     """)
@@ -78,7 +64,7 @@ def test_duplicate_name_plugin_is_skipped_with_warning(tmp_path):
 
 
 def test_plugin_that_fails_at_load_reports_on_use(tmp_path):
-    _make_dist(tmp_path, "late_backend", """
+    make_dist(tmp_path, "late_backend", """
         from mdtensor.backends import BackendInfo
         INFO = BackendInfo("late", "latedev", "PrivateUse3")
         class Backend:
@@ -90,7 +76,7 @@ def test_plugin_that_fails_at_load_reports_on_use(tmp_path):
         [mdtensor.backends]
         late = late_backend:Backend
     """)
-    r = _run(tmp_path, """
+    r = run(tmp_path, """
         import mdtensor as md
         try:
             md.asarray([1.0], device="latedev")

@@ -8,32 +8,15 @@ temporary directory, puts it on ``sys.path`` of a fresh interpreter and checks w
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
-import textwrap
 
 import pytest
+from plugin_dists import make_dist, run
 
 import mdtensor as md
 
 
-def _make_dist(root, dist, module_src, entry_points):
-    (root / f"{dist}.py").write_text(textwrap.dedent(module_src))
-    info = root / f"{dist}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
-
-
-def _run(root, code):
-    prelude = f"import sys; sys.path.insert(0, {str(root)!r})\n" if root else ""
-    return subprocess.run([sys.executable, "-W", "always", "-c",
-                           prelude + textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_import_mdtensor_imports_no_optional_array_library():
-    r = _run(None, """
+    r = run(None, """
         import sys, mdtensor as md
         md.backends.available()
         (md.asarray([1.0]) + 1).tolist()
@@ -44,7 +27,7 @@ def test_import_mdtensor_imports_no_optional_array_library():
 
 
 def test_missing_backend_info_attribute_warns_and_is_skipped(tmp_path):
-    _make_dist(tmp_path, "noattr_backend", """
+    make_dist(tmp_path, "noattr_backend", """
         X = 1
     """, """
         [mdtensor.backend_info]
@@ -52,7 +35,7 @@ def test_missing_backend_info_attribute_warns_and_is_skipped(tmp_path):
         [mdtensor.backends]
         noattr = noattr_backend:Backend
     """)
-    r = _run(tmp_path, """
+    r = run(tmp_path, """
         import mdtensor as md
         print([row["name"] for row in md.backends.available()])
         print(md.asarray([1.0, 2.0]).sum().item())
@@ -64,7 +47,7 @@ def test_missing_backend_info_attribute_warns_and_is_skipped(tmp_path):
 
 
 def test_backend_object_missing_required_attribute_fails_on_use_only(tmp_path):
-    _make_dist(tmp_path, "half_backend", """
+    make_dist(tmp_path, "half_backend", """
         from mdtensor.backends import Backend, BackendInfo
         INFO = BackendInfo("half", "halfdev", "PrivateUse2")
         class HalfBackend(Backend):
@@ -77,7 +60,7 @@ def test_backend_object_missing_required_attribute_fails_on_use_only(tmp_path):
         [mdtensor.backends]
         half = half_backend:HalfBackend
     """)
-    r = _run(tmp_path, """
+    r = run(tmp_path, """
         import mdtensor as md
         row = next(r for r in md.backends.available() if r["name"] == "half")
         print("listed", row["loaded"])
@@ -95,7 +78,7 @@ def test_backend_object_missing_required_attribute_fails_on_use_only(tmp_path):
 
 
 def test_info_without_factory_and_bad_key_are_skipped(tmp_path):
-    _make_dist(tmp_path, "odd_backend", """
+    make_dist(tmp_path, "odd_backend", """
         from mdtensor.backends import BackendInfo
         ONLY_INFO = BackendInfo("onlyinfo", "onlyinfodev", "PrivateUse2")
         BAD_KEY = BackendInfo("badkey", "badkeydev", "Autograd")
@@ -106,7 +89,7 @@ def test_info_without_factory_and_bad_key_are_skipped(tmp_path):
         [mdtensor.backends]
         badkey = odd_backend:BAD_KEY
     """)
-    r = _run(tmp_path, """
+    r = run(tmp_path, """
         import mdtensor as md
         names = {row["name"] for row in md.backends.available()}
         print("onlyinfo" in names, "badkey" in names, "numpy" in names)
@@ -120,7 +103,7 @@ def test_info_without_factory_and_bad_key_are_skipped(tmp_path):
 
 def test_duplicate_plugin_name_between_two_distributions(tmp_path):
     for dist in ("first_backend", "second_backend"):
-        _make_dist(tmp_path, dist, f"""
+        make_dist(tmp_path, dist, f"""
             from mdtensor.backends import BackendInfo
             INFO = BackendInfo("twin", "twindev_{dist}", "PrivateUse3")
         """, f"""
@@ -129,7 +112,7 @@ def test_duplicate_plugin_name_between_two_distributions(tmp_path):
             [mdtensor.backends]
             twin = {dist}:INFO
         """)
-    r = _run(tmp_path, """
+    r = run(tmp_path, """
         import mdtensor as md
         rows = [r for r in md.backends.available() if r["name"] == "twin"]
         print(len(rows), md.asarray([1.0]).device)
@@ -148,7 +131,7 @@ def test_loopback_plugin_is_discovered_through_its_entry_points():
     row = rows["loopback"]
     assert row["distribution"] == "mdtensor-loopback"
     assert row["key"] == "PrivateUse1" and row["device_type"] == "loopback"
-    r = _run(None, """
+    r = run(None, """
         import sys, mdtensor as md
         before = "array_api_strict" in sys.modules
         x = md.asarray([1.0, 2.0], device="loopback")

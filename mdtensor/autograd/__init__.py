@@ -418,15 +418,10 @@ def register_for(op) -> None:
                            name=f"autograd[{op.name}]"))
 
 
-_installed = False
-
 
 def install() -> None:
     """Register the Autograd layer: per-op kernels from formulas, and the fallback."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
+    # Called once, by mdtensor._layers.install (which is guarded).
     register_fallback(Kernel(_fallback, DispatchKey.Autograd, boxed=True,
                              name="autograd_fallback"))
     dispatcher.define_hooks.append(register_for)
