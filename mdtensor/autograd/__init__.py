@@ -133,6 +133,17 @@ class inference_mode(_GradModeBase):
 # The Autograd kernels
 
 
+def below_autograd(op, ks, args, kwargs):
+    """Run ``op`` below the Autograd layer with Autograd excluded meanwhile, so composite
+    kernels underneath (clone + masked_fill_, ...) record nothing themselves."""
+    inc, keep = dispatch_tls.get()
+    token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+    try:
+        return op.redispatch(ks & AFTER_AUTOGRAD, *args, **kwargs)
+    finally:
+        dispatch_tls.reset(token)
+
+
 def _node_name(op) -> str:
     base = op.schema.name.rstrip("_")
     camel = "".join(p[:1].upper() + p[1:] for p in re.split(r"_+", base) if p)
@@ -184,7 +195,6 @@ def _make_kernel(op, formula):
     is_out = schema.is_out
     uses_out = getattr(formula, "uses_out", False)
     n_outputs = len(schema.returns)
-    after = AFTER_AUTOGRAD
 
     flat_formula = _flatten_formula(formula, tensor_pos)
     simple = all(not is_list for _, is_list in tensor_pos)
@@ -198,12 +208,7 @@ def _make_kernel(op, formula):
                 f"{op.name}: functions with out=... arguments don't support automatic "
                 f"differentiation, but one of the arguments requires grad.")
         saved_args = _check_inplace(op, args) if is_inplace else args
-        inc, keep = dispatch_tls.get()
-        token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
-        try:
-            out = op.redispatch(ks & after, *args, **kwargs)
-        finally:
-            dispatch_tls.reset(token)
+        out = below_autograd(op, ks, args, kwargs)
         single = n_outputs == 1 and type(out) is not tuple and type(out) is not list
         if single:
             if not out._is_floating():
@@ -378,12 +383,7 @@ class ViewNode(Node):
 def _fallback(op, ks, args, kwargs):
     """Autograd fallback: ops with no formula.  Outputs of differentiable type get a node
     that raises on backward, naming the op; non-differentiable ops pass through."""
-    inc, keep = dispatch_tls.get()
-    token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
-    try:
-        out = op.redispatch(ks & AFTER_AUTOGRAD, *args, **kwargs)
-    finally:
-        dispatch_tls.reset(token)
+    out = below_autograd(op, ks, args, kwargs)
     if _nondifferentiable(op):
         return out
     inputs = [v for v in list(args) + list(kwargs.values())

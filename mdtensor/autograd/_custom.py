@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from mdtensor._keys import AFTER_AUTOGRAD, AUTOGRAD_FUNCTIONALITY
 from mdtensor._tensor import Tensor
-from mdtensor._tls import dispatch_tls
 
 from ._graph import Node, attach, gradient_edge
 
@@ -25,12 +23,9 @@ def register_autograd(op, backward, setup_context, lib):
                   if a.type.is_tensor and not a.kwarg_only]
 
     def kernel(ks, *args, **kwargs):
-        inc, keep = dispatch_tls.get()
-        token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
-        try:
-            out = op.redispatch(ks & AFTER_AUTOGRAD, *args, **kwargs)
-        finally:
-            dispatch_tls.reset(token)
+        from . import below_autograd
+
+        out = below_autograd(op, ks, args, kwargs)
         inputs = [args[i] for i in tensor_pos if i < len(args)]
         if not any(t._ag is not None and t._ag.requires_grad for t in inputs):
             return out
