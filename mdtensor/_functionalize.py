@@ -1,24 +1,59 @@
-"""The Functionalize layer (first part): mutations on immutable backends.
+"""The Functionalize layer: mutations become functional ops plus a write-back.
 
 Note [Functionalize]
 ~~~~~~~~~~~~~~~~~~~~
-Tensors of backends whose arrays cannot be written (JAX) carry the Functionalize key.  Its
-boxed fallback runs every op below the layer; a *mutating* op (in-place ``add_``, ``out=``,
-``x[k] = v``) instead runs its functional counterpart (``add``) and writes the result back
-by replacing the mutated tensor's array -- so in-place ops and ``__setitem__`` work on JAX
-as they do on NumPy, and the ADInplaceOrView layer above has already bumped the version.
+Two kinds of tensors carry the Functionalize key, and the layer treats both the same way:
+a *mutating* op (in-place ``add_``, ``out=``, ``x[k] = v``, ``copy_``) runs its functional
+counterpart (``add``, ``index_put``, ``copy``) and the result replaces the mutated tensor's
+value; if the mutated tensor is a view, the new value is scattered into its base, and every
+other live view of that base is regenerated from the new base.  Aliasing is therefore exact
+although no buffer is ever written.
 
-Not done yet (see docs/ARCHITECTURE.md): views of a functionalized tensor are copies, so a
-mutation through a view does not reach its base, and ``md.func.functionalize(f)`` (the
-user-facing transform with view replay) is not implemented.
+* **Tensors of immutable backends** (JAX) carry the key on every tensor.  Their views are
+  recorded by ADInplaceOrView (``ViewInfo``: root base + replay) and registered on the
+  base's version counter (``track_view``); values are replaced below the dispatcher, on raw
+  arrays.  Non-mutating ops pay one cheap hop (``_passthrough``) and nothing else.
+* **Functional wrappers** (``FunctionalTensor``), made by ``md.func.functionalize(f)``: a
+  wrapper holds an ordinary inner tensor, and every op on wrappers reaches this layer, which
+  runs the op (or its functional form) on the inner tensors through a full dispatch -- so
+  autograd records on the inner tensors and a mode or tracer below sees only functional ops.
+  A wrapper view remembers how it was made from its root base (``_steps``), and is replayed
+  with the view op, or with its ``_copy`` twin under ``remove="mutations_and_views"``.
+
+The inverse of a view (how to scatter a view's new value into its base) is computed once per
+view, generically: replaying the view on ``arange(base.numel())`` tells which base element
+each view element is (``_index_key``); the write-back is ``index_put(base, key, value)``.
+Every view op of the catalogue selects elements (slices, transposes, expand, ...), so this
+covers them all; a view that is not a selection would need its own inverse.
 """
 
 from __future__ import annotations
 
-from ._keys import AFTER_FUNCTIONALIZE, DispatchKey
-from ._ops import Kernel, dispatcher, fallthrough_kernel, lookup, register_fallback
+import functools
+import weakref
+from contextvars import ContextVar
 
-__all__ = ["install"]
+import numpy as np
+
+from ._keys import AFTER_FUNCTIONALIZE, AFTER_PYTHON, DispatchKey
+from ._ops import Kernel, dispatcher, lookup, register_fallback
+from ._tensor import Tensor
+from ._tls import ExcludeGuard, IncludeGuard, RestoreGuard, dispatch_tls
+
+__all__ = ["FunctionalTensor", "functionalize", "install", "track_view"]
+
+_FZ = DispatchKey.Functionalize.value
+#: every functionality from Python up: a raw replay runs only the backend kernels
+_ABOVE_BACKEND = ~AFTER_PYTHON & ((1 << 64) - 1)
+
+#: number of functionalize() transforms running (any thread): while 0, ops on plain
+#: tensors of immutable backends skip the wrapper checks.
+_live = [0]
+
+#: whether wrappers made now replace views by their _copy ops (the innermost transform's
+#: ``remove=``)
+_remove_views: ContextVar[bool] = ContextVar("mdtensor_functionalize_remove_views",
+                                             default=False)
 
 _functional_cache: dict = {}
 
@@ -52,57 +87,6 @@ def _functional_of(op):
     return best
 
 
-def _write_back(t, value) -> None:
-    """Replace ``t``'s array with ``value``'s, keeping ``t``'s dtype."""
-    xp = t._device.xp
-    data = value._data if hasattr(value, "_data") else value
-    if data.dtype != t._data.dtype:
-        data = xp.astype(data, t._data.dtype)
-    if tuple(data.shape) != tuple(t._data.shape):
-        data = xp.broadcast_to(data, tuple(t._data.shape))
-    t._data = data
-
-
-def _functionalize_fallback(op, ks, args, kwargs):
-    schema = op.schema
-    below = ks & AFTER_FUNCTIONALIZE
-    if not schema.is_mutable:
-        return op.redispatch(below, *args, **kwargs)
-    if schema.name == "index_put_":
-        return _index_put(op, args)
-    rewrite = _REWRITES.get(schema.name)
-    if rewrite is not None:
-        self = args[0]
-        _write_back(self, rewrite(*args, **kwargs))
-        return self
-    functional = _functional_of(op)
-    if schema.is_out:
-        out = kwargs.pop("out")
-        result = functional.redispatch(below, *args, **kwargs)
-        _write_back(out, result)
-        return out
-    self = args[0]
-    result = functional.redispatch(below, *args, **kwargs)
-    _write_back(self, result)
-    return self
-
-
-def _index_put(op, args):
-    """``x[key] = v`` functionally: JAX's ``.at[key].set(v)``."""
-    from mdtensor.ops.indexing import _full_key, _raw, is_basic_key
-
-    self, key, value = args
-    data = self._data
-    if not hasattr(data, "at"):
-        raise NotImplementedError(
-            f"{op.name}: the {self._device.backend.name} backend's arrays are immutable and "
-            f"have no functional update (.at[...].set)")
-    raw = _full_key(key) if is_basic_key(key) else _raw(key)
-    v = value._data if hasattr(value, "_data") else value
-    self._data = data.at[raw].set(v)
-    return self
-
-
 def _masked_fill(self, mask, value):
     from mdtensor.ops import aten
 
@@ -114,16 +98,385 @@ def _masked_fill(self, mask, value):
 _REWRITES = {"masked_fill_": _masked_fill}
 
 
+def _mutated_and_value(op, call, args, kwargs):
+    """Run a mutating ``op`` functionally with ``call(functional_op, args, kwargs)``;
+    return (the mutated argument, its new value, whether it was written in place)."""
+    schema = op.schema
+    if schema.is_out:
+        kwargs = dict(kwargs)
+        out = kwargs.pop("out")
+        return out, call(_functional_of(op), args, kwargs), False
+    if not schema.is_inplace:
+        raise NotImplementedError(
+            f"{op.name}: functionalization handles in-place ops (self mutated) and out= "
+            f"ops; this op mutates other arguments")
+    rewrite = _REWRITES.get(schema.name)
+    if rewrite is not None:
+        return args[0], rewrite(*args, **kwargs), True
+    return args[0], call(_functional_of(op), args, kwargs), True
+
+
+def _check_new_value(op, t, value, inplace: bool) -> None:
+    """PyTorch's in-place rules (shape and casting), before anything is written."""
+    from mdtensor.ops._decl import _check_inplace_result
+
+    if inplace:
+        _check_inplace_result(op.name, t, value._data if isinstance(value, Tensor) else value,
+                              t._device.backend)
+    elif isinstance(value, Tensor):
+        from mdtensor._dtypes import can_cast
+
+        if not can_cast(value.dtype, t.dtype):
+            raise RuntimeError(f"{op.name}: result type {value.dtype.name} can't be cast to "
+                               f"the desired output type {t.dtype.name}")
+
+
+# ---------------------------------------------------------------------------------------
+# The inverse of a view: which base elements a view selects
+
+
+def _raw_index(base_shape, steps) -> tuple:
+    """NumPy index arrays (one per base dimension, each of the view's shape) naming, for
+    each element of the view made by ``steps(b)``, the base element it aliases."""
+    from ._device import Device
+
+    n = 1
+    for s in base_shape:
+        n *= s
+    ids = Device("cpu").wrap(np.arange(n, dtype=np.int64).reshape(base_shape))
+    with ExcludeGuard(_ABOVE_BACKEND):
+        flat = np.asarray(steps(ids)._data)
+    return np.unravel_index(flat, base_shape)
+
+
+# ---------------------------------------------------------------------------------------
+# Immutable backends: plain tensors with the key
+
+
+def track_view(base: Tensor, view: Tensor) -> None:
+    """Called by ADInplaceOrView for views of Functionalize tensors: register ``view`` with
+    its base so a mutation of any alias regenerates it."""
+    if isinstance(base, FunctionalTensor):
+        return  # wrappers track their own views (below)
+    vc = view._vc
+    if vc.views is None:
+        vc.views = []
+    vc.views.append(weakref.ref(view))
+
+
+def _live_views(vc):
+    views = vc.views
+    if not views:
+        return []
+    alive = [v for v in (r() for r in views) if v is not None]
+    if len(alive) != len(views):
+        vc.views = [weakref.ref(v) for v in alive]
+    return alive
+
+
+def _plain_key(t) -> tuple:
+    info = t._view
+    key = getattr(info, "index", None)
+    if key is None:
+        raw = _raw_index(tuple(info.base._data.shape), info.replay)
+        backend = t._device.backend
+        key = tuple(backend.asarray(k, index=t._device.index) for k in raw)
+        info.index = key
+    return key
+
+
+def _commit_plain(op, t: Tensor, value, inplace: bool) -> None:
+    """``t`` takes ``value`` (a Tensor of the same backend); its aliases follow."""
+    from mdtensor.ops.indexing import scatter_set
+
+    _check_new_value(op, t, value, inplace)
+    xp = t._device.xp
+    data = value._data
+    if data.dtype != t._data.dtype:
+        data = xp.astype(data, t._data.dtype)
+    if tuple(data.shape) != tuple(t._data.shape):
+        if inplace or t._view is not None:
+            data = xp.broadcast_to(data, tuple(t._data.shape))
+        # out= with a different shape on a base: resized (the out kernel warned)
+    info = t._view
+    if info is None:
+        base = t
+        t._data = data
+    else:
+        base = info.base
+        base._data = scatter_set(xp, base._data, _plain_key(t), data)
+        t._data = data
+    for v in _live_views(base._vc) if base._vc is not None else ():
+        if v is not t:
+            v._data = base._data[_plain_key(v)]
+
+
+def _plain_fallback(op, ks, args, kwargs):
+    below = ks & AFTER_FUNCTIONALIZE
+    if not op.schema.is_mutable:
+        return op.redispatch(below, *args, **kwargs)
+    if _live[0]:
+        target = kwargs.get("out") if op.schema.is_out else args[0]
+        if isinstance(target, Tensor) and not target._ks & _FZ:
+            # A tensor captured by a functionalize()d function (the key came from the
+            # thread's include set): mutated for real, as without the transform.
+            return op.redispatch(below, *args, **kwargs)
+
+    def call(f, a, k):
+        return f.redispatch(below, *a, **k)
+
+    target, value, inplace = _mutated_and_value(op, call, args, kwargs)
+    _commit_plain(op, target, value, inplace)
+    return target
+
+
+# ---------------------------------------------------------------------------------------
+# Functional wrappers (md.func.functionalize)
+
+
+class _Storage:
+    """What a root wrapper and its views share: the root and the live views."""
+
+    __slots__ = ("base", "views", "remove_views")
+
+    def __init__(self, base, remove_views: bool):
+        self.base = base
+        self.views: list = []
+        self.remove_views = remove_views
+
+
+class FunctionalTensor(Tensor):
+    """A tensor inside ``md.func.functionalize``: an inner tensor that is never mutated
+    (mutations replace it) and, for a view, how to make it from its root base."""
+
+    __slots__ = ("_inner", "_storage", "_steps", "_index")
+
+    def __repr__(self) -> str:
+        return f"FunctionalTensor({self._inner!r})"
+
+    # Autograd records on the inner tensors (Note [Functionalize]); a wrapper answers for
+    # its inner tensor.
+    @property
+    def requires_grad(self) -> bool:
+        return self._inner.requires_grad
+
+    def requires_grad_(self, requires_grad: bool = True) -> FunctionalTensor:
+        self._inner.requires_grad_(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._inner.grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._inner.is_leaf
+
+    @property
+    def grad(self):
+        return self._inner.grad
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False) -> None:
+        # The backward ops run on the inner tensors, outside the transform's include (the
+        # engine's own buffers are not functionalized).
+        inc, keep = dispatch_tls.get()
+        with RestoreGuard((inc & ~_FZ, keep)):
+            self._inner.backward(_unwrap(gradient), retain_graph, create_graph)
+
+
+def _new_wrapper(inner: Tensor, storage: _Storage | None, steps: tuple) -> FunctionalTensor:
+    w = object.__new__(FunctionalTensor)
+    w._inner = inner
+    w._data = inner._data
+    w._device = inner._device
+    w._ks = inner._device.ks | _FZ
+    w._vc = None
+    w._view = None
+    w._ag = None
+    w._steps = steps
+    w._index = None
+    if storage is None:
+        storage = _Storage(w, _remove_views.get())
+    else:
+        storage.views.append(weakref.ref(w))
+    w._storage = storage
+    return w
+
+
+def _unwrap(v):
+    if isinstance(v, FunctionalTensor):
+        return v._inner
+    if isinstance(v, (list, tuple)) and any(isinstance(x, FunctionalTensor) for x in v):
+        return type(v)(_unwrap(x) for x in v)
+    return v
+
+
+def _has_wrapper(args, kwargs) -> bool:
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, FunctionalTensor):
+            return True
+        if isinstance(v, (list, tuple)) and any(isinstance(x, FunctionalTensor) for x in v):
+            return True
+    return False
+
+
+def _apply_steps(storage, steps, x):
+    from mdtensor.ops.view_copy import VIEW_COPY
+
+    for op, rest, kwargs, j in steps:
+        if storage.remove_views:
+            op = getattr(lookup(f"aten::{VIEW_COPY[op.schema.name]}"), op.overload_name)
+        r = op(x, *rest, **kwargs)
+        x = r if j is None else r[j]
+    return x
+
+
+def _wrapper_key(w) -> tuple:
+    """The view's base indices as tensors of the inner device (for ``index_put``)."""
+    from ._device import Device
+
+    if w._index is None:
+        steps = w._steps
+        w._index = _raw_index(tuple(w._storage.base._inner.shape),
+                              lambda b: _apply_steps(_Storage(None, False), steps, b))
+    dev = w._inner._device
+    if dev.type == "cpu":
+        return tuple(Device("cpu").wrap(k) for k in w._index)
+    return tuple(dev.wrap(dev.backend.asarray(k, index=dev.index)) for k in w._index)
+
+
+def _commit_wrapper(op, w: FunctionalTensor, value: Tensor, inplace: bool) -> None:
+    from mdtensor.ops import aten
+
+    _check_new_value(op, w, value, inplace)
+    if value.dtype != w.dtype:
+        value = aten.astype(value, w.dtype)
+    if tuple(value.shape) != tuple(w.shape) and (inplace or w._steps):
+        value = aten.broadcast_to(value, tuple(w.shape))
+    storage = w._storage
+    base = storage.base
+    if w._steps:
+        base._inner = aten.index_put(base._inner, _wrapper_key(w), value)
+        base._data = base._inner._data
+    else:
+        base = w
+    w._inner = value
+    w._data = value._data
+    alive = []
+    for r in storage.views:
+        v = r()
+        if v is None:
+            continue
+        alive.append(r)
+        if v is not w:
+            v._inner = _apply_steps(storage, v._steps, base._inner)
+            v._data = v._inner._data
+    storage.views = alive
+
+
+def _wrap_result(r, inputs):
+    if isinstance(r, Tensor):
+        for w in inputs:
+            if r is w._inner:
+                return w
+        return _new_wrapper(r, None, ())
+    if isinstance(r, (list, tuple)):
+        return type(r)(_wrap_result(x, inputs) for x in r)
+    return r
+
+
+def _wrapper_fallback(op, args, kwargs):
+    # The inner ops run without the transform's include of Functionalize: only wrappers
+    # (and tensors of immutable backends) are functionalized.
+    inc, keep = dispatch_tls.get()
+    with RestoreGuard((inc & ~_FZ, keep)):
+        return _on_inner(op, args, kwargs)
+
+
+def _on_inner(op, args, kwargs):
+    schema = op.schema
+    inputs = [v for v in (*args, *kwargs.values()) if isinstance(v, FunctionalTensor)]
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, (list, tuple)):
+            inputs += [x for x in v if isinstance(x, FunctionalTensor)]
+    uargs = [_unwrap(a) for a in args]
+    ukwargs = {k: _unwrap(v) for k, v in kwargs.items()}
+
+    if schema.is_mutable:
+        target = kwargs["out"] if schema.is_out else args[0]
+        if not isinstance(target, FunctionalTensor):
+            raise RuntimeError(
+                f"{op.name}: inside functionalize, a tensor that was neither an input nor "
+                f"created inside the function (a captured {type(target).__name__}) cannot "
+                f"be mutated")
+        _, value, inplace = _mutated_and_value(
+            op, lambda f, a, k: f(*a, **k), uargs, ukwargs)
+        _commit_wrapper(op, target, value, inplace)
+        return target
+
+    if schema.is_view and isinstance(args[0], FunctionalTensor):
+        src = args[0]
+        storage = src._storage
+        r = _apply_steps(storage, ((op, tuple(uargs[1:]), ukwargs, None),), src._inner)
+        if r is src._inner:
+            return src
+        rest = tuple(args[1:])
+        if isinstance(r, Tensor):
+            return _new_wrapper(r, storage, src._steps + ((op, rest, kwargs, None),))
+        return type(r)(_new_wrapper(x, storage, src._steps + ((op, rest, kwargs, j),))
+                       for j, x in enumerate(r))
+
+    return _wrap_result(op(*uargs, **ukwargs), inputs)
+
+
+# ---------------------------------------------------------------------------------------
+# The layer's kernels
+
+
+def _functionalize_fallback(op, ks, args, kwargs):
+    if _live[0]:
+        if _has_wrapper(args, kwargs):
+            return _wrapper_fallback(op, args, kwargs)
+        if not any(a.type.is_tensor_like for a in op.schema.arguments):
+            # A factory inside functionalize(f): its result is a functional tensor too (made
+            # without the include, as BackendSelect calls the op again).
+            inc, keep = dispatch_tls.get()
+            with RestoreGuard((inc & ~_FZ, keep)):
+                r = op.redispatch(ks & AFTER_FUNCTIONALIZE, *args, **kwargs)
+            return _wrap_result(r, ())
+    return _plain_fallback(op, ks, args, kwargs)
+
+
+def _passthrough_kernel(op):
+    """Non-mutating ops on plain tensors of immutable backends: straight below the layer
+    (one unboxed hop), unless a functionalize() transform may have wrappers in flight."""
+    after = AFTER_FUNCTIONALIZE
+    table = op._table
+    miss = op._miss
+    live = _live
+
+    def functionalize_passthrough(ks, *args, **kwargs):
+        if live[0]:
+            return _functionalize_fallback(op, ks, args, kwargs)
+        ks &= after & op._mask
+        kernel = table.get(ks)
+        if kernel is None:
+            kernel = miss(ks)
+        return kernel(*args, **kwargs)
+
+    functionalize_passthrough.__qualname__ = f"Functionalize[{op.name}]"
+    return functionalize_passthrough
+
+
 def _register_for(op) -> None:
-    """Non-mutating ops fall through Functionalize: the key leaves their mask once, so a
-    functional op on a JAX tensor costs no extra hop (Note [Functionalize])."""
+    """Non-mutating built-in ops get the passthrough kernel (Note [Functionalize])."""
     # Built-in ops only: user ops keep exactly the registrations their library made (the
-    # boxed fallback redispatches their functional calls correctly, one hop slower).
+    # boxed fallback handles them).
     if op.schema.namespace != "aten":
         return
     if not op.schema.is_mutable and DispatchKey.Functionalize not in op._kernels:
-        op._push_kernel(Kernel(fallthrough_kernel, DispatchKey.Functionalize,
-                               name="fallthrough"))
+        op._push_kernel(Kernel(_passthrough_kernel(op), DispatchKey.Functionalize,
+                               with_keyset=True, name="functionalize_passthrough"))
 
 
 def install() -> None:
@@ -133,3 +486,57 @@ def install() -> None:
     for op in list(dispatcher.overloads.values()):
         _register_for(op)
     dispatcher.define_hooks.append(_register_for)
+
+
+# ---------------------------------------------------------------------------------------
+# md.func.functionalize
+
+_REMOVE = ("mutations", "mutations_and_views")
+
+
+def functionalize(f, *, remove: str = "mutations"):
+    """``f`` with every mutation replaced by functional ops (see docs/MODES.md).
+
+    Inside, tensors are ``FunctionalTensor`` wrappers: in-place ops, ``out=`` and
+    ``x[k] = v`` run their functional ops; mutations through a view reach the base and every
+    other view; mutations of the inputs are written back into them (``copy_``) when ``f``
+    returns.  ``remove="mutations_and_views"`` also replaces view ops by their ``_copy``
+    twins, so traced programs hold no aliasing.  Outputs are plain tensors.
+    """
+    if remove not in _REMOVE:
+        raise ValueError(f"functionalize: remove must be 'mutations' or "
+                         f"'mutations_and_views', got {remove!r}")
+    if not callable(f):
+        raise TypeError(f"functionalize: expected a callable, got {type(f).__name__}")
+    remove_views = remove == "mutations_and_views"
+
+    @functools.wraps(f)
+    def functionalized(*args, **kwargs):
+        from .modes import tree_map
+
+        wrappers: list[tuple[Tensor, FunctionalTensor]] = []
+
+        def wrap(v):
+            if isinstance(v, Tensor) and not isinstance(v, FunctionalTensor):
+                w = _new_wrapper(v, None, ())
+                wrappers.append((v, w))
+                return w
+            return v
+
+        _live[0] += 1
+        token = _remove_views.set(remove_views)
+        try:
+            with IncludeGuard(DispatchKey.Functionalize):
+                wargs = tree_map(wrap, args)
+                wkwargs = tree_map(wrap, kwargs)
+                out = f(*wargs, **wkwargs)
+            result = tree_map(_unwrap, out)
+            for original, w in wrappers:
+                if w._inner is not original:
+                    original.copy_(w._inner)
+        finally:
+            _remove_views.reset(token)
+            _live[0] -= 1
+        return result
+
+    return functionalized

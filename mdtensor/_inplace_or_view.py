@@ -18,11 +18,14 @@ all views of the same base.  Autograd saves ``(tensor, version)`` and compares o
 
 from __future__ import annotations
 
+from ._functionalize import track_view
 from ._keys import AFTER_AD_INPLACE_OR_VIEW, DispatchKey
 from ._ops import Kernel, dispatcher, fallthrough_kernel, register_fallback
 from ._tensor import Tensor, VersionCounter, ViewInfo
 
 __all__ = ["bump_version", "install", "mark_view"]
+
+_FZ = DispatchKey.Functionalize.value
 
 
 def counter(t: Tensor) -> VersionCounter:
@@ -55,6 +58,8 @@ def mark_view(out: Tensor, src: Tensor, replay) -> None:
             return _replay(_prev(b))
     out._view = ViewInfo(base, full)
     out._vc = counter(base)
+    if base._ks & _FZ:
+        track_view(base, out)
 
 
 def _mutated_positions(schema):

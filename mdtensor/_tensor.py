@@ -25,10 +25,11 @@ __all__ = ["Tensor", "VersionCounter"]
 class VersionCounter:
     """Counts in-place writes; shared by a tensor and all its views."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "views")
 
     def __init__(self, value: int = 0):
         self.value = value
+        self.views = None  # weak refs to live views, for Functionalize tensors only
 
 
 class ViewInfo:
@@ -38,11 +39,12 @@ class ViewInfo:
     autograd (CopySlices) use it.
     """
 
-    __slots__ = ("base", "replay")
+    __slots__ = ("base", "replay", "index")
 
     def __init__(self, base: Tensor, replay):
         self.base = base
         self.replay = replay
+        self.index = None  # Functionalize: the base indices this view selects
 
 
 class Tensor:

@@ -1,4 +1,8 @@
-"""``md.func``: program transforms built on the dispatcher (tracing).
+"""``md.func``: program transforms built on the dispatcher (tracing, functionalization).
+
+``functionalize(f, remove=...)`` runs ``f`` with every mutation replaced by functional ops
+(mdtensor._functionalize, Note [Functionalize]); ``trace(functionalize(f), x)`` records the
+functional program.
 
 ``trace(f, *example_args)`` runs ``f`` under a recording mode and returns a ``Graph`` of the
 ``OpOverload`` calls that executed -- after autograd, so a ``backward()`` inside ``f`` is
@@ -8,10 +12,11 @@ replays on new inputs of the same shapes without overload resolution or mode ove
 
 from __future__ import annotations
 
+from ._functionalize import FunctionalTensor, functionalize
 from ._tensor import Tensor
 from .modes import DispatchMode, tree_map
 
-__all__ = ["Graph", "trace"]
+__all__ = ["FunctionalTensor", "Graph", "functionalize", "trace"]
 
 
 class _Ref:
@@ -37,7 +42,7 @@ class Graph:
         lines = [f"def traced({', '.join(self.inputs)}):"]
         for op, args, kwargs, outs in self.calls:
             parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-            target = ", ".join(outs) if outs else "_"
+            target = ", ".join(o or "_" for o in outs) if outs else "_"
             lines.append(f"    {target} = md.ops.{op.schema.namespace}.{op.schema.name}."
                          f"{op.overload_name}({', '.join(parts)})")
         lines.append(f"    return {self.outputs!r}")

@@ -160,6 +160,9 @@ def install(namespace: dict) -> None:
             namespace[name] = _star(packet, name) if decl.star_args else packet
         varargs = getattr(decl, "varargs", False)
         for m in decl.methods:
+            if m.endswith("_"):  # only the in-place method (copy_ has no method copy)
+                setattr(Tensor, m, _method(decl.inplace[0].overloadpacket, varargs))
+                continue
             setattr(Tensor, m, _method(packet, varargs))
             if decl.inplace:
                 inplace_packet = decl.inplace[0].overloadpacket

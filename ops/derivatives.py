@@ -676,7 +676,8 @@ def _astype(g, out, x, dtype, *, copy=True, device=None):
 
 @rule("copy")
 def _copy(g, out, self, src):
-    return None, sum_to(g, src.shape)
+    gs = sum_to(g, src.shape)
+    return None, gs if gs.dtype == src.dtype else aten.astype(gs, src.dtype)
 
 
 @rule("conj")
@@ -817,3 +818,15 @@ def _tril(g, out, x, k=0):
 @rule("triu")
 def _triu(g, out, x, k=0):
     return (aten.triu(g, k=k),)
+
+
+def _view_copy_rules() -> None:
+    """``<view>_copy`` ops differentiate like their views (ops/view_copy.py)."""
+    from mdtensor.ops.view_copy import VIEW_COPY
+
+    for view, copy in VIEW_COPY.items():
+        for name in [n for n in DERIVATIVES if n == view or n.startswith(view + ".")]:
+            DERIVATIVES[copy + name[len(view):]] = DERIVATIVES[name]
+
+
+_view_copy_rules()

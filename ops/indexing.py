@@ -157,10 +157,6 @@ defop("index(Tensor self, Any key) -> Tensor", impl=_index, meta=_index_meta,
                                           np.array([True, False, True, False])])))
 
 
-def _index_put(xp, x, key, value):
-    raise AssertionError("index_put_ has its own kernel")
-
-
 def _index_put_kernel(self, key, value):
     dev = self._device
     if not dev.backend.capabilities.inplace:
@@ -187,6 +183,62 @@ _ip = defop("index_put_.Tensor(Tensor(a!) self, Any key, Tensor value) -> Tensor
             meta=lambda self, key, value: (tuple(self.shape), self.dtype))
 defop("index_put_.Scalar(Tensor(a!) self, Any key, Scalar value) -> Tensor(a!)",
       kernels={"ArrayAPI": _index_put_kernel}, decl=_ip,
+      meta=lambda self, key, value: (tuple(self.shape), self.dtype))
+
+
+def scatter_set(xp, data, raw, value):
+    """A new array: ``data`` with ``data[raw] = value`` (JAX's ``.at[raw].set(value)`` on
+    arrays that cannot be written)."""
+    at = getattr(data, "at", None)
+    if at is not None:
+        return at[raw].set(value)
+    out = xp.asarray(data, copy=True)
+    out[raw] = value
+    return out
+
+
+def _index_put_functional_kernel(self, key, value):
+    """``index_put``: the functional ``x[key] = value`` (Functionalize's counterpart of
+    ``index_put_``; it also writes a view's new value back into its base)."""
+    dev = self._device
+    if isinstance(value, Tensor):
+        if value._device is not dev:
+            raise ValueError(f"aten::index_put: expected all tensors to be on the same "
+                             f"device, but found tensors on {dev} and {value._device}")
+        value = value._data
+        if value.dtype != self._data.dtype:
+            value = dev.xp.astype(value, self._data.dtype)
+    if is_basic_key(key):
+        _check_basic(self, key, "index_put")
+        raw = _full_key(key)
+    else:
+        raw = _backend_key(dev.xp, _raw(key))
+    try:
+        return dev.wrap(scatter_set(dev.xp, self._data, raw, value))
+    except (IndexError, ValueError) as e:
+        raise type(e)(f"index_put: {e}") from None
+
+
+def _index_put_ref(x, key, value):
+    out = np.array(x, copy=True)
+    out[key] = value
+    return out
+
+
+def _index_put_samples(dtype, rng):
+    x = make_array((3, 4), dtype, rng)
+    return [SampleInput((x, (slice(1, 3), 0), make_array((2,), dtype, rng))),
+            SampleInput((x, (slice(None), slice(None, None, 2)), make_array((3, 2), dtype,
+                                                                            rng))),
+            SampleInput((x, 1, make_array((), dtype, rng)))]
+
+
+_ipf = defop("index_put.Tensor(Tensor self, Any key, Tensor value) -> Tensor",
+             kernels={"ArrayAPI": _index_put_functional_kernel}, names=(),
+             meta=lambda self, key, value: (tuple(self.shape), self.dtype),
+             info=OpInfo(ref=_index_put_ref, dtypes=ALL, samples=_index_put_samples))
+defop("index_put.Scalar(Tensor self, Any key, Scalar value) -> Tensor",
+      kernels={"ArrayAPI": _index_put_functional_kernel}, decl=_ipf,
       meta=lambda self, key, value: (tuple(self.shape), self.dtype))
 
 

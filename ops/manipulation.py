@@ -24,6 +24,41 @@ defop("clone(Tensor self) -> Tensor", impl=_clone, meta=mf.same, methods=("clone
       info=OpInfo(ref=np.copy, dtypes=ALL, samples=unary_samples(None)))
 
 
+def _copy(xp, x, src):
+    # ``self`` gives only the shape and dtype: src cast and broadcast to them (PyTorch's
+    # copy_ casts; the src must broadcast to self's shape).
+    if tuple(src.shape) != tuple(x.shape):
+        _check_copy_shape(tuple(x.shape), tuple(src.shape))
+        src = xp.broadcast_to(src, tuple(x.shape))
+    return xp.astype(src, x.dtype, copy=True)
+
+
+def _check_copy_shape(shape, src_shape):
+    ok = len(src_shape) <= len(shape) and all(
+        s in (1, d) for s, d in zip(src_shape[::-1], shape[::-1]))
+    if not ok:
+        raise RuntimeError(f"copy_: the source of shape {src_shape} cannot be broadcast to "
+                           f"the destination's shape {shape}")
+
+
+def _copy_meta(x, src):
+    if tuple(src.shape) != tuple(x.shape):
+        _check_copy_shape(tuple(x.shape), tuple(src.shape))
+    return tuple(x.shape), x.dtype
+
+
+def _copy_samples(dtype, rng):
+    return [SampleInput((make_array((2, 3), dtype, rng), make_array((2, 3), dtype, rng))),
+            SampleInput((make_array((2, 3), dtype, rng), make_array((3,), dtype, rng)))]
+
+
+# copy_ is the in-place variant; ``copy`` (functional) is what Functionalize runs for it.
+defop("copy(Tensor self, Tensor src) -> Tensor", impl=_copy, structured=True,
+      meta=_copy_meta, names=(), methods=("copy_",),
+      info=OpInfo(ref=lambda x, s: np.broadcast_to(s, x.shape).astype(x.dtype), dtypes=ALL,
+                  samples=_copy_samples))
+
+
 def _transpose(xp, x, dim0, dim1):
     n = x.ndim
     perm = list(range(n))

@@ -241,8 +241,6 @@ def test_gradients_match_numpy_backend(device):
 
 @pytest.mark.parametrize("device", BACKENDS)
 def test_views_and_inplace_behave_like_numpy(device):
-    if device == "jax":
-        pytest.xfail("JAX needs the Functionalize layer (not implemented yet)")
     x = md.asarray([1.0, 2.0, 3.0], device=device)
     v = x[1:]
     v.add_(1)

@@ -48,8 +48,6 @@ def test_inplace_ops_and_setitem_mutate_the_tensor():
     assert x.device.type == "jax"
 
 
-@pytest.mark.xfail(strict=True, reason="Functionalize does not yet replay mutations of views "
-                                       "onto their base on immutable backends")
 def test_mutation_through_a_view_reaches_the_base():
     x = md.asarray([1.0, 2.0, 3.0], device="jax")
     v = x[1:]
