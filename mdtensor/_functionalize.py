@@ -12,7 +12,7 @@ although no buffer is ever written.
 * **Tensors of immutable backends** (JAX) carry the key on every tensor.  Their views are
   recorded by ADInplaceOrView (``ViewInfo``: root base + replay) and registered on the
   base's version counter (``track_view``); values are replaced below the dispatcher, on raw
-  arrays.  Non-mutating ops pay one cheap hop (``_passthrough``) and nothing else.
+  arrays.  Non-mutating ops fall through the layer (``_FallthroughOutsideTransforms``).
 * **Functional wrappers** (``FunctionalTensor``), made by ``md.func.functionalize(f)``: a
   wrapper holds an ordinary inner tensor, and every op on wrappers reaches this layer, which
   runs the op (or its functional form) on the inner tensors through a full dispatch -- so
@@ -447,36 +447,42 @@ def _functionalize_fallback(op, ks, args, kwargs):
     return _plain_fallback(op, ks, args, kwargs)
 
 
-def _passthrough_kernel(op):
-    """Non-mutating ops on plain tensors of immutable backends: straight below the layer
-    (one unboxed hop), unless a functionalize() transform may have wrappers in flight."""
-    after = AFTER_FUNCTIONALIZE
-    table = op._table
-    miss = op._miss
-    live = _live
+class _FallthroughOutsideTransforms(Kernel):
+    """Functionalize's kernel for non-mutating built-in ops: a fallthrough -- zero cost for
+    tensors of immutable backends -- except while a ``functionalize()`` transform runs,
+    when it is the boxed fallback (wrappers need every op).  The dispatcher reads
+    ``is_fallthrough`` when it fills a table; entering and leaving the outermost transform
+    clears the tables (``_enter``/``_exit``)."""
 
-    def functionalize_passthrough(ks, *args, **kwargs):
-        if live[0]:
-            return _functionalize_fallback(op, ks, args, kwargs)
-        ks &= after & op._mask
-        kernel = table.get(ks)
-        if kernel is None:
-            kernel = miss(ks)
-        return kernel(*args, **kwargs)
+    __slots__ = ()
 
-    functionalize_passthrough.__qualname__ = f"Functionalize[{op.name}]"
-    return functionalize_passthrough
+    @property
+    def is_fallthrough(self) -> bool:
+        return not _live[0]
+
+
+def _enter() -> None:
+    _live[0] += 1
+    if _live[0] == 1:
+        dispatcher.invalidate_all()
+
+
+def _exit() -> None:
+    _live[0] -= 1
+    if _live[0] == 0:
+        dispatcher.invalidate_all()
 
 
 def _register_for(op) -> None:
-    """Non-mutating built-in ops get the passthrough kernel (Note [Functionalize])."""
+    """Non-mutating built-in ops fall through unless a transform runs (Note [Functionalize])."""
     # Built-in ops only: user ops keep exactly the registrations their library made (the
     # boxed fallback handles them).
     if op.schema.namespace != "aten":
         return
     if not op.schema.is_mutable and DispatchKey.Functionalize not in op._kernels:
-        op._push_kernel(Kernel(_passthrough_kernel(op), DispatchKey.Functionalize,
-                               with_keyset=True, name="functionalize_passthrough"))
+        op._push_kernel(_FallthroughOutsideTransforms(
+            _functionalize_fallback, DispatchKey.Functionalize, boxed=True,
+            name="fallthrough (functionalize while a transform runs)"))
 
 
 def install() -> None:
@@ -523,7 +529,7 @@ def functionalize(f, *, remove: str = "mutations"):
                 return w
             return v
 
-        _live[0] += 1
+        _enter()
         token = _remove_views.set(remove_views)
         try:
             with IncludeGuard(DispatchKey.Functionalize):
@@ -536,7 +542,7 @@ def functionalize(f, *, remove: str = "mutations"):
                     original.copy_(w._inner)
         finally:
             _remove_views.reset(token)
-            _live[0] -= 1
+            _exit()
         return result
 
     return functionalized

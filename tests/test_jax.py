@@ -55,6 +55,38 @@ def test_mutation_through_a_view_reaches_the_base():
     assert x.tolist() == [1.0, 3.0, 4.0]
 
 
+def test_every_alias_follows_a_mutation():
+    x = md.arange(6.0, device="jax").reshape(2, 3)
+    row, col, sub = x[1], x.T[0], x[1][1:]
+    x.add_(1)  # the base: all views regenerate
+    assert row.tolist() == [4.0, 5.0, 6.0] and col.tolist() == [1.0, 4.0]
+    sub.mul_(-1)  # a view of a view: base and sibling views follow
+    assert x.tolist() == [[1.0, 2.0, 3.0], [4.0, -5.0, -6.0]]
+    assert row.tolist() == [4.0, -5.0, -6.0] and sub.tolist() == [-5.0, -6.0]
+    col[1] = 40.0  # setitem through a transposed view
+    assert x[1, 0].item() == 40.0 and row.tolist()[0] == 40.0
+    a, b = x.reshape(-1).split([2, 4])
+    b.mul_(0)
+    assert x.tolist() == [[1.0, 2.0, 0.0], [0.0, 0.0, 0.0]]
+
+
+def test_out_into_a_view_reaches_the_base():
+    x = md.zeros(4, device="jax")
+    md.ops.aten.exp.out(md.zeros(2, device="jax"), out=x[1:3])
+    assert x.tolist() == [0.0, 1.0, 1.0, 0.0]
+
+
+def test_view_mutation_with_autograd_matches_numpy():
+    def run(device):
+        w = md.asarray([1.0, 2.0, 3.0], device=device, requires_grad=True)
+        y = w * 2
+        y[1:].mul_(w[:2])
+        y.sum().backward()
+        return y.tolist(), w.grad.tolist()
+
+    assert run("jax") == run("cpu")
+
+
 def test_bad_inplace_leaves_tensor_and_version_unchanged():
     x = md.asarray([1.0, 2.0], device="jax")
     v0 = x._version
