@@ -479,7 +479,11 @@ def _register_for(op) -> None:
     # boxed fallback handles them).
     if op.schema.namespace != "aten":
         return
-    if not op.schema.is_mutable and DispatchKey.Functionalize not in op._kernels:
+    kernels = op._kernels
+    if (not op.schema.is_mutable and DispatchKey.Functionalize not in kernels
+            # a CompositeImplicitAutograd op decomposes at this key (wrappers then see the
+            # view ops it is made of, e.g. reshape's view)
+            and DispatchKey.CompositeImplicitAutograd not in kernels):
         op._push_kernel(_FallthroughOutsideTransforms(
             _functionalize_fallback, DispatchKey.Functionalize, boxed=True,
             name="fallthrough (functionalize while a transform runs)"))
