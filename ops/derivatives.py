@@ -27,7 +27,8 @@ NONDIFFERENTIABLE = frozenset({
     "unique_counts", "unique_inverse", "unique_all", "floor_divide", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
     "sign", "ceil", "floor", "trunc", "round", "detach", "zeros", "ones", "empty", "full",
-    "arange", "linspace", "eye", "nextafter",
+    "arange", "linspace", "eye", "nextafter", "zeros_like", "ones_like", "empty_like",
+    "full_like", "isin", "fft_fftfreq", "fft_rfftfreq", "linalg_matrix_rank",
 })
 
 
@@ -67,8 +68,21 @@ def _shape(x):
 
 
 def _g(g, x):
-    """``g`` reduced to the shape of argument ``x`` (None for non-tensor ``x``)."""
-    return sum_to(g, x.shape) if hasattr(x, "_ks") else None
+    """``g`` reduced to the shape of argument ``x`` (None for non-tensor ``x``); a real
+    ``x`` gets the real part of a complex gradient, as in PyTorch."""
+    if not hasattr(x, "_ks"):
+        return None
+    if g.dtype.kind == "c" and x.dtype.kind != "c":
+        g = aten.real(g)
+    return sum_to(g, x.shape)
+
+
+def _cj(v):
+    """The complex conjugate of a multiplier (PyTorch's convention: a gradient is the
+    conjugate Wirtinger derivative, so products use the conjugate of the other factor)."""
+    if hasattr(v, "_ks"):
+        return aten.conj(v) if v.dtype.kind == "c" else v
+    return v.conjugate() if isinstance(v, complex) else v
 
 
 # -- arithmetic -------------------------------------------------------------------------
@@ -86,16 +100,16 @@ def _sub(g, out, a, b, alpha=1):
 
 @rule("mul")
 def _mul(g, out, a, b):
-    return (_g(aten.mul(g, b), a) if hasattr(a, "_ks") else None,
-            _g(aten.mul(g, a), b) if hasattr(b, "_ks") else None)
+    return (_g(aten.mul(g, _cj(b)), a) if hasattr(a, "_ks") else None,
+            _g(aten.mul(g, _cj(a)), b) if hasattr(b, "_ks") else None)
 
 
 @rule("div")
 def _div(g, out, a, b):
-    ga = _g(aten.div(g, b), a) if hasattr(a, "_ks") else None
+    ga = _g(aten.div(g, _cj(b)), a) if hasattr(a, "_ks") else None
     gb = None
     if hasattr(b, "_ks"):
-        gb = _g(aten.neg(aten.div(aten.mul(g, a), aten.mul(b, b))), b)
+        gb = _g(aten.neg(aten.div(aten.mul(g, _cj(a)), _cj(aten.mul(b, b)))), b)
     return ga, gb
 
 
@@ -818,6 +832,525 @@ def _tril(g, out, x, k=0):
 @rule("triu")
 def _triu(g, out, x, k=0):
     return (aten.triu(g, k=k),)
+
+
+# -- complex parts, broadcasting lists ---------------------------------------------------
+
+
+@rule("real")
+def _real(g, out, x):
+    return (aten.astype(g, x.dtype) if x.dtype.kind == "c" else g,)
+
+
+@rule("imag")
+def _imag(g, out, x):
+    # d imag(z) / dz in PyTorch's convention: the gradient is i * g.
+    return (aten.mul(aten.astype(g, x.dtype), 1j),)
+
+
+@rule("broadcast_arrays")
+def _broadcast_arrays(g, out, tensors):
+    return [sum_to(gi, t.shape) if gi is not None else None
+            for gi, t in zip(g, tensors)], None
+
+
+@rule("meshgrid")
+def _meshgrid(g, out, tensors, indexing="xy"):
+    grads = []
+    n = len(tensors)
+    for j, gj in enumerate(g):
+        if gj is None:
+            grads.append(None)
+            continue
+        axis = j
+        if indexing == "xy" and n >= 2 and j < 2:
+            axis = 1 - j
+        others = tuple(a for a in range(gj.ndim) if a != axis)
+        grads.append(aten.reshape(aten.sum(gj, others) if others else gj,
+                                  tuple(tensors[j].shape)))
+    return grads, None
+
+
+# -- gathers ---------------------------------------------------------------------------------
+
+
+@rule("index_select")
+def _index_select(g, out, x, dim, index):
+    d = dim % x.ndim
+    z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
+    return _index_add(z, (slice(None),) * d + (index,), g), None, None
+
+
+@rule("repeat_interleave")
+def _repeat_interleave(g, out, x, repeats, axis=None):
+    import numpy as np
+
+    src = x if axis is not None else aten.reshape(x, (-1,))
+    a = 0 if axis is None else axis % x.ndim
+    n = src.shape[a]
+    reps = repeats.tolist() if hasattr(repeats, "_ks") else repeats
+    owner = np.repeat(np.arange(n), reps)  # the source index of every output element
+    z = aten.zeros(tuple(src.shape), dtype=g.dtype, device=g.device)
+    gx = _index_add(z, (slice(None),) * a + (owner,), g)
+    return aten.reshape(gx, tuple(x.shape)) if axis is None else gx, None, None
+
+
+@rule("diff")
+def _diff(g, out, x, axis=-1, n=1, *, prepend=None, append=None):
+    parts = [t for t in (prepend, x, append) if t is not None]
+    a = axis % x.ndim
+    for _ in range(n):
+        # y = z[1:] - z[:-1] along a  =>  dz = pad(g, before) - pad(g, after)
+        zero = aten.zeros(tuple(1 if i == a else s for i, s in enumerate(g.shape)),
+                          dtype=g.dtype, device=g.device)
+        g = aten.sub(aten.cat([zero, g], axis=a), aten.cat([g, zero], axis=a))
+    grads, start = [], 0
+    for t in parts:
+        grads.append(aten.narrow(g, a, start, t.shape[a]))
+        start += t.shape[a]
+    for t in (prepend, append):
+        if t is not None and t.requires_grad:
+            raise NotImplementedError(
+                "diff: the derivative with respect to prepend= or append= (keyword-only "
+                "tensors) is not implemented; concatenate them to the input instead")
+    return grads[1] if prepend is not None else grads[0], None, None
+
+
+# -- einsum and tensordot --------------------------------------------------------------------
+
+
+def _einsum_parts(equation, ndims):
+    eq = equation.replace(" ", "")
+    if "." in eq:
+        raise NotImplementedError("einsum: the derivative of an equation with '...' is not "
+                                  "implemented")
+    lhs, arrow, rhs = eq.partition("->")
+    ins = lhs.split(",")
+    if not arrow:
+        counts = {}
+        for c in lhs.replace(",", ""):
+            counts[c] = counts.get(c, 0) + 1
+        rhs = "".join(sorted(c for c, k in counts.items() if k == 1))
+    return ins, rhs
+
+
+@rule("einsum")
+def _einsum(g, out, equation, tensors):
+    ins, rhs = _einsum_parts(equation, [t.ndim for t in tensors])
+    grads = []
+    for i, (spec, t) in enumerate(zip(ins, tensors)):
+        if len(set(spec)) != len(spec):
+            raise NotImplementedError(f"einsum: the derivative for the repeated index in "
+                                      f"'{spec}' (a diagonal) is not implemented")
+        others = [(s, u) for j, (s, u) in enumerate(zip(ins, tensors)) if j != i]
+        present = set(rhs) | {c for s, _ in others for c in s}
+        target = "".join(c for c in spec if c in present)
+        eq = ",".join([rhs] + [s for s, _ in others]) + "->" + target
+        gi = aten.einsum(eq, [g] + [u for _, u in others])
+        if target != spec:  # indices summed in operand i alone: broadcast back
+            shape = tuple(t.shape[spec.index(c)] if c in target else 1 for c in spec)
+            gi = aten.expand(aten.reshape(gi, shape), tuple(t.shape))
+        grads.append(gi)
+    return None, grads
+
+
+def _tensordot_axes(a_ndim, b_ndim, axes):
+    if isinstance(axes, int):
+        return list(range(a_ndim - axes, a_ndim)), list(range(axes))
+    ax_a = [axes[0]] if isinstance(axes[0], int) else list(axes[0])
+    ax_b = [axes[1]] if isinstance(axes[1], int) else list(axes[1])
+    return [x % a_ndim for x in ax_a], [x % b_ndim for x in ax_b]
+
+
+def _inverse_perm(order):
+    inv = [0] * len(order)
+    for i, d in enumerate(order):
+        inv[d] = i
+    return tuple(inv)
+
+
+@rule("tensordot")
+def _tensordot(g, out, a, b, axes=2):
+    ax_a, ax_b = _tensordot_axes(a.ndim, b.ndim, axes)
+    free_a = [d for d in range(a.ndim) if d not in ax_a]
+    free_b = [d for d in range(b.ndim) if d not in ax_b]
+    nfa = len(free_a)
+    # g's dims are a's free dims then b's free dims; contract g with the other operand's
+    # free dims, then put the result's dims back in the operand's order.
+    ga = aten.tensordot(g, b, axes=(list(range(nfa, g.ndim)), free_b))
+    dims_a = free_a + [ax_a[ax_b.index(d)] for d in sorted(ax_b)]
+    gb = aten.tensordot(a, g, axes=(free_a, list(range(nfa))))
+    dims_b = [ax_b[ax_a.index(d)] for d in sorted(ax_a)] + free_b
+    return (aten.permute(ga, _inverse_perm(dims_a)), aten.permute(gb, _inverse_perm(dims_b)))
+
+
+# -- linalg ------------------------------------------------------------------------------------
+
+
+def _mT(x):
+    return aten.matrix_transpose(x)
+
+
+def _mm(*xs):
+    r = xs[0]
+    for x in xs[1:]:
+        r = aten.matmul(r, x)
+    return r
+
+
+def _diag_embed(v):
+    n = v.shape[-1]
+    return aten.mul(aten.unsqueeze(v, -1), aten.eye(n, dtype=v.dtype, device=v.device))
+
+
+def _eye_like(x, n):
+    return aten.eye(n, dtype=x.dtype, device=x.device)
+
+
+@rule("linalg_cross")
+def _cross(g, out, a, b, axis=-1):
+    return (sum_to(aten.linalg_cross(b, g, axis=axis), a.shape),
+            sum_to(aten.linalg_cross(g, a, axis=axis), b.shape))
+
+
+@rule("linalg_diagonal")
+def _linalg_diagonal(g, out, x, offset=0):
+    # z = R^T diag(g) C with 0/1 selection matrices (no scatter: works on every backend)
+    n, m = x.shape[-2], x.shape[-1]
+    r0 = max(0, -offset)
+    k = g.shape[-1]
+    rows = aten.eye(k, n, k=r0, dtype=g.dtype, device=g.device)
+    cols = aten.eye(k, m, k=r0 + offset, dtype=g.dtype, device=g.device)
+    return (aten.matmul(aten.mul(_mT(rows), aten.unsqueeze(g, -2)), cols),)
+
+
+@rule("linalg_vector_norm")
+@uses_out
+def _vector_norm(g, out, x, axis=None, keepdims=False, ord=2):
+    import math
+
+    gx = _expand_back(g, x, axis, keepdims)
+    nx = _expand_back(out, x, axis, keepdims)
+    ax = aten.abs(x)
+    if ord == 2:
+        zero = aten.eq(nx, 0)
+        r = aten.div(x, aten.where(zero, 1.0, nx))
+    elif ord == 1:
+        r = aten.sign(x)
+    elif ord == 0:
+        r = aten.mul(x, 0.0)
+    elif ord in (math.inf, -math.inf):
+        hit = aten.astype(aten.eq(ax, nx), x.dtype)
+        count = _expand_back(aten.sum(hit, axis, keepdims), x, axis, keepdims)
+        r = aten.div(aten.mul(aten.sign(x), hit), count)
+    else:
+        p = float(ord)
+        r = aten.div(aten.mul(aten.sign(x), aten.pow(ax, p - 1)),
+                     aten.pow(nx, p - 1))
+    return (aten.mul(gx, r),)
+
+
+@rule("linalg_matrix_norm")
+@uses_out
+def _matrix_norm(g, out, x, keepdims=False, ord="fro"):
+    gx = g if keepdims else aten.unsqueeze(aten.unsqueeze(g, -1), -1)
+    nx = out if keepdims else aten.unsqueeze(aten.unsqueeze(out, -1), -1)
+    if ord == "fro":
+        return (aten.mul(gx, aten.div(x, nx)),)
+    if ord in ("nuc", 2, -2):
+        u, s, vh = aten.linalg_svd(x, full_matrices=False)
+        if ord == "nuc":
+            return (aten.mul(gx, aten.matmul(u, vh)),)
+        k = 0 if ord == 2 else s.shape[-1] - 1
+        uk = aten.narrow(u, -1, k, 1)
+        vk = aten.narrow(vh, -2, k, 1)
+        return (aten.mul(gx, aten.matmul(uk, vk)),)
+    raise NotImplementedError(f"linalg_matrix_norm: the derivative for ord={ord!r} is not "
+                              f"implemented (fro, nuc, 2 and -2 are)")
+
+
+@rule("linalg_matrix_power")
+def _matrix_power(g, out, x, n):
+    if n == 0:
+        return aten.mul(x, 0.0), None
+    if n < 0:
+        inv = aten.linalg_inv(x)
+        gi, _ = _matrix_power(g, None, inv, -n)
+        t = _mT(inv)
+        return aten.neg(_mm(t, gi, t)), None
+    # d(x^n) = sum_k x^k dx x^(n-1-k)  =>  gx = sum_k (x^k)^T g (x^(n-1-k))^T
+    acc = x
+    pw = {1: x}
+    for k in range(2, n):
+        acc = aten.matmul(acc, x)
+        pw[k] = acc
+    total = None
+    for k in range(n):
+        left = pw.get(k)
+        right = pw.get(n - 1 - k)
+        term = g
+        if left is not None:
+            term = aten.matmul(_mT(left), term)
+        if right is not None:
+            term = aten.matmul(term, _mT(right))
+        total = term if total is None else aten.add(total, term)
+    return total, None
+
+
+@rule("linalg_slogdet")
+def _slogdet(g, out, x):
+    glog = g[1]
+    if glog is None:
+        return (None,)
+    return (aten.mul(aten.unsqueeze(aten.unsqueeze(glog, -1), -1), _mT(aten.linalg_inv(x))),)
+
+
+@rule("linalg_cholesky")
+@uses_out
+def _cholesky(g, out, x, upper=False):
+    # PyTorch's formula (the input is taken as symmetric): with L = cholesky(A),
+    # gA = L^-T Phi(L^T gL) L^-1, symmetrized, Phi = lower triangle with a halved diagonal.
+    L = _mT(out) if upper else out
+    gL = _mT(g) if upper else g
+    n = L.shape[-1]
+    phi = aten.tril(aten.matmul(_mT(L), gL))
+    phi = aten.sub(phi, aten.mul(_diag_embed(aten.linalg_diagonal(phi)), 0.5))
+    Linv = aten.linalg_inv(L)
+    ga = _mm(_mT(Linv), phi, Linv)
+    del n
+    return (aten.mul(aten.add(ga, _mT(ga)), 0.5),)
+
+
+def _eigh_grad(gw, gv, w, v):
+    terms = None
+    if gw is not None:
+        terms = _diag_embed(gw)
+    if gv is not None:
+        diff = aten.sub(aten.unsqueeze(w, -2), aten.unsqueeze(w, -1))  # w_j - w_i
+        n = w.shape[-1]
+        eye = _eye_like(w, n)
+        f = aten.div(aten.sub(1.0, eye), aten.add(diff, eye))  # 0 on the diagonal
+        t = aten.mul(f, aten.matmul(_mT(v), gv))
+        terms = t if terms is None else aten.add(terms, t)
+    if terms is None:
+        return None
+    ga = _mm(v, terms, _mT(v))
+    return aten.mul(aten.add(ga, _mT(ga)), 0.5)
+
+
+@rule("linalg_eigh")
+@uses_out
+def _eigh(g, out, x):
+    return (_eigh_grad(g[0], g[1], out[0], out[1]),)
+
+
+@rule("linalg_eigvalsh")
+def _eigvalsh(g, out, x):
+    w, v = aten.linalg_eigh(x)
+    return (_eigh_grad(g, None, w, v),)
+
+
+@rule("linalg_svdvals")
+def _svdvals(g, out, x):
+    u, s, vh = aten.linalg_svd(x, full_matrices=False)
+    return (_mm(u, _diag_embed(g), vh),)
+
+
+@rule("linalg_svd")
+@uses_out
+def _svd(g, out, x, full_matrices=True):
+    gu, gs, gvh = g
+    u, s, vh = out
+    m, n = x.shape[-2], x.shape[-1]
+    k = s.shape[-1]
+    if full_matrices and m != n:
+        if gu is not None or gvh is not None:
+            raise NotImplementedError(
+                "linalg_svd: the derivative through U or Vh of a full_matrices=True SVD of a "
+                "non-square matrix is not implemented (use full_matrices=False)")
+    u = aten.narrow(u, -1, 0, k)
+    vh = aten.narrow(vh, -2, 0, k)
+    gu = aten.narrow(gu, -1, 0, k) if gu is not None else None
+    gvh = aten.narrow(gvh, -2, 0, k) if gvh is not None else None
+    v = _mT(vh)
+    inner = _diag_embed(gs) if gs is not None else aten.mul(_diag_embed(s), 0.0)
+    s2 = aten.mul(s, s)
+    eye = _eye_like(s, k)
+    f = aten.div(aten.sub(1.0, eye),
+                 aten.add(aten.sub(aten.unsqueeze(s2, -2), aten.unsqueeze(s2, -1)), eye))
+    S = _diag_embed(s)
+    sinv = _diag_embed(aten.div(1.0, s))
+    extra = None
+    if gu is not None:
+        ut_gu = aten.matmul(_mT(u), gu)
+        inner = aten.add(inner, aten.matmul(aten.mul(f, aten.sub(ut_gu, _mT(ut_gu))), S))
+        if m > k:
+            proj = aten.sub(_eye_like(x, m), aten.matmul(u, _mT(u)))
+            extra = _mm(proj, gu, sinv, vh)
+    if gvh is not None:
+        gv = _mT(gvh)
+        vt_gv = aten.matmul(_mT(v), gv)
+        inner = aten.add(inner, aten.matmul(S, aten.mul(f, aten.sub(vt_gv, _mT(vt_gv)))))
+        if n > k:
+            proj = aten.sub(_eye_like(x, n), aten.matmul(v, vh))
+            term = _mm(u, sinv, _mT(gv), proj)
+            extra = term if extra is None else aten.add(extra, term)
+    ga = _mm(u, inner, vh)
+    return (ga if extra is None else aten.add(ga, extra),)
+
+
+@rule("linalg_qr")
+@uses_out
+def _qr(g, out, x, mode="reduced"):
+    gq, gr = g
+    q, r = out
+    m, n = x.shape[-2], x.shape[-1]
+    if mode != "reduced" or m < n:
+        raise NotImplementedError("linalg_qr: the derivative is implemented for "
+                                  "mode='reduced' with rows >= columns")
+    gq = gq if gq is not None else aten.mul(q, 0.0)
+    gr = gr if gr is not None else aten.mul(r, 0.0)
+    M = aten.sub(aten.matmul(r, _mT(gr)), aten.matmul(_mT(gq), q))
+    low = aten.tril(M, k=-1)
+    copyltu = aten.add(aten.add(low, _mT(low)), _diag_embed(aten.linalg_diagonal(M)))
+    b = aten.add(gq, aten.matmul(q, copyltu))
+    # gA = b R^-T  (R is invertible for a full-rank input)
+    return (aten.matmul(b, _mT(aten.linalg_inv(r))),)
+
+
+@rule("linalg_pinv")
+@uses_out
+def _pinv(g, out, x, rtol=None):
+    p = out
+    pt = _mT(p)
+    m, n = x.shape[-2], x.shape[-1]
+    gt = _mT(g)
+    t1 = aten.neg(_mm(pt, g, pt))
+    t2 = _mm(aten.sub(_eye_like(x, m), aten.matmul(x, p)), gt, p, pt)
+    t3 = _mm(pt, p, gt, aten.sub(_eye_like(x, n), aten.matmul(p, x)))
+    return aten.add(aten.add(t1, t2), t3), None
+
+
+# -- fft ---------------------------------------------------------------------------------------
+
+_DUAL_NORM = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _fit(t, axis, size):
+    """``t`` cut or zero-padded to ``size`` along ``axis``."""
+    have = t.shape[axis]
+    if have == size:
+        return t
+    if have > size:
+        return aten.narrow(t, axis, 0, size)
+    shape = tuple(size - have if i == axis % t.ndim else s for i, s in enumerate(t.shape))
+    return aten.cat([t, aten.zeros(shape, dtype=t.dtype, device=t.device)], axis=axis)
+
+
+def _real_if(x, gx):
+    return aten.real(gx) if x.dtype.kind != "c" else gx
+
+
+def _c2c_rule(inverse_of):
+    def formula(g, out, x, n=None, axis=-1, norm="backward"):
+        gx = getattr(aten, inverse_of)(g, None, axis, _DUAL_NORM[norm])
+        return (_real_if(x, _fit(gx, axis, x.shape[axis])), None, None, None)
+    return formula
+
+
+def _c2c_n_rule(inverse_of):
+    def formula(g, out, x, s=None, axes=None, norm="backward"):
+        axes_ = list(range(x.ndim)) if axes is None else [a % x.ndim for a in axes]
+        if s is not None and axes is None:
+            axes_ = list(range(x.ndim - len(s), x.ndim))
+        gx = getattr(aten, inverse_of)(g, None, axes_, _DUAL_NORM[norm])
+        for a in axes_:
+            gx = _fit(gx, a, x.shape[a])
+        return (_real_if(x, gx), None, None, None)
+    return formula
+
+
+DERIVATIVES["fft_fft"] = _c2c_rule("fft_ifft")
+DERIVATIVES["fft_ifft"] = _c2c_rule("fft_fft")
+DERIVATIVES["fft_fftn"] = _c2c_n_rule("fft_ifftn")
+DERIVATIVES["fft_ifftn"] = _c2c_n_rule("fft_fftn")
+
+
+@rule("fft_rfft")
+def _rfft(g, out, x, n=None, axis=-1, norm="backward"):
+    size = n if n is not None else x.shape[axis]
+    full = aten.fft_ifft(_fit(g, axis, size), None, axis, _DUAL_NORM[norm])
+    return (aten.real(_fit(full, axis, x.shape[axis])), None, None, None)
+
+
+@rule("fft_rfftn")
+def _rfftn(g, out, x, s=None, axes=None, norm="backward"):
+    axes_ = list(range(x.ndim)) if axes is None else [a % x.ndim for a in axes]
+    if s is not None and axes is None:
+        axes_ = list(range(x.ndim - len(s), x.ndim))
+    sizes = list(s) if s is not None else [x.shape[a] for a in axes_]
+    full = _fit(g, axes_[-1], sizes[-1])
+    full = aten.fft_ifftn(full, sizes, axes_, _DUAL_NORM[norm])
+    for a in axes_:
+        full = _fit(full, a, x.shape[a])
+    return (aten.real(full), None, None, None)
+
+
+def _double_inner_bins(gx, axis, n):
+    """irfft reads bins 1..ceil(n/2)-1 twice (as themselves and as their mirror)."""
+    half = gx.shape[axis]
+    double = n - half
+    if double <= 0:
+        return gx
+    parts = [aten.narrow(gx, axis, 0, 1), aten.mul(aten.narrow(gx, axis, 1, double), 2.0)]
+    if half - 1 - double > 0:
+        parts.append(aten.narrow(gx, axis, 1 + double, half - 1 - double))
+    return aten.cat(parts, axis=axis)
+
+
+@rule("fft_irfft")
+def _irfft(g, out, x, n=None, axis=-1, norm="backward"):
+    size = n if n is not None else 2 * (x.shape[axis] - 1)
+    gx = aten.fft_rfft(g, None, axis, _DUAL_NORM[norm])
+    gx = _double_inner_bins(gx, axis, size)
+    return (_fit(gx, axis, x.shape[axis]), None, None, None)
+
+
+@rule("fft_irfftn")
+def _irfftn(g, out, x, s=None, axes=None, norm="backward"):
+    axes_ = list(range(x.ndim)) if axes is None else [a % x.ndim for a in axes]
+    if s is not None and axes is None:
+        axes_ = list(range(x.ndim - len(s), x.ndim))
+    last = axes_[-1]
+    size = s[-1] if s is not None else 2 * (x.shape[last] - 1)
+    gx = aten.fft_rfftn(g, None, axes_, _DUAL_NORM[norm])
+    gx = _double_inner_bins(gx, last, size)
+    for a in axes_:
+        gx = _fit(gx, a, x.shape[a])
+    return (gx, None, None, None)
+
+
+@rule("fft_hfft")
+def _hfft(g, out, x, n=None, axis=-1, norm="backward"):
+    # hfft(x) = irfft(conj(x)) with the normalization direction swapped
+    (gx, *_rest) = _irfft(g, None, x, n, axis, _DUAL_NORM[norm])
+    return (aten.conj(gx), None, None, None)
+
+
+@rule("fft_ihfft")
+def _ihfft(g, out, x, n=None, axis=-1, norm="backward"):
+    # ihfft(x) = conj(rfft(x)) with the normalization direction swapped
+    return _rfft(aten.conj(g), None, x, n, axis, _DUAL_NORM[norm])
+
+
+@rule("fft_fftshift")
+def _fftshift(g, out, x, axes=None):
+    return aten.fft_ifftshift(g, axes), None
+
+
+@rule("fft_ifftshift")
+def _ifftshift(g, out, x, axes=None):
+    return aten.fft_fftshift(g, axes), None
 
 
 def _view_copy_rules() -> None:

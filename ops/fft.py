@@ -54,7 +54,7 @@ def _fft_op(name, schema_args, dtypes, samples):
     ref_fn = getattr(np.fft, name)
     defop(f"fft_{name}(Tensor self, {schema_args}) -> Tensor", impl=impl, names=(),
           info=OpInfo(ref=lambda x, *a, **k: ref_fn(x, *a, **k), dtypes=dtypes,
-                      samples=samples, rtol=1e-4, atol=1e-4, differentiable=False))
+                      samples=samples, rtol=1e-4, atol=1e-4))
     FFT_NAMES[name] = f"fft_{name}"
 
 
@@ -88,8 +88,7 @@ def _shift(name):
     impl.__name__ = name
     defop(f"fft_{name}(Tensor self, int[1]? axes=None) -> Tensor", impl=impl, names=(),
           meta=lambda x, axes=None: (tuple(x.shape), x.dtype),
-          info=OpInfo(ref=getattr(np.fft, name), dtypes=_REAL + _COMPLEX, samples=_s((3, 4)),
-                      differentiable=False))
+          info=OpInfo(ref=getattr(np.fft, name), dtypes=_REAL + _COMPLEX, samples=_s((3, 4))))
     FFT_NAMES[name] = f"fft_{name}"
 
 

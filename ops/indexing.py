@@ -314,7 +314,7 @@ class _IndexSpec:
 defop("index_select(Tensor self, int dim, Tensor index) -> Tensor", impl=_index_select,
       meta=ms.index_select, methods=("index_select",), kwarg_aliases={"axis": "dim"},
       # Note: no derivative formula yet (ops/derivatives.py; backward raises naming the op).
-      info=OpInfo(ref=lambda x, d, i: np.take(x, i, axis=d), dtypes=ALL, differentiable=False,
+      info=OpInfo(ref=lambda x, d, i: np.take(x, i, axis=d), dtypes=ALL,
                   samples=lambda d, rng: [
                       SampleInput((make_array((4, 3), d, rng), 0, np.asarray([3, 0, 0]))),
                       SampleInput((make_array((4, 3), d, rng), -1, np.asarray([2, 1])))],

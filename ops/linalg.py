@@ -44,7 +44,12 @@ from .elementwise import FLOATS  # noqa: E402
 LINALG_NAMES: dict[str, str] = {"matmul": "matmul", "matrix_transpose": "matrix_transpose"}
 
 
-_WITH_FORMULA = {"inv", "det", "solve", "outer", "vecdot", "trace"}
+#: ops whose formula the OpInfo sweep gradchecks on its samples (cholesky, eigh and
+#: eigvalsh read one triangle of the input; their symmetric gradients are tested on
+#: symmetrized inputs in tests/test_autograd_formulas.py)
+_WITH_FORMULA = {"inv", "det", "solve", "outer", "vecdot", "trace", "cross", "diagonal",
+                 "matrix_norm", "matrix_power", "pinv", "slogdet", "svdvals", "tensordot",
+                 "vector_norm"}
 
 
 def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=None, ref=None,
@@ -59,7 +64,6 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
     impl.__name__ = name
     defop(f"{aten_name}({schema_args}) -> {returns}", impl=impl, meta=meta,
           names=(name,) if top_level else (), methods=(),
-          # Note: only _WITH_FORMULA have derivatives yet; the others raise on backward.
           info=OpInfo(ref=ref, dtypes=dtypes, samples=samples,
                       differentiable=name in _WITH_FORMULA) if ref else None)
     if not top_level or name in ("tensordot", "vecdot", "outer"):
@@ -163,6 +167,6 @@ def _einsum(xp, equation, operands):
 
 
 defop("einsum(str equation, Tensor[] tensors) -> Tensor", impl=_einsum,
-      info=OpInfo(ref=lambda e, ts: np.einsum(e, *ts), dtypes=FLOATS, differentiable=False,
+      info=OpInfo(ref=lambda e, ts: np.einsum(e, *ts), dtypes=FLOATS,
                   samples=lambda d, rng: [SampleInput(("ij,jk->ik", [make_array((2, 3), d, rng),
                                                                    make_array((3, 4), d, rng)]))]))

@@ -561,9 +561,7 @@ defop("repeat_interleave(Tensor self, Any repeats, *, int? axis=None) -> Tensor"
       meta=ms.repeat_interleave,
       names=("repeat_interleave", "repeat"), methods=("repeat_interleave",),
       kwarg_aliases={"dim": "axis"},
-      # Note: no derivative formula yet (backward raises naming the op).
       info=OpInfo(ref=lambda x, r, axis=None: np.repeat(x, r, axis), dtypes=ALL,
-                  differentiable=False,
                   samples=_s(((3,), (2,), {}), ((2, 3), (2,), {"axis": 1}))))
 del Tensor_, _repeat
 

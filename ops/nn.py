@@ -114,8 +114,9 @@ defop("log_softmax(Tensor self, int dim=-1) -> Tensor", impl=_log_softmax, meta=
                   samples=_sm_samples))
 
 
-def _dropout_explicit(x, p=0.5, train=True):
-    """CompositeExplicitAutograd: a random keep-mask from the device's generator."""
+def _dropout(x, p=0.5, train=True):
+    """CompositeImplicitAutograd (as PyTorch's ``dropout``): a random keep-mask from the
+    device's generator; the gradient comes from masked_fill and mul."""
     from mdtensor import ops, random
 
     if not 0.0 <= p <= 1.0:
@@ -130,4 +131,4 @@ def _dropout_explicit(x, p=0.5, train=True):
 
 
 defop("dropout(Tensor input, float p=0.5, bool train=True) -> Tensor",
-      explicit=_dropout_explicit, meta=mf.same, methods=())
+      composite=_dropout, meta=mf.same, methods=())

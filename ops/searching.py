@@ -182,9 +182,7 @@ def _diff(xp, x, axis=-1, n=1, prepend=None, append=None):
 
 defop("diff(Tensor self, int axis=-1, int n=1, *, Tensor? prepend=None, Tensor? append=None)"
       " -> Tensor", impl=_diff, meta=ms.diff, methods=("diff",), kwarg_aliases={"dim": "axis"},
-      # Note: no derivative formula yet (backward raises naming the op).
       info=OpInfo(ref=lambda x, axis=-1, n=1: np.diff(x, n=n, axis=axis), dtypes=REAL,
-                  differentiable=False,
                   samples=lambda d, rng: [SampleInput((make_array((4, 5), d, rng),)),
                                           SampleInput((make_array((4, 5), d, rng), 0, 2))]))
 

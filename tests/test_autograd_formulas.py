@@ -1,0 +1,274 @@
+"""Derivative formulas the OpInfo sweep cannot check alone: complex FFTs (through a real
+loss of real parameters), symmetric-input linalg (eigh, cholesky), multi-output
+decompositions (every output, with gauge-invariant losses), einsum/tensordot equations,
+gathers, norms and dropout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mdtensor as md
+from mdtensor.testing import gradcheck
+
+aten = md.ops.aten
+RNG = np.random.default_rng(11)
+
+
+def _param(*shape):
+    return md.asarray(RNG.standard_normal(shape), requires_grad=True)
+
+
+def _const(*shape):
+    return md.asarray(RNG.standard_normal(shape))
+
+
+def _real_loss(y, a, b):
+    """A real scalar from a complex (or real) ``y``, weighting both parts."""
+    if y.dtype.kind == "c":
+        return (md.real(y) * a).sum() + (md.imag(y) * b).sum()
+    return (y * a).sum()
+
+
+# -- FFTs -----------------------------------------------------------------------------------
+
+_ONE = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
+_MANY = ["fftn", "ifftn", "rfftn", "irfftn"]
+_REAL_IN = {"rfft", "ihfft", "rfftn"}
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+@pytest.mark.parametrize("n", [None, 5, 9])
+@pytest.mark.parametrize("name", _ONE)
+def test_fft_gradients(name, n, norm):
+    op = getattr(aten, f"fft_{name}")
+    shape = (2, 6)
+    probe = op(md.zeros(shape, dtype=md.complex128) if name not in _REAL_IN
+               else md.zeros(shape), n, -1, norm)
+    a, b = _const(*probe.shape), _const(*probe.shape)
+
+    if name in _REAL_IN:
+        def f(xr):
+            return _real_loss(op(xr, n, -1, norm), a, b)
+        inputs = (_param(*shape),)
+    else:
+        def f(xr, xi):
+            return _real_loss(op(aten.add(xr, aten.mul(xi, 1j)), n, -1, norm), a, b)
+        inputs = (_param(*shape), _param(*shape))
+    assert gradcheck(f, inputs)
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho"])
+@pytest.mark.parametrize("s", [None, (3, 8)])
+@pytest.mark.parametrize("name", _MANY)
+def test_fftn_gradients(name, s, norm):
+    op = getattr(aten, f"fft_{name}")
+    shape = (3, 4)
+    axes = None if s is None else (0, 1)
+    real_in = name in _REAL_IN
+    probe = op(md.zeros(shape) if real_in else md.zeros(shape, dtype=md.complex128), s, axes,
+               norm)
+    a, b = _const(*probe.shape), _const(*probe.shape)
+    if real_in:
+        def f(xr):
+            return _real_loss(op(xr, s, axes, norm), a, b)
+        inputs = (_param(*shape),)
+    else:
+        def f(xr, xi):
+            return _real_loss(op(aten.add(xr, aten.mul(xi, 1j)), s, axes, norm), a, b)
+        inputs = (_param(*shape), _param(*shape))
+    assert gradcheck(f, inputs)
+
+
+def test_fftshift_gradients():
+    a = _const(3, 4)
+    assert gradcheck(lambda x: (md.fft.fftshift(x, axes=(0,)) * a).sum(), (_param(3, 4),))
+    assert gradcheck(lambda x: (md.fft.ifftshift(x) * a).sum(), (_param(3, 4),))
+
+
+# -- linalg ----------------------------------------------------------------------------------
+
+
+def _spd(a):
+    n = a.shape[-1]
+    return aten.add(aten.matmul(a, aten.matrix_transpose(a)), md.eye(n, dtype=md.float64) * n)
+
+
+def test_eigh_gradients_of_both_outputs():
+    c1, c2 = _const(4), _const(4, 4)
+
+    def f(a):
+        w, v = md.linalg.eigh(_spd(a))
+        return (w * c1).sum() + (v * v * c2).sum()  # v*v: invariant to eigenvector signs
+
+    assert gradcheck(f, (_param(4, 4),))
+    assert gradcheck(lambda a: (md.linalg.eigvalsh(_spd(a)) * c1).sum(), (_param(4, 4),))
+
+
+def test_cholesky_gradients():
+    c = _const(3, 3)
+    assert gradcheck(lambda a: (md.linalg.cholesky(_spd(a)) * c).sum(), (_param(3, 3),))
+    assert gradcheck(lambda a: (aten.linalg_cholesky(_spd(a), upper=True) * c).sum(),
+                     (_param(3, 3),))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 3)])
+def test_svd_gradients_of_every_output(shape):
+    k = min(shape[-2:])
+    cu = _const(*shape[:-1], k)
+    cs = _const(*shape[:-2], k)
+    cv = _const(*shape[:-2], k, shape[-1])
+
+    def f(a):
+        u, s, vh = md.linalg.svd(a, full_matrices=False)
+        return (u * u * cu).sum() + (s * cs).sum() + (vh * vh * cv).sum()
+
+    assert gradcheck(f, (_param(*shape),))
+    assert gradcheck(lambda a: (md.linalg.svdvals(a) * cs).sum(), (_param(*shape),))
+
+
+def test_full_svd_of_a_non_square_matrix_through_u_is_refused():
+    a = _param(4, 3)
+    u, s, vh = md.linalg.svd(a)
+    with pytest.raises(NotImplementedError, match="linalg_svd: .*full_matrices=False"):
+        u.sum().backward()
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3)])
+def test_qr_gradients(shape):
+    cq, cr = _const(shape[0], shape[1]), _const(shape[1], shape[1])
+
+    def f(a):
+        q, r = md.linalg.qr(a)
+        return (q * cq).sum() + (r * cr).sum()
+
+    assert gradcheck(f, (_param(*shape),))
+
+
+def test_slogdet_pinv_matrix_power_gradients():
+    a = md.asarray(RNG.standard_normal((3, 3)) + 3 * np.eye(3), requires_grad=True)
+    assert gradcheck(lambda x: md.linalg.slogdet(x)[1], (a,))
+    c = _const(3, 3)
+    assert gradcheck(lambda x: (md.linalg.pinv(x) * c).sum(), (a,))
+    tall = _param(5, 3)
+    assert gradcheck(lambda x: (md.linalg.pinv(x) * _c53t).sum(), (tall,))
+    for n in (0, 1, 2, 4, -1, -2):
+        assert gradcheck(lambda x, n=n: (md.linalg.matrix_power(x, n) * c).sum(), (a,))
+
+
+_c53t = _const(3, 5)
+
+
+@pytest.mark.parametrize("ord", ["fro", "nuc", 2, -2])
+def test_matrix_norm_gradients(ord):
+    a = _param(3, 4)
+    assert gradcheck(lambda x: md.linalg.matrix_norm(x, ord=ord), (a,))
+
+
+def test_matrix_norm_unsupported_ord_names_the_op():
+    a = _param(3, 3)
+    with pytest.raises(NotImplementedError, match="linalg_matrix_norm: .*ord=1"):
+        md.linalg.matrix_norm(a, ord=1).backward()
+
+
+@pytest.mark.parametrize("ord", [2, 1, 3, 0.5, float("inf"), -float("inf")])
+def test_vector_norm_gradients(ord):
+    x = md.asarray(RNG.standard_normal((3, 4)) + 0.1, requires_grad=True)
+    c = _const(3)
+    assert gradcheck(lambda t: (md.linalg.vector_norm(t, axis=1, ord=ord) * c).sum(), (x,))
+
+
+def test_cross_and_diagonal_gradients():
+    c = _const(4, 3)
+    assert gradcheck(lambda a, b: (md.linalg.cross(a, b) * c).sum(),
+                     (_param(4, 3), _param(4, 3)))
+    for off in (0, 1, -2):
+        assert gradcheck(lambda a, off=off: (md.linalg.diagonal(a, offset=off) ** 2).sum(),
+                         (_param(2, 3, 4),))
+
+
+# -- einsum, tensordot ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ij->i", [(2, 3)]),
+    ("i,i->", [(4,), (4,)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
+    ("ij,kj", [(2, 3), (4, 3)]),  # implicit output
+    ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
+    ("ijk->", [(2, 3, 2)]),
+    ("ij,k->ijk", [(2, 3), (2,)]),
+])
+def test_einsum_gradients(eq, shapes):
+    params = tuple(_param(*s) for s in shapes)
+    assert gradcheck(lambda *ts: (md.einsum(eq, list(ts)) ** 2).sum(), params)
+
+
+def test_einsum_diagonal_derivative_is_refused():
+    x = _param(3, 3)
+    with pytest.raises(NotImplementedError, match="einsum: .*repeated index in 'ii'"):
+        aten.einsum("ii->i", [x]).sum().backward()
+
+
+@pytest.mark.parametrize("axes", [2, 1, 0, ([0, 2], [1, 0])])
+def test_tensordot_gradients(axes):
+    a = _param(2, 3, 4)
+    b = _param(4, 2, 5) if axes != 2 else _param(3, 4, 2)
+    if axes == 1:
+        b = _param(4, 2)
+    if axes == 0:
+        b = _param(2,)
+    assert gradcheck(lambda x, y: (md.tensordot(x, y, axes=axes) ** 2).sum(), (a, b))
+
+
+# -- gathers, broadcasting, complex parts ---------------------------------------------------
+
+
+def test_index_select_and_repeat_interleave_gradients():
+    idx = md.asarray([2, 0, 2])
+    assert gradcheck(lambda x: (aten.index_select(x, 1, idx) ** 2).sum(), (_param(2, 3),))
+    assert gradcheck(lambda x: (md.repeat_interleave(x, 2, axis=1) ** 2).sum(),
+                     (_param(2, 3),))
+    assert gradcheck(lambda x: (md.repeat_interleave(x, md.asarray([1, 0, 3])) ** 2).sum(),
+                     (_param(3),))
+    assert gradcheck(lambda x: (md.repeat_interleave(x, 2) ** 2).sum(), (_param(2, 2),))
+
+
+def test_diff_gradients_with_prepend_and_append():
+    assert gradcheck(lambda x: (md.diff(x, n=2, axis=0) ** 2).sum(), (_param(5, 3),))
+    p, q = _const(2, 1), _const(2, 2)
+    assert gradcheck(lambda x: (md.diff(x, axis=-1, prepend=p, append=q) ** 2).sum(),
+                     (_param(2, 4),))
+    with pytest.raises(NotImplementedError, match="diff: .*prepend"):
+        md.diff(_param(2, 4), prepend=_param(2, 1)).sum().backward()
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+def test_meshgrid_and_broadcast_arrays_gradients(indexing):
+    c = _const(3, 4, 2) if indexing == "ij" else _const(4, 3, 2)
+    assert gradcheck(lambda a, b, d: sum((t * c).sum() for t in
+                                         md.meshgrid(a, b, d, indexing=indexing)),
+                     (_param(3), _param(4), _param(2)))
+    assert gradcheck(lambda a, b: sum((t ** 2).sum() for t in md.broadcast_arrays(a, b)),
+                     (_param(3, 1), _param(4)))
+
+
+def test_real_and_imag_gradients():
+    a, b = _const(3), _const(3)
+
+    def f(xr, xi):
+        z = aten.add(xr, aten.mul(xi, 1j))
+        return (md.real(z) * a).sum() + (md.imag(z * z) * b).sum()
+
+    assert gradcheck(f, (_param(3), _param(3)))
+
+
+def test_dropout_gradient_uses_the_same_mask():
+    md.random.manual_seed(0)
+    x = md.asarray(RNG.uniform(1.0, 2.0, (50,)), requires_grad=True)
+    y = md.dropout(x, 0.25) if hasattr(md, "dropout") else aten.dropout(x, 0.25)
+    y.sum().backward()
+    kept = (y != 0).numpy()
+    np.testing.assert_allclose(x.grad.numpy(), kept / 0.75)
+    assert 0 < kept.sum() < 50
