@@ -58,6 +58,14 @@ _remove_views: ContextVar[bool] = ContextVar("mdtensor_functionalize_remove_view
 _functional_cache: dict = {}
 
 
+def _without_transform_include() -> RestoreGuard:
+    """A guard dropping the transform's include of Functionalize: inner tensors, factory
+    results being wrapped and the backward pass run unfunctionalized (only wrappers and
+    tensors of immutable backends carry the key themselves)."""
+    inc, keep = dispatch_tls.get()
+    return RestoreGuard((inc & ~_FZ, keep))
+
+
 def _functional_of(op):
     """The functional overload of a mutating ``op`` (``add_.Tensor`` -> ``add.Tensor``,
     ``add.out`` -> ``add.Tensor``)."""
@@ -121,9 +129,8 @@ def _check_new_value(op, t, value, inplace: bool) -> None:
     from mdtensor.ops._decl import _check_inplace_result
 
     if inplace:
-        _check_inplace_result(op.name, t, value._data if isinstance(value, Tensor) else value,
-                              t._device.backend)
-    elif isinstance(value, Tensor):
+        _check_inplace_result(op.name, t, value._data, t._device.backend)
+    else:
         from mdtensor._dtypes import can_cast
 
         if not can_cast(value.dtype, t.dtype):
@@ -174,15 +181,17 @@ def _live_views(vc):
     return alive
 
 
+def _on_device(device, raw) -> tuple:
+    """NumPy index arrays as arrays of ``device``'s backend."""
+    return tuple(device.backend.asarray(k, index=device.index) for k in raw)
+
+
 def _plain_key(t) -> tuple:
     info = t._view
-    key = getattr(info, "index", None)
-    if key is None:
-        raw = _raw_index(tuple(info.base._data.shape), info.replay)
-        backend = t._device.backend
-        key = tuple(backend.asarray(k, index=t._device.index) for k in raw)
-        info.index = key
-    return key
+    if info.index is None:
+        info.index = _on_device(t._device, _raw_index(tuple(info.base._data.shape),
+                                                      info.replay))
+    return info.index
 
 
 def _commit_plain(op, t: Tensor, value, inplace: bool) -> None:
@@ -279,8 +288,7 @@ class FunctionalTensor(Tensor):
     def backward(self, gradient=None, retain_graph=None, create_graph=False) -> None:
         # The backward ops run on the inner tensors, outside the transform's include (the
         # engine's own buffers are not functionalized).
-        inc, keep = dispatch_tls.get()
-        with RestoreGuard((inc & ~_FZ, keep)):
+        with _without_transform_include():
             self._inner.backward(_unwrap(gradient), retain_graph, create_graph)
 
 
@@ -311,20 +319,21 @@ def _unwrap(v):
     return v
 
 
-def _has_wrapper(args, kwargs) -> bool:
+def _wrappers_in(args, kwargs):
+    """The FunctionalTensors among the arguments (and inside Tensor[] arguments)."""
     for v in (*args, *kwargs.values()):
         if isinstance(v, FunctionalTensor):
-            return True
-        if isinstance(v, (list, tuple)) and any(isinstance(x, FunctionalTensor) for x in v):
-            return True
-    return False
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from (x for x in v if isinstance(x, FunctionalTensor))
 
 
-def _apply_steps(storage, steps, x):
+def _apply_steps(steps, x, copies: bool):
+    """Replay view ``steps`` on ``x`` -- with the ``_copy`` twins when ``copies``."""
     from mdtensor.ops.view_copy import VIEW_COPY
 
     for op, rest, kwargs, j in steps:
-        if storage.remove_views:
+        if copies:
             op = getattr(lookup(f"aten::{VIEW_COPY[op.schema.name]}"), op.overload_name)
         r = op(x, *rest, **kwargs)
         x = r if j is None else r[j]
@@ -333,16 +342,12 @@ def _apply_steps(storage, steps, x):
 
 def _wrapper_key(w) -> tuple:
     """The view's base indices as tensors of the inner device (for ``index_put``)."""
-    from ._device import Device
-
     if w._index is None:
         steps = w._steps
         w._index = _raw_index(tuple(w._storage.base._inner.shape),
-                              lambda b: _apply_steps(_Storage(None, False), steps, b))
+                              lambda b: _apply_steps(steps, b, False))
     dev = w._inner._device
-    if dev.type == "cpu":
-        return tuple(Device("cpu").wrap(k) for k in w._index)
-    return tuple(dev.wrap(dev.backend.asarray(k, index=dev.index)) for k in w._index)
+    return tuple(dev.wrap(k) for k in _on_device(dev, w._index))
 
 
 def _commit_wrapper(op, w: FunctionalTensor, value: Tensor, inplace: bool) -> None:
@@ -369,7 +374,7 @@ def _commit_wrapper(op, w: FunctionalTensor, value: Tensor, inplace: bool) -> No
             continue
         alive.append(r)
         if v is not w:
-            v._inner = _apply_steps(storage, v._steps, base._inner)
+            v._inner = _apply_steps(v._steps, base._inner, storage.remove_views)
             v._data = v._inner._data
     storage.views = alive
 
@@ -386,19 +391,13 @@ def _wrap_result(r, inputs):
 
 
 def _wrapper_fallback(op, args, kwargs):
-    # The inner ops run without the transform's include of Functionalize: only wrappers
-    # (and tensors of immutable backends) are functionalized.
-    inc, keep = dispatch_tls.get()
-    with RestoreGuard((inc & ~_FZ, keep)):
+    with _without_transform_include():
         return _on_inner(op, args, kwargs)
 
 
 def _on_inner(op, args, kwargs):
     schema = op.schema
-    inputs = [v for v in (*args, *kwargs.values()) if isinstance(v, FunctionalTensor)]
-    for v in (*args, *kwargs.values()):
-        if isinstance(v, (list, tuple)):
-            inputs += [x for x in v if isinstance(x, FunctionalTensor)]
+    inputs = list(_wrappers_in(args, kwargs))
     uargs = [_unwrap(a) for a in args]
     ukwargs = {k: _unwrap(v) for k, v in kwargs.items()}
 
@@ -417,7 +416,8 @@ def _on_inner(op, args, kwargs):
     if schema.is_view and isinstance(args[0], FunctionalTensor):
         src = args[0]
         storage = src._storage
-        r = _apply_steps(storage, ((op, tuple(uargs[1:]), ukwargs, None),), src._inner)
+        r = _apply_steps(((op, tuple(uargs[1:]), ukwargs, None),), src._inner,
+                         storage.remove_views)
         if r is src._inner:
             return src
         rest = tuple(args[1:])
@@ -435,13 +435,12 @@ def _on_inner(op, args, kwargs):
 
 def _functionalize_fallback(op, ks, args, kwargs):
     if _live[0]:
-        if _has_wrapper(args, kwargs):
+        if next(_wrappers_in(args, kwargs), None) is not None:
             return _wrapper_fallback(op, args, kwargs)
         if not any(a.type.is_tensor_like for a in op.schema.arguments):
             # A factory inside functionalize(f): its result is a functional tensor too (made
             # without the include, as BackendSelect calls the op again).
-            inc, keep = dispatch_tls.get()
-            with RestoreGuard((inc & ~_FZ, keep)):
+            with _without_transform_include():
                 r = op.redispatch(ks & AFTER_FUNCTIONALIZE, *args, **kwargs)
             return _wrap_result(r, ())
     return _plain_fallback(op, ks, args, kwargs)

@@ -919,7 +919,7 @@ def _diff(g, out, x, axis=-1, n=1, *, prepend=None, append=None):
 # -- einsum and tensordot --------------------------------------------------------------------
 
 
-def _einsum_parts(equation, ndims):
+def _einsum_parts(equation):
     eq = equation.replace(" ", "")
     if "." in eq:
         raise NotImplementedError("einsum: the derivative of an equation with '...' is not "
@@ -936,7 +936,7 @@ def _einsum_parts(equation, ndims):
 
 @rule("einsum")
 def _einsum(g, out, equation, tensors):
-    ins, rhs = _einsum_parts(equation, [t.ndim for t in tensors])
+    ins, rhs = _einsum_parts(equation)
     grads = []
     for i, (spec, t) in enumerate(zip(ins, tensors)):
         if len(set(spec)) != len(spec):
@@ -1112,12 +1112,10 @@ def _cholesky(g, out, x, upper=False):
     # gA = L^-T Phi(L^T gL) L^-1, symmetrized, Phi = lower triangle with a halved diagonal.
     L = _mT(out) if upper else out
     gL = _mT(g) if upper else g
-    n = L.shape[-1]
     phi = aten.tril(aten.matmul(_mT(L), gL))
     phi = aten.sub(phi, aten.mul(_diag_embed(aten.linalg_diagonal(phi)), 0.5))
     Linv = aten.linalg_inv(L)
     ga = _mm(_mT(Linv), phi, Linv)
-    del n
     return (aten.mul(aten.add(ga, _mT(ga)), 0.5),)
 
 

@@ -19,7 +19,7 @@ from mdtensor._tensor import Tensor
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
-from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop, device_mismatch
 from ._samples import make_array
 from .elementwise import ALL
 
@@ -157,20 +157,26 @@ defop("index(Tensor self, Any key) -> Tensor", impl=_index, meta=_index_meta,
                                           np.array([True, False, True, False])])))
 
 
+def _put_parts(self, key, value, name, where):
+    """The raw key and value of ``self[key] = value`` (shared by index_put_ and
+    index_put): the value's array (same device) and the key in the backend's arrays."""
+    dev = self._device
+    if isinstance(value, Tensor):
+        if value._device is not dev:
+            raise device_mismatch(f"aten::{name}", dev, value._device)
+        value = value._data
+    if is_basic_key(key):
+        _check_basic(self, key, where)
+        return _full_key(key), value
+    return _backend_key(dev.xp, _raw(key)), value
+
+
 def _index_put_kernel(self, key, value):
     dev = self._device
     if not dev.backend.capabilities.inplace:
         raise RuntimeError(f"aten::index_put_: the {dev.backend.name} backend's arrays are "
                            f"immutable; in-place ops on it run through Functionalize")
-    if isinstance(value, Tensor):
-        if value._device is not dev:
-            raise ValueError(f"aten::index_put_: expected all tensors to be on the same "
-                             f"device, but found tensors on {dev} and {value._device}")
-        value = value._data
-    raw = _raw(key)
-    if is_basic_key(key):
-        _check_basic(self, key, "__setitem__")
-        raw = _full_key(key)
+    raw, value = _put_parts(self, key, value, "index_put_", "__setitem__")
     try:
         self._data[raw] = value
     except (IndexError, ValueError) as e:
@@ -201,18 +207,9 @@ def _index_put_functional_kernel(self, key, value):
     """``index_put``: the functional ``x[key] = value`` (Functionalize's counterpart of
     ``index_put_``; it also writes a view's new value back into its base)."""
     dev = self._device
-    if isinstance(value, Tensor):
-        if value._device is not dev:
-            raise ValueError(f"aten::index_put: expected all tensors to be on the same "
-                             f"device, but found tensors on {dev} and {value._device}")
-        value = value._data
-        if value.dtype != self._data.dtype:
-            value = dev.xp.astype(value, self._data.dtype)
-    if is_basic_key(key):
-        _check_basic(self, key, "index_put")
-        raw = _full_key(key)
-    else:
-        raw = _backend_key(dev.xp, _raw(key))
+    raw, value = _put_parts(self, key, value, "index_put", "index_put")
+    if hasattr(value, "dtype") and value.dtype != self._data.dtype:
+        value = dev.xp.astype(value, self._data.dtype)
     try:
         return dev.wrap(scatter_set(dev.xp, self._data, raw, value))
     except (IndexError, ValueError) as e:
