@@ -144,13 +144,21 @@ def resolve(packet, args, kwargs, key):
         caller = _renaming(caller, aliases)
     caller = _positional_by_keyword(best_op.schema, caller, len(args), kwargs, aliases)
     if key is not None:
-        if len(packet._overloads) > 1 and _has_sequence(args, kwargs):
+        if _lists_of_tensors(packet) and _has_sequence(args, kwargs):
             # The type key cannot tell [1, 2] from [x, y]: resolve by contents too.
             packet._resolution_cache[key] = _by_contents(packet, {_contents(args, kwargs):
                                                                    caller})
         else:
             packet._resolution_cache[key] = caller
     return caller
+
+
+def _lists_of_tensors(packet) -> bool:
+    """Whether the packet's overloads take ``Tensor[]`` somewhere and there is more than
+    one overload (only then can a list argument's element types change the overload)."""
+    return len(packet._overloads) > 1 and any(
+        a.type.is_tensor_list for op in packet._overloads.values()
+        for a in op.schema.arguments)
 
 
 def _has_sequence(args, kwargs) -> bool:

@@ -65,6 +65,13 @@ __all__ = [
 ]
 
 
+#: Kernel functions that compute on raw arrays and call no op (the catalogue's backend
+#: kernels).  A table entry that *is* one of them runs no further dispatch, so a layer
+#: above may call it without first changing the thread-local key state (the Autograd
+#: kernels skip their exclude guard then; Note [Autograd kernels] in mdtensor/autograd).
+LEAF_KERNELS: set = set()
+
+
 def fallthrough_kernel(*args, **kwargs):
     """Marker kernel: the dispatcher skips a key whose kernel is this, at no per-call cost."""
     raise AssertionError("fallthrough_kernel is a marker and is never called")
@@ -85,7 +92,7 @@ class Kernel:
     __slots__ = ("fn", "key", "with_keyset", "boxed", "origin", "user", "name")
 
     def __init__(self, fn, key, *, with_keyset=False, boxed=False, origin="mdtensor",
-                 user=False, name=None):
+                 user=False, name=None, leaf=False):
         self.fn = fn
         self.key = key
         self.with_keyset = with_keyset
@@ -93,6 +100,8 @@ class Kernel:
         self.origin = origin
         self.user = user
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
+        if leaf and not (with_keyset or boxed or user):
+            LEAF_KERNELS.add(fn)
 
     @property
     def is_fallthrough(self) -> bool:
@@ -606,6 +615,18 @@ class OpNamespace:
         self._ns = name
         self._packets: dict[str, OpOverloadPacket] = {}
 
+    # Packets also live in the instance ``__dict__``: ``aten.mul`` is then an ordinary
+    # attribute hit (a miss would raise AttributeError internally before ``__getattr__``,
+    # which costs more than the op's whole dispatch).
+    def _add_packet(self, packet: OpOverloadPacket) -> None:
+        self._packets[packet._name] = packet
+        if packet._name not in ("_ns", "_packets"):
+            self.__dict__[packet._name] = packet
+
+    def _remove_packet(self, name: str) -> None:
+        if self._packets.pop(name, None) is not None and name not in ("_ns", "_packets"):
+            self.__dict__.pop(name, None)
+
     def __getattr__(self, name: str) -> OpOverloadPacket:
         try:
             return self.__dict__["_packets"][name]
@@ -633,6 +654,7 @@ class _Ops:
             if ns.startswith("__"):
                 raise AttributeError(ns)
             spaces[ns] = OpNamespace(ns)
+            self.__dict__[ns] = spaces[ns]  # later lookups are plain attribute hits
         return spaces[ns]
 
     def __dir__(self):
@@ -652,7 +674,8 @@ def define(schema: str | FunctionSchema, *, tags=()) -> OpOverload:
     ns = getattr(ops, schema.namespace)
     packet = ns._packets.get(schema.name)
     if packet is None:
-        packet = ns._packets[schema.name] = OpOverloadPacket(schema.namespace, schema.name)
+        packet = OpOverloadPacket(schema.namespace, schema.name)
+        ns._add_packet(packet)
     op = OpOverload(schema, packet)
     op.tags = frozenset(tags)
     dispatcher.overloads[full] = op
@@ -668,7 +691,7 @@ def undefine(op: OpOverload) -> None:
     packet = op._packet
     packet._remove_overload(op)
     if not packet._overloads:
-        getattr(ops, op.schema.namespace)._packets.pop(op.schema.name, None)
+        getattr(ops, op.schema.namespace)._remove_packet(op.schema.name)
 
 
 def lookup(name: str) -> OpOverload | OpOverloadPacket:

@@ -24,6 +24,8 @@ from . import (  # noqa: F401  (imported for their declarations)
 )
 from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401
 
+aten = _namespaces.aten  # a module attribute: ``from mdtensor.ops import aten`` in hot code
+
 
 def __getattr__(name: str):
     if name.startswith("_"):  # private names are submodules, never op namespaces

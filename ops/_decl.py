@@ -475,6 +475,11 @@ def _register(op, fn, key, **kw) -> None:
     op._push_kernel(Kernel(fn, key, origin="mdtensor", **kw))
 
 
+def _register_leaf(op, fn, key) -> None:
+    """A kernel built from an ``impl``: it computes on raw arrays and calls no op."""
+    _register(op, fn, key, leaf=True)
+
+
 def defop(
     schema: str,
     *,
@@ -550,9 +555,9 @@ def defop(
             fn = _out_kernel(fschema, impl, inplace_impl, tensor_args)
         else:
             fn = array_api_kernel(fschema, impl)
-        _register(op, fn, DispatchKey.ArrayAPI)
+        _register_leaf(op, fn, DispatchKey.ArrayAPI)
     if cpu_impl is not None and not (fschema.is_inplace or fschema.is_out):
-        _register(op, array_api_kernel(fschema, cpu_impl), DispatchKey.CPU)
+        _register_leaf(op, array_api_kernel(fschema, cpu_impl), DispatchKey.CPU)
     if composite is not None:
         _register(op, composite, DispatchKey.CompositeImplicitAutograd)
     if explicit is not None:

@@ -51,15 +51,15 @@ def sum_to(g, shape):
     if g is None:
         return None
     shape = tuple(shape)
-    if tuple(g.shape) == shape:
+    gshape = g.shape
+    if gshape == shape:
         return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
-                                      if s == 1 and g.shape[i + lead] != 1)
-    if axes:
-        g = aten.sum(g, axes, True)
-    if lead:
-        g = aten.reshape(g, shape)
+    lead = len(gshape) - len(shape)
+    ones = tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
+    if ones:
+        g = aten.sum(g, ones, True)
+    if lead:  # the broadcast leading dimensions go away
+        g = aten.sum(g, tuple(range(lead)))
     return g
 
 

@@ -7,6 +7,8 @@ metadata on their results and shares the base's version counter, and on backends
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import _meta_fns as mf
@@ -59,13 +61,27 @@ defop("copy(Tensor self, Tensor src) -> Tensor", impl=_copy, structured=True,
                   samples=_copy_samples))
 
 
-def _transpose(xp, x, dim0, dim1):
+def _transpose_perm(x, dim0, dim1):
     n = x.ndim
     perm = list(range(n))
     d0, d1 = mf.normalize_axes("transpose", dim0, n)[0], mf.normalize_axes("transpose", dim1,
                                                                           n)[0]
     perm[d0], perm[d1] = perm[d1], perm[d0]
-    return xp.permute_dims(x, tuple(perm))
+    return tuple(perm)
+
+
+def _transpose(xp, x, dim0, dim1):
+    return xp.permute_dims(x, _transpose_perm(x, dim0, dim1))
+
+
+# Note [NumPy fast impls] (ops/_decl.py): the view ops below also have a ``cpu_impl`` that
+# does the same checks and then calls the ndarray method (reshape/transpose/swapaxes/a
+# strided ndarray), skipping NumPy's Python-level wrappers (np.expand_dims,
+# np.broadcast_to and array-api-compat's reshape cost several microseconds each).
+
+
+def _np_transpose(xp, x, dim0, dim1):
+    return x.transpose(_transpose_perm(x, dim0, dim1))
 
 
 def _transpose_meta(x, dim0, dim1):
@@ -83,6 +99,7 @@ def _transpose_samples(dtype, rng):
 
 
 defop("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", impl=_transpose,
+      cpu_impl=_np_transpose,
       meta=_transpose_meta, methods=("transpose", "swapaxes"), names=("transpose",),
       info=OpInfo(ref=lambda x, a, b: np.swapaxes(x, a, b), dtypes=ALL,
                   samples=_transpose_samples))
@@ -92,40 +109,54 @@ class NotViewableError(ValueError):
     """``view`` of a tensor whose memory layout cannot take the new shape without a copy."""
 
 
+def _not_viewable(x, shape, e):
+    return NotViewableError(
+        f"view: the tensor's memory layout (shape {tuple(x.shape)}) is not compatible "
+        f"with the shape {shape} without a copy; use .reshape(...) instead ({e})")
+
+
 def _view(xp, x, shape):
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    shape = _view_meta(x, shape)[0]  # the shape errors, named after the op
+    shape = _view_shape(x, shape)  # the shape errors, named after the op
     if 0 in shape:  # no memory to share (array_api_strict refuses copy=False then)
         return xp.reshape(x, shape)
     try:
         return xp.reshape(x, shape, copy=False)
     except (ValueError, AttributeError, TypeError) as e:
-        raise NotViewableError(
-            f"view: the tensor's memory layout (shape {tuple(x.shape)}) is not compatible "
-            f"with the shape {shape} without a copy; use .reshape(...) instead ({e})"
-        ) from None
+        raise _not_viewable(x, shape, e) from None
 
 
-def _view_meta(x, shape):
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    n = x.numel() if hasattr(x, "numel") else int(np.prod(x.shape))
+def _np_view(xp, x, shape):
+    shape = _view_shape(x, shape)
+    try:
+        return x.reshape(shape, copy=False)
+    except ValueError as e:
+        raise _not_viewable(x, shape, e) from None
+
+
+def _view_shape(x, shape):
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    n = math.prod(x.shape)
+    if -1 not in shape:
+        if math.prod(shape) != n or any(s < 0 for s in shape):
+            raise ValueError(f"view: shape {shape} is invalid for input of size {n}")
+        return shape
+    if shape.count(-1) > 1:
+        raise ValueError(f"view: only one dimension can be inferred, got shape {shape}")
     known = 1
-    infer = [i for i, s in enumerate(shape) if s == -1]
     for s in shape:
         if s != -1:
             known *= s
-    if len(infer) > 1:
-        raise ValueError(f"view: only one dimension can be inferred, got shape {shape}")
-    if infer:
-        if known == 0 or n % known:
-            raise ValueError(f"view: shape {shape} is invalid for input of size {n}")
-        shape = tuple(n // known if s == -1 else s for s in shape)
-    elif known != n:
+    if known <= 0 or n % known:
         raise ValueError(f"view: shape {shape} is invalid for input of size {n}")
-    return shape, x.dtype
+    return tuple(n // known if s == -1 else s for s in shape)
+
+
+def _view_meta(x, shape):
+    return _view_shape(x, shape), x.dtype
 
 
 defop("view(Tensor(a) self, SymInt[] shape) -> Tensor(a)", impl=_view, meta=_view_meta,
+      cpu_impl=_np_view,
       methods=("view",), names=(), varargs=True,
       info=OpInfo(ref=lambda x, s: np.reshape(x, s), dtypes=ALL,
                   samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng), (3, 2))),
@@ -172,7 +203,11 @@ def _permute(xp, x, dims):
     return xp.permute_dims(x, _check_perm(x, dims))
 
 
-defop("permute(Tensor(a) self, int[] axes) -> Tensor(a)", impl=_permute,
+def _np_permute(xp, x, dims):
+    return x.transpose(_check_perm(x, dims))
+
+
+defop("permute(Tensor(a) self, int[] axes) -> Tensor(a)", impl=_permute, cpu_impl=_np_permute,
       kwarg_aliases={"dims": "axes"},
       meta=mf.view_meta(lambda a, d: np.transpose(a, _check_perm(a, d))),
       names=("permute", "permute_dims"), methods=("permute", "permute_dims"), varargs=True,
@@ -194,6 +229,12 @@ def _matrix_transpose(xp, x):
     return xp.matrix_transpose(x)
 
 
+def _np_matrix_transpose(xp, x):
+    if x.ndim < 2:
+        return _matrix_transpose(xp, x)  # the error
+    return x.swapaxes(-1, -2)
+
+
 def _mt_meta(x):
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose: expected a tensor with at least 2 dimensions, "
@@ -202,6 +243,7 @@ def _mt_meta(x):
 
 
 defop("matrix_transpose(Tensor(a) self) -> Tensor(a)", impl=_matrix_transpose, meta=_mt_meta,
+      cpu_impl=_np_matrix_transpose,
       info=OpInfo(ref=lambda x: np.swapaxes(x, -1, -2), dtypes=ALL,
                   samples=_s(((2, 3), (), {}), ((2, 3, 4), (), {}))))
 
@@ -289,7 +331,7 @@ defop("flatten(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor", composi
                   samples=_s(((2, 3, 4), (), {}), ((2, 3, 4), (1,), {}), ((), (), {}))))
 
 
-def _expand(xp, x, shape):
+def _expand_shape(x, shape):
     shape = _ints(shape)
     lead = len(shape) - x.ndim
     if lead < 0:
@@ -297,10 +339,32 @@ def _expand(xp, x, shape):
                          f"or equal to the number of dimensions in the tensor ({x.ndim})")
     full = tuple(x.shape[i - lead] if (s == -1 and i >= lead) else s
                  for i, s in enumerate(shape))
-    return xp.broadcast_to(x, full)
+    for i, d in enumerate(x.shape):
+        if d != 1 and d != full[i + lead]:
+            raise ValueError(
+                f"expand: the expanded size of the tensor ({full[i + lead]}) must match the "
+                f"existing size ({d}) at non-singleton dimension {i + lead}.  Target sizes: "
+                f"{list(shape)}.  Tensor sizes: {list(x.shape)}")
+    return full, lead
 
 
-defop("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", impl=_expand,
+def _expand(xp, x, shape):
+    return xp.broadcast_to(x, _expand_shape(x, shape)[0])
+
+
+def _np_expand(xp, x, shape):
+    full, lead = _expand_shape(x, shape)
+    if not x.flags.c_contiguous or x.size == 0:
+        return np.broadcast_to(x, full)
+    # A read-only strided view over x's own buffer, as np.broadcast_to makes.
+    strides = (0,) * lead + tuple(0 if d != f else s for d, f, s
+                                  in zip(x.shape, full[lead:], x.strides))
+    out = np.ndarray(full, x.dtype, x, 0, strides)
+    out.setflags(write=False)
+    return out
+
+
+defop("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", impl=_expand, cpu_impl=_np_expand,
       meta=mf.view_meta(lambda a, s: _expand(np, a, s)), methods=("expand",), varargs=True,
       names=("expand",),
       info=OpInfo(ref=lambda x, s: _expand(np, x, s), dtypes=ALL,
@@ -323,14 +387,21 @@ def _squeeze(xp, x, axis=None):
     return xp.squeeze(x, axis=axes) if axes else x[...]
 
 
+def _np_squeeze(xp, x, axis=None):
+    if axis is None:
+        return x.reshape(tuple(d for d in x.shape if d != 1))
+    return _squeeze(xp, x, axis)
+
+
 defop("squeeze(Tensor(a) self, int[1]? axis=None) -> Tensor(a)", impl=_squeeze,
+      cpu_impl=_np_squeeze,
       meta=mf.view_meta(lambda a, axis=None: _squeeze(np, a, axis)), methods=("squeeze",),
       kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=lambda x, axis=None: _squeeze(np, x, axis), dtypes=ALL,
                   samples=_s(((2, 1, 3, 1), (), {}), ((2, 1, 3), (1,), {}))))
 
 
-def _unsqueeze(xp, x, axis):
+def _unsqueeze_axes(x, axis):
     axes = _ints(axis)
     n = x.ndim + len(axes)
     norm = []
@@ -342,10 +413,24 @@ def _unsqueeze(xp, x, axis):
         norm.append(a % n)
     if len(set(norm)) != len(norm):
         raise ValueError(f"expand_dims: repeated axes in {tuple(axes)}")
+    return norm
+
+
+def _unsqueeze(xp, x, axis):
+    norm = _unsqueeze_axes(x, axis)
     return xp.expand_dims(x, axis=norm[0] if len(norm) == 1 else tuple(norm))
 
 
+def _np_unsqueeze(xp, x, axis):
+    norm = _unsqueeze_axes(x, axis)
+    shape = list(x.shape)
+    for a in sorted(norm):
+        shape.insert(a, 1)
+    return x.reshape(shape)  # inserting unit dimensions never copies
+
+
 defop("unsqueeze(Tensor(a) self, int[1] axis) -> Tensor(a)", impl=_unsqueeze,
+      cpu_impl=_np_unsqueeze,
       meta=mf.view_meta(lambda a, axis: _unsqueeze(np, a, axis)),
       names=("unsqueeze", "expand_dims"), methods=("unsqueeze", "expand_dims"),
       kwarg_aliases={"dim": "axis"},

@@ -49,6 +49,26 @@ def test_shared_subexpression_and_broadcasting():
     np.testing.assert_allclose(b.grad.numpy(), [4.0, 6.0])
 
 
+def test_leaf_grad_is_a_writeable_tensor_of_its_own():
+    # Note [Leaf gradients]: sum's gradient is an expanded (read-only, stride-0) view and
+    # add passes one gradient to both leaves; each .grad must still be its own dense tensor.
+    x, y = leaf([1.0, 2.0, 3.0]), leaf([1.0, 1.0, 1.0])
+    (x + y).sum().backward()
+    x.grad.add_(1)  # an optimizer-style in-place update
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(y.grad.numpy(), [1.0, 1.0, 1.0])
+    assert not np.shares_memory(x.grad.numpy(), y.grad.numpy())
+    assert x.grad._base is None and x.grad.grad_fn is None
+
+
+def test_leaf_grad_does_not_alias_the_callers_gradient():
+    x = leaf([1.0, 2.0])
+    seed = md.asarray([5.0, 6.0], dtype=md.float64)
+    (x + 0).backward(seed)
+    x.grad.mul_(0)
+    np.testing.assert_allclose(seed.numpy(), [5.0, 6.0])
+
+
 def test_second_backward_raises_unless_retain_graph():
     x = leaf([1.0, 2.0])
     y = (x.exp() * 2).sum()

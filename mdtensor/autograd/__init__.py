@@ -22,7 +22,7 @@ from mdtensor._keys import (
     AUTOGRAD_FUNCTIONALITY,
     DispatchKey,
 )
-from mdtensor._ops import Kernel, dispatcher, register_fallback
+from mdtensor._ops import LEAF_KERNELS, Kernel, dispatcher, register_fallback
 from mdtensor._tensor import Tensor
 from mdtensor._tls import ExcludeGuard, dispatch_tls
 
@@ -186,6 +186,18 @@ def _nondifferentiable(op) -> bool:
     return base in NONDIFFERENTIABLE
 
 
+# Note [Autograd kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# One kernel per op with a formula.  It runs the op below the Autograd layer, then records
+# a Node: one edge per positional Tensor argument (``gradient_edge``), each input saved
+# with its version, and the output when the formula reads it.  Below-autograd dispatch is
+# inlined: when the entry below is a leaf backend kernel (``_ops.LEAF_KERNELS``: it calls no
+# op) it is called directly; anything else (composites, modes, ADInplaceOrView) runs with
+# Autograd excluded from the thread-local state, so what it calls records nothing.  An
+# output saved for backward is an alias outside autograd (``_alias``), never the output
+# itself, which would make a reference cycle output -> grad_fn -> output.
+
+
 def _make_kernel(op, formula):
     schema = op.schema
     name = _node_name(op)
@@ -198,7 +210,11 @@ def _make_kernel(op, formula):
 
     flat_formula = _flatten_formula(formula, tensor_pos)
     simple = all(not is_list for _, is_list in tensor_pos)
-    positions = [i for i, _ in tensor_pos]
+    positions = tuple(i for i, _ in tensor_pos)
+    table = op._table
+    miss = op._miss
+    leaf = LEAF_KERNELS
+    tls = dispatch_tls
 
     def autograd_kernel(ks, *args, **kwargs):
         # Note [Autograd key]: this kernel runs only when an argument carries the Autograd
@@ -208,20 +224,29 @@ def _make_kernel(op, formula):
                 f"{op.name}: functions with out=... arguments don't support automatic "
                 f"differentiation, but one of the arguments requires grad.")
         saved_args = _check_inplace(op, args) if is_inplace else args
-        out = below_autograd(op, ks, args, kwargs)
+        below = ks & AFTER_AUTOGRAD & op._mask
+        entry = table.get(below)
+        if entry is None:
+            entry = miss(below)
+        if entry in leaf:
+            out = entry(*args, **kwargs)
+        else:
+            inc, keep = tls.get()
+            token = tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+            try:
+                out = entry(*args, **kwargs)
+            finally:
+                tls.reset(token)
         single = n_outputs == 1 and type(out) is not tuple and type(out) is not list
         if single:
             if not out._is_floating():
                 return out
-            outs = (out,)
-        else:
-            outs = out
-            if not any(isinstance(o, Tensor) and o._is_floating() for o in outs):
-                return out
-        nargs = len(saved_args)
+        elif not any(isinstance(o, Tensor) and o._is_floating() for o in out):
+            return out
         if simple:
             edges = []
             saved = []
+            nargs = len(saved_args)
             for i in positions:
                 if i < nargs:
                     v = saved_args[i]
@@ -232,19 +257,20 @@ def _make_kernel(op, formula):
             edges, saved = _edges_and_saved(saved_args, tensor_pos)
         saved_out = None
         if uses_out:
-            saved_out = _alias(out) if single else tuple(
-                _alias(o) if isinstance(o, Tensor) else o for o in outs)
-            for o in ((saved_out,) if single else saved_out):
-                if isinstance(o, Tensor):
-                    saved.append((o, o._version))
+            if single:
+                saved_out = _alias(out)
+                saved.append((saved_out, saved_out._vc.value))
+            else:
+                saved_out = tuple(_alias(o) if isinstance(o, Tensor) else o for o in out)
+                saved.extend((o, o._vc.value) for o in saved_out if isinstance(o, Tensor))
         node = Node(name, flat_formula, saved_args, kwargs, saved_out, saved, edges,
-                    len(outs))
+                    1 if single else len(out))
         if is_inplace:
             _rebase(args[0], node)
         elif single:
             attach(out, node, 0)
         else:
-            for k, o in enumerate(outs):
+            for k, o in enumerate(out):
                 if isinstance(o, Tensor) and o._is_floating():
                     attach(o, node, k)
         return out

@@ -120,7 +120,7 @@ def attach(out, node, output_nr: int) -> None:
     """Make ``out`` an output of ``node`` (requires grad, has grad_fn)."""
     ag = out._ag
     if ag is None:
-        out._ag = AutogradMeta(requires_grad=True, grad_fn=node, output_nr=output_nr)
+        out._ag = AutogradMeta(True, node, output_nr)
     else:
         ag.requires_grad = True
         ag.grad_fn = node
@@ -131,14 +131,22 @@ def attach(out, node, output_nr: int) -> None:
 # ---------------------------------------------------------------------------------------
 
 
+_aten = None
+
+
+def _ops():
+    global _aten
+    if _aten is None:
+        from mdtensor.ops import aten as _aten
+    return _aten
+
+
 def _add(a, b):
     if a is None:
         return b
     if b is None:
         return a
-    from mdtensor.ops import aten
-
-    return aten.add(a, b)
+    return (_aten or _ops()).add(a, b)
 
 
 def _dependencies(roots):
@@ -147,16 +155,23 @@ def _dependencies(roots):
     stack = [n for n, _ in roots]
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         for edge in node.next_functions:
-            if edge is None:
-                continue
-            nxt = edge[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            stack.append(nxt)
+            if edge is not None:
+                nxt = edge[0]
+                deps[nxt] = deps.get(nxt, 0) + 1
+                stack.append(nxt)
     return deps
+
+
+def _stealable(g, taken: set) -> bool:
+    """Whether a leaf may keep gradient ``g`` itself as ``.grad`` (Note [Leaf gradients])."""
+    if g._view is not None or id(g._data) in taken:
+        return False
+    flags = getattr(g._data, "flags", None)  # NumPy/CuPy: a writeable dense array
+    return flags is None or (flags.writeable and flags.c_contiguous)
 
 
 def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
@@ -177,8 +192,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
     buffers: dict = {}
     root_nodes = []
     for (node, nr), g in roots:
-        key = node
-        buf = buffers.setdefault(key, [None] * node.n_outputs)
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node.n_outputs
         buf[nr] = _add(buf[nr], g)
         root_nodes.append((node, nr))
     deps = _dependencies(root_nodes)
@@ -211,46 +227,75 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                             new = hook(grads[nr])
                             if new is not None:
                                 grads[nr] = new
-            if isinstance(node, AccumulateGrad):
-                if accumulate and grads[0] is not None:
+            if node.__class__ is AccumulateGrad:
+                g = grads[0]
+                if accumulate and g is not None:
                     t = node.variable
-                    g = grads[0]
                     hooks = t._ag.hooks
                     if hooks:
                         for hook in hooks:
                             new = hook(g)
                             if new is not None:
                                 g = new
-                    prev = leaf_grads.get(id(t), (t, None))[1]
-                    leaf_grads[id(t)] = (t, _add(prev, g))
+                    prev = leaf_grads.get(id(t))
+                    leaf_grads[id(t)] = (t, g if prev is None else _add(prev[1], g))
                 continue
-            if all(g is None for g in grads):
-                in_grads = [None] * len(node.next_functions)
+            for g in grads:
+                if g is not None:
+                    in_grads = node.apply(grads)
+                    break
             else:
-                in_grads = node.apply(grads)
+                in_grads = [None] * len(node.next_functions)
             executed.append(node)
             for edge, g in zip(node.next_functions, in_grads):
                 if edge is None:
                     continue
                 nxt, nr = edge
                 if g is not None:
-                    buf = buffers.setdefault(nxt, [None] * nxt.n_outputs)
-                    buf[nr] = _add(buf[nr], g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt.n_outputs
+                    prev = buf[nr]
+                    buf[nr] = g if prev is None else _add(prev, g)
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
                     ready.append(nxt)
     finally:
         if guard is not None:
             guard.__exit__(None, None, None)
     # Only now, with the whole pass done, touch .grad and free the graph.
-    for t, g in leaf_grads.values():
-        if g is None:
-            continue
-        if not create_graph:
-            g = g.detach()
-        ag = t._ag
-        ag.grad = g if ag.grad is None else _add(ag.grad, g)
+    if leaf_grads:
+        _accumulate(leaf_grads, roots, create_graph)
     if not retain_graph:
         for node in executed:
             node.release()
     return captured
+
+
+# Note [Leaf gradients]
+# ~~~~~~~~~~~~~~~~~~~~~
+# As PyTorch's AccumulateGrad: a leaf's first gradient becomes its ``.grad`` only when
+# nothing else can see it -- not a view (an expanded gradient, say), a dense writeable
+# array, not handed to another leaf in the same pass, not a root gradient the caller
+# holds; otherwise ``.grad`` is a copy.  So ``.grad`` is always a tensor of its own that
+# an optimizer may update in place.  With ``create_graph`` the gradient keeps its history
+# (and is cloned the same way, differentiably).
+
+
+def _accumulate(leaf_grads, roots, create_graph: bool) -> None:
+    aten = _ops()
+    taken = {id(g._data) for _, g in roots if g is not None}
+    for t, g in leaf_grads.values():
+        if g is None:
+            continue
+        ag = t._ag
+        if ag.grad is not None:
+            ag.grad = _add(ag.grad, g if create_graph else g.detach())
+            continue
+        if not _stealable(g, taken):
+            g = aten.clone(g) if create_graph else aten.clone(g).detach()
+        elif not create_graph:
+            g = g.detach()
+        taken.add(id(g._data))
+        ag.grad = g
