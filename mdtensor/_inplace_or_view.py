@@ -57,7 +57,7 @@ def mark_view(out: Tensor, src: Tensor, replay) -> None:
         def full(b, _prev=prev, _replay=replay):
             return _replay(_prev(b))
     out._view = ViewInfo(base, full)
-    out._vc = counter(base)
+    out._vc = base._vc or counter(base)
     if base._ks & _FZ:
         track_view(base, out)
 
@@ -113,8 +113,15 @@ def _view_kernel(op):
     after = AFTER_AD_INPLACE_OR_VIEW
     src_name = op.schema.arguments[0].name
 
+    table = op._table
+    miss = op._miss
+
     def ad_view(ks, *args, **kwargs):
-        result = op.redispatch(ks & after, *args, **kwargs)
+        ks &= after & op._mask  # op.redispatch, inlined (every view op runs this)
+        kernel = table.get(ks)
+        if kernel is None:
+            kernel = miss(ks)
+        result = kernel(*args, **kwargs)
         src = args[0] if args else kwargs[src_name]
         rest = args[1:]
 

@@ -581,10 +581,14 @@ class OpOverloadPacket:
         if kwargs:
             # keyword *types* matter too: f(x, other=2) and f(x, other=x) differ
             key = (*map(type, args), tuple(kwargs), *map(type, kwargs.values()))
-        elif len(args) == 1:
-            key = (type(args[0]),)
         else:
-            key = tuple(map(type, args))
+            n = len(args)
+            if n == 2:
+                key = (type(args[0]), type(args[1]))
+            elif n == 1:
+                key = (type(args[0]),)
+            else:
+                key = tuple(map(type, args))
         caller = self._resolution_cache.get(key)
         if caller is None:
             from ._frontend import resolve

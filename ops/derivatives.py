@@ -50,17 +50,21 @@ def sum_to(g, shape):
     """Reduce a broadcast gradient back to ``shape``."""
     if g is None:
         return None
+    gshape = tuple(g._data.shape)
     shape = tuple(shape)
-    gshape = g.shape
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
-    ones = tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
-    if ones:
-        g = aten.sum(g, ones, True)
+    if 1 in shape:  # broadcast size-1 dimensions are summed and kept
+        ones = tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
+        if ones:
+            g = aten.sum(g, ones, True)
     if lead:  # the broadcast leading dimensions go away
-        g = aten.sum(g, tuple(range(lead)))
+        g = aten.sum(g, _LEADING[lead] if lead < 8 else tuple(range(lead)))
     return g
+
+
+_LEADING = [tuple(range(n)) for n in range(8)]
 
 
 def _shape(x):
@@ -72,9 +76,9 @@ def _g(g, x):
     ``x`` gets the real part of a complex gradient, as in PyTorch."""
     if not hasattr(x, "_ks"):
         return None
-    if g.dtype.kind == "c" and x.dtype.kind != "c":
+    if g._data.dtype != x._data.dtype and g.dtype.kind == "c" and x.dtype.kind != "c":
         g = aten.real(g)
-    return sum_to(g, x.shape)
+    return sum_to(g, x._data.shape)
 
 
 def _cj(v):

@@ -86,6 +86,26 @@ def _log_softmax(xp, x, dim=-1):
     return s - xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True))
 
 
+# Note [NumPy fast impls] (ops/_decl.py): the same computation with ufunc reductions,
+# which skip np.max/np.sum's Python-level dispatch (several microseconds on small inputs).
+_max_reduce = np.maximum.reduce
+_sum_reduce = np.add.reduce
+
+
+def _np_softmax(xp, x, dim=-1):
+    if x.ndim == 0 or x.dtype.kind != "f":
+        return _softmax(xp, x, dim)
+    e = np.exp(x - _max_reduce(x, dim, keepdims=True))
+    return e / _sum_reduce(e, dim, keepdims=True)
+
+
+def _np_log_softmax(xp, x, dim=-1):
+    if x.ndim == 0 or x.dtype.kind != "f":
+        return _log_softmax(xp, x, dim)
+    s = x - _max_reduce(x, dim, keepdims=True)
+    return s - np.log(_sum_reduce(np.exp(s), dim, keepdims=True))
+
+
 def _softmax_ref(x, dim=-1):
     if x.ndim == 0:
         return np.ones_like(x)
@@ -106,9 +126,11 @@ def _sm_samples(dtype, rng):
 
 
 defop("softmax(Tensor self, int dim=-1) -> Tensor", impl=_softmax, meta=_softmax_meta,
+      cpu_impl=_np_softmax,
       methods=("softmax",), kwarg_aliases={"axis": "dim"},
       info=OpInfo(ref=_softmax_ref, dtypes=FLOATS, samples=_sm_samples))
 defop("log_softmax(Tensor self, int dim=-1) -> Tensor", impl=_log_softmax, meta=_softmax_meta,
+      cpu_impl=_np_log_softmax,
       methods=("log_softmax",), kwarg_aliases={"axis": "dim"},
       info=OpInfo(ref=lambda x, dim=-1: np.log(_softmax_ref(x, dim)), dtypes=FLOATS,
                   samples=_sm_samples))

@@ -208,9 +208,12 @@ def _make_kernel(op, formula):
     uses_out = getattr(formula, "uses_out", False)
     n_outputs = len(schema.returns)
 
-    flat_formula = _flatten_formula(formula, tensor_pos)
     simple = all(not is_list for _, is_list in tensor_pos)
     positions = tuple(i for i, _ in tensor_pos)
+    # The engine pairs a node's edges with its formula's results in order, so a formula
+    # whose Tensor arguments are the leading positional ones is used as it is.
+    prefix = simple and positions == tuple(range(len(positions)))
+    flat_formula = formula if prefix else _flatten_formula(formula, tensor_pos)
     table = op._table
     miss = op._miss
     leaf = LEAF_KERNELS

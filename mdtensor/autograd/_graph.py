@@ -17,6 +17,8 @@ its saved tensors after running; running it again raises PyTorch's error.  Witho
 
 from __future__ import annotations
 
+from itertools import zip_longest
+
 from mdtensor._keys import AUTOGRAD_FUNCTIONALITY
 
 from ._meta import AutogradMeta
@@ -247,7 +249,10 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
             else:
                 in_grads = [None] * len(node.next_functions)
             executed.append(node)
-            for edge, g in zip(node.next_functions, in_grads):
+            # A formula may return entries past its last edge (non-Tensor arguments) or,
+            # for trailing optional Tensors, fewer than the edges: pair them up to the
+            # longer of the two so every edge is counted.
+            for edge, g in zip_longest(node.next_functions, in_grads):
                 if edge is None:
                     continue
                 nxt, nr = edge
