@@ -104,7 +104,11 @@ class Tensor:
 
     def _is_floating(self) -> bool:
         """Floating or complex (the dtypes that can require grad)."""
-        return self._device.backend.dtype_from_native(self._data.dtype).kind in "fc"
+        native = self._data.dtype
+        kind = getattr(native, "kind", None)  # NumPy-style dtypes (NumPy, CuPy, JAX)
+        if kind is None:
+            kind = self._device.backend.dtype_from_native(native).kind
+        return kind in "fc"
 
     @property
     def ndim(self) -> int:

@@ -17,7 +17,7 @@ import math
 
 from mdtensor.ops import aten
 
-__all__ = ["DERIVATIVES", "NONDIFFERENTIABLE", "sum_to", "uses_out"]
+__all__ = ["DERIVATIVES", "NONDIFFERENTIABLE", "sum_to", "uses_mask", "uses_out"]
 
 DERIVATIVES: dict = {}
 NONDIFFERENTIABLE = frozenset({
@@ -35,6 +35,15 @@ NONDIFFERENTIABLE = frozenset({
 def uses_out(fn):
     """Mark a formula that reads the op's output (so the Autograd kernel saves it)."""
     fn.uses_out = True
+    return fn
+
+
+def uses_mask(fn):
+    """Mark a formula that takes first ``needs``: which of its Tensor arguments need a
+    gradient (a tuple of bools, or None for all; PyTorch's output mask), so it can skip
+    the work for the others -- matmul's backward need not compute the gradient of a
+    constant input."""
+    fn.uses_mask = True
     return fn
 
 
@@ -474,9 +483,12 @@ def _cumsum(g, out, x, axis=None, *, dtype=None, include_initial=False):
 
 
 @rule("matmul")
-def _matmul(g, out, a, b):
+@uses_mask
+def _matmul(needs, g, out, a, b):
+    need_a = needs is None or needs[0]
+    need_b = needs is None or needs[1]
     if a.ndim == 1 and b.ndim == 1:
-        return aten.mul(g, b), aten.mul(g, a)
+        return (aten.mul(g, b) if need_a else None), (aten.mul(g, a) if need_b else None)
     a2 = aten.unsqueeze(a, 0) if a.ndim == 1 else a
     b2 = aten.unsqueeze(b, -1) if b.ndim == 1 else b
     g2 = g
@@ -484,13 +496,18 @@ def _matmul(g, out, a, b):
         g2 = aten.unsqueeze(g2, -2)
     if b.ndim == 1:
         g2 = aten.unsqueeze(g2, -1)
-    ga = aten.matmul(g2, aten.matrix_transpose(b2))
-    gb = aten.matmul(aten.matrix_transpose(a2), g2)
-    if a.ndim == 1:
-        ga = aten.squeeze(ga, -2)
-    if b.ndim == 1:
-        gb = aten.squeeze(gb, -1)
-    return sum_to(ga, a.shape), sum_to(gb, b.shape)
+    ga = gb = None
+    if need_a:
+        ga = aten.matmul(g2, aten.matrix_transpose(b2))
+        if a.ndim == 1:
+            ga = aten.squeeze(ga, -2)
+        ga = sum_to(ga, a.shape)
+    if need_b:
+        gb = aten.matmul(aten.matrix_transpose(a2), g2)
+        if b.ndim == 1:
+            gb = aten.squeeze(gb, -1)
+        gb = sum_to(gb, b.shape)
+    return ga, gb
 
 
 # -- shape and view ops -------------------------------------------------------------------

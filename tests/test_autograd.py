@@ -69,6 +69,28 @@ def test_leaf_grad_does_not_alias_the_callers_gradient():
     np.testing.assert_allclose(seed.numpy(), [5.0, 6.0])
 
 
+def test_matmul_backward_skips_the_gradient_of_a_constant_input():
+    # derivatives.uses_mask: only W needs a gradient, so backward runs one matmul.
+    x = md.asarray(np.arange(6.0).reshape(2, 3))
+    w = leaf(np.ones((3, 4)))
+    y = (x @ w).sum()
+    calls = []
+
+    class Count(md.DispatchMode):
+        def __md_dispatch__(self, func, types, args=(), kwargs=None):
+            calls.append(func.name)
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        y.backward()
+    assert calls.count("aten::matmul") == 1
+    np.testing.assert_allclose(w.grad.numpy(), np.arange(6.0).reshape(2, 3).T @ np.ones((2, 4)))
+    a, b = leaf(np.ones((2, 3))), leaf(np.ones((3, 4)))
+    ga, gb = md.autograd.grad((a @ b).sum(), [a, b])  # both needed: both computed
+    np.testing.assert_allclose(ga.numpy(), np.full((2, 3), 4.0))
+    np.testing.assert_allclose(gb.numpy(), np.full((3, 4), 2.0))
+
+
 def test_second_backward_raises_unless_retain_graph():
     x = leaf([1.0, 2.0])
     y = (x.exp() * 2).sum()

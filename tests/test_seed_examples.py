@@ -87,7 +87,9 @@ def test_profiling_mode_example():
     w = md.randn(4, 2, requires_grad=True)
     with profiler:
         md.tanh(md.randn(3, 4) @ w).sum().backward()
-    assert profiler.op_counts["matmul"] >= 3  # forward and both backward products
+    # forward, and the one backward product w needs (the constant input's is skipped, as
+    # PyTorch's output mask does)
+    assert profiler.op_counts["matmul"] == 2
     assert profiler.op_counts["tanh"] == 1
 
 

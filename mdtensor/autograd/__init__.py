@@ -22,11 +22,12 @@ from mdtensor._keys import (
     AUTOGRAD_FUNCTIONALITY,
     DispatchKey,
 )
+from mdtensor._inplace_or_view import counter
 from mdtensor._ops import LEAF_KERNELS, Kernel, dispatcher, register_fallback
 from mdtensor._tensor import Tensor
 from mdtensor._tls import ExcludeGuard, dispatch_tls
 
-from ._graph import AccumulateGrad, Node, attach, gradient_edge, run_backward
+from ._graph import AccumulateGrad, Node, _ops, attach, gradient_edge, run_backward
 from ._meta import AutogradMeta
 
 __all__ = [
@@ -158,8 +159,6 @@ def _requires_grad(v) -> bool:
 def _alias(t):
     """A tensor sharing ``t``'s data and version counter, outside autograd (a saved output
     that does not keep ``t``'s grad_fn alive: no reference cycle)."""
-    from mdtensor._inplace_or_view import counter
-
     a = t._device.wrap(t._data)
     a._vc = counter(t)
     return a
@@ -213,7 +212,11 @@ def _make_kernel(op, formula):
     # The engine pairs a node's edges with its formula's results in order, so a formula
     # whose Tensor arguments are the leading positional ones is used as it is.
     prefix = simple and positions == tuple(range(len(positions)))
-    flat_formula = formula if prefix else _flatten_formula(formula, tensor_pos)
+    # A formula taking ``needs`` (derivatives.uses_mask) gets the real mask on the common
+    # path below, and None ("all") elsewhere.
+    uses_mask = getattr(formula, "uses_mask", False)
+    plain = functools.partial(formula, None) if uses_mask else formula
+    flat_formula = plain if prefix else _flatten_formula(plain, tensor_pos)
     table = op._table
     miss = op._miss
     leaf = LEAF_KERNELS
@@ -279,7 +282,46 @@ def _make_kernel(op, formula):
         return out
 
     autograd_kernel.__qualname__ = f"autograd[{op.name}]"
-    return autograd_kernel
+    if is_inplace or is_out or not prefix or n_outputs != 1 or \
+            not schema.returns[0].type.is_tensor or schema.returns[0].type.is_tensor_list:
+        return autograd_kernel
+
+    def autograd_kernel_functional(ks, *args, **kwargs):
+        # autograd_kernel for the common case (one output, Tensor arguments first, not
+        # in-place): the same steps without the branches.
+        below = ks & AFTER_AUTOGRAD & op._mask
+        entry = table.get(below)
+        if entry is None:
+            entry = miss(below)
+        if entry in leaf:
+            out = entry(*args, **kwargs)
+        else:
+            inc, keep = tls.get()
+            token = tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+            try:
+                out = entry(*args, **kwargs)
+            finally:
+                tls.reset(token)
+        if not out._is_floating():
+            return out
+        edges = []
+        saved = []
+        for v in args[:n_tensors]:
+            edges.append(gradient_edge(v))
+            vc = v._vc
+            saved.append((v, 0 if vc is None else vc.value))
+        saved_out = None
+        if uses_out:
+            saved_out = _alias(out)
+            saved.append((saved_out, saved_out._vc.value))
+        f = functools.partial(formula, tuple(e is not None for e in edges)) if uses_mask \
+            else formula
+        attach(out, Node(name, f, args, kwargs, saved_out, saved, edges, 1), 0)
+        return out
+
+    n_tensors = len(positions)
+    autograd_kernel_functional.__qualname__ = f"autograd[{op.name}]"
+    return autograd_kernel_functional
 
 
 def _edges_and_saved(args, tensor_pos):
@@ -476,8 +518,7 @@ def _as_list(x):
 
 
 def _root_grads(outputs, grad_outputs, where):
-    from mdtensor.ops import aten
-
+    aten = _ops()
     roots = []
     grads = _as_list(grad_outputs) or [None] * len(outputs)
     if len(grads) != len(outputs):
@@ -589,8 +630,6 @@ def _retain_grad(self):
 
 def _detach(self):
     """A tensor sharing data and version counter with this one, outside autograd."""
-    from mdtensor._inplace_or_view import counter
-
     out = self._device.wrap(self._data)  # a plain Tensor: the device's key set
     out._vc = counter(self)
     return out
