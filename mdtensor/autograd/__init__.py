@@ -17,12 +17,12 @@ import functools
 import re
 import weakref
 
+from mdtensor._inplace_or_view import counter
 from mdtensor._keys import (
     AFTER_AUTOGRAD,
     AUTOGRAD_FUNCTIONALITY,
     DispatchKey,
 )
-from mdtensor._inplace_or_view import counter
 from mdtensor._ops import LEAF_KERNELS, Kernel, dispatcher, register_fallback
 from mdtensor._tensor import Tensor
 from mdtensor._tls import ExcludeGuard, dispatch_tls
