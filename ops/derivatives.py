@@ -101,27 +101,42 @@ def _cj(v):
 # -- arithmetic -------------------------------------------------------------------------
 
 
+def _need(needs, i) -> bool:
+    """Whether Tensor argument ``i`` needs a gradient (``uses_mask`` formulas)."""
+    return needs is None or (i < len(needs) and needs[i])
+
+
 @rule("add")
-def _add(g, out, a, b, alpha=1):
-    return _g(g, a), _g(g if alpha == 1 else aten.mul(g, alpha), b), None
+@uses_mask
+def _add(needs, g, out, a, b, alpha=1):
+    gb = None
+    if _need(needs, 1):
+        gb = _g(g if alpha == 1 else aten.mul(g, alpha), b)
+    return (_g(g, a) if _need(needs, 0) else None), gb, None
 
 
 @rule("sub")
-def _sub(g, out, a, b, alpha=1):
-    return _g(g, a), _g(aten.neg(g) if alpha == 1 else aten.mul(g, -alpha), b), None
+@uses_mask
+def _sub(needs, g, out, a, b, alpha=1):
+    gb = None
+    if _need(needs, 1):
+        gb = _g(aten.neg(g) if alpha == 1 else aten.mul(g, -alpha), b)
+    return (_g(g, a) if _need(needs, 0) else None), gb, None
 
 
 @rule("mul")
-def _mul(g, out, a, b):
-    return (_g(aten.mul(g, _cj(b)), a) if hasattr(a, "_ks") else None,
-            _g(aten.mul(g, _cj(a)), b) if hasattr(b, "_ks") else None)
+@uses_mask
+def _mul(needs, g, out, a, b):
+    return (_g(aten.mul(g, _cj(b)), a) if _need(needs, 0) and hasattr(a, "_ks") else None,
+            _g(aten.mul(g, _cj(a)), b) if _need(needs, 1) and hasattr(b, "_ks") else None)
 
 
 @rule("div")
-def _div(g, out, a, b):
-    ga = _g(aten.div(g, _cj(b)), a) if hasattr(a, "_ks") else None
+@uses_mask
+def _div(needs, g, out, a, b):
+    ga = _g(aten.div(g, _cj(b)), a) if _need(needs, 0) and hasattr(a, "_ks") else None
     gb = None
-    if hasattr(b, "_ks"):
+    if _need(needs, 1) and hasattr(b, "_ks"):
         gb = _g(aten.neg(aten.div(aten.mul(g, _cj(a)), _cj(aten.mul(b, b)))), b)
     return ga, gb
 
