@@ -248,13 +248,11 @@ def getitem(self, key):
 
 def setitem(self, key, value) -> None:
     """``Tensor.__setitem__`` (Note [Indexing ops])."""
-    from mdtensor.ops import aten
-
-    from mdtensor._factories import asarray
-
     if not isinstance(value, (Tensor, bool, int, float, complex)):
+        from mdtensor._factories import asarray
+
         value = asarray(value, dtype=self.dtype, device=self.device)
-    aten.index_put_(self, key, value)
+    _index_put_op(self, key, value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -404,3 +402,4 @@ _mfd.inplace = list(_mf.overloads)
 # Bound once (Note [The hot path] in mdtensor/_ops.py): x[k] skips the namespace lookup.
 _basic_index_op = CATALOGUE["aten::basic_index"].overloads[0]
 _index_op = CATALOGUE["aten::index"].overloads[0]
+_index_put_op = _ip.overloads[0].overloadpacket  # Tensor or Scalar value: the packet picks
