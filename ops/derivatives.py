@@ -955,37 +955,90 @@ def _diff(g, out, x, axis=-1, n=1, *, prepend=None, append=None):
 # -- einsum and tensordot --------------------------------------------------------------------
 
 
-def _einsum_parts(equation):
+# Note [einsum derivative]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# The equation is first spelled out: ``...`` becomes fresh letters (an operand with fewer
+# ellipsis dimensions takes the last ones, as broadcasting aligns them on the right) and an
+# implicit output becomes explicit.  Operand i's gradient is then that of its diagonal
+# ``uniq`` (its letters, each once): an einsum of g with the other operands (conjugated,
+# PyTorch's convention for complex inputs) down to the letters of ``uniq`` that appear
+# elsewhere, summed over dimensions the operand broadcast from size 1 and broadcast over
+# letters it alone sums.  A repeated letter ("ii", "iij") then puts that gradient back on
+# the diagonal: an einsum with identity matrices, one per repeat.
+
+
+def _einsum_parts(equation, tensors):
+    """(operand subscripts, output subscripts) with ``...`` spelled out in letters and an
+    implicit output made explicit (see Note [einsum derivative])."""
     eq = equation.replace(" ", "")
-    if "." in eq:
-        raise NotImplementedError("einsum: the derivative of an equation with '...' is not "
-                                  "implemented")
     lhs, arrow, rhs = eq.partition("->")
     ins = lhs.split(",")
     if not arrow:
         counts = {}
-        for c in lhs.replace(",", ""):
+        for c in lhs.replace(",", "").replace(".", ""):
             counts[c] = counts.get(c, 0) + 1
-        rhs = "".join(sorted(c for c, k in counts.items() if k == 1))
-    return ins, rhs
+        rhs = ("..." if "..." in lhs else "") + "".join(
+            sorted(c for c, k in counts.items() if k == 1))
+    if "..." not in eq:
+        return ins, rhs
+    n_ell = [t.ndim - (len(s) - 3) if "..." in s else 0 for s, t in zip(ins, tensors)]
+    width = max(n_ell, default=0)
+    letters = "".join([c for c in _EINSUM_LETTERS if c not in eq][:width])
+    ins = [s.replace("...", letters[width - k:]) for s, k in zip(ins, n_ell)]
+    return ins, rhs.replace("...", letters)
+
+
+_EINSUM_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _unbroadcast(gi, letters, size):
+    """``gi`` (subscripts ``letters``) summed where the operand had size 1 and reshaped and
+    broadcast to the operand's sizes ``size`` over the letters of ``size`` (in order)."""
+    ones = tuple(k for k, c in enumerate(letters) if size[c] == 1 and gi.shape[k] != 1)
+    if ones:
+        gi = aten.sum(gi, ones, True)
+    kept = tuple(gi.shape[letters.index(c)] if c in letters else 1 for c in size)
+    if kept != tuple(gi.shape):
+        gi = aten.reshape(gi, kept)
+    shape = tuple(size.values())
+    return aten.expand(gi, shape) if kept != shape else gi
+
+
+def _onto_diagonal(gd, uniq, spec, size):
+    """The gradient ``gd`` of the diagonal ``uniq`` put back onto an operand with repeated
+    subscripts ``spec``: each repeat of a letter gets a fresh letter tied to it by eye."""
+    fresh = iter(c for c in _EINSUM_LETTERS if c not in spec)
+    subs, ops, seen, out = [uniq], [gd], set(), []
+    for c in spec:
+        if c in seen:
+            f = next(fresh)
+            subs.append(c + f)
+            ops.append(aten.eye(size[c], dtype=gd.dtype, device=gd.device))
+            out.append(f)
+        else:
+            seen.add(c)
+            out.append(c)
+    return aten.einsum(",".join(subs) + "->" + "".join(out), ops)
 
 
 @rule("einsum")
 def _einsum(g, out, equation, tensors):
-    ins, rhs = _einsum_parts(equation)
+    ins, rhs = _einsum_parts(equation, tensors)
     grads = []
     for i, (spec, t) in enumerate(zip(ins, tensors)):
-        if len(set(spec)) != len(spec):
-            raise NotImplementedError(f"einsum: the derivative for the repeated index in "
-                                      f"'{spec}' (a diagonal) is not implemented")
+        size = {}
+        for c, s in zip(spec, t.shape):
+            size.setdefault(c, s)
+        uniq = "".join(size)
         others = [(s, u) for j, (s, u) in enumerate(zip(ins, tensors)) if j != i]
         present = set(rhs) | {c for s, _ in others for c in s}
-        target = "".join(c for c in spec if c in present)
+        target = "".join(c for c in uniq if c in present)
         eq = ",".join([rhs] + [s for s, _ in others]) + "->" + target
-        gi = aten.einsum(eq, [g] + [u for _, u in others])
-        if target != spec:  # indices summed in operand i alone: broadcast back
-            shape = tuple(t.shape[spec.index(c)] if c in target else 1 for c in spec)
-            gi = aten.expand(aten.reshape(gi, shape), tuple(t.shape))
+        gi = _unbroadcast(aten.einsum(eq, [g] + [_cj(u) for _, u in others]), target, size)
+        if uniq != spec:
+            gi = _onto_diagonal(gi, uniq, spec, size)
+        if gi.dtype.kind == "c" and t.dtype.kind != "c":
+            gi = aten.real(gi)
         grads.append(gi)
     return None, grads
 
@@ -1101,8 +1154,22 @@ def _matrix_norm(g, out, x, keepdims=False, ord="fro"):
         uk = aten.narrow(u, -1, k, 1)
         vk = aten.narrow(vh, -2, k, 1)
         return (aten.mul(gx, aten.matmul(uk, vk)),)
+    if ord in (1, -1, math.inf, -math.inf):
+        return (_abs_sum_extreme_grad(gx, x, -2 if ord in (1, -1) else -1, ord > 0),)
     raise NotImplementedError(f"linalg_matrix_norm: the derivative for ord={ord!r} is not "
-                              f"implemented (fro, nuc, 2 and -2 are)")
+                              f"implemented (fro, nuc, 1, -1, 2, -2, inf and -inf are)")
+
+
+def _abs_sum_extreme_grad(gx, x, axis, largest):
+    """Gradient of the largest (smallest) column (``axis=-2``) or row (``axis=-1``) sum of
+    ``|x|``, as PyTorch's ``amax(abs(x).sum(axis))``: the selected columns (rows) get
+    ``g * sgn(x)``, split evenly among ties.  The extreme is taken again here rather than
+    compared with the forward's output, whose rounding may differ on another backend."""
+    sums = aten.sum(aten.abs(x), axis, True)
+    pick = aten.amax(sums, (-2, -1), True) if largest else aten.amin(sums, (-2, -1), True)
+    hit = aten.astype(aten.eq(sums, pick), sums.dtype)
+    share = aten.div(hit, aten.sum(hit, (-2, -1), True))
+    return aten.mul(aten.mul(gx, share), aten.sign(x))
 
 
 @rule("linalg_matrix_power")
@@ -1182,6 +1249,67 @@ def _eigh(g, out, x):
 def _eigvalsh(g, out, x):
     w, v = aten.linalg_eigh(x)
     return (_eigh_grad(g, None, w, v),)
+
+
+def _mH(x):
+    return _mT(aten.conj(x)) if x.dtype.kind == "c" else _mT(x)
+
+
+_EIG_GAUGE = ("linalg_eig: the eigenvectors in the complex case are specified up to "
+              "multiplication by e^{i phi}. The specified loss function depends on this "
+              "quantity, so it is ill-defined.")
+
+
+def _check_eig_gauge(diag):
+    """PyTorch's check that the loss is invariant to V -> V e^{i phi}: the imaginary part
+    of diag(V^H gV) must vanish (to 1e-2, as PyTorch's allclose)."""
+    import numpy as np
+
+    if diag.device.type == "meta":  # no values to check
+        return
+    b = diag.device.backend
+    im = np.asarray(b.to_numpy(aten.imag(diag)._data))
+    if not np.allclose(im, 0.0, rtol=1e-2, atol=1e-2):
+        raise RuntimeError(_EIG_GAUGE)
+
+
+def _eig_grad(gL, gV, L, V, x):
+    """PyTorch's linalg_eig_backward for A = V diag(L) V^-1 (unit-norm eigenvectors):
+    gA = V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(E)) V^H, with
+    E_ij = L_j - L_i off the diagonal (whose terms are replaced by gL); the second term
+    removes the part of gV along each eigenvector's own norm.  A real ``x`` gets the real
+    part."""
+    if gL is None and gV is None:
+        return None
+    Vh = _mH(V)
+    if gV is None:  # eigvals: V^-H diag(gL) V^H
+        inner = aten.mul(aten.unsqueeze(gL, -1), Vh)
+    else:
+        VhgV = aten.matmul(Vh, gV)
+        diag = aten.linalg_diagonal(VhgV)
+        _check_eig_gauge(diag)
+        VhgV = aten.sub(VhgV, aten.matmul(Vh, aten.mul(V, aten.unsqueeze(aten.real(diag), -2))))
+        Lc = aten.conj(L)
+        eye = _eye_like(VhgV, L.shape[-1])
+        econj = aten.add(aten.sub(aten.unsqueeze(Lc, -2), aten.unsqueeze(Lc, -1)), eye)
+        inner = aten.div(VhgV, econj)
+        if gL is not None:
+            inner = aten.add(aten.mul(inner, aten.sub(1.0, eye)), _diag_embed(gL))
+        inner = aten.matmul(inner, Vh)
+    ga = aten.linalg_solve(Vh, inner)
+    return aten.real(ga) if x.dtype.kind != "c" else ga
+
+
+@rule("linalg_eig")
+@uses_out
+def _eig(g, out, x):
+    return (_eig_grad(g[0], g[1], out[0], out[1], x),)
+
+
+@rule("linalg_eigvals")
+def _eigvals(g, out, x):
+    L, V = aten.linalg_eig(x)
+    return (_eig_grad(g, None, L, V, x),)
 
 
 @rule("linalg_svdvals")

@@ -1,7 +1,8 @@
 """Derivative formulas the OpInfo sweep cannot check alone: complex FFTs (through a real
 loss of real parameters), symmetric-input linalg (eigh, cholesky), multi-output
-decompositions (every output, with gauge-invariant losses), einsum/tensordot equations,
-gathers, norms and dropout."""
+decompositions (every output, with gauge-invariant losses), the complex eigendecomposition
+(eig/eigvals, against torch), einsum/tensordot equations (diagonals, ellipses), gathers,
+norms and dropout."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import numpy as np
 import pytest
 
 import mdtensor as md
-from mdtensor.testing import gradcheck
+from mdtensor.testing import gradcheck, gradgradcheck
+
+try:  # the reference for complex and tie-breaking gradients (an optional dependency)
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is the reference")
 
 aten = md.ops.aten
 RNG = np.random.default_rng(11)
@@ -105,6 +113,60 @@ def test_eigh_gradients_of_both_outputs():
     assert gradcheck(lambda a: (md.linalg.eigvalsh(_spd(a)) * c1).sum(), (_param(4, 4),))
 
 
+def _eig_loss(lib, which):
+    """A real loss of eig's outputs that depends neither on the eigenvalues' order nor on
+    the eigenvectors' phases: sum f(L_i) + sum_ij w_i |V_ij|^2 Re(L_j)."""
+    real, imag, conj = ((md.real, md.imag, md.conj) if lib is md else
+                        (torch.real, torch.imag, torch.conj))
+
+    def loss(a, w):
+        if which == "eigvals":
+            L = lib.linalg.eigvals(a)
+        else:
+            L, V = lib.linalg.eig(a)
+        total = (real(L) ** 2 + real(L) * imag(L) ** 2 + 0.3 * imag(L)).sum()
+        if which == "eigvectors":
+            total = total * 0.0
+        if which != "eigvals":
+            total = total + (real(V * conj(V)) * w * lib.unsqueeze(real(L), -2)).sum()
+        return total
+
+    return loss
+
+
+@needs_torch
+@pytest.mark.parametrize("which", ["eigvals", "eig", "eigvectors"])
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3)])
+@pytest.mark.parametrize("complex_input", [False, True])
+def test_eig_gradients_match_torch(which, shape, complex_input):
+    a = RNG.standard_normal(shape)
+    if complex_input:
+        a = a + 1j * RNG.standard_normal(shape)
+    w = RNG.standard_normal(shape[:-1] + (1,))
+    got = _md_grad(lambda x: _eig_loss(md, which)(x, md.asarray(w)), a)
+    want = _torch_grad(lambda x: _eig_loss(torch, which)(x, torch.tensor(w)), a)
+    assert got[0].dtype == a.dtype
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("which", ["eigvals", "eig"])
+def test_eig_gradcheck(which):
+    w = _const(4, 1)
+    loss = _eig_loss(md, which)
+    assert gradcheck(lambda a: loss(a, w), (_param(4, 4),))
+    # a complex input through its real and imaginary parts
+    assert gradcheck(lambda xr, xi: loss(aten.add(xr, aten.mul(xi, 1j)), w),
+                     (_param(4, 4), _param(4, 4)))
+
+
+def test_eig_gradient_of_a_phase_dependent_loss_is_refused():
+    a = md.asarray(RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3)),
+                   requires_grad=True)
+    _, v = md.linalg.eig(a)
+    with pytest.raises(RuntimeError, match=r"linalg_eig: .*e\^\{i phi\}"):
+        md.imag(v).sum().backward()
+
+
 def test_cholesky_gradients():
     c = _const(3, 3)
     assert gradcheck(lambda a: (md.linalg.cholesky(_spd(a)) * c).sum(), (_param(3, 3),))
@@ -159,16 +221,38 @@ def test_slogdet_pinv_matrix_power_gradients():
 _c53t = _const(3, 5)
 
 
-@pytest.mark.parametrize("ord", ["fro", "nuc", 2, -2])
+@pytest.mark.parametrize("ord", ["fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf])
 def test_matrix_norm_gradients(ord):
     a = _param(3, 4)
     assert gradcheck(lambda x: md.linalg.matrix_norm(x, ord=ord), (a,))
+    c = _const(2, 1, 1)
+    assert gradcheck(lambda x: (md.linalg.matrix_norm(x, ord=ord, keepdims=True) * c).sum(),
+                     (_param(2, 3, 3),))
 
 
-def test_matrix_norm_unsupported_ord_names_the_op():
-    a = _param(3, 3)
-    with pytest.raises(NotImplementedError, match="linalg_matrix_norm: .*ord=1"):
-        md.linalg.matrix_norm(a, ord=1).backward()
+def _torch_grad(fn, *arrays):
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    fn(*ts).backward()
+    return [t.grad.numpy() for t in ts]
+
+
+def _md_grad(fn, *arrays):
+    ts = [md.asarray(a, requires_grad=True) for a in arrays]
+    fn(*ts).backward()
+    return [t.grad.numpy() for t in ts]
+
+
+@needs_torch
+@pytest.mark.parametrize("ord", [1, -1, np.inf, -np.inf])
+def test_matrix_norm_abs_sum_gradients_match_torch(ord):
+    # Ties (columns 0 and 1 of a, rows 0 and 1 of its transpose) split the gradient evenly,
+    # as PyTorch's amax/amin; a complex input gets g * sgn(x).
+    tied = np.array([[1.0, -2.0, 0.5], [2.0, 1.0, -0.25]])
+    cplx = RNG.standard_normal((3, 3)) + 1j * RNG.standard_normal((3, 3))
+    for a in (tied, tied.T.copy(), cplx):
+        got = _md_grad(lambda x: md.linalg.matrix_norm(x, ord=ord), a)
+        want = _torch_grad(lambda x: torch.linalg.matrix_norm(x, ord=ord), a)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("ord", [2, 1, 3, 0.5, float("inf"), -float("inf")])
@@ -199,16 +283,67 @@ def test_cross_and_diagonal_gradients():
     ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
     ("ijk->", [(2, 3, 2)]),
     ("ij,k->ijk", [(2, 3), (2,)]),
+    # repeated indices within an operand (diagonals)
+    ("ii->i", [(3, 3)]),
+    ("ii->", [(3, 3)]),
+    ("ii", [(3, 3)]),  # implicit: the trace
+    ("iij->j", [(3, 3, 2)]),
+    ("iji->j", [(2, 3, 2)]),
+    ("iii->i", [(2, 2, 2)]),
+    ("ij,jj->i", [(2, 3), (3, 3)]),
+    ("ii,i->", [(3, 3), (3,)]),
+    # ellipses, broadcasting between operands, size-1 labelled dimensions
+    ("...ij,...jk->...ik", [(2, 2, 3), (3, 4)]),
+    ("...ii->...i", [(2, 3, 3)]),
+    ("i...,i...", [(2, 3), (2, 1)]),  # implicit with '...'
+    ("...,...", [(2, 3), (3,)]),
+    ("b...i,b...i->b...", [(2, 3, 4), (2, 1, 4)]),
+    ("i,...->...i", [(3,), ()]),
+    ("ij,ij->", [(2, 3), (1, 3)]),
 ])
 def test_einsum_gradients(eq, shapes):
     params = tuple(_param(*s) for s in shapes)
-    assert gradcheck(lambda *ts: (md.einsum(eq, list(ts)) ** 2).sum(), params)
+
+    def f(*ts):
+        return (md.einsum(eq, list(ts)) ** 2).sum()
+
+    assert gradcheck(f, params)
+    if torch is None:
+        return
+    arrays = [p.detach().numpy() for p in params]
+    got = _md_grad(f, *arrays)
+    want = _torch_grad(lambda *ts: (torch.einsum(eq, *ts) ** 2).sum(), *arrays)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
 
 
-def test_einsum_diagonal_derivative_is_refused():
-    x = _param(3, 3)
-    with pytest.raises(NotImplementedError, match="einsum: .*repeated index in 'ii'"):
-        aten.einsum("ii->i", [x]).sum().backward()
+@pytest.mark.parametrize("eq,shapes", [("ii->i", [(3, 3)]), ("...ij,...j", [(2, 3, 3), (3,)])])
+def test_einsum_second_derivatives(eq, shapes):
+    params = tuple(_param(*s) for s in shapes)
+    assert gradgradcheck(lambda *ts: (md.einsum(eq, list(ts)) ** 2).sum(), params)
+
+
+@needs_torch
+@pytest.mark.parametrize("eq,shapes", [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ii,i->i", [(3, 3), (3,)]),
+    ("...ij,...j", [(2, 3, 3), (3,)]),
+])
+def test_complex_einsum_gradients_match_torch(eq, shapes):
+    arrays = [RNG.standard_normal(s) + 1j * RNG.standard_normal(s) for s in shapes]
+    arrays[-1] = arrays[-1].real.copy()  # a real operand gets the real part
+
+    def f(*ts):
+        o = md.einsum(eq, list(ts))
+        return md.real(o * md.conj(o)).sum()
+
+    def ref(*ts):  # torch.einsum wants one dtype: promote the real operand first
+        o = torch.einsum(eq, *(t.to(torch.complex128) for t in ts))
+        return (o * o.conj()).real.sum()
+
+    for g, w in zip(_md_grad(f, *arrays), _torch_grad(ref, *arrays)):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("axes", [2, 1, 0, ([0, 2], [1, 0])])
