@@ -53,6 +53,7 @@ __all__ = [
     "OpDecl",
     "OpInfo",
     "SampleInput",
+    "Ufunc",
     "defop",
     "structured_variants",
 ]
@@ -198,7 +199,30 @@ def _wrap_out(dev, kind: str, schema: FunctionSchema):
     return lambda r: r
 
 
-def array_api_kernel(schema: FunctionSchema, impl: Callable) -> Callable:
+class Ufunc:
+    """``cpu_impl=Ufunc(np.exp)``: the NumPy ufunc itself is the CPU kernel's computation
+    (Note [NumPy fast impls]), with no Python frame between the kernel and NumPy.
+
+    Calls it cannot serve as they are -- keyword arguments (``alpha=``), or, with
+    ``floats_only``, a non-floating tensor (Note [Integer inputs of float functions] in
+    ops/elementwise.py) -- take the generic ``impl``.
+    """
+
+    __slots__ = ("fn", "floats_only")
+
+    def __init__(self, fn, floats_only: bool = False):
+        self.fn = fn
+        self.floats_only = floats_only
+
+
+def array_api_kernel(schema: FunctionSchema, impl: Callable, generic: Callable | None = None
+                     ) -> Callable:
+    """Wrap ``impl(xp, *arrays, ...)`` into a kernel taking and returning Tensors.
+
+    ``impl`` may be a ``Ufunc``; ``generic`` is then the impl for the calls it cannot serve.
+    """
+    if isinstance(impl, Ufunc):
+        return _ufunc_kernel(schema, impl, generic)
     """Wrap ``impl(xp, *arrays, ...)`` into a kernel taking and returning Tensors."""
     name = schema.full_name
     kind = _returns_kind(schema)
@@ -209,6 +233,68 @@ def array_api_kernel(schema: FunctionSchema, impl: Callable) -> Callable:
         n_positional = sum(1 for a in schema.arguments if not a.kwarg_only)
         return _fast_kernel(name, impl, tuple(simple), extra=n_positional > len(simple))
     return _generic_kernel(schema, impl, kind, tensor_args)
+
+
+def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Callable:
+    name = schema.full_name
+    fallback = array_api_kernel(schema, generic)
+    uf = spec.fn
+    pos = tuple(i for i, a in enumerate(schema.arguments) if a.type.is_tensor_like)
+    if spec.floats_only:
+        if pos == (0, 1):
+            def kernel(a, b, *rest, **kwargs):
+                x, y = a._data, b._data
+                if rest or kwargs or x.dtype.kind not in "fc" or y.dtype.kind not in "fc":
+                    return fallback(a, b, *rest, **kwargs)
+                d = a._device
+                if b._device is not d:
+                    raise device_mismatch(name, d, b._device)
+                return d.wrap(uf(x, y))
+        elif pos == (0,) and len(schema.arguments) == 1:
+            def kernel(a, **kwargs):
+                x = a._data
+                if kwargs or x.dtype.kind not in "fc":
+                    return fallback(a, **kwargs)
+                return a._device.wrap(uf(x))
+        elif pos == (0,):
+            def kernel(a, s, *rest, **kwargs):
+                x = a._data
+                if rest or kwargs or x.dtype.kind not in "fc":
+                    return fallback(a, s, *rest, **kwargs)
+                return a._device.wrap(uf(x, s))
+        else:
+            def kernel(s, a, *rest, **kwargs):
+                x = a._data
+                if rest or kwargs or x.dtype.kind not in "fc":
+                    return fallback(s, a, *rest, **kwargs)
+                return a._device.wrap(uf(s, x))
+    elif pos == (0, 1):
+        def kernel(a, b, *rest, **kwargs):
+            if rest or kwargs:
+                return fallback(a, b, *rest, **kwargs)
+            d = a._device
+            if b._device is not d:
+                raise device_mismatch(name, d, b._device)
+            return d.wrap(uf(a._data, b._data))
+    elif pos == (0,) and len(schema.arguments) == 1:
+        def kernel(a, **kwargs):
+            if kwargs:
+                return fallback(a, **kwargs)
+            return a._device.wrap(uf(a._data))
+    elif pos == (0,):
+        def kernel(a, s, *rest, **kwargs):
+            if rest or kwargs:
+                return fallback(a, s, *rest, **kwargs)
+            return a._device.wrap(uf(a._data, s))
+    elif pos == (1,):
+        def kernel(s, a, *rest, **kwargs):
+            if rest or kwargs:
+                return fallback(s, a, *rest, **kwargs)
+            return a._device.wrap(uf(s, a._data))
+    else:
+        raise ValueError(f"{name}: Ufunc kernels take one or two operands")
+    kernel.__qualname__ = kernel.__name__ = f"ufunc[{name}]"
+    return kernel
 
 
 def _fast_kernel(name, impl, pos, extra):
@@ -557,7 +643,7 @@ def defop(
             fn = array_api_kernel(fschema, impl)
         _register_leaf(op, fn, DispatchKey.ArrayAPI)
     if cpu_impl is not None and not (fschema.is_inplace or fschema.is_out):
-        _register_leaf(op, array_api_kernel(fschema, cpu_impl), DispatchKey.CPU)
+        _register_leaf(op, array_api_kernel(fschema, cpu_impl, impl), DispatchKey.CPU)
     if composite is not None:
         _register(op, composite, DispatchKey.CompositeImplicitAutograd)
     if explicit is not None:

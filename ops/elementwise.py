@@ -22,7 +22,7 @@ import numpy as np
 from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
-from ._decl import CATALOGUE, OpInfo, defop
+from ._decl import CATALOGUE, OpInfo, Ufunc, defop
 from ._samples import binary_samples, unary_samples
 
 BOOL = (dt.bool_,)
@@ -60,6 +60,21 @@ def _is_ufunc(name: str) -> bool:
     array-api-compat re-exports NumPy's ufuncs unchanged, and is not imported here so that
     ``import mdtensor`` stays light)."""
     return isinstance(getattr(np, name, None), np.ufunc)
+
+
+#: NumPy ufuncs that array-api-compat's NumPy namespace wraps (its ``ceil`` of an integer
+#: array returns it unchanged; its ``sign`` of a complex number is ``z/|z|``): their CPU
+#: kernels keep the generic impl.  tests/test_opinfo.py checks this list against
+#: array-api-compat.
+COMPAT_WRAPPED = frozenset({"ceil", "floor", "trunc", "sign"})
+
+
+def _cpu_ufunc(name: str, floats_only: bool) -> Ufunc | None:
+    """The direct CPU kernel of ``name`` (Note [NumPy fast impls] in ops/_decl.py)."""
+    fn = getattr(np, name, None)
+    if isinstance(fn, np.ufunc) and name not in COMPAT_WRAPPED:
+        return Ufunc(fn, floats_only)
+    return None
 
 
 _TAKES_OUT: dict = {}
@@ -109,6 +124,7 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
     return defop(
         f"{name}(Tensor self) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured,
+        cpu_impl=_cpu_ufunc(xp_name or name, float_fn),
         meta=meta or (mf.unary_float if float_fn else mf.same),
         tags=("pointwise",), derivative=derivative,
         info=OpInfo(ref=ref, dtypes=dtypes, samples=unary_samples(domain)),
@@ -140,18 +156,19 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
 
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     info = OpInfo(ref=ref, dtypes=dtypes, samples=binary_samples(domain))
+    cpu = _cpu_ufunc(xp_name or name, float_fn)
     decl = defop(
         f"{name}.Tensor(Tensor self, Tensor other) -> Tensor",
-        impl=impl, inplace_impl=inplace_impl, structured=structured, meta=meta,
+        impl=impl, inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
         tags=("pointwise",), derivative=derivative, info=info, names=names,
         methods=methods if methods is not None else (name,),
     )
     defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl,
-          inplace_impl=inplace_impl, structured=structured, meta=meta,
+          inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
           tags=("pointwise",), decl=decl)
     if reflected:
         defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", impl=impl,
-              meta=meta, tags=("pointwise",), decl=decl)
+              meta=meta, cpu_impl=cpu, tags=("pointwise",), decl=decl)
     return decl
 
 
@@ -201,14 +218,15 @@ def _alpha_ref(fn):
 
 def _alpha_op(name, impl, impl_out, ref, names):
     info = OpInfo(ref=_alpha_ref(ref), dtypes=NUMERIC, samples=binary_samples(None))
+    cpu = Ufunc(ref)  # alpha= (keyword or positional) takes the generic impl
     decl = defop(f"{name}.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
                  impl=impl, inplace_impl=impl_out, structured=True, meta=mf.binary,
-                 tags=("pointwise",), info=info, names=names, methods=(name,))
+                 cpu_impl=cpu, tags=("pointwise",), info=info, names=names, methods=(name,))
     defop(f"{name}.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", impl=impl,
-          inplace_impl=impl_out, structured=True, meta=mf.binary, tags=("pointwise",),
-          decl=decl)
+          inplace_impl=impl_out, structured=True, meta=mf.binary, cpu_impl=cpu,
+          tags=("pointwise",), decl=decl)
     defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other, Scalar alpha=1) -> Tensor",
-          impl=impl, meta=mf.binary, tags=("pointwise",), decl=decl)
+          impl=impl, meta=mf.binary, cpu_impl=cpu, tags=("pointwise",), decl=decl)
     return decl
 
 

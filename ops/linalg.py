@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as _np
 import numpy as np
 
 from . import _meta_fns as mf
-from ._decl import OpInfo, SampleInput, defop
+from ._decl import OpInfo, SampleInput, Ufunc, defop
 from ._samples import make_array
 from .elementwise import NUMERIC
 
@@ -22,12 +21,8 @@ def _matmul_samples(dtype, rng):
                         name=f"{a}@{b}") for a, b in shapes]
 
 
-def _np_matmul(xp, a, b):
-    return _np.matmul(a, b)
-
-
 defop("matmul(Tensor self, Tensor other) -> Tensor", impl=_matmul, structured=True,
-      cpu_impl=_np_matmul,
+      cpu_impl=Ufunc(np.matmul),  # Note [NumPy fast impls]: compat wraps matmul
       meta=mf.matmul, methods=("matmul",),
       info=OpInfo(ref=np.matmul, dtypes=NUMERIC, samples=_matmul_samples))
 

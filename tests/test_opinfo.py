@@ -254,3 +254,40 @@ def test_gradcheck(decl):
         n += 1
     if not n:
         pytest.skip("no non-empty float64 sample")
+
+
+def test_cpu_ufunc_kernels_compute_what_the_generic_kernels_compute():
+    """Note [NumPy fast impls]: a direct CPU ufunc kernel is only correct where
+    array-api-compat's NumPy namespace (the generic kernels' ``xp``) hands out that very
+    ufunc; ``COMPAT_WRAPPED`` must name every other one."""
+    import array_api_compat.numpy as compat
+    from mdtensor.ops.elementwise import COMPAT_WRAPPED
+
+    from mdtensor._keys import DispatchKey
+
+    direct = set()
+    for decl in CATALOGUE.values():
+        for op in decl.functional:
+            stack = op._kernels.get(DispatchKey.CPU)
+            if stack and stack[-1].fn.__name__.startswith("ufunc["):
+                direct.add(decl.name)
+    assert {"add", "mul", "exp", "matmul", "div"} <= direct
+    for name in dir(compat):
+        fn = getattr(np, name, None)
+        if isinstance(fn, np.ufunc) and getattr(compat, name) is not fn:
+            assert name in COMPAT_WRAPPED | {"matmul"}, name
+    assert not COMPAT_WRAPPED & direct
+
+
+@pytest.mark.parametrize("name", ["div", "exp", "sub"])
+def test_cpu_ufunc_kernels_fall_back_for_integer_inputs_and_alpha(name):
+    x = md.asarray([1, 2, 4])
+    if name == "div":
+        assert md.div(x, x).dtype == md.float32
+        assert md.div(x, 2).dtype == md.float32
+        assert md.div(2, x).dtype == md.float32
+    elif name == "exp":
+        assert md.exp(x).dtype == md.float32
+    else:
+        assert md.sub(x, x, alpha=2).tolist() == [-1, -2, -4]
+        assert md.sub(x, 1, 2).tolist() == [-1, 0, 2]
