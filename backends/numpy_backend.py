@@ -46,6 +46,8 @@ class NumPyBackend(Backend):
         # always hold arrays.
         if type(result) is np.ndarray:
             return result
+        if isinstance(result, np.generic):
+            return np.array(result)  # a 0-d copy of a scalar: cheaper than asarray
         return np.asarray(result)
 
     def asarray(self, obj, dtype=None, index: int = 0, copy=None):

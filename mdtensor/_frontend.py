@@ -139,10 +139,8 @@ def resolve(packet, args, kwargs, key):
     for op, sig in matches[1:]:
         if sig <= best_sig and not best_sig <= sig:
             best_op, best_sig = op, sig
-    caller = best_op._caller
-    if aliases and any(k in aliases for k in kwargs):
-        caller = _renaming(caller, aliases)
-    caller = _positional_by_keyword(best_op.schema, caller, len(args), kwargs, aliases)
+    caller = _positional_by_keyword(best_op.schema, best_op._caller, len(args), kwargs,
+                                    aliases)
     if key is not None:
         if _lists_of_tensors(packet) and _has_sequence(args, kwargs):
             # The type key cannot tell [1, 2] from [x, y]: resolve by contents too.
@@ -195,12 +193,32 @@ def _positional_by_keyword(schema, caller, nargs, kwargs, aliases):
         if a.kwarg_only or a.name not in names:
             break
         moved.append(names[a.name])
+    if len(moved) < len(kwargs) and any(k in aliases for k in kwargs):
+        caller = _renaming(caller, aliases)  # keywords left for the kernel: rename them
     if not moved:
         return caller
     moved = tuple(moved)
+    # The adapter serves calls with exactly these keyword names (they are part of the
+    # resolution key), so the common shapes need no dict work at all.
+    if len(moved) == len(kwargs):
+        if len(moved) == 1:
+            (k0,) = moved
 
-    def positional(*args, **kw):
-        return caller(*args, *[kw.pop(k) for k in moved], **kw)
+            def positional(*args, **kw):
+                return caller(*args, kw[k0])
+        elif len(moved) == 2:
+            k0, k1 = moved
+
+            def positional(*args, **kw):
+                return caller(*args, kw[k0], kw[k1])
+        else:
+            def positional(*args, **kw):
+                return caller(*args, *[kw[k] for k in moved])
+    else:
+        # Keywords stay for the kernel: pop the moved ones (by the name the caller used;
+        # the renaming adapter below this one renames the rest).
+        def positional(*args, **kw):
+            return caller(*args, *[kw.pop(k) for k in moved], **kw)
 
     return positional
 

@@ -579,8 +579,10 @@ class OpOverloadPacket:
 
     def __call__(self, *args, **kwargs):
         if kwargs:
-            # keyword *types* matter too: f(x, other=2) and f(x, other=x) differ
-            key = (*map(type, args), tuple(kwargs), *map(type, kwargs.values()))
+            # Keyword names and *types* matter too: f(x, other=2) and f(x, other=x) differ.
+            # Flat, and still unambiguous: argument types, then the names (strings, never
+            # equal to a type), then as many value types as names.
+            key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
         else:
             n = len(args)
             if n == 2:

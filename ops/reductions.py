@@ -49,7 +49,9 @@ def _sum_meta(x, axis=None, keepdims=False, *, dtype=None):
 def _np_sum(xp, x, axis=None, keepdims=False, *, dtype=None):
     # Note [NumPy fast impls]: ufunc.reduce skips np.sum's Python-level dispatch.
     # Positional: reduce(array, axis, dtype, out, keepdims).
-    return _add_reduce(x, _axis(axis), dtype and _native(np, dtype), None, keepdims)
+    if axis is not None and type(axis) is not int:
+        axis = tuple(axis)
+    return _add_reduce(x, axis, dtype and _native(np, dtype), None, keepdims)
 
 
 _add_reduce = np.add.reduce

@@ -52,7 +52,7 @@ def test_resolution_is_cached_per_type_tuple(lib):
     assert g(x) == "a" and g(x, 1) == "b" and g(x, k=1) == "b"
     cache = g._resolution_cache
     assert (md.Tensor,) in cache and (md.Tensor, int) in cache
-    assert (md.Tensor, ("k",), int) in cache
+    assert (md.Tensor, "k", int) in cache  # types, keyword names, keyword types
     assert cache[(md.Tensor,)] is g.a._caller
 
 
