@@ -141,6 +141,25 @@ def device_mismatch(op_name: str, a, b) -> ValueError:
     )
 
 
+def named_error(op_name: str, exc: Exception, a, b) -> Exception:
+    """``exc`` (raised by the backend while computing ``op_name`` on tensors ``a`` and
+    ``b``) as an error that names the op; a broadcasting failure reads as PyTorch's."""
+    msg = str(exc)
+    sa, sb = getattr(a, "shape", None), getattr(b, "shape", None)
+    if isinstance(exc, ValueError) and sa is not None and sb is not None \
+            and "broadcast" in msg:
+        sa, sb = tuple(sa), tuple(sb)
+        for k in range(1, min(len(sa), len(sb)) + 1):
+            x, y = sa[-k], sb[-k]
+            if x != y and x != 1 and y != 1:
+                msg = (f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                       f"at non-singleton dimension {max(len(sa), len(sb)) - k}")
+                break
+    err = type(exc)(f"{op_name}: {msg}")
+    err.__cause__ = exc
+    return err
+
+
 def _shape_str(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
@@ -249,7 +268,10 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                 d = a._device
                 if b._device is not d:
                     raise device_mismatch(name, d, b._device)
-                return d.wrap(uf(x, y))
+                try:
+                    return d.wrap(uf(x, y))
+                except ValueError as e:
+                    raise named_error(name, e, x, y) from None
         elif pos == (0,) and len(schema.arguments) == 1:
             def kernel(a, **kwargs):
                 x = a._data
@@ -275,7 +297,10 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
             d = a._device
             if b._device is not d:
                 raise device_mismatch(name, d, b._device)
-            return d.wrap(uf(a._data, b._data))
+            try:
+                return d.wrap(uf(a._data, b._data))
+            except ValueError as e:
+                raise named_error(name, e, a, b) from None
     elif pos == (0,) and len(schema.arguments) == 1:
         def kernel(a, **kwargs):
             if kwargs:
@@ -297,6 +322,53 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
     return kernel
 
 
+def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Callable:
+    """``self.op_(other)`` on NumPy as ``ufunc(self, other, out=self)``; anything else --
+    keywords, a non-floating operand of a float function, a result NumPy refuses to write
+    (shape or casting; ``generic`` then raises PyTorch's message) -- takes ``generic``."""
+    name = schema.full_name
+    uf = spec.fn
+    floats = spec.floats_only
+    pos = tuple(i for i, a in enumerate(schema.arguments) if a.type.is_tensor_like)
+    if pos == (0, 1):
+        def kernel(self, other, *rest, **kwargs):
+            data = self._data
+            d = self._device
+            if rest or kwargs or other._device is not d or (
+                    floats and (data.dtype.kind not in "fc"
+                                or other._data.dtype.kind not in "fc")):
+                return generic(self, other, *rest, **kwargs)
+            try:
+                uf(data, other._data, out=data)
+            except (TypeError, ValueError):
+                return generic(self, other)
+            return self
+    elif pos == (0,) and len(schema.arguments) == 1:
+        def kernel(self, **kwargs):
+            data = self._data
+            if kwargs or (floats and data.dtype.kind not in "fc"):
+                return generic(self, **kwargs)
+            try:
+                uf(data, out=data)
+            except (TypeError, ValueError):
+                return generic(self)
+            return self
+    elif pos == (0,):
+        def kernel(self, s, *rest, **kwargs):
+            data = self._data
+            if rest or kwargs or (floats and data.dtype.kind not in "fc"):
+                return generic(self, s, *rest, **kwargs)
+            try:
+                uf(data, s, out=data)
+            except (TypeError, ValueError):
+                return generic(self, s)
+            return self
+    else:
+        return generic
+    kernel.__qualname__ = kernel.__name__ = f"ufunc_inplace[{name}]"
+    return kernel
+
+
 def _fast_kernel(name, impl, pos, extra):
     """Kernels for the common shapes of schema (Note [The hot path] in mdtensor/_ops.py).
 
@@ -309,9 +381,12 @@ def _fast_kernel(name, impl, pos, extra):
             d = a._device
             if b._device is not d:
                 raise device_mismatch(name, d, b._device)
-            if kwargs:
-                return d.wrap(impl(d.xp, a._data, b._data, **kwargs))
-            return d.wrap(impl(d.xp, a._data, b._data))
+            try:
+                if kwargs:
+                    return d.wrap(impl(d.xp, a._data, b._data, **kwargs))
+                return d.wrap(impl(d.xp, a._data, b._data))
+            except ValueError as e:
+                raise named_error(name, e, a, b) from None
     elif pos == (0,) and not extra:
         def kernel(a, **kwargs):
             d = a._device
@@ -331,7 +406,10 @@ def _fast_kernel(name, impl, pos, extra):
             d = a._device
             if b._device is not d:
                 raise device_mismatch(name, d, b._device)
-            return d.wrap(impl(d.xp, a._data, b._data, *rest, **kwargs))
+            try:
+                return d.wrap(impl(d.xp, a._data, b._data, *rest, **kwargs))
+            except ValueError as e:
+                raise named_error(name, e, a, b) from None
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
     return kernel
 
@@ -390,7 +468,13 @@ def _generic_kernel(schema, impl, kind, tensor_args):
         dev, args, kwargs = unwrap(args, kwargs)
         if dev is None:
             raise TypeError(f"{name}: needs at least one tensor argument")
-        return _wrap_out(dev, kind, schema)(impl(dev.xp, *args, **kwargs))
+        try:
+            r = impl(dev.xp, *args, **kwargs)
+        except ValueError as e:
+            if "broadcast" not in str(e) or str(e).startswith(name):
+                raise
+            raise named_error(name, e, *(list(args) + [None, None])[:2]) from None
+        return _wrap_out(dev, kind, schema)(r)
 
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
     return kernel
@@ -504,7 +588,10 @@ def _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, cause):
     # The ufunc refused (shape or casting): recompute to produce PyTorch's message.
     backend = dev.backend
     rargs = list(rargs)
-    r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
+    try:
+        r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
+    except ValueError as e:
+        raise named_error(name, e, rargs[0], rargs[1] if len(rargs) > 1 else None) from None
     _check_inplace_result(name, self, r, backend)
     raise cause
 
@@ -526,7 +613,10 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
             raise device_mismatch(name, dev, out._device)
         dev = out._device
         backend = dev.backend
-        r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
+        try:
+            r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
+        except ValueError as e:
+            raise named_error(name, e, *(list(rargs) + [None, None])[:2]) from None
         rd = backend.dtype_from_native(r.dtype)
         od = backend.dtype_from_native(out._data.dtype)
         if not can_cast(rd, od):
@@ -644,6 +734,12 @@ def defop(
         _register_leaf(op, fn, DispatchKey.ArrayAPI)
     if cpu_impl is not None and not (fschema.is_inplace or fschema.is_out):
         _register_leaf(op, array_api_kernel(fschema, cpu_impl, impl), DispatchKey.CPU)
+    elif (isinstance(cpu_impl, Ufunc) and fschema.is_inplace and impl is not None
+          and cpu_impl.fn.signature is None):
+        # Elementwise ufuncs only: a generalized ufunc (matmul) broadcasts its result into
+        # ``out``, where PyTorch's in-place rule wants an error.
+        generic = _inplace_kernel(fschema, impl, inplace_impl, tensor_args)
+        _register_leaf(op, _ufunc_inplace_kernel(fschema, cpu_impl, generic), DispatchKey.CPU)
     if composite is not None:
         _register(op, composite, DispatchKey.CompositeImplicitAutograd)
     if explicit is not None:
@@ -658,7 +754,8 @@ def defop(
             raise ValueError(f"{fschema.full_name}: a structured op needs impl=")
         inplace_s, out_s = structured_variants(fschema)
         for s in (inplace_s, out_s):
-            defop(s, impl=impl, inplace_impl=inplace_impl, meta=meta, tags=tags, decl=decl)
+            defop(s, impl=impl, inplace_impl=inplace_impl, meta=meta, tags=tags, decl=decl,
+                  cpu_impl=cpu_impl if isinstance(cpu_impl, Ufunc) else None)
         if not any(t == "inplace" for t in tags):
             decl.inplace[-1].tags = decl.inplace[-1].tags | {"inplace"}
     return decl

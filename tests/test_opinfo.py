@@ -291,3 +291,40 @@ def test_cpu_ufunc_kernels_fall_back_for_integer_inputs_and_alpha(name):
     else:
         assert md.sub(x, x, alpha=2).tolist() == [-1, -2, -4]
         assert md.sub(x, 1, 2).tolist() == [-1, 0, 2]
+
+
+@pytest.mark.parametrize("call", ["functional", "inplace", "out"])
+def test_broadcast_errors_name_the_op_and_leave_tensors_alone(call):
+    a = md.ones((4, 8))
+    b = md.ones((3, 8))
+    before = a._version
+    with pytest.raises(ValueError, match=r"aten::add(_|\.out)?\.?\w*: The size of tensor a "
+                                         r"\(4\) must match the size of tensor b \(3\) at "
+                                         r"non-singleton dimension 0"):
+        if call == "functional":
+            a + b
+        elif call == "inplace":
+            a.add_(b)
+        else:
+            md.add(a, b, out=md.zeros((4, 8)))
+    assert a._version == before
+    np.testing.assert_array_equal(a.numpy(), np.ones((4, 8)))
+
+
+def test_inplace_ufunc_kernel_writes_into_the_buffer_and_refuses_what_torch_refuses():
+    a = md.ones(8)
+    buf = a._data
+    a.mul_(md.full((8,), 3.0))
+    a.add_(1)
+    assert a._data is buf and a.tolist() == [4.0] * 8
+    i = md.asarray([1, 2, 3])
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        i.add_(1.5)
+    assert i.tolist() == [1, 2, 3]
+    v = md.asarray([1.0, 2.0])
+    with pytest.raises(RuntimeError, match=r"output with shape \[\] doesn't match"):
+        md.asarray(1.0).add_(v)
+    # a generalized ufunc (matmul) broadcasts into out=; the in-place op must not
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        v.matmul_(v)
+    assert v.tolist() == [1.0, 2.0]
