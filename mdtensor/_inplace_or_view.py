@@ -129,7 +129,13 @@ def _view_kernel(op):
             return op(b, *_rest, **_kw)
 
         if isinstance(result, Tensor):
-            mark_view(result, src, replay)
+            if src._view is None and result is not src:  # mark_view's common case, inlined
+                result._view = ViewInfo(src, replay)
+                result._vc = src._vc or counter(src)
+                if src._ks & _FZ:
+                    track_view(src, result)
+            else:
+                mark_view(result, src, replay)
         else:  # several views (split, unbind): replay picks one of them
             for j, r in enumerate(result):
                 mark_view(r, src, lambda b, _j=j, _replay=replay: _replay(b)[_j])

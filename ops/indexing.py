@@ -78,6 +78,8 @@ def _full_key(key):
 
 def _basic_index(xp, x, key):
     try:
+        if type(key) is slice:
+            return x[key]  # always an array (a view), never a scalar
         return x[_full_key(key)]
     except IndexError:
         _check_basic(x, key, "__getitem__")  # raises with the op's own message
@@ -241,8 +243,8 @@ defop("index_put.Scalar(Tensor self, Any key, Scalar value) -> Tensor",
 
 def getitem(self, key):
     """``Tensor.__getitem__`` (Note [Indexing ops])."""
-    if is_basic_key(key):
-        return _basic_index_op(self, key)
+    if type(key) is slice or is_basic_key(key):
+        return _basic_index_call(self, key)
     return _index_op(self, key)
 
 
@@ -401,5 +403,6 @@ _mfd.inplace = list(_mf.overloads)
 
 # Bound once (Note [The hot path] in mdtensor/_ops.py): x[k] skips the namespace lookup.
 _basic_index_op = CATALOGUE["aten::basic_index"].overloads[0]
+_basic_index_call = _basic_index_op._caller  # the overload's entry point, without __call__
 _index_op = CATALOGUE["aten::index"].overloads[0]
 _index_put_op = _ip.overloads[0].overloadpacket  # Tensor or Scalar value: the packet picks
