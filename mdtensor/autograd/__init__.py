@@ -302,12 +302,19 @@ def _make_kernel(op, formula):
                 out = entry(*args, **kwargs)
             finally:
                 tls.reset(token)
-        if not out._is_floating():
+        if out._data.dtype.kind not in "fc" and not out._is_floating():
             return out
         edges = []
         saved = []
         for v in args[:n_tensors]:
-            edges.append(gradient_edge(v))
+            # gradient_edge(v), inlined
+            ag = v._ag
+            if ag is None or not ag.requires_grad:
+                edges.append(None)
+            elif ag.grad_fn is not None:
+                edges.append((ag.grad_fn, ag.output_nr))
+            else:
+                edges.append(gradient_edge(v))
             vc = v._vc
             saved.append((v, 0 if vc is None else vc.value))
         saved_out = None
@@ -316,7 +323,13 @@ def _make_kernel(op, formula):
             saved.append((saved_out, saved_out._vc.value))
         f = functools.partial(formula, tuple(e is not None for e in edges)) if uses_mask \
             else formula
-        attach(out, Node(name, f, args, kwargs, saved_out, saved, edges, 1), 0)
+        # attach(out, node, 0), inlined: ``out`` is fresh from a functional kernel
+        node = Node(name, f, args, kwargs, saved_out, saved, edges, 1)
+        if out._ag is None:
+            out._ag = AutogradMeta(True, node, 0)
+            out._ks |= AUTOGRAD_FUNCTIONALITY
+        else:
+            attach(out, node, 0)
         return out
 
     n_tensors = len(positions)
