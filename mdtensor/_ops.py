@@ -11,10 +11,11 @@ Note [The hot path]
 common case -- all Tensor arguments are required positional arguments, passed positionally
 -- it does::
 
-    inc, keep = dispatch_tls.get()
-    ks = (args[0]._ks | args[1]._ks | inc) & keep & op._mask
-    kernel = table.get(ks) or op._miss(ks)
-    return kernel(*args, **kwargs)
+    def call(a=_NO, b=_NO, /, *args, **kwargs):   # add.Tensor: Tensors at 0 and 1
+        inc, keep = dispatch_tls.get()
+        ks = (a._ks | b._ks | inc) & keep & op._mask
+        kernel = table.get(ks) or op._miss(ks)
+        return kernel(a, b)                         # (a, b, *args, **kwargs) if any
 
 No binding, no string work, no exceptions when the arguments are Tensors.  Anything else (a
 Tensor passed by keyword, ``Tensor?``/``Tensor[]`` arguments, a non-Tensor where a Tensor
@@ -386,6 +387,9 @@ def _fast_tensor_positions(schema: FunctionSchema) -> tuple[int, ...] | None:
     return tuple(positions)
 
 
+_NO = object()  # an argument the caller did not pass (see _make_caller)
+
+
 def _make_caller(op: OpOverload) -> Callable:
     """Build the per-overload entry point (see Note [The hot path])."""
     tls_get = dispatch_tls.get
@@ -394,39 +398,54 @@ def _make_caller(op: OpOverload) -> Callable:
     slow = op._keyset_of
     pos = op._fast_positions
 
+    # The leading Tensor parameters are positional-only (a schema argument may itself be
+    # called ``a``); ``_NO`` marks one the caller did not pass, which the slow path sorts
+    # out (a Tensor by keyword, too few arguments, a non-Tensor).
+    def slow_call(head, args, kwargs):
+        args = tuple(x for x in head if x is not _NO) + args
+        ks = slow(args, kwargs)
+        kernel = table.get(ks)
+        if kernel is None:
+            kernel = miss(ks)
+        return kernel(*args, **kwargs)
+
     if pos == (0,):
-        def call(*args, **kwargs):
+        def call(a=_NO, /, *args, **kwargs):
             inc, keep = tls_get()
             try:
-                ks = (args[0]._ks | inc) & keep & op._mask
-            except (AttributeError, IndexError):
-                ks = slow(args, kwargs)
+                ks = (a._ks | inc) & keep & op._mask
+            except AttributeError:
+                return slow_call((a,), args, kwargs)
             kernel = table.get(ks)
             if kernel is None:
                 kernel = miss(ks)
-            return kernel(*args, **kwargs)
+            if args or kwargs:
+                return kernel(a, *args, **kwargs)
+            return kernel(a)
     elif pos == (0, 1):
-        def call(*args, **kwargs):
+        def call(a=_NO, b=_NO, /, *args, **kwargs):
             inc, keep = tls_get()
             try:
-                ks = (args[0]._ks | args[1]._ks | inc) & keep & op._mask
-            except (AttributeError, IndexError):
-                ks = slow(args, kwargs)
+                ks = (a._ks | b._ks | inc) & keep & op._mask
+            except AttributeError:
+                return slow_call((a, b), args, kwargs)
             kernel = table.get(ks)
             if kernel is None:
                 kernel = miss(ks)
-            return kernel(*args, **kwargs)
+            if args or kwargs:
+                return kernel(a, b, *args, **kwargs)
+            return kernel(a, b)
     elif pos == (0, 1, 2):
-        def call(*args, **kwargs):
+        def call(a=_NO, b=_NO, c=_NO, /, *args, **kwargs):
             inc, keep = tls_get()
             try:
-                ks = (args[0]._ks | args[1]._ks | args[2]._ks | inc) & keep & op._mask
-            except (AttributeError, IndexError):
-                ks = slow(args, kwargs)
+                ks = (a._ks | b._ks | c._ks | inc) & keep & op._mask
+            except AttributeError:
+                return slow_call((a, b, c), args, kwargs)
             kernel = table.get(ks)
             if kernel is None:
                 kernel = miss(ks)
-            return kernel(*args, **kwargs)
+            return kernel(a, b, c, *args, **kwargs)
     else:
         def call(*args, **kwargs):
             ks = slow(args, kwargs)
