@@ -446,6 +446,14 @@ def _make_caller(op: OpOverload) -> Callable:
             if kernel is None:
                 kernel = miss(ks)
             return kernel(a, b, c, *args, **kwargs)
+    elif pos == ():  # no Tensor arguments (factories): the thread-local keys alone
+        def call(*args, **kwargs):
+            inc, keep = tls_get()
+            ks = inc & keep & op._mask
+            kernel = table.get(ks)
+            if kernel is None:
+                kernel = miss(ks)
+            return kernel(*args, **kwargs)
     else:
         def call(*args, **kwargs):
             ks = slow(args, kwargs)

@@ -31,23 +31,31 @@ def native_dtype(dev, dtype):
 
 
 def _backend_select(op):
+    table = op._table
+    miss = op._miss
+
     def backend_select(ks, *args, device=None, **kwargs):
         dev = as_device(device)
-        return op.redispatch((ks & AFTER_BACKEND_SELECT) | dev.ks, *args, device=dev,
-                             **kwargs)
+        ks = ((ks & AFTER_BACKEND_SELECT) | dev.ks) & op._mask  # op.redispatch, inlined
+        kernel = table.get(ks)
+        if kernel is None:
+            kernel = miss(ks)
+        return kernel(*args, device=dev, **kwargs)
 
     backend_select.__qualname__ = f"backend_select[{op.name}]"
     return backend_select
 
 
 def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
-               info: OpInfo | None = None, derivative=None, kwarg_aliases=None):
+               info: OpInfo | None = None, derivative=None, kwarg_aliases=None,
+               cpu_impl: Callable | None = None):
     """Declare a factory op.
 
     ``impl(xp, *args, dtype=<native or None>, device=<native device>, **kwargs)`` allocates
     on the backend; ``meta(*args, dtype=<DType or None>, **kwargs) -> (shape, DType)``.
     The schema must end with ``ScalarType? dtype=None, Device? device=None,
-    bool requires_grad=False`` keyword arguments.
+    bool requires_grad=False`` keyword arguments.  ``cpu_impl`` (same signature, ``xp``
+    being NumPy itself) is the NumPy backend's own kernel (Note [NumPy fast impls]).
     """
     decl = defop(schema, meta=None, tags=("factory",), names=names, info=info,
                  derivative=derivative,
@@ -64,14 +72,30 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
             t = dev.wrap(impl(dev.xp, *args, dtype=native_dtype(dev, dtype), device=dev.native,
                               **kwargs))
         if requires_grad:
-            if t.dtype.kind not in "fc":
-                raise RuntimeError(f"{name}: only tensors of floating point and complex dtype "
-                                   f"can require gradients, got {t.dtype.name}")
-            t.requires_grad_(True)
+            _requires_grad(t)
         return t
+
+    def _requires_grad(t):
+        if t.dtype.kind not in "fc":
+            raise RuntimeError(f"{name}: only tensors of floating point and complex dtype "
+                               f"can require gradients, got {t.dtype.name}")
+        t.requires_grad_(True)
 
     kernel.__qualname__ = kernel.__name__ = f"factory[{name}]"
     _register(op, _backend_select(op), DispatchKey.BackendSelect, with_keyset=True)
     _register(op, kernel, DispatchKey.CompositeExplicitAutograd)
+    if cpu_impl is not None:
+        import numpy as np
+
+        def cpu_kernel(*args, dtype=None, device=None, requires_grad=False, **kwargs):
+            dev = as_device(device)  # a NumPy device, since the CPU key led here
+            t = dev.wrap(cpu_impl(np, *args, dtype=native_dtype(dev, dtype), device=None,
+                                  **kwargs))
+            if requires_grad:
+                _requires_grad(t)
+            return t
+
+        cpu_kernel.__qualname__ = cpu_kernel.__name__ = f"factory_cpu[{name}]"
+        _register(op, cpu_kernel, DispatchKey.CPU)
     decl.meta = meta
     return decl

@@ -52,9 +52,22 @@ def _empty(xp, shape, *, dtype=None, device=None):
                     device=device)
 
 
-deffactory(f"zeros(SymInt[] shape, {_TAIL}) -> Tensor", _zeros, _fill_meta("zeros"))
-deffactory(f"ones(SymInt[] shape, {_TAIL}) -> Tensor", _ones, _fill_meta("ones"))
-deffactory(f"empty(SymInt[] shape, {_TAIL}) -> Tensor", _empty, _fill_meta("empty"))
+def _np_fill(fn_name):
+    """NumPy's own ``zeros``/``ones``/``empty`` (array-api-compat wraps them to check
+    ``device=``, a third of the call on small shapes); ``xp`` is NumPy here."""
+    def impl(np, shape, *, dtype=None, device=None):
+        if type(shape) is not tuple:
+            shape = _shape(shape)
+        return getattr(np, fn_name)(_check_shape(fn_name, shape), dtype=dtype or np.float32)
+    return impl
+
+
+deffactory(f"zeros(SymInt[] shape, {_TAIL}) -> Tensor", _zeros, _fill_meta("zeros"),
+           cpu_impl=_np_fill("zeros"))
+deffactory(f"ones(SymInt[] shape, {_TAIL}) -> Tensor", _ones, _fill_meta("ones"),
+           cpu_impl=_np_fill("ones"))
+deffactory(f"empty(SymInt[] shape, {_TAIL}) -> Tensor", _empty, _fill_meta("empty"),
+           cpu_impl=_np_fill("empty"))
 
 
 def _scalar_dtype(xp, value):
