@@ -304,6 +304,11 @@ class Tensor:
 
     @grad.setter
     def grad(self, value) -> None:
+        if value is None:  # the optimizer's zero_grad(set_to_none=True), every step
+            ag = self._ag
+            if ag is not None:
+                ag.grad = None
+            return
         from .autograd._meta import set_grad
 
         set_grad(self, value)

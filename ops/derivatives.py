@@ -407,10 +407,14 @@ def _expand_back(g, x, axis, keepdims):
     else:
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         axes = tuple(a % max(x.ndim, 1) for a in axes)
-    if not keepdims and x.ndim:
+    if not x.ndim:
+        return g
+    # expand adds leading dimensions itself: reshape only when a reduced axis is not one of
+    # the leading ones (sum(x) and a bias's sum(g, 0) need no reshape).
+    if not keepdims and sorted(axes) != list(range(len(axes))):
         shape = [1 if i in axes else s for i, s in enumerate(x.shape)]
         g = aten.reshape(g, tuple(shape))
-    return aten.expand(g, tuple(x.shape)) if x.ndim else g
+    return aten.expand(g, tuple(x.shape))
 
 
 @rule("sum")
