@@ -296,6 +296,8 @@ def _cosh(g, out, a):
 @rule("tanh")
 @uses_out
 def _tanh(g, out, a):
+    if out._data.dtype.kind == "f" and g._data.dtype.kind == "f":
+        return (aten.tanh_backward(g, out),)  # Note [Backward ops] in ops/nn.py
     return (aten.mul(g, aten.sub(1, aten.mul(out, out))),)
 
 
@@ -317,6 +319,8 @@ def _atanh(g, out, a):
 @rule("sigmoid")
 @uses_out
 def _sigmoid(g, out, a):
+    if out._data.dtype.kind == "f" and g._data.dtype.kind == "f":
+        return (aten.sigmoid_backward(g, out),)
     return (aten.mul(g, aten.mul(out, aten.sub(1, out))),)
 
 
@@ -385,6 +389,8 @@ def _erf(x):
 def _softmax(g, out, a, dim=-1):
     if a.ndim == 0:
         return (aten.mul(g, 0.0), None)
+    if out._data.dtype.kind == "f" and g._data.dtype.kind == "f":
+        return aten._softmax_backward_data(g, out, dim), None
     s = aten.sum(aten.mul(g, out), dim, True)
     return aten.mul(out, aten.sub(g, s)), None
 
@@ -394,7 +400,42 @@ def _softmax(g, out, a, dim=-1):
 def _log_softmax(g, out, a, dim=-1):
     if a.ndim == 0:
         return (aten.mul(g, 0.0), None)
+    if out._data.dtype.kind == "f" and g._data.dtype.kind == "f":
+        return aten._log_softmax_backward_data(g, out, dim), None
     return aten.sub(g, aten.mul(aten.exp(out), aten.sum(g, dim, True))), None
+
+
+# Derivatives of the backward ops (Note [Backward ops] in ops/nn.py), for double backward.
+
+
+@rule("tanh_backward")
+def _tanh_backward(c, out, g, y):
+    # f = g * (1 - y^2)
+    return aten.tanh_backward(c, y), aten.mul(aten.mul(c, g), aten.mul(y, -2.0))
+
+
+@rule("sigmoid_backward")
+def _sigmoid_backward(c, out, g, y):
+    # f = g * y * (1 - y)
+    return aten.sigmoid_backward(c, y), aten.mul(aten.mul(c, g), aten.sub(1, aten.mul(y, 2.0)))
+
+
+@rule("_softmax_backward_data")
+def _softmax_backward_data(c, out, g, y, dim):
+    # f = y * g - y * S(g * y), S summing over dim (kept)
+    gy = aten.sum(aten.mul(g, y), dim, True)
+    cy = aten.sum(aten.mul(c, y), dim, True)
+    grad_y = aten.sub(aten.mul(c, aten.sub(g, gy)), aten.mul(g, cy))
+    return aten._softmax_backward_data(c, y, dim), grad_y, None
+
+
+@rule("_log_softmax_backward_data")
+def _log_softmax_backward_data(c, out, g, y, dim):
+    # f = g - exp(y) * S(g)
+    e = aten.exp(y)
+    grad_g = aten.sub(c, aten.sum(aten.mul(e, c), dim, True))
+    grad_y = aten.neg(aten.mul(aten.mul(c, e), aten.sum(g, dim, True)))
+    return grad_g, grad_y, None
 
 
 # -- reductions ---------------------------------------------------------------------------

@@ -136,6 +136,90 @@ defop("log_softmax(Tensor self, int dim=-1) -> Tensor", impl=_log_softmax, meta=
                   samples=_sm_samples))
 
 
+# ---------------------------------------------------------------------------------------
+# Note [Backward ops]
+# ~~~~~~~~~~~~~~~~~~~
+# As in PyTorch, the gradients of tanh, sigmoid, softmax and log_softmax are ops of their
+# own (``tanh_backward``, ``sigmoid_backward``, ``_softmax_backward_data``,
+# ``_log_softmax_backward_data``): one dispatch instead of three or four, and on NumPy one
+# kernel that reuses its temporaries.  They have derivatives of their own, so
+# ``create_graph=True`` still differentiates through them.  PyTorch's ``input_dtype``
+# argument of the softmax pair is left out (mdtensor's gradients keep the output's dtype).
+# Real dtypes only: complex gradients keep the composite formulas (ops/derivatives.py).
+
+
+def _tanh_backward(xp, g, y):
+    return xp.multiply(g, xp.subtract(1, xp.multiply(y, y)))
+
+
+def _np_tanh_backward(xp, g, y):
+    t = np.multiply(y, y)
+    if type(t) is not np.ndarray or t.dtype != g.dtype or t.shape != g.shape:
+        return _tanh_backward(np, g, y)
+    np.subtract(1, t, out=t)
+    return np.multiply(g, t, out=t)
+
+
+def _sigmoid_backward(xp, g, y):
+    return xp.multiply(g, xp.multiply(y, xp.subtract(1, y)))
+
+
+def _np_sigmoid_backward(xp, g, y):
+    t = np.subtract(1, y)
+    if type(t) is not np.ndarray or t.dtype != g.dtype or t.shape != g.shape:
+        return _sigmoid_backward(np, g, y)
+    np.multiply(y, t, out=t)
+    return np.multiply(g, t, out=t)
+
+
+def _softmax_backward_data(xp, g, y, dim):
+    gy = xp.multiply(g, y)
+    return xp.subtract(gy, xp.multiply(y, xp.sum(gy, axis=dim, keepdims=True)))
+
+
+def _log_softmax_backward_data(xp, g, y, dim):
+    return xp.subtract(g, xp.multiply(xp.exp(y), xp.sum(g, axis=dim, keepdims=True)))
+
+
+def _np_log_softmax_backward_data(xp, g, y, dim):
+    t = np.exp(y)
+    if type(t) is not np.ndarray or t.dtype != g.dtype or t.shape != g.shape:
+        return _log_softmax_backward_data(np, g, y, dim)
+    np.multiply(t, _sum_reduce(g, dim, keepdims=True), out=t)
+    return np.subtract(g, t, out=t)
+
+
+def _pair_samples(dtype, rng):
+    return [SampleInput((make_array((2, 5), dtype, rng), make_array((2, 5), dtype, rng))),
+            SampleInput((make_array((3,), dtype, rng), make_array((3,), dtype, rng)))]
+
+
+def _pair_dim_samples(dtype, rng):
+    return [SampleInput((make_array((2, 5), dtype, rng), make_array((2, 5), dtype, rng), -1)),
+            SampleInput((make_array((3, 4), dtype, rng), make_array((3, 4), dtype, rng), 0))]
+
+
+def _backward_meta(g, y, *args):
+    return mf.binary(g, y)
+
+
+defop("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", impl=_tanh_backward,
+      cpu_impl=_np_tanh_backward, meta=_backward_meta, names=(),
+      info=OpInfo(ref=lambda g, y: g * (1 - y * y), dtypes=FLOATS, samples=_pair_samples))
+defop("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor",
+      impl=_sigmoid_backward, cpu_impl=_np_sigmoid_backward, meta=_backward_meta, names=(),
+      info=OpInfo(ref=lambda g, y: g * y * (1 - y), dtypes=FLOATS, samples=_pair_samples))
+defop("_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor",
+      impl=_softmax_backward_data, meta=_backward_meta, names=(),
+      info=OpInfo(ref=lambda g, y, dim: g * y - y * (g * y).sum(axis=dim, keepdims=True),
+                  dtypes=FLOATS, samples=_pair_dim_samples))
+defop("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor",
+      impl=_log_softmax_backward_data, cpu_impl=_np_log_softmax_backward_data,
+      meta=_backward_meta, names=(),
+      info=OpInfo(ref=lambda g, y, dim: g - np.exp(y) * g.sum(axis=dim, keepdims=True),
+                  dtypes=FLOATS, samples=_pair_dim_samples))
+
+
 def _dropout(x, p=0.5, train=True):
     """CompositeImplicitAutograd (as PyTorch's ``dropout``): a random keep-mask from the
     device's generator; the gradient comes from masked_fill and mul."""

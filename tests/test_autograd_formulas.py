@@ -407,3 +407,41 @@ def test_dropout_gradient_uses_the_same_mask():
     kept = (y != 0).numpy()
     np.testing.assert_allclose(x.grad.numpy(), kept / 0.75)
     assert 0 < kept.sum() < 50
+
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid", "softmax", "log_softmax"])
+def test_fused_backward_ops_differentiate_twice(name):
+    """Note [Backward ops]: tanh/sigmoid/softmax/log_softmax backward run as one op each,
+    and second derivatives go through that op's own formula."""
+    rng = np.random.default_rng(0)
+    x = md.asarray(rng.uniform(-1, 1, (3, 4)), requires_grad=True)
+    fn = (lambda t: getattr(md, name)(t, dim=-1)) if "softmax" in name else getattr(md, name)
+    w = md.asarray(rng.uniform(-1, 1, (3, 4)))
+    assert md.testing.gradgradcheck(lambda t: (fn(t) * w).sum(), [x])
+    seen = []
+
+    class Log(md.DispatchMode):
+        def __md_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.name)
+            return func(*args, **(kwargs or {}))
+
+    y = fn(x).sum()
+    with Log():
+        y.backward()
+    fused = {"tanh": "aten::tanh_backward", "sigmoid": "aten::sigmoid_backward",
+             "softmax": "aten::_softmax_backward_data",
+             "log_softmax": "aten::_log_softmax_backward_data"}[name]
+    assert fused in seen
+
+
+@pytest.mark.parametrize("name", ["exp", "sqrt", "tanh"])
+def test_second_derivatives_flow_through_saved_outputs(name):
+    """Note [Saved outputs]: a formula reading the op's output differentiates through it
+    with create_graph=True (the saved alias gets the node as its history)."""
+    x = md.asarray(np.array([0.3, 0.7]), requires_grad=True)
+    g, = md.autograd.grad(getattr(md, name)(x).sum(), [x], create_graph=True)
+    g2, = md.autograd.grad(g.sum(), [x])
+    t = np.array([0.3, 0.7])
+    want = {"exp": np.exp(t), "sqrt": -0.25 * t ** -1.5,
+            "tanh": -2 * np.tanh(t) * (1 - np.tanh(t) ** 2)}[name]
+    np.testing.assert_allclose(g2.numpy(), want, rtol=1e-12)

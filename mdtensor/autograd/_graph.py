@@ -20,6 +20,7 @@ from __future__ import annotations
 from itertools import zip_longest
 
 from mdtensor._keys import AUTOGRAD_FUNCTIONALITY
+from mdtensor._tls import dispatch_tls
 
 from ._meta import AutogradMeta
 
@@ -65,7 +66,10 @@ class Node:
             if t._version != version:
                 raise RuntimeError(_modified_message(t, self, version))
         g = grads[0] if self.n_outputs == 1 else tuple(grads)
-        return self.formula(g, self.out, *self.args, **self.kwargs)
+        out = self.out
+        if out is not None and dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
+            out = _with_history(out, self)  # create_graph: Note [Saved outputs]
+        return self.formula(g, out, *self.args, **self.kwargs)
 
     def release(self) -> None:
         self.args = self.kwargs = self.out = None
@@ -74,6 +78,30 @@ class Node:
     def register_hook(self, fn) -> None:
         """``fn(grad_inputs, grad_outputs)`` after the node ran (PyTorch's Node hooks)."""
         raise NotImplementedError("Node.register_hook: use Tensor.register_hook")
+
+
+# Note [Saved outputs]
+# ~~~~~~~~~~~~~~~~~~~~
+# A node keeps its saved output as an alias outside autograd: the output itself would make
+# a reference cycle output -> node -> output.  When the formula runs with autograd on
+# (``create_graph=True``), it gets a fresh alias whose history is this node -- as PyTorch's
+# SavedVariable restores an output's grad_fn on unpacking -- so a second derivative flows
+# through the output as well (tanh's gradient reads tanh's output).
+
+
+def _with_history(out, node):
+    if type(out) is tuple:
+        return tuple(_alias_of(o, node, k) if o is not None and o._is_floating() else o
+                     for k, o in enumerate(out))
+    return _alias_of(out, node, 0)
+
+
+def _alias_of(t, node, output_nr):
+    a = t._device.wrap(t._data)
+    a._vc = t._vc
+    a._ag = AutogradMeta(True, node, output_nr)
+    a._ks |= AUTOGRAD_FUNCTIONALITY
+    return a
 
 
 def _modified_message(t, node, expected) -> str:
