@@ -230,13 +230,17 @@ def _differentiable(decl):
             and any(d is md.float64 for d in info.dtypes))
 
 
+@pytest.mark.parametrize("order", ["grad", "gradgrad"])
 @pytest.mark.parametrize("decl", [p for p in _decls(need_ref=False)
                                   if _differentiable(p.values[0])])
-def test_gradcheck(decl):
+def test_gradcheck(decl, order):
+    """First derivatives on three samples; second derivatives (create_graph=True through
+    every formula) on two."""
     testing = pytest.importorskip("mdtensor.testing")
+    check = testing.gradcheck if order == "grad" else testing.gradgradcheck
     packet = decl.functional[0].overloadpacket
     n = 0
-    for sample in _samples(decl, md.float64)[:3]:
+    for sample in _samples(decl, md.float64)[:3 if order == "grad" else 2]:
         arrays = [i for i, a in enumerate(sample.args)
                   if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
         if not arrays or any(sample.args[i].size == 0 for i in arrays):
@@ -250,7 +254,7 @@ def test_gradcheck(decl):
             out = packet(*args, **_sample.kwargs)
             return out[0] if isinstance(out, (tuple, list)) else out
 
-        assert testing.gradcheck(fn, inputs), f"{decl.name}: gradcheck failed"
+        assert check(fn, inputs), f"{decl.name}: {order}check failed"
         n += 1
     if not n:
         pytest.skip("no non-empty float64 sample")
