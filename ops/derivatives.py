@@ -296,7 +296,7 @@ def _cosh(g, out, a):
 @rule("tanh")
 @uses_out
 def _tanh(g, out, a):
-    if out._data.dtype.kind == "f" and g._data.dtype.kind == "f":
+    if out.dtype.kind == "f" and g.dtype.kind == "f":
         return (aten.tanh_backward(g, out),)  # Note [Backward ops] in ops/nn.py
     return (aten.mul(g, aten.sub(1, aten.mul(out, out))),)
 
@@ -319,7 +319,7 @@ def _atanh(g, out, a):
 @rule("sigmoid")
 @uses_out
 def _sigmoid(g, out, a):
-    if out._data.dtype.kind == "f" and g._data.dtype.kind == "f":
+    if out.dtype.kind == "f" and g.dtype.kind == "f":
         return (aten.sigmoid_backward(g, out),)
     return (aten.mul(g, aten.mul(out, aten.sub(1, out))),)
 
@@ -389,7 +389,7 @@ def _erf(x):
 def _softmax(g, out, a, dim=-1):
     if a.ndim == 0:
         return (aten.mul(g, 0.0), None)
-    if out._data.dtype.kind == "f" and g._data.dtype.kind == "f":
+    if out.dtype.kind == "f" and g.dtype.kind == "f":
         return aten._softmax_backward_data(g, out, dim), None
     s = aten.sum(aten.mul(g, out), dim, True)
     return aten.mul(out, aten.sub(g, s)), None
@@ -400,7 +400,7 @@ def _softmax(g, out, a, dim=-1):
 def _log_softmax(g, out, a, dim=-1):
     if a.ndim == 0:
         return (aten.mul(g, 0.0), None)
-    if out._data.dtype.kind == "f" and g._data.dtype.kind == "f":
+    if out.dtype.kind == "f" and g.dtype.kind == "f":
         return aten._log_softmax_backward_data(g, out, dim), None
     return aten.sub(g, aten.mul(aten.exp(out), aten.sum(g, dim, True))), None
 

@@ -78,12 +78,18 @@ def _full_key(key):
 
 def _basic_index(xp, x, key):
     try:
-        if type(key) is slice:
-            return x[key]  # always an array (a view), never a scalar
         return x[_full_key(key)]
     except IndexError:
         _check_basic(x, key, "__getitem__")  # raises with the op's own message
         raise
+
+
+def _np_basic_index(xp, x, key):
+    # Note [NumPy fast impls]: NumPy slices without the trailing ``...`` (a slice always
+    # gives an array, never a scalar); the Array API (array_api_strict) wants it spelled out.
+    if type(key) is slice:
+        return x[key]
+    return _basic_index(xp, x, key)
 
 
 def _basic_meta(x, key):
@@ -98,7 +104,7 @@ def _index_samples(keys):
 
 
 defop("basic_index(Tensor(a) self, Any key) -> Tensor(a)", impl=_basic_index,
-      meta=_basic_meta, names=(),
+      cpu_impl=_np_basic_index, meta=_basic_meta, names=(),
       info=OpInfo(ref=lambda x, k: x[k], dtypes=ALL,
                   samples=_index_samples([1, slice(1, 3), (Ellipsis, 0), (None, 0),
                                           (slice(None, None, -1),) if False else (0, 1),

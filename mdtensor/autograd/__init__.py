@@ -302,7 +302,7 @@ def _make_kernel(op, formula):
                 out = entry(*args, **kwargs)
             finally:
                 tls.reset(token)
-        if out._data.dtype.kind not in "fc" and not out._is_floating():
+        if not out._is_floating():
             return out
         edges = []
         saved = []
