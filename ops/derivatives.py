@@ -90,12 +90,28 @@ def _g(g, x):
     return sum_to(g, x._data.shape)
 
 
+def _is_complex(x) -> bool:
+    """Whether Tensor ``x`` is complex, read from the native dtype (no md dtype lookup on
+    the real path) where it has a NumPy-style ``kind``."""
+    kind = getattr(x._data.dtype, "kind", None)
+    return (x.dtype.kind if kind is None else kind) == "c"
+
+
 def _cj(v):
     """The complex conjugate of a multiplier (PyTorch's convention: a gradient is the
     conjugate Wirtinger derivative, so products use the conjugate of the other factor)."""
     if hasattr(v, "_ks"):
-        return aten.conj(v) if v.dtype.kind == "c" else v
+        return aten.conj(v) if _is_complex(v) else v
     return v.conjugate() if isinstance(v, complex) else v
+
+
+def _as(gx, x):
+    """``gx`` for argument ``x``: its real part when ``x`` is real and ``gx`` complex (a
+    product of a real and a complex operand), else ``gx`` itself."""
+    if gx is not None and gx._data.dtype != x._data.dtype and _is_complex(gx) \
+            and not _is_complex(x):
+        return aten.real(gx)
+    return gx
 
 
 # -- arithmetic -------------------------------------------------------------------------
@@ -545,10 +561,13 @@ def _cumsum(g, out, x, axis=None, *, dtype=None, include_initial=False):
 @rule("matmul")
 @uses_mask
 def _matmul(needs, g, out, a, b):
+    # Complex operands: ga = g @ b^H, gb = a^H @ g (PyTorch's convention); a real operand
+    # is used as it is (no conj) and a real input of a mixed product gets the real part.
     need_a = needs is None or needs[0]
     need_b = needs is None or needs[1]
     if a.ndim == 1 and b.ndim == 1:
-        return (aten.mul(g, b) if need_a else None), (aten.mul(g, a) if need_b else None)
+        return (_as(aten.mul(g, _cj(b)), a) if need_a else None,
+                _as(aten.mul(g, _cj(a)), b) if need_b else None)
     a2 = aten.unsqueeze(a, 0) if a.ndim == 1 else a
     b2 = aten.unsqueeze(b, -1) if b.ndim == 1 else b
     g2 = g
@@ -558,15 +577,15 @@ def _matmul(needs, g, out, a, b):
         g2 = aten.unsqueeze(g2, -1)
     ga = gb = None
     if need_a:
-        ga = aten.matmul(g2, aten.matrix_transpose(b2))
+        ga = aten.matmul(g2, _mH(b2))
         if a.ndim == 1:
             ga = aten.squeeze(ga, -2)
-        ga = sum_to(ga, a.shape)
+        ga = _as(sum_to(ga, a.shape), a)
     if need_b:
-        gb = aten.matmul(aten.matrix_transpose(a2), g2)
+        gb = aten.matmul(_mH(a2), g2)
         if b.ndim == 1:
             gb = aten.squeeze(gb, -1)
-        gb = sum_to(gb, b.shape)
+        gb = _as(sum_to(gb, b.shape), b)
     return ga, gb
 
 
@@ -766,6 +785,8 @@ def _take_along_axis(g, out, x, indices, axis=-1):
 
 @rule("astype")
 def _astype(g, out, x, dtype, *, copy=True, device=None):
+    if _is_complex(g) and not _is_complex(x):  # a real input gets the real part
+        g = aten.real(g)
     return aten.astype(g, x.dtype), None
 
 
@@ -858,39 +879,45 @@ DERIVATIVES["mm"] = DERIVATIVES["bmm"] = DERIVATIVES["matmul"]
 
 @rule("dot", "vecdot")
 def _dot(g, out, a, b, axis=-1):
-    ge = aten.unsqueeze(g, axis) if a.ndim > 1 else g
-    return sum_to(aten.mul(ge, b), a.shape), sum_to(aten.mul(ge, a), b.shape)
+    # The forward conjugates its first argument (Array API vecdot: sum(conj(a) * b); dot
+    # is vecdot of 1-D tensors): ga = conj(g) * b, gb = g * a.
+    ge = aten.unsqueeze(g, axis) if g.ndim else g
+    return (_as(sum_to(aten.mul(_cj(ge), b), a.shape), a),
+            _as(sum_to(aten.mul(ge, a), b.shape), b))
 
 
 @rule("outer")
 def _outer(g, out, a, b):
-    return aten.matmul(g, b), aten.matmul(aten.matrix_transpose(g), a)
+    return (_as(aten.matmul(g, _cj(b)), a),
+            _as(aten.matmul(aten.matrix_transpose(g), _cj(a)), b))
 
 
 @rule("linalg_inv")
 @uses_out
 def _inv(g, out, a):
-    t = aten.matrix_transpose(out)
+    t = _mH(out)
     return (aten.neg(aten.matmul(aten.matmul(t, g), t)),)
 
 
 @rule("linalg_det")
 @uses_out
 def _det(g, out, a):
-    inv_t = aten.matrix_transpose(aten.linalg_inv(a))
-    return (aten.mul(aten.unsqueeze(aten.unsqueeze(aten.mul(g, out), -1), -1), inv_t),)
+    # g * conj(det) * A^-H
+    inv_h = _mH(aten.linalg_inv(a))
+    return (aten.mul(aten.unsqueeze(aten.unsqueeze(aten.mul(g, _cj(out)), -1), -1), inv_h),)
 
 
 @rule("linalg_solve")
 @uses_out
 def _solve(g, out, a, b):
+    # X = A^-1 B: gB = A^-H g, gA = -gB X^H
     vec = b.ndim == 1
-    gb = aten.linalg_solve(aten.matrix_transpose(a), g)
+    gb = aten.linalg_solve(_mH(a), g)
     if vec:
-        ga = aten.neg(aten.outer(gb, out))
+        ga = aten.neg(aten.outer(gb, _cj(out)))
     else:
-        ga = aten.neg(aten.matmul(gb, aten.matrix_transpose(out)))
-    return ga, gb
+        ga = aten.neg(aten.matmul(gb, _mH(out)))
+    return _as(ga, a), _as(gb, b)
 
 
 @rule("linalg_trace")
@@ -1110,12 +1137,14 @@ def _tensordot(g, out, a, b, axes=2):
     free_b = [d for d in range(b.ndim) if d not in ax_b]
     nfa = len(free_a)
     # g's dims are a's free dims then b's free dims; contract g with the other operand's
-    # free dims, then put the result's dims back in the operand's order.
-    ga = aten.tensordot(g, b, axes=(list(range(nfa, g.ndim)), free_b))
+    # free dims (conjugated when complex), then put the result's dims back in the
+    # operand's order.
+    ga = aten.tensordot(g, _cj(b), axes=(list(range(nfa, g.ndim)), free_b))
     dims_a = free_a + [ax_a[ax_b.index(d)] for d in sorted(ax_b)]
-    gb = aten.tensordot(a, g, axes=(free_a, list(range(nfa))))
+    gb = aten.tensordot(_cj(a), g, axes=(free_a, list(range(nfa))))
     dims_b = [ax_b[ax_a.index(d)] for d in sorted(ax_a)] + free_b
-    return (aten.permute(ga, _inverse_perm(dims_a)), aten.permute(gb, _inverse_perm(dims_b)))
+    return (_as(aten.permute(ga, _inverse_perm(dims_a)), a),
+            _as(aten.permute(gb, _inverse_perm(dims_b)), b))
 
 
 # -- linalg ------------------------------------------------------------------------------------
@@ -1143,8 +1172,8 @@ def _eye_like(x, n):
 
 @rule("linalg_cross")
 def _cross(g, out, a, b, axis=-1):
-    return (sum_to(aten.linalg_cross(b, g, axis=axis), a.shape),
-            sum_to(aten.linalg_cross(g, a, axis=axis), b.shape))
+    return (_as(sum_to(aten.linalg_cross(_cj(b), g, axis=axis), a.shape), a),
+            _as(sum_to(aten.linalg_cross(g, _cj(a), axis=axis), b.shape), b))
 
 
 @rule("linalg_diagonal")
@@ -1224,9 +1253,9 @@ def _matrix_power(g, out, x, n):
     if n < 0:
         inv = aten.linalg_inv(x)
         gi, _ = _matrix_power(g, None, inv, -n)
-        t = _mT(inv)
+        t = _mH(inv)
         return aten.neg(_mm(t, gi, t)), None
-    # d(x^n) = sum_k x^k dx x^(n-1-k)  =>  gx = sum_k (x^k)^T g (x^(n-1-k))^T
+    # d(x^n) = sum_k x^k dx x^(n-1-k)  =>  gx = sum_k (x^k)^H g (x^(n-1-k))^H
     acc = x
     pw = {1: x}
     for k in range(2, n):
@@ -1238,19 +1267,35 @@ def _matrix_power(g, out, x, n):
         right = pw.get(n - 1 - k)
         term = g
         if left is not None:
-            term = aten.matmul(_mT(left), term)
+            term = aten.matmul(_mH(left), term)
         if right is not None:
-            term = aten.matmul(term, _mT(right))
+            term = aten.matmul(term, _mH(right))
         total = term if total is None else aten.add(total, term)
     return total, None
 
 
 @rule("linalg_slogdet")
 def _slogdet(g, out, x):
-    glog = g[1]
-    if glog is None:
+    # d log det(A) = tr(A^-1 dA): the gradient of log det is gw A^-H with gw = g_logabsdet
+    # (its real part) + i g_theta (its imaginary part, the sign's phase theta: sign =
+    # e^{i theta}, so g_theta = Im(g_sign conj(sign))).  A real sign is piecewise constant.
+    gsign, glog = g
+    if not _is_complex(x):
+        if glog is None:
+            return (None,)
+        return (aten.mul(aten.unsqueeze(aten.unsqueeze(glog, -1), -1),
+                         _mT(aten.linalg_inv(x))),)
+    if glog is None and gsign is None:
         return (None,)
-    return (aten.mul(aten.unsqueeze(aten.unsqueeze(glog, -1), -1), _mT(aten.linalg_inv(x))),)
+    gw = None
+    if gsign is not None:
+        sign = aten.linalg_slogdet(x)[0]
+        gw = aten.mul(aten.imag(aten.mul(gsign, aten.conj(sign))), 1j)
+        if glog is not None:
+            gw = aten.add(gw, glog)
+    else:
+        gw = glog
+    return (aten.mul(aten.unsqueeze(aten.unsqueeze(gw, -1), -1), _mH(aten.linalg_inv(x))),)
 
 
 @rule("linalg_cholesky")
@@ -1429,9 +1474,9 @@ def _qr(g, out, x, mode="reduced"):
 @uses_out
 def _pinv(g, out, x, rtol=None):
     p = out
-    pt = _mT(p)
+    pt = _mH(p)  # H: conjugate transposes for a complex input
     m, n = x.shape[-2], x.shape[-1]
-    gt = _mT(g)
+    gt = _mH(g)
     t1 = aten.neg(_mm(pt, g, pt))
     t2 = _mm(aten.sub(_eye_like(x, m), aten.matmul(x, p)), gt, p, pt)
     t3 = _mm(pt, p, gt, aten.sub(_eye_like(x, n), aten.matmul(p, x)))

@@ -1,8 +1,9 @@
 """Derivative formulas the OpInfo sweep cannot check alone: complex FFTs (through a real
 loss of real parameters), symmetric-input linalg (eigh, cholesky), multi-output
 decompositions (every output, with gauge-invariant losses), the complex eigendecomposition
-(eig/eigvals, against torch), einsum/tensordot equations (diagonals, ellipses), gathers,
-norms and dropout."""
+(eig/eigvals, against torch), complex products and linalg (PyTorch's conjugate Wirtinger
+convention, against torch and finite differences), einsum/tensordot equations (diagonals,
+ellipses), gathers, norms and dropout."""
 
 from __future__ import annotations
 
@@ -355,6 +356,203 @@ def test_tensordot_gradients(axes):
     if axes == 0:
         b = _param(2,)
     assert gradcheck(lambda x, y: (md.tensordot(x, y, axes=axes) ** 2).sum(), (a, b))
+
+
+# -- complex products and linalg: PyTorch's conjugate Wirtinger convention ---------------------
+# For a complex input the gradient is the conjugate Wirtinger derivative: a product's formula
+# takes the conjugate of the other factor (matmul: ga = g @ b^H, gb = a^H @ g), and md's
+# dot/vecdot conjugate their first argument in the forward (Array API vecdot; md.dot is
+# torch.vdot).  A real operand of a mixed product gets the real part.
+
+
+def _cplx(*shape):
+    return RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
+
+
+def _cplx_square(*shape):  # well conditioned
+    return _cplx(*shape) + 3 * np.eye(shape[-1])
+
+
+def _to_complex(t, *others):  # torch products want one dtype
+    return t.to(others[0].dtype)
+
+
+def _slogdet_md(a):
+    s, la = md.linalg.slogdet(a)
+    return s * (2 + 1j) + la * 0.7
+
+
+def _slogdet_torch(th, a):
+    s, la = th.linalg.slogdet(a)
+    return s * (2 + 1j) + la * 0.7
+
+
+# name -> (md function, torch function (torch module first), input factory)
+_COMPLEX_PRODUCTS = {
+    "matmul": (md.matmul, lambda th, a, b: th.matmul(a, b), lambda: [_cplx(3, 4), _cplx(4, 2)]),
+    "matmul-vec-mat": (md.matmul, lambda th, a, b: th.matmul(a, b),
+                       lambda: [_cplx(4), _cplx(2, 4, 3)]),
+    "matmul-mat-vec": (md.matmul, lambda th, a, b: th.matmul(a, b),
+                       lambda: [_cplx(2, 3, 4), _cplx(4)]),
+    "matmul-vec-vec": (md.matmul, lambda th, a, b: th.matmul(a, b),
+                       lambda: [_cplx(4), _cplx(4)]),
+    "matmul-broadcast": (md.matmul, lambda th, a, b: th.matmul(a, b),
+                         lambda: [_cplx(2, 1, 3, 4), _cplx(5, 4, 2)]),
+    "matmul-real-complex": (md.matmul, lambda th, a, b: th.matmul(_to_complex(a, b), b),
+                            lambda: [RNG.standard_normal((3, 4)), _cplx(4, 2)]),
+    "linalg.matmul": (md.linalg.matmul, lambda th, a, b: th.linalg.matmul(a, b),
+                      lambda: [_cplx(2, 3, 4), _cplx(4, 5)]),
+    "mm": (lambda a, b: a.mm(b), lambda th, a, b: th.mm(a, b),
+           lambda: [_cplx(2, 3), _cplx(3, 4)]),
+    "bmm": (lambda a, b: a.bmm(b), lambda th, a, b: th.bmm(a, b),
+            lambda: [_cplx(2, 2, 3), _cplx(2, 3, 4)]),
+    "dot": (md.dot, lambda th, a, b: th.vdot(a, b), lambda: [_cplx(5), _cplx(5)]),
+    "vecdot": (md.vecdot, lambda th, a, b: th.linalg.vecdot(a, b),
+               lambda: [_cplx(2, 3), _cplx(2, 3)]),
+    "vecdot-broadcast": (md.linalg.vecdot, lambda th, a, b: th.linalg.vecdot(a, b),
+                         lambda: [_cplx(3), _cplx(2, 3)]),
+    "vecdot-axis": (lambda a, b: md.vecdot(a, b, axis=-2),
+                    lambda th, a, b: th.linalg.vecdot(a, b, dim=-2),
+                    lambda: [_cplx(3, 4), _cplx(2, 3, 4)]),
+    "vecdot-real-complex": (md.vecdot, lambda th, a, b: th.linalg.vecdot(_to_complex(a, b), b),
+                            lambda: [RNG.standard_normal((2, 3)), _cplx(2, 3)]),
+    "outer": (md.outer, lambda th, a, b: th.outer(a, b), lambda: [_cplx(3), _cplx(4)]),
+    "linalg.outer": (md.linalg.outer, lambda th, a, b: th.outer(a, b),
+                     lambda: [_cplx(3), _cplx(4)]),
+    "tensordot": (md.tensordot, lambda th, a, b: th.tensordot(a, b, dims=2),
+                  lambda: [_cplx(2, 3, 4), _cplx(3, 4, 5)]),
+    "tensordot-pairs": (lambda a, b: md.tensordot(a, b, axes=([0, 2], [1, 0])),
+                        lambda th, a, b: th.tensordot(a, b, dims=([0, 2], [1, 0])),
+                        lambda: [_cplx(2, 3, 4), _cplx(4, 2, 5)]),
+    "inv": (md.linalg.inv, lambda th, a: th.linalg.inv(a), lambda: [_cplx_square(2, 3, 3)]),
+    "det": (md.linalg.det, lambda th, a: th.linalg.det(a), lambda: [_cplx(2, 3, 3)]),
+    "slogdet": (_slogdet_md, _slogdet_torch, lambda: [_cplx(2, 3, 3)]),
+    "solve": (md.linalg.solve, lambda th, a, b: th.linalg.solve(a, b),
+              lambda: [_cplx_square(2, 3, 3), _cplx(2, 3, 2)]),
+    "solve-vector": (md.linalg.solve, lambda th, a, b: th.linalg.solve(a, b),
+                     lambda: [_cplx_square(3, 3), _cplx(3)]),
+    "solve-real-complex": (md.linalg.solve,
+                           lambda th, a, b: th.linalg.solve(_to_complex(a, b), b),
+                           lambda: [_cplx_square(3, 3).real.copy(), _cplx(3, 2)]),
+    "matrix_power": (lambda a: md.linalg.matrix_power(a, 3),
+                     lambda th, a: th.linalg.matrix_power(a, 3), lambda: [_cplx(3, 3)]),
+    "matrix_power-negative": (lambda a: md.linalg.matrix_power(a, -2),
+                              lambda th, a: th.linalg.matrix_power(a, -2),
+                              lambda: [_cplx_square(3, 3)]),
+    "pinv": (md.linalg.pinv, lambda th, a: th.linalg.pinv(a), lambda: [_cplx(3, 5)]),
+    "cross": (md.linalg.cross, lambda th, a, b: th.linalg.cross(a, b),
+              lambda: [_cplx(4, 3), _cplx(4, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", list(_COMPLEX_PRODUCTS))
+def test_complex_product_gradients_match_torch(name):
+    th = pytest.importorskip("torch")
+    md_fn, torch_fn, make = _COMPLEX_PRODUCTS[name]
+    arrays = make()
+    ts = [th.tensor(a, requires_grad=True) for a in arrays]
+    out = torch_fn(th, *ts)
+    seed = _cplx(*out.shape) if out.is_complex() else RNG.standard_normal(tuple(out.shape))
+    want = th.autograd.grad(out, ts, th.tensor(seed))
+    xs = [md.asarray(a, requires_grad=True) for a in arrays]
+    y = md_fn(*xs)
+    np.testing.assert_allclose(y.detach().numpy(), out.detach().numpy(), rtol=1e-10,
+                               atol=1e-12)
+    got = md.autograd.grad([y], xs, [md.asarray(seed)])
+    for g, w in zip(got, want):
+        w = w.resolve_conj().numpy()
+        assert g.numpy().dtype == w.dtype
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-9, atol=1e-11)
+
+
+def _abs2_loss(fn, *xs):
+    y = fn(*xs)
+    return md.real(y * md.conj(y)).sum() if y.dtype.kind == "c" else (y * y).sum()
+
+
+def _wirtinger_fd(fn, arrays, i, eps=1e-6):
+    """Central differences of the real loss sum(|fn(x)|^2) along the real and imaginary
+    parts of argument i: dL/dRe + 1j dL/dIm, the gradient PyTorch's convention gives."""
+    def loss(k, step):
+        xs = list(arrays)
+        x = xs[i].astype(np.result_type(xs[i], step)).copy()
+        x.reshape(-1)[k] += step
+        xs[i] = x
+        return float(_abs2_loss(fn, *(md.asarray(a) for a in xs)).numpy())
+
+    base = arrays[i]
+    grad = np.zeros(base.shape, dtype=base.dtype)
+    for k in range(base.size):
+        d = (loss(k, eps) - loss(k, -eps)) / (2 * eps)
+        if base.dtype.kind == "c":
+            d = d + 1j * (loss(k, 1j * eps) - loss(k, -1j * eps)) / (2 * eps)
+        grad.reshape(-1)[k] = d
+    return grad
+
+
+@pytest.mark.parametrize("name", list(_COMPLEX_PRODUCTS))
+def test_complex_product_gradients_finite_differences(name):
+    # torch-free: sum(|f(x)|^2) seeds each formula with the complex gradient 2 f(x)
+    md_fn, _, make = _COMPLEX_PRODUCTS[name]
+    arrays = make()
+    xs = [md.asarray(a, requires_grad=True) for a in arrays]
+    got = md.autograd.grad([_abs2_loss(md_fn, *xs)], xs)
+    for i, g in enumerate(got):
+        assert g.numpy().dtype == arrays[i].dtype
+        np.testing.assert_allclose(g.numpy(), _wirtinger_fd(md_fn, arrays, i), rtol=1e-6,
+                                   atol=1e-6)
+
+
+_SECOND = ["matmul", "matmul-vec-vec", "mm", "bmm", "dot", "vecdot-broadcast", "outer",
+           "tensordot-pairs", "inv", "det", "solve", "solve-vector", "cross"]
+
+
+@pytest.mark.parametrize("name", _SECOND)
+def test_product_second_derivatives(name):
+    md_fn, _, make = _COMPLEX_PRODUCTS[name]
+    arrays = make()
+    # real inputs (the formulas must still differentiate twice) ...
+    real = tuple(md.asarray(a.real.copy(), requires_grad=True) for a in arrays)
+    assert gradgradcheck(lambda *xs: md_fn(*xs) ** 2, real)
+    # ... and complex ones, through their real and imaginary parts
+    parts = tuple(md.asarray(p.copy(), requires_grad=True) for a in arrays
+                  for p in (a.real, a.imag))
+
+    def f(*ps):
+        xs = [aten.add(ps[k], aten.mul(ps[k + 1], 1j)) for k in range(0, len(ps), 2)]
+        y = md_fn(*xs)
+        return md.real(y * md.conj(y))
+
+    assert gradgradcheck(f, parts)
+
+
+def test_eig_second_derivatives_of_a_complex_input():
+    # they go through the complex matmul and solve formulas
+    w = _const(3, 1)
+    loss = _eig_loss(md, "eig")
+    a = _cplx(3, 3)
+    parts = (md.asarray(a.real, requires_grad=True), md.asarray(a.imag, requires_grad=True))
+    assert gradgradcheck(lambda xr, xi: loss(aten.add(xr, aten.mul(xi, 1j)), w), parts)
+
+
+@pytest.mark.parametrize("which", ["eigvals", "eig"])
+@pytest.mark.parametrize("complex_input", [False, True])
+def test_eig_second_derivatives_match_torch(which, complex_input):
+    th = pytest.importorskip("torch")
+    a = RNG.standard_normal((4, 4))
+    if complex_input:
+        a = a + 1j * RNG.standard_normal((4, 4))
+    w = RNG.standard_normal((4, 1))
+    v = _cplx(4, 4) if complex_input else RNG.standard_normal((4, 4))
+
+    x = md.asarray(a, requires_grad=True)  # <grad L, v>'s gradient (a Hessian product)
+    g, = md.autograd.grad([_eig_loss(md, which)(x, md.asarray(w))], [x], create_graph=True)
+    got, = md.autograd.grad([md.real(g * md.conj(md.asarray(v))).sum()], [x])
+    t = th.tensor(a, requires_grad=True)
+    g, = th.autograd.grad(_eig_loss(th, which)(t, th.tensor(w)), [t], create_graph=True)
+    want, = th.autograd.grad(th.real(g * th.conj(th.tensor(v))).sum(), [t])
+    np.testing.assert_allclose(got.numpy(), want.resolve_conj().numpy(), rtol=1e-8,
+                               atol=1e-10)
 
 
 # -- gathers, broadcasting, complex parts ---------------------------------------------------
