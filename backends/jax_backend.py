@@ -5,6 +5,31 @@ JAX arrays are immutable, so every JAX tensor carries the Functionalize key (Not
 as on NumPy.  JAX defaults to 32-bit; this backend enables 64-bit types
 (``jax_enable_x64``) when it loads, so float64/int64 tensors mean what they say, and
 mdtensor's own defaults (float32, int64) are passed explicitly by the factories.
+
+Note [JAX kernels]
+~~~~~~~~~~~~~~~~~~
+An eager ``jnp`` call costs 5-10 us (JAX's C++ ``jit`` dispatch plus the XLA call), and
+Python code run just after it costs about three times what it costs alone (the dispatch
+evicts the interpreter from the CPU caches), so every Python frame between the dispatcher
+and JAX shows.  When the backend loads it registers, for the JAX key (rung 1, as the
+NumPy backend's ``cpu_impl`` kernels), a kernel for the functional overload of every
+pointwise op and every reduction of the catalogue: the op's own ``impl`` with ``xp=jnp``
+under ``jax.jit``.  One C++ dispatch then replaces the impl's Python frames, its dtype
+checks (traced once per dtype: Note [Integer inputs of float functions] in
+ops/elementwise.py) and, for reductions, ``jnp.sum``'s Python wrapper (about 3 us).
+
+* **Same computation.** The kernel runs the catalogue's impl, traced; a single ``jnp``
+  function under ``jit`` is the same XLA computation ``jnp`` runs eagerly (``jnp``
+  functions are themselves ``jit(inline=True)``).  Non-Tensor arguments of reductions
+  (``axis``, ``keepdims``, ``dtype``, ``correction``) are static (lists become tuples), so
+  each distinct value compiles once, as ``jnp.sum``'s own static arguments do.
+* **Calls it does not take.** Tensor-only calls of pointwise ops only: a keyword argument
+  (``alpha=``) or a Python scalar operand (``.Scalar`` overloads, where a traced scalar
+  would lose its weak type or compile per value) takes the generic ArrayAPI kernel.
+* **Every layer still runs.** The kernels sit where the ArrayAPI kernel sat (the JAX
+  Dense key, below Functionalize, Python, ADInplaceOrView and Autograd), are leaf kernels
+  (``_ops.LEAF_KERNELS``) like it, and a kernel a user registers for the JAX key still
+  wins (it is pushed on top).
 """
 
 from __future__ import annotations
@@ -32,6 +57,7 @@ class JAXBackend(Backend):
         # Note: the concrete array class, never jax.Array (its metaclass defeats plum's
         # cache, DESIGN.md section 8).
         self.array_type = type(jnp.zeros(()))
+        _install_kernels(jax, jnp)
 
     def namespace(self):
         return self._xp
@@ -69,6 +95,110 @@ class JAXBackend(Backend):
 
     def native_dtype(self, dtype):
         return dtype.numpy
+
+
+# ---------------------------------------------------------------------------------------
+# Note [JAX kernels]
+
+_installed: list = []
+
+
+def _install_kernels(jax, jnp) -> None:
+    """Register the jitted JAX-key kernels (once per process)."""
+    if _installed:
+        return
+    from mdtensor.ops._decl import CATALOGUE
+
+    from mdtensor._keys import DispatchKey
+    from mdtensor._ops import Kernel
+
+    key = DispatchKey.JAX
+    for decl in list(CATALOGUE.values()):
+        fn = _kernel_for(decl, jax, jnp)
+        if fn is not None:
+            op = decl.overloads[0]
+            kernel = Kernel(fn, key, origin="mdtensor (JAX backend)", leaf=True)
+            op._push_kernel(kernel)
+            _installed.append((op, kernel))
+    if not _installed:
+        _installed.append(None)
+
+
+def _kernel_for(decl, jax, jnp):
+    """The jitted kernel of ``decl``'s first (functional) overload, or None."""
+    import functools
+
+    from mdtensor.ops._decl import device_mismatch
+
+    from mdtensor._keys import DispatchKey
+
+    op = decl.overloads[0]
+    schema = op.schema
+    impl = decl.impl
+    tags = op.tags
+    if (impl is None or schema.is_mutable or schema.is_view or len(schema.returns) != 1
+            or not schema.returns[0].type.is_tensor or schema.returns_tuple
+            or not ("pointwise" in tags or "reduction" in tags)
+            or DispatchKey.ArrayAPI not in op._kernels or DispatchKey.JAX in op._kernels):
+        return None
+    args = schema.arguments
+    tensors = tuple(i for i, a in enumerate(args) if a.type.is_tensor_like)
+    if any(args[i].kwarg_only or args[i].type.optional or args[i].has_default
+           or args[i].type.is_tensor_list for i in tensors):
+        return None
+    generic = op._kernels[DispatchKey.ArrayAPI][0].fn  # the catalogue's own
+    name = schema.full_name
+    traced = jax.jit(functools.partial(impl, jnp))
+    n_positional = sum(1 for a in args if not a.kwarg_only)
+    if "reduction" in tags and tensors == (0,):
+        with_args = jax.jit(_with_static(impl, jnp), static_argnums=(1, 2))
+
+        def kernel(a, *rest, **kwargs):
+            if rest or kwargs:
+                return a._device.wrap(with_args(a._data, _hashable(rest),
+                                                _hashable_kw(kwargs)))
+            return a._device.wrap(traced(a._data))
+    elif tensors == (0,) and len(args) == 1:
+        def kernel(a):  # no **kwargs: an empty dict per call shows (Note [JAX kernels])
+            return a._device.wrap(traced(a._data))
+    elif tensors == (0,) and n_positional == 1:
+        def kernel(a, **kwargs):
+            if kwargs:
+                return generic(a, **kwargs)
+            return a._device.wrap(traced(a._data))
+    elif tensors == (0, 1) and len(args) == 2:
+        def kernel(a, b):
+            d = a._device
+            if b._device is not d:
+                raise device_mismatch(name, d, b._device)
+            return d.wrap(traced(a._data, b._data))
+    elif tensors == (0, 1) and n_positional == 2:
+        def kernel(a, b, **kwargs):
+            if kwargs:
+                return generic(a, b, **kwargs)
+            d = a._device
+            if b._device is not d:
+                raise device_mismatch(name, d, b._device)
+            return d.wrap(traced(a._data, b._data))
+    else:
+        return None
+    kernel.__qualname__ = kernel.__name__ = f"jax_jit[{name}]"
+    return kernel
+
+
+def _with_static(impl, jnp):
+    def run(x, rest, kwargs):
+        return impl(jnp, x, *rest, **dict(kwargs))
+    return run
+
+
+def _hashable(rest: tuple) -> tuple:
+    """Static arguments for ``jax.jit``: int lists (``axis=[0, 1]``) become tuples."""
+    return tuple(tuple(v) if type(v) is list else v for v in rest)
+
+
+def _hashable_kw(kwargs: dict) -> tuple:
+    return tuple((k, tuple(v) if type(v) is list else v) for k, v in kwargs.items())
 
 
 backend = JAXBackend

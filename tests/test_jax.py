@@ -122,3 +122,145 @@ def test_autograd_matches_numpy_backend():
     np.testing.assert_allclose(grads["jax"], grads["cpu"], rtol=1e-12)
     expected = np.exp(vals) * (1 + np.asarray(vals))
     np.testing.assert_allclose(grads["jax"], expected, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# Note [JAX kernels] (backends/jax_backend.py): jitted JAX-key kernels for pointwise ops and
+# reductions.  They must compute what the catalogue's generic kernels compute, and every
+# layer above the backend must still see every op.
+
+
+def _jax_kernel(op):
+    from mdtensor._keys import DispatchKey
+
+    kernel, rung = op.resolve(DispatchKey.JAX)
+    return kernel, rung
+
+
+def test_hot_ops_get_jitted_leaf_kernels():
+    from mdtensor._ops import LEAF_KERNELS
+
+    md.asarray([1.0], device="jax")  # the backend registers its kernels when it loads
+    aten = md.ops.aten
+    for op in (aten.exp.default, aten.add.Tensor, aten.mul.Tensor, aten.sum.default,
+               aten.mean.default, aten.max.default):
+        kernel, rung = _jax_kernel(op)
+        assert kernel.name == f"jax_jit[{op.name}]" and rung.startswith("1.")
+        assert kernel.fn in LEAF_KERNELS  # as the ArrayAPI kernel it replaces
+    # In-place, out= and Scalar overloads keep the generic kernels.
+    for op in (aten.exp_.default, aten.exp.out, aten.add.Scalar, aten.add_.Tensor):
+        assert not _jax_kernel(op)[0].name.startswith("jax_jit")
+
+
+def _generic(op, *args, **kwargs):
+    from mdtensor._keys import DispatchKey
+
+    return op._kernels[DispatchKey.ArrayAPI][0].fn(*args, **kwargs)
+
+
+def _same(got, expected):
+    assert got.device.type == "jax" and got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(np.asarray(got._data), np.asarray(expected._data))
+
+
+@pytest.mark.parametrize("dtype", [md.float32, md.float64, md.int8, md.int64, md.bool])
+def test_jitted_kernels_compute_what_the_generic_kernels_compute(dtype):
+    aten = md.ops.aten
+    a = np.arange(-3, 3).reshape(2, 3)
+    x = md.asarray(a % 2 if dtype == md.bool else a, dtype=dtype, device="jax")
+    y = md.asarray(np.ones((1, 3)), dtype=dtype, device="jax")
+    calls = [
+        (aten.exp.default, (x,), {}),  # int -> float32 (traced once per dtype)
+        (aten.abs.default, (x,), {}) if dtype != md.bool else None,
+        (aten.isnan.default, (x,), {}),
+        (aten.mul.Tensor, (x, y), {}),  # broadcasting
+        (aten.maximum.Tensor, (x, y), {}) if dtype != md.bool else None,
+        (aten.add.Tensor, (x, y), {"alpha": 2}) if dtype != md.bool else None,  # generic
+        (aten.eq.Tensor, (x, y), {}),
+        (aten.sum.default, (x,), {}),  # int8 -> int64
+        (aten.sum.default, (x, [0, 1]), {}),  # a list axis is a static tuple
+        (aten.sum.default, (x, 1, True), {}),
+        (aten.sum.default, (x,), {"axis": 0, "dtype": md.float64}),
+        (aten.max.default, (x,), {"axis": [1]}),  # keyword-only axis
+    ]
+    if dtype.kind == "f":
+        calls += [(aten.var.default, (x, 1), {"correction": 1.0}),
+                  (aten.logsumexp.default, (x,), {"axis": -1}),
+                  (aten.sigmoid.default, (x,), {})]
+    for call in filter(None, calls):
+        op, args, kwargs = call
+        got = op(*args, **kwargs)
+        assert _jax_kernel(op)[0].name.startswith("jax_jit")
+        _same(got, _generic(op, *args, **kwargs))
+
+
+def test_jitted_kernels_raise_what_the_generic_kernels_raise():
+    aten = md.ops.aten
+    empty = md.asarray(np.zeros((2, 0)), device="jax")
+    two, three = md.zeros(2, device="jax"), md.zeros(3, device="jax")
+    for op, args, kwargs in [(aten.max.default, (empty,), {"axis": 1}),  # no identity
+                             (aten.add.Tensor, (two, three), {})]:  # shapes
+        with pytest.raises(Exception) as generic:
+            _generic(op, *args, **kwargs)
+        with pytest.raises(type(generic.value)) as jitted:
+            op(*args, **kwargs)
+        assert str(jitted.value).split("\n")[0] == str(generic.value).split("\n")[0]
+    with pytest.raises(ValueError, match="same device"):
+        md.mul(two, md.zeros(2))
+
+
+def test_every_layer_sees_the_ops_of_jitted_kernels():
+    from mdtensor.modes import LoggingMode
+
+    def program(x):
+        return md.sum(md.exp(x) * x + x)
+
+    # Modes (the Python key)
+    x = md.asarray([0.5, -1.0, 2.0], dtype=md.float64, device="jax")
+    with LoggingMode() as mode:
+        program(x)
+    names = [line.split("(")[0] for line in mode.log]
+    assert names == ["aten::exp", "aten::mul.Tensor", "aten::add.Tensor", "aten::sum"]
+    # Autograd (first and second order) through the jitted kernels
+    for dev in ("cpu", "jax"):
+        w = md.asarray([0.5, -1.0, 2.0], dtype=md.float64, device=dev, requires_grad=True)
+        (g,) = md.autograd.grad(program(w), (w,), create_graph=True)
+        (gg,) = md.autograd.grad(g.sum(), (w,))
+        if dev == "cpu":
+            expected = (g.tolist(), gg.tolist())
+    np.testing.assert_allclose(g.tolist(), expected[0], rtol=1e-12)
+    np.testing.assert_allclose(gg.tolist(), expected[1], rtol=1e-12)
+    # Functionalize: the transform sees them (wrappers reach the layer) and mutations of
+    # their results still reach the base
+    def mutating(x):
+        y = md.exp(x)
+        y[1:].add_(x[1:])
+        return md.sum(y, 0), y
+
+    plain = mutating(x.clone())
+    functional = md.func.functionalize(mutating)(x.clone())
+    for p, f in zip(plain, functional):
+        assert f.device.type == "jax" and f.tolist() == p.tolist()
+
+
+def test_a_kernel_registered_for_jax_wins_over_the_jitted_one():
+    import warnings
+
+    calls = []
+
+    def mine(x):
+        calls.append(x)
+        return md.asarray([42.0], device="jax")
+
+    x = md.asarray([1.0], device="jax")
+    lib = md.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
+        lib.impl("exp", mine, "JAX")
+    try:
+        assert md.exp(x).tolist() == [42.0] and calls
+    finally:
+        lib._destroy()
+    assert md.exp(x).tolist() == [pytest.approx(np.e)]
+    assert _jax_kernel(md.ops.aten.exp.default)[0].name == "jax_jit[aten::exp]"
