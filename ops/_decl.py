@@ -242,7 +242,6 @@ def array_api_kernel(schema: FunctionSchema, impl: Callable, generic: Callable |
     """
     if isinstance(impl, Ufunc):
         return _ufunc_kernel(schema, impl, generic)
-    """Wrap ``impl(xp, *arrays, ...)`` into a kernel taking and returning Tensors."""
     name = schema.full_name
     kind = _returns_kind(schema)
     tensor_args = [(i, a) for i, a in enumerate(schema.arguments) if a.type.is_tensor_like]

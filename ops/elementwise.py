@@ -15,6 +15,7 @@ API leaves this unspecified.
 
 from __future__ import annotations
 
+import math
 from operator import attrgetter
 
 import numpy as np
@@ -134,9 +135,15 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
 
 def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC, ref=None,
            names=None, methods=None, structured=True, domain=None, reflected=True,
-           derivative=None):
+           derivative=None, impl=None):
+    """A pointwise binary op with its Tensor, Scalar and reflected overloads.  ``impl``
+    replaces the backend function ``xp.<xp_name>``; it then serves every backend (no
+    ufunc CPU kernel) and out=/in-place variants compute it and copy."""
     fn = attrgetter(xp_name or name)
-    if float_fn:
+    own = impl is not None
+    if own:
+        pass
+    elif float_fn:
         def impl(xp, a, b):
             return fn(xp)(_to_float_any(xp, a), _to_float_any(xp, b))
     else:
@@ -151,12 +158,12 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
         f(a, b, out=out)
         return True
 
-    if not _is_ufunc(xp_name or name):
+    if own or not _is_ufunc(xp_name or name):
         inplace_impl = None
 
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     info = OpInfo(ref=ref, dtypes=dtypes, samples=binary_samples(domain))
-    cpu = _cpu_ufunc(xp_name or name, float_fn)
+    cpu = None if own else _cpu_ufunc(xp_name or name, float_fn)
     decl = defop(
         f"{name}.Tensor(Tensor self, Tensor other) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
@@ -252,7 +259,45 @@ def _div_meta(a, b, *args, **kwargs):
 
 binary("div", xp_name="divide", float_fn=True, meta=_div_meta, names=("div", "divide"),
        methods=("div", "divide", "true_divide"), ref=np.true_divide)
-binary("floor_divide", dtypes=REAL, domain="nonzero")
+
+
+def _floor_divide(xp, a, b):
+    # Note [floor_divide of infinities]: NumPy (as Python and PyTorch) computes floor
+    # division through fmod, so an infinite operand gives NaN or a finite value where the
+    # Array API specifies the limit: floor_divide(+inf, 2) is +inf, floor_divide(1, -inf)
+    # is -0.  Where an operand is infinite the result is floor(a / b), which is the limit.
+    q = xp.floor_divide(a, b)
+    if not _has_float(a) and not _has_float(b):
+        return q
+    if any(isinstance(v, float) and math.isinf(v) for v in (a, b)):
+        return xp.floor(xp.divide(a, b))  # every element has an infinite operand
+    inf = _isinf(xp, a, b)
+    if inf is None:
+        return q
+    return xp.where(inf, xp.floor(xp.divide(a, b)), q)
+
+
+def _has_float(v):
+    if isinstance(v, float):
+        return True
+    return not isinstance(v, (bool, int)) and dt.as_dtype(v.dtype).kind == "f"
+
+
+def _isinf(xp, a, b):
+    """Where the float arrays among ``a`` and ``b`` are infinite (None if neither is one)."""
+    masks = [xp.isinf(v) for v in (a, b)
+             if not isinstance(v, (bool, int, float)) and _has_float(v)]
+    if not masks:
+        return None
+    if len(masks) == 2:
+        m = xp.logical_or(masks[0], masks[1])
+    else:
+        m = masks[0]
+    return m
+
+
+binary("floor_divide", dtypes=REAL, domain="nonzero", impl=_floor_divide,
+       ref=lambda a, b: _floor_divide(np, a, b))
 binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",),
        methods=("remainder",))
 def _fmod(xp, a, b):

@@ -101,3 +101,32 @@ if xps is not None:
             a.mul_(b)
         assert a._data is buf
         np.testing.assert_array_equal(_np(a), expected)
+
+
+# Note [floor_divide of infinities] (ops/elementwise.py): the Array API's special cases,
+# where NumPy and Python give NaN or a finite value.
+_INF = float("inf")
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    (_INF, 2.0, _INF), (_INF, -2.0, -_INF), (-_INF, 2.0, -_INF), (-_INF, -2.0, _INF),
+    (1.0, -_INF, -0.0), (-1.0, _INF, -0.0), (1.0, _INF, 0.0), (-1.0, -_INF, 0.0),
+    (_INF, _INF, float("nan")), (7.0, 2.0, 3.0), (-7.0, 2.0, -4.0),
+])
+def test_floor_divide_special_cases(a, b, expected, device):
+    for dtype in (md.float32, md.float64):
+        x = md.asarray([a, 7.0], dtype=dtype, device=device)
+        y = md.asarray([b, 2.0], dtype=dtype, device=device)
+        for got in (x // y, md.floor_divide(x, b), md.floor_divide(a, y)):
+            v = got.tolist()[0]
+            assert got.dtype == dtype
+            if expected != expected:
+                assert v != v
+            else:
+                assert v == expected and np.signbit(v) == np.signbit(expected), (a, b, v)
+        assert (x // y).tolist()[1] == 3.0
+        z = x.clone()
+        z //= y
+        assert z.tolist()[1] == 3.0 and (z.tolist()[0] == expected or expected != expected)
+    ints = md.asarray([7, -7], device=device) // 2
+    assert ints.tolist() == [3, -4] and ints.dtype == md.int64
