@@ -148,6 +148,9 @@ def resolve(packet, args, kwargs, key):
                                                                    caller})
         else:
             packet._resolution_cache[key] = caller
+            inner = getattr(caller, "positional_of", None)
+            if inner is not None and len(args) == 1 and len(kwargs) == 1:
+                packet._by_position[key] = inner
     return caller
 
 
@@ -206,6 +209,8 @@ def _positional_by_keyword(schema, caller, nargs, kwargs, aliases):
 
             def positional(*args, **kw):
                 return caller(*args, kw[k0])
+
+            positional.positional_of = caller  # for the packet's own fast path
         elif len(moved) == 2:
             k0, k1 = moved
 

@@ -26,6 +26,7 @@ from ._tensor import Tensor, VersionCounter, ViewInfo
 __all__ = ["bump_version", "install", "mark_view"]
 
 _FZ = DispatchKey.Functionalize.value
+_new = object.__new__
 
 
 def counter(t: Tensor) -> VersionCounter:
@@ -130,7 +131,11 @@ def _view_kernel(op):
 
         if isinstance(result, Tensor):
             if src._view is None and result is not src:  # mark_view's common case, inlined
-                result._view = ViewInfo(src, replay)
+                info = _new(ViewInfo)  # ViewInfo(src, replay) without the class call
+                info.base = src
+                info.replay = replay
+                info.index = None
+                result._view = info
                 result._vc = src._vc or counter(src)
                 if src._ks & _FZ:
                     track_view(src, result)

@@ -21,6 +21,10 @@ No binding, no string work, no exceptions when the arguments are Tensors.  Anyth
 Tensor passed by keyword, ``Tensor?``/``Tensor[]`` arguments, a non-Tensor where a Tensor
 is expected) takes ``_slow_keyset``, which walks the schema.
 
+Above it, a packet call (``md.exp(x)``) finds the overload's caller in a dict keyed by the
+argument types: for one positional argument the key is the type itself, for two a pair,
+and the caller is then called with the arguments spread (``caller(a)``), not re-packed.
+
 Note [Dispatch table]
 ~~~~~~~~~~~~~~~~~~~~~
 The table maps a *call key set* straight to a ready-to-call entry.  It is filled lazily: a
@@ -568,6 +572,9 @@ class OpOverloadPacket:
         self._name = name
         self._overloads: dict[str, OpOverload] = {}
         self._resolution_cache: dict = {}
+        #: keys (Tensor type, keyword name, value type) whose keyword is the parameter right
+        #: after the Tensor: the overload's caller, to call as ``caller(x, value)``
+        self._by_position: dict = {}
         self._kwarg_aliases: dict[str, str] = {}
         self.__name__ = name
         self.__qualname__ = name
@@ -605,17 +612,40 @@ class OpOverloadPacket:
         return self._qualified_name
 
     def __call__(self, *args, **kwargs):
+        # Resolution keys (Note [The hot path]): one positional argument's key is its type
+        # itself, no tuple; two positional arguments' a pair of types.  The common calls
+        # then call the caller with the arguments spread, not through *args.
         if kwargs:
             # Keyword names and *types* matter too: f(x, other=2) and f(x, other=x) differ.
             # Flat, and still unambiguous: argument types, then the names (strings, never
             # equal to a type), then as many value types as names.
-            key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+            if len(args) == 1 and len(kwargs) == 1:  # md.sum(x, axis=0): the same key
+                (k,) = kwargs
+                a = args[0]
+                v = kwargs[k]
+                key = (type(a), k, type(v))
+                caller = self._by_position.get(key)  # the keyword is the next parameter
+                if caller is not None:
+                    return caller(a, v)
+                caller = self._resolution_cache.get(key)
+                if caller is not None:
+                    return caller(a, **kwargs)
+            else:
+                key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
         else:
             n = len(args)
-            if n == 2:
-                key = (type(args[0]), type(args[1]))
-            elif n == 1:
-                key = (type(args[0]),)
+            if n == 1:
+                a = args[0]
+                caller = self._resolution_cache.get(type(a))
+                if caller is not None:
+                    return caller(a)
+                key = type(a)
+            elif n == 2:
+                a, b = args
+                caller = self._resolution_cache.get((type(a), type(b)))
+                if caller is not None:
+                    return caller(a, b)
+                key = (type(a), type(b))
             else:
                 key = tuple(map(type, args))
         caller = self._resolution_cache.get(key)
@@ -630,6 +660,7 @@ class OpOverloadPacket:
         self._overloads[name] = op
         setattr(self, name, op)
         self._resolution_cache.clear()
+        self._by_position.clear()
         self.__dict__.pop("_plum_signatures", None)  # _frontend's, built from the overloads
 
     def _remove_overload(self, op: OpOverload) -> None:
@@ -638,6 +669,7 @@ class OpOverloadPacket:
         if getattr(self, name, None) is op:
             delattr(self, name)
         self._resolution_cache.clear()
+        self._by_position.clear()
         self.__dict__.pop("_plum_signatures", None)
 
 

@@ -395,7 +395,9 @@ def _fast_kernel(name, impl, pos, extra):
     elif pos == (0,):
         def kernel(a, *rest, **kwargs):
             d = a._device
-            return d.wrap(impl(d.xp, a._data, *rest, **kwargs))
+            if rest or kwargs:
+                return d.wrap(impl(d.xp, a._data, *rest, **kwargs))
+            return d.wrap(impl(d.xp, a._data))
     elif pos == (1,):
         def kernel(s, a, *rest, **kwargs):
             d = a._device

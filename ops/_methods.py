@@ -79,8 +79,13 @@ def _binary(packet, reflected: bool):
 
 
 def _unary(packet):
+    cache = packet._resolution_cache
+
     def operator(self):
-        return packet(self)
+        caller = cache.get(type(self))
+        if caller is None:
+            return packet(self)
+        return caller(self)
     return operator
 
 
@@ -105,8 +110,11 @@ def _method(packet, varargs: bool):
             if kwargs:
                 return packet(self, *args, **kwargs)
             if not args:
-                key = (type(self),)
-            elif len(args) == 1:
+                caller = cache.get(type(self))
+                if caller is None:
+                    return packet(self)
+                return caller(self)
+            if len(args) == 1:
                 key = (type(self), type(args[0]))
             else:
                 key = (type(self), *map(type, args))

@@ -51,9 +51,11 @@ def test_resolution_is_cached_per_type_tuple(lib):
     x = md.asarray([1.0])
     assert g(x) == "a" and g(x, 1) == "b" and g(x, k=1) == "b"
     cache = g._resolution_cache
-    assert (md.Tensor,) in cache and (md.Tensor, int) in cache
-    assert (md.Tensor, "k", int) in cache  # types, keyword names, keyword types
-    assert cache[(md.Tensor,)] is g.a._caller
+    # One positional argument: its type; more: a tuple of types; keywords: the types,
+    # then the keyword names, then the keyword values' types.
+    assert md.Tensor in cache and (md.Tensor, int) in cache
+    assert (md.Tensor, "k", int) in cache
+    assert cache[md.Tensor] is g.a._caller
 
 
 def test_sequence_contents_pick_the_overload(lib):

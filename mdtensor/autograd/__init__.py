@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import re
 import weakref
+from operator import is_not
 
 from mdtensor._inplace_or_view import counter
 from mdtensor._keys import (
@@ -24,7 +25,7 @@ from mdtensor._keys import (
     DispatchKey,
 )
 from mdtensor._ops import LEAF_KERNELS, Kernel, dispatcher, register_fallback
-from mdtensor._tensor import Tensor
+from mdtensor._tensor import Tensor, VersionCounter
 from mdtensor._tls import ExcludeGuard, dispatch_tls
 
 from ._graph import AccumulateGrad, Node, _ops, attach, gradient_edge, run_backward
@@ -197,6 +198,10 @@ def _nondifferentiable(op) -> bool:
 # itself, which would make a reference cycle output -> grad_fn -> output.
 
 
+new_node = Node.new
+_new = object.__new__
+
+
 def _make_kernel(op, formula):
     schema = op.schema
     name = _node_name(op)
@@ -269,7 +274,7 @@ def _make_kernel(op, formula):
             else:
                 saved_out = tuple(_alias(o) if isinstance(o, Tensor) else o for o in out)
                 saved.extend((o, o._vc.value) for o in saved_out if isinstance(o, Tensor))
-        node = Node(name, flat_formula, saved_args, kwargs, saved_out, saved, edges,
+        node = new_node(name, flat_formula, saved_args, kwargs, saved_out, saved, edges,
                     1 if single else len(out))
         if is_inplace:
             _rebase(args[0], node)
@@ -302,7 +307,8 @@ def _make_kernel(op, formula):
                 out = entry(*args, **kwargs)
             finally:
                 tls.reset(token)
-        if not out._is_floating():
+        kind = getattr(out._data.dtype, "kind", None)  # out._is_floating(), inlined
+        if not (kind in "fc" if kind is not None else out._is_floating()):
             return out
         edges = []
         saved = []
@@ -313,26 +319,54 @@ def _make_kernel(op, formula):
                 edges.append(None)
             elif ag.grad_fn is not None:
                 edges.append((ag.grad_fn, ag.output_nr))
+            elif ag.accumulator is not None:
+                edges.append((ag.accumulator, 0))
             else:
                 edges.append(gradient_edge(v))
             vc = v._vc
             saved.append((v, 0 if vc is None else vc.value))
         saved_out = None
         if uses_out:
-            saved_out = _alias(out)
-            saved.append((saved_out, saved_out._vc.value))
-        f = functools.partial(formula, tuple(e is not None for e in edges)) if uses_mask \
+            # _alias(out), inlined
+            saved_out = out._device.wrap(out._data)
+            vc = out._vc
+            if vc is None:
+                vc = out._vc = VersionCounter() if out._view is None else counter(out)
+            saved_out._vc = vc
+            saved.append((saved_out, vc.value))
+        f = functools.partial(formula, tuple(map(is_not, edges, nones))) if uses_mask \
             else formula
         # attach(out, node, 0), inlined: ``out`` is fresh from a functional kernel
-        node = Node(name, f, args, kwargs, saved_out, saved, edges, 1)
+        # Node.new(...) and AutogradMeta.of_output(node, 0), inlined (one frame each)
+        node = _new(Node)
+        node._name = name
+        node.formula = f
+        node.args = args
+        node.kwargs = kwargs
+        node.out = saved_out
+        node.saved = saved
+        node.next_functions = edges
+        node.n_outputs = 1
+        node.pre_hooks = None
+        node.retained = None
         if out._ag is None:
-            out._ag = AutogradMeta(True, node, 0)
+            meta = _new(AutogradMeta)
+            meta.requires_grad = True
+            meta.grad = None
+            meta.grad_fn = node
+            meta.output_nr = 0
+            meta.retains_grad = False
+            meta.hooks = None
+            meta.post_accumulate_hooks = None
+            meta.accumulator = None
+            out._ag = meta
             out._ks |= AUTOGRAD_FUNCTIONALITY
         else:
             attach(out, node, 0)
         return out
 
     n_tensors = len(positions)
+    nones = (None,) * n_tensors
     autograd_kernel_functional.__qualname__ = f"autograd[{op.name}]"
     return autograd_kernel_functional
 

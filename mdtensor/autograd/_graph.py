@@ -33,6 +33,9 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "you need to access saved tensors after calling backward.")
 
 
+_new = object.__new__
+
+
 class Node:
     """One recorded op: its derivative formula, saved values and input edges."""
 
@@ -50,6 +53,23 @@ class Node:
         self.n_outputs = n_outputs
         self.pre_hooks = None
         self.retained = None
+
+    @staticmethod
+    def new(name, formula, args, kwargs, out, saved, edges, n_outputs):
+        """``Node(...)`` for the autograd kernels: ``object.__new__`` plus the slots costs
+        half of a class call with ``__init__`` (about 0.2 us per recorded op)."""
+        node = _new(Node)
+        node._name = name
+        node.formula = formula
+        node.args = args
+        node.kwargs = kwargs
+        node.out = out
+        node.saved = saved
+        node.next_functions = edges
+        node.n_outputs = n_outputs
+        node.pre_hooks = None
+        node.retained = None
+        return node
 
     def name(self) -> str:
         """PyTorch-style name: ``AddBackward0`` for ``aten::add``."""
@@ -150,7 +170,7 @@ def attach(out, node, output_nr: int) -> None:
     """Make ``out`` an output of ``node`` (requires grad, has grad_fn)."""
     ag = out._ag
     if ag is None:
-        out._ag = AutogradMeta(True, node, output_nr)
+        out._ag = AutogradMeta.of_output(node, output_nr)
     else:
         ag.requires_grad = True
         ag.grad_fn = node

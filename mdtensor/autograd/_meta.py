@@ -39,6 +39,23 @@ class AutogradMeta:
         self.post_accumulate_hooks = None
         self.accumulator = None  # the leaf's AccumulateGrad node, made on first use
 
+    @staticmethod
+    def of_output(grad_fn, output_nr):
+        """``AutogradMeta(True, grad_fn, output_nr)`` without the class call (hot path)."""
+        meta = _new(AutogradMeta)
+        meta.requires_grad = True
+        meta.grad = None
+        meta.grad_fn = grad_fn
+        meta.output_nr = output_nr
+        meta.retains_grad = False
+        meta.hooks = None
+        meta.post_accumulate_hooks = None
+        meta.accumulator = None
+        return meta
+
+
+_new = object.__new__
+
 
 def set_requires_grad(t, flag: bool) -> None:
     """``t.requires_grad_(flag)`` with PyTorch's checks."""
