@@ -153,3 +153,27 @@ def test_positional_parameters_given_by_keyword_reach_kernels_positionally(lib):
     # built-in kernels too
     assert md.add(md.asarray([1.0, 2.0]), other=2).tolist() == [3.0, 4.0]
     assert md.add(md.asarray([1.0]), other=md.asarray([1.0]), alpha=3).tolist() == [4.0]
+
+
+def test_one_keyword_calls_go_positional_only_where_the_keyword_is_next(lib):
+    """The packet's one-keyword fast path (Note [The hot path]): ``g(x, k=1)`` calls the
+    overload as ``(x, 1)`` when ``k`` is the parameter after ``x``; a keyword-only or a
+    later parameter stays a keyword; a new overload clears what was cached."""
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append((args[1:], kwargs))
+        return "r"
+
+    lib.define("g(Tensor x, int k=0, int j=0, *, int m=0) -> Tensor")
+    lib.impl("g", record, "CPU")
+    g = getattr(md.ops, lib.ns).g
+    x = md.asarray([1.0])
+    for _ in range(2):  # the first call resolves, the second takes the cached path
+        assert g(x, k=1) == g(x, j=2) == g(x, m=3) == "r"
+    assert seen == [((1,), {}), ((), {"j": 2}), ((), {"m": 3})] * 2
+    assert list(g._by_position) == [(md.Tensor, "k", int)]
+    lib.define("g.other(Tensor x, Tensor k) -> Tensor")
+    assert not g._by_position and not g._resolution_cache
+    lib.impl("g.other", _tag("other"), "CPU")
+    assert g(x, k=x) == "other" and g(x, k=1) == "r"
