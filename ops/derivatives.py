@@ -1014,14 +1014,14 @@ def _diff(g, out, x, axis=-1, n=1, *, prepend=None, append=None):
         g = aten.sub(aten.cat([zero, g], axis=a), aten.cat([g, zero], axis=a))
     grads, start = [], 0
     for t in parts:
-        grads.append(aten.narrow(g, a, start, t.shape[a]))
-        start += t.shape[a]
-    for t in (prepend, append):
-        if t is not None and t.requires_grad:
-            raise NotImplementedError(
-                "diff: the derivative with respect to prepend= or append= (keyword-only "
-                "tensors) is not implemented; concatenate them to the input instead")
-    return grads[1] if prepend is not None else grads[0], None, None
+        width = t.shape[a] if t.ndim else 1  # a 0-d prepend/append is one slice
+        gt = aten.narrow(g, a, start, width)
+        grads.append(gt if t.ndim else aten.sum(gt))
+        start += width
+    gx = grads[1] if prepend is not None else grads[0]
+    # Note [Keyword-only Tensor arguments] in mdtensor/autograd/__init__.py
+    return gx, None, None, {"prepend": grads[0] if prepend is not None else None,
+                            "append": grads[-1] if append is not None else None}
 
 
 # -- einsum and tensordot --------------------------------------------------------------------

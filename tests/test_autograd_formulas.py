@@ -573,8 +573,20 @@ def test_diff_gradients_with_prepend_and_append():
     p, q = _const(2, 1), _const(2, 2)
     assert gradcheck(lambda x: (md.diff(x, axis=-1, prepend=p, append=q) ** 2).sum(),
                      (_param(2, 4),))
-    with pytest.raises(NotImplementedError, match="diff: .*prepend"):
-        md.diff(_param(2, 4), prepend=_param(2, 1)).sum().backward()
+    # Keyword-only Tensor arguments get edges too (Note [Keyword-only Tensor arguments])
+    assert gradcheck(lambda x, p, q: (md.diff(x, axis=1, n=2, prepend=p, append=q) ** 2)
+                     .sum(), (_param(2, 4), _param(2, 1), _param(2, 2)))
+    assert gradcheck(lambda x, q: (md.diff(x, axis=0, append=q) ** 2).sum(),
+                     (_param(3, 2), _param(1, 2)))
+    assert gradcheck(lambda x, s: (md.diff(x, prepend=s) ** 2).sum(),  # 0-d: broadcast
+                     (_param(4), _param()))
+    assert gradgradcheck(lambda x, p: (md.diff(x, prepend=p) ** 3).sum(),
+                         (_param(2, 3), _param(2, 1)))
+    # Only what requires grad gets a gradient; a constant prepend changes nothing
+    x, p = _param(2, 4), _param(2, 1)
+    md.diff(x, prepend=_const(2, 1), append=p).sum().backward()
+    assert x.grad is not None and p.grad is not None
+    assert p.grad.tolist() == [[1.0], [1.0]]  # d/dp of sum(diff([..., p])) = 1
 
 
 @pytest.mark.parametrize("indexing", ["xy", "ij"])

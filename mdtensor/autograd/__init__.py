@@ -212,16 +212,23 @@ def _make_kernel(op, formula):
     uses_out = getattr(formula, "uses_out", False)
     n_outputs = len(schema.returns)
 
+    # Note [Keyword-only Tensor arguments]: ``diff(x, prepend=p, append=a)``.  Their edges
+    # follow the positional ones, in schema order, for the ones the call passed; the
+    # formula returns their gradients as a dict by name after the positional ones.
+    kw_tensors = () if is_out else tuple(
+        a.name for a in schema.arguments
+        if a.type.is_tensor_like and a.kwarg_only and not a.type.is_tensor_list)
+
     simple = all(not is_list for _, is_list in tensor_pos)
     positions = tuple(i for i, _ in tensor_pos)
     # The engine pairs a node's edges with its formula's results in order, so a formula
     # whose Tensor arguments are the leading positional ones is used as it is.
-    prefix = simple and positions == tuple(range(len(positions)))
+    prefix = simple and positions == tuple(range(len(positions))) and not kw_tensors
     # A formula taking ``needs`` (derivatives.uses_mask) gets the real mask on the common
     # path below, and None ("all") elsewhere.
     uses_mask = getattr(formula, "uses_mask", False)
     plain = functools.partial(formula, None) if uses_mask else formula
-    flat_formula = plain if prefix else _flatten_formula(plain, tensor_pos)
+    flat_formula = plain if prefix else _flatten_formula(plain, tensor_pos, kw_tensors)
     table = op._table
     miss = op._miss
     leaf = LEAF_KERNELS
@@ -266,6 +273,11 @@ def _make_kernel(op, formula):
                     saved.append((v, 0 if vc is None else vc.value))
         else:
             edges, saved = _edges_and_saved(saved_args, tensor_pos)
+        for k in kw_tensors:
+            v = kwargs.get(k)
+            if v is not None:
+                edges.append(gradient_edge(v))
+                saved.append((v, v._version))
         saved_out = None
         if uses_out:
             if single:
@@ -386,8 +398,9 @@ def _edges_and_saved(args, tensor_pos):
     return edges, saved
 
 
-def _flatten_formula(formula, tensor_pos):
-    """Adapt a formula's per-argument result to the node's flat edge list."""
+def _flatten_formula(formula, tensor_pos, kw_tensors=()):
+    """Adapt a formula's per-argument result to the node's flat edge list (Note
+    [Keyword-only Tensor arguments]: their gradients come last, as a dict by name)."""
     def flat(g, out, *args, **kwargs):
         res = formula(g, out, *args, **kwargs)
         grads = []
@@ -399,6 +412,9 @@ def _flatten_formula(formula, tensor_pos):
                 grads.extend(gi if gi is not None else [None] * len(args[i]))
             else:
                 grads.append(gi)
+        if kw_tensors:
+            by_name = res[-1] if res and isinstance(res[-1], dict) else {}
+            grads.extend(by_name.get(k) for k in kw_tensors if kwargs.get(k) is not None)
         return grads
     return flat
 
