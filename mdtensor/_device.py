@@ -42,7 +42,8 @@ class Device:
         True
     """
 
-    __slots__ = ("type", "index", "backend", "xp", "ks", "wrap", "native", "__weakref__")
+    __slots__ = ("type", "index", "backend", "xp", "ks", "wrap", "native", "dtypes",
+                 "__weakref__")
 
     def __new__(cls, spec, index: int | None = None):
         kind, parsed = _parse(spec)
@@ -89,6 +90,12 @@ class Device:
             ks |= DispatchKey.Functionalize.value
         object.__setattr__(self, "ks", ks)
         object.__setattr__(self, "wrap", make_wrap(self))
+        # native dtype -> md DType, for Tensor.dtype (one dict per backend: its own native
+        # dtypes only, never compared with another library's)
+        dtypes = backend.__dict__.get("_md_dtypes")
+        if dtypes is None:
+            dtypes = backend.__dict__["_md_dtypes"] = {}
+        object.__setattr__(self, "dtypes", dtypes)
 
     def __setattr__(self, name, value):
         raise AttributeError("Device is immutable")

@@ -100,7 +100,12 @@ class Tensor:
 
     @property
     def dtype(self) -> DType:
-        return self._device.backend.dtype_from_native(self._data.dtype)
+        native = self._data.dtype
+        dtypes = self._device.dtypes
+        hit = dtypes.get(native)
+        if hit is None:
+            hit = dtypes[native] = self._device.backend.dtype_from_native(native)
+        return hit
 
     def _is_floating(self) -> bool:
         """Floating or complex (the dtypes that can require grad)."""

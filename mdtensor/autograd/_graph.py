@@ -83,7 +83,8 @@ class Node:
         if self.args is None:
             raise RuntimeError(_FREED)
         for t, version in self.saved:
-            if t._version != version:
+            vc = t._vc  # t._version, inlined
+            if (0 if vc is None else vc.value) != version:
                 raise RuntimeError(_modified_message(t, self, version))
         g = grads[0] if self.n_outputs == 1 else tuple(grads)
         out = self.out
