@@ -12,7 +12,8 @@ although no buffer is ever written.
 * **Tensors of immutable backends** (JAX) carry the key on every tensor.  Their views are
   recorded by ADInplaceOrView (``ViewInfo``: root base + replay) and registered on the
   base's version counter (``track_view``); values are replaced below the dispatcher, on raw
-  arrays.  Non-mutating ops fall through the layer (``_FallthroughOutsideTransforms``).
+  arrays.  Non-mutating ops fall through the layer (a gated kernel: Note [Gated kernels] in
+  mdtensor/_ops.py).
 * **Functional wrappers** (``FunctionalTensor``), made by ``md.func.functionalize(f)``: a
   wrapper holds an ordinary inner tensor, and every op on wrappers reaches this layer, which
   runs the op (or its functional form) on the inner tensors through a full dispatch -- so
@@ -36,7 +37,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from ._keys import AFTER_FUNCTIONALIZE, AFTER_PYTHON, DispatchKey
-from ._ops import Kernel, dispatcher, lookup, register_fallback
+from ._ops import Kernel, dispatcher, flip_gates, lookup, register_fallback
 from ._tensor import Tensor
 from ._tls import ExcludeGuard, IncludeGuard, RestoreGuard, dispatch_tls
 
@@ -446,30 +447,16 @@ def _functionalize_fallback(op, ks, args, kwargs):
     return _plain_fallback(op, ks, args, kwargs)
 
 
-class _FallthroughOutsideTransforms(Kernel):
-    """Functionalize's kernel for non-mutating built-in ops: a fallthrough -- zero cost for
-    tensors of immutable backends -- except while a ``functionalize()`` transform runs,
-    when it is the boxed fallback (wrappers need every op).  The dispatcher reads
-    ``is_fallthrough`` when it fills a table; entering and leaving the outermost transform
-    clears the tables (``_enter``/``_exit``)."""
-
-    __slots__ = ()
-
-    @property
-    def is_fallthrough(self) -> bool:
-        return not _live[0]
-
-
 def _enter() -> None:
     _live[0] += 1
     if _live[0] == 1:
-        dispatcher.invalidate_all()
+        flip_gates(_live)  # Note [Gated kernels] in mdtensor/_ops.py
 
 
 def _exit() -> None:
     _live[0] -= 1
     if _live[0] == 0:
-        dispatcher.invalidate_all()
+        flip_gates(_live)
 
 
 def _register_for(op) -> None:
@@ -483,8 +470,12 @@ def _register_for(op) -> None:
             # a CompositeImplicitAutograd op decomposes at this key (wrappers then see the
             # view ops it is made of, e.g. reshape's view)
             and DispatchKey.CompositeImplicitAutograd not in kernels):
-        op._push_kernel(_FallthroughOutsideTransforms(
-            _functionalize_fallback, DispatchKey.Functionalize, boxed=True,
+        # Functionalize's kernel for non-mutating built-in ops falls through -- tensors of
+        # immutable backends pay one check -- except while a ``functionalize()`` transform
+        # runs, when it is the boxed fallback (wrappers need every op): Note [Gated
+        # kernels] in mdtensor/_ops.py.
+        op._push_kernel(Kernel(
+            _functionalize_fallback, DispatchKey.Functionalize, boxed=True, gate=_live,
             name="fallthrough (functionalize while a transform runs)"))
 
 

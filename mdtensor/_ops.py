@@ -92,12 +92,14 @@ class Kernel:
         boxed: a fallback that takes ``(op, keyset, args, kwargs)``.
         origin: who registered it (``"mdtensor"`` for built-ins, else the Library/file).
         user: registered from user code (its results are checked against the schema).
+        gate: a one-item list; while ``gate[0]`` is falsy the kernel falls through (Note
+            [Gated kernels]).  None: always active.
     """
 
-    __slots__ = ("fn", "key", "with_keyset", "boxed", "origin", "user", "name")
+    __slots__ = ("fn", "key", "with_keyset", "boxed", "origin", "user", "name", "gate")
 
     def __init__(self, fn, key, *, with_keyset=False, boxed=False, origin="mdtensor",
-                 user=False, name=None, leaf=False):
+                 user=False, name=None, leaf=False, gate=None):
         self.fn = fn
         self.key = key
         self.with_keyset = with_keyset
@@ -105,6 +107,7 @@ class Kernel:
         self.origin = origin
         self.user = user
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
+        self.gate = gate
         if leaf and not (with_keyset or boxed or user):
             LEAF_KERNELS.add(fn)
 
@@ -470,8 +473,39 @@ def _make_caller(op: OpOverload) -> Callable:
     return call
 
 
+# Note [Gated kernels]
+# ~~~~~~~~~~~~~~~~~~~~
+# A kernel with a ``gate`` runs only while ``gate[0]`` is set; otherwise its key falls
+# through.  A table entry that reaches it is made twice -- the kernel's entry and the entry
+# of the key set below it -- and the table holds the one the gate selects; whoever flips
+# the gate calls ``flip_gates``, which swaps the entries made so far (only those: a handful
+# of ops per program) instead of clearing every table.  Calls pay nothing for the gate.
+# Functionalize's kernel for non-mutating ops is gated on a ``functionalize()`` transform
+# running, so tensors of immutable backends fall through it at no cost outside one.
+
+#: (op, key set) -> (gate, active entry, entry below): the table entries made by gated
+#: kernels (stale ones, whose table was cleared since, are dropped by flip_gates)
+_GATED: dict = {}
+
+
+def flip_gates(gate: list) -> None:
+    """Point every table entry made by a kernel gated on ``gate`` at what ``gate[0]``
+    selects now (Note [Gated kernels])."""
+    on = bool(gate[0])
+    for (op, ks), (g, active, below) in list(_GATED.items()):
+        if g is not gate:
+            continue
+        current = op._table.get(ks)
+        if current is not active and current is not below:
+            del _GATED[(op, ks)]  # the table was cleared since: the next miss remakes it
+            continue
+        op._table[ks] = active if on else below
+
+
 def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Callable:
     """Wrap a kernel into a table entry for key set ``ks`` (dispatched as ``key``)."""
+    if kernel.gate is not None:
+        return _gated_entry(op, kernel, ks, key)
     fn = kernel.fn
     if kernel.boxed:
         def entry(*args, **kwargs):
@@ -487,6 +521,20 @@ def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Ca
     if dispatcher.trace:
         entry = _traced(op, kernel, entry, ks, key)
     return entry
+
+
+def _gated_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Callable:
+    gate = kernel.gate
+    active = _make_entry(op, Kernel(kernel.fn, kernel.key, with_keyset=kernel.with_keyset,
+                                    boxed=kernel.boxed, origin=kernel.origin,
+                                    user=kernel.user, name=kernel.name), ks, key)
+    below_ks = remove_key(ks, key)
+    below = op._table.get(below_ks)
+    if below is None:
+        below = op._miss(below_ks)
+
+    _GATED[(op, ks)] = (gate, active, below)
+    return active if gate[0] else below
 
 
 def _traced(op, kernel, entry, ks, key):

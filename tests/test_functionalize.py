@@ -349,3 +349,37 @@ def test_functionalize_on_jax_inputs():
     got = functionalize(_views_program, remove="mutations_and_views")(x.clone())
     for g, e in zip(got, expected):
         assert g.device.type == "jax" and g.tolist() == e.tolist()
+
+
+def test_entering_a_transform_swaps_gated_entries_and_clears_no_table():
+    """Note [Gated kernels]: Functionalize's kernel for non-mutating ops is active only
+    while a transform runs.  Entering and leaving one swaps the few table entries that
+    reach it, leaves every other table as it was, and the results stay right either way."""
+    from mdtensor import _ops
+
+    exp = md.ops.aten.exp.default
+    x = md.asarray([0.0, 1.0])
+    md.exp(x)
+    before = dict(exp._table)
+    assert before  # the plain CPU entry
+
+    def f(t):
+        y = md.exp(t)
+        y.add_(1)
+        return y
+
+    for _ in range(2):
+        got = functionalize(f)(x)
+        assert isinstance(got, md.Tensor) and not isinstance(got, FunctionalTensor)
+        assert got.tolist() == pytest.approx([2.0, 1.0 + np.e])
+    # The CPU entry outside transforms is the very same object: no table was cleared
+    ks = next(iter(before))
+    assert exp._table[ks] is before[ks]
+    gated = [(op, k) for (op, k), (g, active, below) in _ops._GATED.items()
+             if op is exp and op._table.get(k) in (active, below)]
+    assert gated and all(exp._table[k] is _ops._GATED[(exp, k)][2] for _, k in gated)
+    if md.backends.available() and any(b["name"] == "jax" and b["installed"]
+                                       for b in md.backends.available()):
+        j = md.asarray([0.0, 1.0], device="jax")
+        inside = functionalize(lambda t: md.exp(t))(j)
+        assert inside.device.type == "jax" and md.exp(j).tolist() == inside.tolist()
