@@ -1301,32 +1301,42 @@ def _slogdet(g, out, x):
 @rule("linalg_cholesky")
 @uses_out
 def _cholesky(g, out, x, upper=False):
-    # PyTorch's formula (the input is taken as symmetric): with L = cholesky(A),
-    # gA = L^-T Phi(L^T gL) L^-1, symmetrized, Phi = lower triangle with a halved diagonal.
-    L = _mT(out) if upper else out
-    gL = _mT(g) if upper else g
-    phi = aten.tril(aten.matmul(_mT(L), gL))
+    # PyTorch's formula (the input is taken as Hermitian): with L = cholesky(A),
+    # gA = L^-H Phi(L^H gL) L^-1, made Hermitian, Phi = lower triangle with a halved
+    # diagonal.  (PyTorch keeps the imaginary part of Phi's diagonal, which only adds a
+    # skew-Hermitian part orthogonal to every Hermitian perturbation; this is the Hermitian
+    # part of its gradient.)  H is T for a real input.
+    L = _mH(out) if upper else out
+    gL = _mH(g) if upper else g
+    phi = aten.tril(aten.matmul(_mH(L), gL))
     phi = aten.sub(phi, aten.mul(_diag_embed(aten.linalg_diagonal(phi)), 0.5))
     Linv = aten.linalg_inv(L)
-    ga = _mm(_mT(Linv), phi, Linv)
-    return (aten.mul(aten.add(ga, _mT(ga)), 0.5),)
+    ga = _mm(_mH(Linv), phi, Linv)
+    return (aten.mul(aten.add(ga, _mH(ga)), 0.5),)
 
 
 def _eigh_grad(gw, gv, w, v):
+    # PyTorch's linalg_eig_backward, Hermitian case: gA = V (diag(gw) + skew(V^H gV) / E) V^H
+    # with skew(K) = (K - K^H) / 2, E_ij = w_j - w_i (off the diagonal); here as the Hermitian
+    # part of V (diag(gw) + (V^H gV) / E) V^H, which is the same.  For a complex input the
+    # loss must not depend on the eigenvectors' phases (checked as PyTorch).
     terms = None
     if gw is not None:
         terms = _diag_embed(gw)
     if gv is not None:
+        vh_gv = aten.matmul(_mH(v), gv)
+        if _is_complex(vh_gv):
+            _check_eig_gauge(aten.linalg_diagonal(vh_gv), "linalg_eigh")
         diff = aten.sub(aten.unsqueeze(w, -2), aten.unsqueeze(w, -1))  # w_j - w_i
         n = w.shape[-1]
         eye = _eye_like(w, n)
         f = aten.div(aten.sub(1.0, eye), aten.add(diff, eye))  # 0 on the diagonal
-        t = aten.mul(f, aten.matmul(_mT(v), gv))
+        t = aten.mul(f, vh_gv)
         terms = t if terms is None else aten.add(terms, t)
     if terms is None:
         return None
-    ga = _mm(v, terms, _mT(v))
-    return aten.mul(aten.add(ga, _mT(ga)), 0.5)
+    ga = _mm(v, terms, _mH(v))
+    return aten.mul(aten.add(ga, _mH(ga)), 0.5)
 
 
 @rule("linalg_eigh")
@@ -1345,22 +1355,32 @@ def _mH(x):
     return _mT(aten.conj(x)) if x.dtype.kind == "c" else _mT(x)
 
 
-_EIG_GAUGE = ("linalg_eig: the eigenvectors in the complex case are specified up to "
-              "multiplication by e^{i phi}. The specified loss function depends on this "
+_EIG_GAUGE = ("{op}: the eigenvectors in the complex case are specified up to "
+              "multiplication by e^{{i phi}}. The specified loss function depends on this "
               "quantity, so it is ill-defined.")
+_SVD_GAUGE = ("linalg_svd: the singular vectors in the complex case are specified up to "
+              "multiplication by e^{i phi}. The specified loss function depends on this "
+              "phase term, making it ill-defined.")
 
 
-def _check_eig_gauge(diag):
-    """PyTorch's check that the loss is invariant to V -> V e^{i phi}: the imaginary part
-    of diag(V^H gV) must vanish (to 1e-2, as PyTorch's allclose)."""
+def _imag_close(a, b=None):
+    """Whether the imaginary parts of ``a`` and ``-b`` (or 0) agree to 1e-2, as PyTorch's
+    allclose in its phase checks (True on the meta device: no values to check)."""
     import numpy as np
 
-    if diag.device.type == "meta":  # no values to check
-        return
-    b = diag.device.backend
-    im = np.asarray(b.to_numpy(aten.imag(diag)._data))
-    if not np.allclose(im, 0.0, rtol=1e-2, atol=1e-2):
-        raise RuntimeError(_EIG_GAUGE)
+    if a.device.type == "meta":
+        return True
+    be = a.device.backend
+    im = np.asarray(be.to_numpy(aten.imag(a)._data))
+    other = 0.0 if b is None else -np.asarray(be.to_numpy(aten.imag(b)._data))
+    return bool(np.allclose(im, other, rtol=1e-2, atol=1e-2))
+
+
+def _check_eig_gauge(diag, op="linalg_eig"):
+    """PyTorch's check that the loss is invariant to V -> V e^{i phi}: the imaginary part
+    of diag(V^H gV) must vanish (to 1e-2, as PyTorch's allclose)."""
+    if not _imag_close(diag):
+        raise RuntimeError(_EIG_GAUGE.format(op=op))
 
 
 def _eig_grad(gL, gV, L, V, x):
@@ -1411,6 +1431,12 @@ def _svdvals(g, out, x):
 @rule("linalg_svd")
 @uses_out
 def _svd(g, out, x, full_matrices=True):
+    # PyTorch's svd_backward: with skew(K) = K - K^H, E_ij = s_j^2 - s_i^2 (off the diagonal),
+    # gA = U [(skew(U^H gU) / E) S + S (skew(V^H gV) / E) + diag(gS)] V^H
+    #      + (I_m - U U^H) gU S^-1 V^H + U S^-1 gVh (I_n - V V^H)
+    # and, for a complex input, i Im(diag(U^H gU)) / S on the diagonal (when both gU and gVh
+    # are given), after checking that the loss does not depend on the singular vectors'
+    # phases: Im(diag(U^H gU)) = -Im(diag(V^H gV)).  H is T for a real input.
     gu, gs, gvh = g
     u, s, vh = out
     m, n = x.shape[-2], x.shape[-1]
@@ -1424,7 +1450,7 @@ def _svd(g, out, x, full_matrices=True):
     vh = aten.narrow(vh, -2, 0, k)
     gu = aten.narrow(gu, -1, 0, k) if gu is not None else None
     gvh = aten.narrow(gvh, -2, 0, k) if gvh is not None else None
-    v = _mT(vh)
+    v = _mH(vh)
     inner = _diag_embed(gs) if gs is not None else aten.mul(_diag_embed(s), 0.0)
     s2 = aten.mul(s, s)
     eye = _eye_like(s, k)
@@ -1432,21 +1458,32 @@ def _svd(g, out, x, full_matrices=True):
                  aten.add(aten.sub(aten.unsqueeze(s2, -2), aten.unsqueeze(s2, -1)), eye))
     S = _diag_embed(s)
     sinv = _diag_embed(aten.div(1.0, s))
-    extra = None
+    complex_ = _is_complex(u)
+    sk_u = sk_v = extra = None
     if gu is not None:
-        ut_gu = aten.matmul(_mT(u), gu)
-        inner = aten.add(inner, aten.matmul(aten.mul(f, aten.sub(ut_gu, _mT(ut_gu))), S))
+        uh_gu = aten.matmul(_mH(u), gu)
+        sk_u = aten.sub(uh_gu, _mH(uh_gu))
+        inner = aten.add(inner, aten.matmul(aten.mul(f, sk_u), S))
         if m > k:
-            proj = aten.sub(_eye_like(x, m), aten.matmul(u, _mT(u)))
+            proj = aten.sub(_eye_like(x, m), aten.matmul(u, _mH(u)))
             extra = _mm(proj, gu, sinv, vh)
     if gvh is not None:
-        gv = _mT(gvh)
-        vt_gv = aten.matmul(_mT(v), gv)
-        inner = aten.add(inner, aten.matmul(S, aten.mul(f, aten.sub(vt_gv, _mT(vt_gv)))))
+        gv = _mH(gvh)
+        vh_gv = aten.matmul(_mH(v), gv)
+        sk_v = aten.sub(vh_gv, _mH(vh_gv))
+        inner = aten.add(inner, aten.matmul(S, aten.mul(f, sk_v)))
         if n > k:
             proj = aten.sub(_eye_like(x, n), aten.matmul(v, vh))
-            term = _mm(u, sinv, _mT(gv), proj)
+            term = _mm(u, sinv, _mH(gv), proj)
             extra = term if extra is None else aten.add(extra, term)
+    if complex_:
+        du = aten.linalg_diagonal(sk_u) if sk_u is not None else None
+        dv = aten.linalg_diagonal(sk_v) if sk_v is not None else None
+        if not (_imag_close(du, dv) if du is not None and dv is not None else
+                _imag_close(du if du is not None else dv)):
+            raise RuntimeError(_SVD_GAUGE)
+        if du is not None and dv is not None:  # i Im(diag(U^H gU)) / S
+            inner = aten.add(inner, _diag_embed(aten.div(du, aten.mul(s, 2.0))))
     ga = _mm(u, inner, vh)
     return (ga if extra is None else aten.add(ga, extra),)
 
@@ -1454,6 +1491,9 @@ def _svd(g, out, x, full_matrices=True):
 @rule("linalg_qr")
 @uses_out
 def _qr(g, out, x, mode="reduced"):
+    # PyTorch's linalg_qr_backward (rows >= columns): with M = R gR^H - gQ^H Q,
+    # gA = (gQ + Q copyltu(M)) R^-H, copyltu(M) = tril(M, -1) + tril(M, -1)^H + Re(diag(M)).
+    # H is T for a real input.
     gq, gr = g
     q, r = out
     m, n = x.shape[-2], x.shape[-1]
@@ -1462,12 +1502,15 @@ def _qr(g, out, x, mode="reduced"):
                                   "mode='reduced' with rows >= columns")
     gq = gq if gq is not None else aten.mul(q, 0.0)
     gr = gr if gr is not None else aten.mul(r, 0.0)
-    M = aten.sub(aten.matmul(r, _mT(gr)), aten.matmul(_mT(gq), q))
+    M = aten.sub(aten.matmul(r, _mH(gr)), aten.matmul(_mH(gq), q))
     low = aten.tril(M, k=-1)
-    copyltu = aten.add(aten.add(low, _mT(low)), _diag_embed(aten.linalg_diagonal(M)))
+    dm = aten.linalg_diagonal(M)
+    if _is_complex(dm):
+        dm = aten.real(dm)
+    copyltu = aten.add(aten.add(low, _mH(low)), _diag_embed(dm))
     b = aten.add(gq, aten.matmul(q, copyltu))
-    # gA = b R^-T  (R is invertible for a full-rank input)
-    return (aten.matmul(b, _mT(aten.linalg_inv(r))),)
+    # gA = b R^-H  (R is invertible for a full-rank input)
+    return (aten.matmul(b, _mH(aten.linalg_inv(r))),)
 
 
 @rule("linalg_pinv")

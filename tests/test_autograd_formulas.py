@@ -555,6 +555,173 @@ def test_eig_second_derivatives_match_torch(which, complex_input):
                                atol=1e-10)
 
 
+# -- complex cholesky, eigh/eigvalsh, svd, qr: PyTorch's formulas with conjugate transposes ---
+# Each loss is real and invariant to the eigenvector / singular vector phases; cholesky and
+# eigh get a Hermitian positive-definite B B^H + n I built from a free complex B.
+
+
+def _lib_mH(lib, x):
+    return x.mH if lib is not md else md.conj(md.matrix_transpose(x))
+
+
+def _lib_t(lib, a):
+    return md.asarray(a) if lib is md else torch.tensor(a)
+
+
+def _hpd(lib, b):
+    n = b.shape[-1]
+    return lib.matmul(b, _lib_mH(lib, b)) + n * lib.eye(n, dtype=lib.float64)
+
+
+def _cholesky_loss(upper):
+    def loss(lib, a, c):
+        if lib is md:
+            L = aten.linalg_cholesky(a, upper=upper)
+        else:
+            L = torch.linalg.cholesky(a, upper=upper)
+        L = L * _lib_t(lib, c)
+        return lib.real(L).sum() + 0.5 * lib.imag(L).sum()
+    return loss
+
+
+def _eigh_loss(which):
+    def loss(lib, a, c):
+        if which == "eigvalsh":
+            return (lib.linalg.eigvalsh(a) ** 2 * _lib_t(lib, c[..., 0, :])).sum()
+        w, v = lib.linalg.eigh(a)
+        total = (lib.real(v * lib.conj(v)) * _lib_t(lib, c)).sum()  # |V|^2: phase-free
+        if which == "eigh":
+            total = total + (w * _lib_t(lib, c[..., 0, :])).sum() + (w ** 2).sum() * 0.1
+        return total
+    return loss
+
+
+def _svd_loss(which):
+    def loss(lib, a, cu, cs, cv, cw):
+        u, s, vh = lib.linalg.svd(a, full_matrices=False)
+        total = (s * _lib_t(lib, cs)).sum()
+        if which in ("all", "u"):
+            total = total + (lib.real(u * lib.conj(u)) * _lib_t(lib, cu)).sum()
+        if which in ("all", "vh"):
+            total = total + (lib.real(vh * lib.conj(vh)) * _lib_t(lib, cv)).sum()
+        if which in ("all", "uvh"):  # U diag(cs) Vh: each phase cancels between U and Vh
+            usv = lib.matmul(u * lib.unsqueeze(_lib_t(lib, cs), -2), vh)
+            total = total + lib.real(usv * _lib_t(lib, cw)).sum()
+        return total
+    return loss
+
+
+def _qr_loss(lib, a, cq, cr):
+    q, r = lib.linalg.qr(a)
+    return (lib.real(q * _lib_t(lib, cq)).sum() + lib.real(r * _lib_t(lib, cr)).sum()
+            + lib.imag(r * _lib_t(lib, cr)).sum() * 0.3)
+
+
+def _svd_consts(shape):
+    k = min(shape[-2:])
+    return (RNG.standard_normal(shape[:-1] + (k,)), RNG.standard_normal(shape[:-2] + (k,)),
+            RNG.standard_normal(shape[:-2] + (k, shape[-1])), _cplx(*shape))
+
+
+# name -> (loss(lib, a, *consts), input shape, constants, whether a is B B^H + n I)
+_COMPLEX_DECOMPOSITIONS = {
+    "cholesky": (_cholesky_loss(False), (4, 4), [_cplx(4, 4)], True),
+    "cholesky-upper": (_cholesky_loss(True), (2, 3, 3), [_cplx(2, 3, 3)], True),
+    "eigh": (_eigh_loss("eigh"), (4, 4), [RNG.standard_normal((4, 4))], True),
+    "eigh-vectors": (_eigh_loss("eigvectors"), (2, 3, 3), [RNG.standard_normal((2, 3, 3))],
+                     True),
+    "eigvalsh": (_eigh_loss("eigvalsh"), (2, 4, 4), [RNG.standard_normal((2, 4, 4))], True),
+    **{f"svd-{which}-{'x'.join(map(str, shape))}":
+       (_svd_loss(which), shape, _svd_consts(shape), False)
+       for which in ("all", "u", "vh", "uvh")
+       for shape in ((4, 4), (5, 3), (3, 5), (2, 4, 3))},
+    "qr": (_qr_loss, (4, 4), [_cplx(4, 4), _cplx(4, 4)], False),
+    "qr-tall": (_qr_loss, (2, 5, 3), [_cplx(2, 5, 3), _cplx(2, 3, 3)], False),
+}
+
+
+def _decomposition_fn(name, lib):
+    loss, _, consts, hermitian = _COMPLEX_DECOMPOSITIONS[name]
+    return lambda x: loss(lib, _hpd(lib, x) if hermitian else x, *consts)
+
+
+@pytest.mark.parametrize("name", list(_COMPLEX_DECOMPOSITIONS))
+def test_complex_decomposition_gradients_match_torch(name):
+    th = pytest.importorskip("torch")
+    a = _cplx(*_COMPLEX_DECOMPOSITIONS[name][1])
+    x = md.asarray(a, requires_grad=True)
+    _decomposition_fn(name, md)(x).backward()
+    t = th.tensor(a, requires_grad=True)
+    _decomposition_fn(name, th)(t).backward()
+    assert x.grad.numpy().dtype == np.complex128
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["cholesky", "cholesky-upper", "eigh", "eigh-vectors",
+                                  "eigvalsh"])
+def test_complex_hermitian_input_gradients(name):
+    # Through the Hermitian input itself: md's gradient is Hermitian, and it is the
+    # Hermitian part of torch's (torch's cholesky gradient may add a skew-Hermitian part,
+    # which is orthogonal to every Hermitian perturbation).
+    th = pytest.importorskip("torch")
+    loss, shape, consts, _ = _COMPLEX_DECOMPOSITIONS[name]
+    b = _cplx(*shape)
+    a = b @ np.conj(np.swapaxes(b, -1, -2)) + shape[-1] * np.eye(shape[-1])
+    x = md.asarray(a, requires_grad=True)
+    loss(md, x, *consts).backward()
+    t = th.tensor(a, requires_grad=True)
+    loss(th, t, *consts).backward()
+    got, want = x.grad.numpy(), t.grad.numpy()
+    np.testing.assert_allclose(got, np.conj(np.swapaxes(got, -1, -2)), rtol=0, atol=1e-12)
+    want = (want + np.conj(np.swapaxes(want, -1, -2))) / 2
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+
+
+def _through_parts(name):
+    f = _decomposition_fn(name, md)
+    a = _cplx(*_COMPLEX_DECOMPOSITIONS[name][1])
+    parts = (md.asarray(a.real.copy(), requires_grad=True),
+             md.asarray(a.imag.copy(), requires_grad=True))
+    return (lambda xr, xi: f(aten.add(xr, aten.mul(xi, 1j)))), parts
+
+
+@pytest.mark.parametrize("name", ["cholesky", "cholesky-upper", "eigh", "eigh-vectors",
+                                  "eigvalsh", "svd-all-4x4", "svd-u-5x3", "svd-vh-3x5",
+                                  "svd-uvh-2x4x3", "qr", "qr-tall"])
+def test_complex_decomposition_gradcheck(name):
+    # torch-free: a complex input through its real and imaginary parts
+    assert gradcheck(*_through_parts(name))
+
+
+@pytest.mark.parametrize("name", ["cholesky", "eigh", "svd-uvh-4x4", "qr"])
+def test_complex_decomposition_second_derivatives(name):
+    assert gradgradcheck(*_through_parts(name))
+
+
+def test_complex_eigh_and_svd_refuse_phase_dependent_losses():
+    b = _cplx(3, 3)
+    a = md.asarray(b @ b.conj().T + 3 * np.eye(3), requires_grad=True)
+    _, v = md.linalg.eigh(a)
+    with pytest.raises(RuntimeError, match=r"linalg_eigh: .*e\^\{i phi\}"):
+        md.imag(v).sum().backward()
+    x = md.asarray(_cplx(4, 3), requires_grad=True)
+    for pick in ("u", "vh", "both"):  # through U, Vh, or both (the phases add up)
+        u, s, vh = md.linalg.svd(x, full_matrices=False)
+        if pick == "u":
+            loss = md.imag(u).sum()
+        elif pick == "vh":
+            loss = md.real(vh).sum()
+        else:  # u[0, 0] * vh[0, 0] would be phase-free: U e^{i phi}, Vh e^{-i phi}
+            loss = md.imag(u[0, 0] * md.conj(vh[0, 0]))
+        with pytest.raises(RuntimeError, match=r"linalg_svd: .*e\^\{i phi\}"):
+            loss.backward()
+    # ... while phase-free ones go through: |U|^2 and U diag(s) Vh
+    u, s, vh = md.linalg.svd(x, full_matrices=False)
+    (md.real(u * md.conj(u)).sum() + md.real(md.matmul(u * md.unsqueeze(s, -2), vh)).sum()
+     ).backward()
+    assert np.isfinite(x.grad.numpy()).all()
+
+
 # -- gathers, broadcasting, complex parts ---------------------------------------------------
 
 
