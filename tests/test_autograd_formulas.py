@@ -1,9 +1,10 @@
 """Derivative formulas the OpInfo sweep cannot check alone: complex FFTs (through a real
 loss of real parameters), symmetric-input linalg (eigh, cholesky), multi-output
 decompositions (every output, with gauge-invariant losses), the complex eigendecomposition
-(eig/eigvals, against torch), complex products and linalg (PyTorch's conjugate Wirtinger
-convention, against torch and finite differences), einsum/tensordot equations (diagonals,
-ellipses), gathers, norms and dropout."""
+(eig/eigvals, against torch), complex cholesky/eigh/svd/qr (against torch, phase checks),
+complex products and linalg (PyTorch's conjugate Wirtinger convention, against torch and
+finite differences), einsum/tensordot equations (diagonals, ellipses), gathers, norms and
+dropout."""
 
 from __future__ import annotations
 
