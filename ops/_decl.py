@@ -223,15 +223,17 @@ class Ufunc:
     (Note [NumPy fast impls]), with no Python frame between the kernel and NumPy.
 
     Calls it cannot serve as they are -- keyword arguments (``alpha=``), or, with
-    ``floats_only``, a non-floating tensor (Note [Integer inputs of float functions] in
-    ops/elementwise.py) -- take the generic ``impl``.
+    ``floats_only``, a tensor whose dtype kind is not in ``kinds`` (floating and complex by
+    default: Note [Integer inputs of float functions] in ops/elementwise.py; ``"f"`` where
+    the generic impl fixes NumPy's complex results) -- take the generic ``impl``.
     """
 
-    __slots__ = ("fn", "floats_only")
+    __slots__ = ("fn", "floats_only", "kinds")
 
-    def __init__(self, fn, floats_only: bool = False):
+    def __init__(self, fn, floats_only: bool = False, kinds: str = "fc"):
         self.fn = fn
         self.floats_only = floats_only
+        self.kinds = kinds
 
 
 def array_api_kernel(schema: FunctionSchema, impl: Callable, generic: Callable | None = None
@@ -257,12 +259,13 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
     name = schema.full_name
     fallback = array_api_kernel(schema, generic)
     uf = spec.fn
+    kinds = spec.kinds
     pos = tuple(i for i, a in enumerate(schema.arguments) if a.type.is_tensor_like)
     if spec.floats_only:
         if pos == (0, 1):
             def kernel(a, b, *rest, **kwargs):
                 x, y = a._data, b._data
-                if rest or kwargs or x.dtype.kind not in "fc" or y.dtype.kind not in "fc":
+                if rest or kwargs or x.dtype.kind not in kinds or y.dtype.kind not in kinds:
                     return fallback(a, b, *rest, **kwargs)
                 d = a._device
                 if b._device is not d:
@@ -274,19 +277,19 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
         elif pos == (0,) and len(schema.arguments) == 1:
             def kernel(a, **kwargs):
                 x = a._data
-                if kwargs or x.dtype.kind not in "fc":
+                if kwargs or x.dtype.kind not in kinds:
                     return fallback(a, **kwargs)
                 return a._device.wrap(uf(x))
         elif pos == (0,):
             def kernel(a, s, *rest, **kwargs):
                 x = a._data
-                if rest or kwargs or x.dtype.kind not in "fc":
+                if rest or kwargs or x.dtype.kind not in kinds:
                     return fallback(a, s, *rest, **kwargs)
                 return a._device.wrap(uf(x, s))
         else:
             def kernel(s, a, *rest, **kwargs):
                 x = a._data
-                if rest or kwargs or x.dtype.kind not in "fc":
+                if rest or kwargs or x.dtype.kind not in kinds:
                     return fallback(s, a, *rest, **kwargs)
                 return a._device.wrap(uf(s, x))
     elif pos == (0, 1):
@@ -328,14 +331,15 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
     name = schema.full_name
     uf = spec.fn
     floats = spec.floats_only
+    kinds = spec.kinds
     pos = tuple(i for i, a in enumerate(schema.arguments) if a.type.is_tensor_like)
     if pos == (0, 1):
         def kernel(self, other, *rest, **kwargs):
             data = self._data
             d = self._device
             if rest or kwargs or other._device is not d or (
-                    floats and (data.dtype.kind not in "fc"
-                                or other._data.dtype.kind not in "fc")):
+                    floats and (data.dtype.kind not in kinds
+                                or other._data.dtype.kind not in kinds)):
                 return generic(self, other, *rest, **kwargs)
             try:
                 uf(data, other._data, out=data)
@@ -345,7 +349,7 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
     elif pos == (0,) and len(schema.arguments) == 1:
         def kernel(self, **kwargs):
             data = self._data
-            if kwargs or (floats and data.dtype.kind not in "fc"):
+            if kwargs or (floats and data.dtype.kind not in kinds):
                 return generic(self, **kwargs)
             try:
                 uf(data, out=data)
@@ -355,7 +359,7 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
     elif pos == (0,):
         def kernel(self, s, *rest, **kwargs):
             data = self._data
-            if rest or kwargs or (floats and data.dtype.kind not in "fc"):
+            if rest or kwargs or (floats and data.dtype.kind not in kinds):
                 return generic(self, s, *rest, **kwargs)
             try:
                 uf(data, s, out=data)

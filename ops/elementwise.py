@@ -102,7 +102,11 @@ def _to_float(xp, a):
 
 
 def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=None,
-          names=None, methods=None, structured=True, domain=None, derivative=None):
+          names=None, methods=None, structured=True, domain=None, derivative=None,
+          complex_fix=None):
+    """A pointwise unary op.  ``complex_fix(xp, a, result)`` corrects the backend
+    function's result for complex ``a`` (the CPU ufunc kernel then serves real dtypes only,
+    and complex out=/in-place calls compute and copy)."""
     fn = attrgetter(xp_name or name)
     if float_fn:
         def impl(xp, a):
@@ -112,20 +116,29 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
     else:
         def impl(xp, a):
             return fn(xp)(a)
+    if complex_fix is not None:
+        plain = impl
+
+        def impl(xp, a):
+            r = plain(xp, a)
+            return complex_fix(xp, a, r) if _is_complex(a) else r
     impl.__name__ = name
     inplace_impl = None
     if structured and _is_ufunc(xp_name or name):
         def inplace_impl(xp, out, a):
             f = fn(xp)
-            if not _takes_out(f):
+            if not _takes_out(f) or (complex_fix is not None and _is_complex(a)):
                 return False
             f(a, out=out)
             return True
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
+    cpu = _cpu_ufunc(xp_name or name, float_fn)
+    if cpu is not None and complex_fix is not None:
+        cpu = Ufunc(cpu.fn, floats_only=True, kinds="f")
     return defop(
         f"{name}(Tensor self) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured,
-        cpu_impl=_cpu_ufunc(xp_name or name, float_fn),
+        cpu_impl=cpu,
         meta=meta or (mf.unary_float if float_fn else mf.same),
         tags=("pointwise",), derivative=derivative,
         info=OpInfo(ref=ref, dtypes=dtypes, samples=unary_samples(domain)),
@@ -401,6 +414,19 @@ _NP_NAMES = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arc
              "acosh": "arccosh", "atanh": "arctanh"}
 
 
+def _is_complex(a) -> bool:
+    return not isinstance(a, (bool, int, float)) and dt.as_dtype(a.dtype).kind == "c"
+
+
+def _expm1_complex(xp, z, r):
+    # Note [Complex special values]: NumPy's complex expm1 gives NaN parts where the Array
+    # API (C99's cexp) specifies the limits (expm1(+inf + 0j) is +inf + 0j, expm1(-inf +
+    # NaN j) is -1 + 0j) and -0 + 0j for -0 + 0j.  There, and only there, exp(z) - 1 is
+    # exact and has the specified values; elsewhere NumPy's result keeps its precision.
+    special = xp.logical_or(xp.logical_not(xp.isfinite(z)), z == 0)
+    return xp.where(special, xp.subtract(xp.exp(z), 1), r)
+
+
 def _rsqrt(xp, a):
     a = _to_float(xp, a)
     return xp.divide(1, xp.sqrt(a))
@@ -427,7 +453,8 @@ for _name, _domain in _FLOAT_UNARY.items():
                           samples=unary_samples(None)), methods=("sigmoid",))
         continue
     unary(_name, float_fn=True, dtypes=FLOATING, domain=_domain, names=_names,
-          methods=_names, ref=getattr(np, _np_name, None))
+          methods=_names, ref=getattr(np, _np_name, None),
+          complex_fix=_expm1_complex if _name == "expm1" else None)
 
 
 def _bool_unary(name):

@@ -130,3 +130,29 @@ def test_floor_divide_special_cases(a, b, expected, device):
         assert z.tolist()[1] == 3.0 and (z.tolist()[0] == expected or expected != expected)
     ints = md.asarray([7, -7], device=device) // 2
     assert ints.tolist() == [3, -4] and ints.dtype == md.int64
+
+
+# Note [Complex special values] (ops/elementwise.py): expm1 of complex infinities, NaNs
+# and zeros as the Array API specifies (C99's cexp), where NumPy gives NaN parts.
+_NAN = float("nan")
+
+
+def test_expm1_complex_special_cases():
+    cases = [(complex(0.0, 0.0), complex(0.0, 0.0)), (complex(-0.0, 0.0), complex(0.0, 0.0)),
+             (complex(_INF, 0.0), complex(_INF, 0.0)),
+             (complex(-_INF, _INF), complex(-1.0, 0.0)),
+             (complex(-_INF, _NAN), complex(-1.0, 0.0)),
+             (complex(_NAN, 0.0), complex(_NAN, 0.0)),
+             (complex(1e-10, 1e-10), complex(1e-10, 1e-10))]
+    z = md.asarray([c for c, _ in cases], dtype=md.complex128)
+    outs = [md.expm1(z), md.expm1(z, out=md.empty_like(z)), z.clone().expm1_()]
+    for got in outs:
+        for v, (_, want) in zip(got.tolist(), cases):
+            for part, ref in ((v.real, want.real), (v.imag, want.imag)):
+                assert (part != part and ref != ref) or (
+                    part == pytest.approx(ref, rel=1e-12) and np.signbit(part) ==
+                    np.signbit(ref)), (v, want)
+    inf_inf = md.expm1(md.asarray([complex(_INF, _INF)])).tolist()[0]
+    assert abs(inf_inf.real) == _INF and inf_inf.imag != inf_inf.imag  # inf + NaN j
+    # Real dtypes keep NumPy's expm1 (the ufunc kernel)
+    assert md.expm1(md.asarray([0.0, -0.0])).tolist() == [0.0, -0.0]
