@@ -427,6 +427,16 @@ def _expm1_complex(xp, z, r):
     return xp.where(special, xp.subtract(xp.exp(z), 1), r)
 
 
+def _tanh_complex(xp, z, r):
+    # Note [Complex special values]: tanh(+-inf + iy) for finite y is +-1 + 0j with the sign
+    # of y on the zero (the Array API: 1 + 0j for y > 0, and tanh(conj z) = conj(tanh z));
+    # NumPy gives the sign of sin(2y).
+    re, im = xp.real(z), xp.imag(z)
+    limit = xp.astype(xp.sign(re), z.dtype)  # +-1 + 0j where re is infinite
+    limit = xp.where(xp.signbit(im), xp.conj(limit), limit)
+    return xp.where(xp.logical_and(xp.isinf(re), xp.isfinite(im)), limit, r)
+
+
 def _rsqrt(xp, a):
     a = _to_float(xp, a)
     return xp.divide(1, xp.sqrt(a))
@@ -454,7 +464,7 @@ for _name, _domain in _FLOAT_UNARY.items():
         continue
     unary(_name, float_fn=True, dtypes=FLOATING, domain=_domain, names=_names,
           methods=_names, ref=getattr(np, _np_name, None),
-          complex_fix=_expm1_complex if _name == "expm1" else None)
+          complex_fix={"expm1": _expm1_complex, "tanh": _tanh_complex}.get(_name))
 
 
 def _bool_unary(name):

@@ -156,3 +156,15 @@ def test_expm1_complex_special_cases():
     assert abs(inf_inf.real) == _INF and inf_inf.imag != inf_inf.imag  # inf + NaN j
     # Real dtypes keep NumPy's expm1 (the ufunc kernel)
     assert md.expm1(md.asarray([0.0, -0.0])).tolist() == [0.0, -0.0]
+
+
+def test_tanh_complex_infinities_have_the_sign_of_the_imaginary_part_on_zero():
+    ys = [3.0, 1.0, -3.0, -1.0, 0.0, -0.0]
+    for sign in (1.0, -1.0):
+        z = md.asarray([complex(sign * _INF, y) for y in ys], dtype=md.complex128)
+        for got in (md.tanh(z), md.tanh(z, out=md.empty_like(z)), z.clone().tanh_()):
+            for v, y in zip(got.tolist(), ys):
+                assert v.real == sign and v.imag == 0.0
+                assert np.signbit(v.imag) == np.signbit(y), (sign, y, v)
+    finite = md.asarray([complex(2.0, 3.0)])
+    assert md.tanh(finite).tolist()[0] == pytest.approx(np.tanh(complex(2.0, 3.0)))
