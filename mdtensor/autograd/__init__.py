@@ -311,7 +311,7 @@ def _make_kernel(op, formula):
         if entry is None:
             entry = miss(below)
         if entry in leaf:
-            out = entry(*args, **kwargs)
+            out = entry(*args, **kwargs) if kwargs else entry(*args)
         else:
             inc, keep = tls.get()
             token = tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
@@ -322,28 +322,48 @@ def _make_kernel(op, formula):
         kind = getattr(out._data.dtype, "kind", None)  # out._is_floating(), inlined
         if not (kind in "fc" if kind is not None else out._is_floating()):
             return out
-        edges = []
-        saved = []
-        for v in args[:n_tensors]:
-            # gradient_edge(v), inlined
-            ag = v._ag
+        if n_tensors == 1:  # one input: edge and saved version without a loop
+            v = args[0]
+            ag = v._ag  # gradient_edge(v), inlined
             if ag is None or not ag.requires_grad:
-                edges.append(None)
+                e = None
             elif ag.grad_fn is not None:
-                edges.append((ag.grad_fn, ag.output_nr))
+                e = (ag.grad_fn, ag.output_nr)
             elif ag.accumulator is not None:
-                edges.append((ag.accumulator, 0))
+                e = (ag.accumulator, 0)
             else:
-                edges.append(gradient_edge(v))
+                e = gradient_edge(v)
+            edges = [e]
             vc = v._vc
-            saved.append((v, 0 if vc is None else vc.value))
+            saved = [(v, 0 if vc is None else vc.value)]
+        else:
+            edges = []
+            saved = []
+            for v in args[:n_tensors]:
+                ag = v._ag  # gradient_edge(v), inlined
+                if ag is None or not ag.requires_grad:
+                    edges.append(None)
+                elif ag.grad_fn is not None:
+                    edges.append((ag.grad_fn, ag.output_nr))
+                elif ag.accumulator is not None:
+                    edges.append((ag.accumulator, 0))
+                else:
+                    edges.append(gradient_edge(v))
+                vc = v._vc
+                saved.append((v, 0 if vc is None else vc.value))
         saved_out = None
         if uses_out:
-            # _alias(out), inlined
+            # _alias(out), inlined (and VersionCounter() without the class call)
             saved_out = out._device.wrap(out._data)
             vc = out._vc
             if vc is None:
-                vc = out._vc = VersionCounter() if out._view is None else counter(out)
+                if out._view is None:
+                    vc = _new(VersionCounter)
+                    vc.value = 0
+                    vc.views = None
+                else:
+                    vc = counter(out)
+                out._vc = vc
             saved_out._vc = vc
             saved.append((saved_out, vc.value))
         f = functools.partial(formula, tuple(map(is_not, edges, nones))) if uses_mask \
