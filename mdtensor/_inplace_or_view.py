@@ -158,8 +158,10 @@ def register_for(op) -> None:
         fn = _view_kernel(op)
     else:
         return
+    # Both kernels call only the entry below them (plus version counters and view
+    # metadata, no op): passthrough (Kernel)
     op._push_kernel(Kernel(fn, DispatchKey.ADInplaceOrView, with_keyset=True,
-                           name=fn.__qualname__))
+                           name=fn.__qualname__, passthrough=True))
 
 
 

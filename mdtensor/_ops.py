@@ -71,9 +71,10 @@ __all__ = [
 
 
 #: Kernel functions that compute on raw arrays and call no op (the catalogue's backend
-#: kernels).  A table entry that *is* one of them runs no further dispatch, so a layer
-#: above may call it without first changing the thread-local key state (the Autograd
-#: kernels skip their exclude guard then; Note [Autograd kernels] in mdtensor/autograd).
+#: kernels), and the table entries of passthrough kernels over them (``Kernel``).  A table
+#: entry that *is* one of them runs no further dispatch, so a layer above may call it
+#: without first changing the thread-local key state (the Autograd kernels skip their
+#: exclude guard then; Note [Autograd kernels] in mdtensor/autograd).
 LEAF_KERNELS: set = set()
 
 
@@ -94,12 +95,15 @@ class Kernel:
         user: registered from user code (its results are checked against the schema).
         gate: a one-item list; while ``gate[0]`` is falsy the kernel falls through (Note
             [Gated kernels]).  None: always active.
+        passthrough: the kernel calls the entry below its key and no op (ADInplaceOrView's
+            view and in-place kernels); its table entry is a leaf when that entry is one.
     """
 
-    __slots__ = ("fn", "key", "with_keyset", "boxed", "origin", "user", "name", "gate")
+    __slots__ = ("fn", "key", "with_keyset", "boxed", "origin", "user", "name", "gate",
+                 "passthrough")
 
     def __init__(self, fn, key, *, with_keyset=False, boxed=False, origin="mdtensor",
-                 user=False, name=None, leaf=False, gate=None):
+                 user=False, name=None, leaf=False, gate=None, passthrough=False):
         self.fn = fn
         self.key = key
         self.with_keyset = with_keyset
@@ -108,6 +112,7 @@ class Kernel:
         self.user = user
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
         self.gate = gate
+        self.passthrough = passthrough and not user
         if leaf and not (with_keyset or boxed or user):
             LEAF_KERNELS.add(fn)
 
@@ -520,6 +525,15 @@ def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Ca
         entry = checked(op, kernel, entry)
     if dispatcher.trace:
         entry = _traced(op, kernel, entry, ks, key)
+    elif kernel.passthrough:
+        # A layer kernel that only wraps the entry below (ADInplaceOrView's view and
+        # in-place kernels) runs no further dispatch when that entry is a leaf: so is it.
+        below_ks = remove_key(ks, key)
+        below = op._table.get(below_ks)
+        if below is None:
+            below = op._miss(below_ks)
+        if below in LEAF_KERNELS:
+            LEAF_KERNELS.add(entry)
     return entry
 
 

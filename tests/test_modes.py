@@ -194,3 +194,25 @@ def test_opcheck_passes_builtin_and_catches_bad_kernel():
             md.library.opcheck("opc::sneaky", (x,))
     finally:
         lib._destroy()
+
+
+def test_modes_and_autograd_see_views_and_inplace_ops_after_fast_calls():
+    """Passthrough entries (ADInplaceOrView over a leaf kernel) are called by the Autograd
+    kernel directly; a mode entered afterwards must still see every op, and autograd must
+    still record views and in-place ops on them."""
+    x = md.asarray([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    for _ in range(2):  # the second round runs from filled tables
+        y = x * 1.0
+        v = y[1:3]  # a view of a non-leaf, through the passthrough entry
+        v.mul_(3.0)  # in-place on the view: CopySlices
+        y.sum().backward()
+        assert x.grad.tolist() == [1.0, 3.0, 3.0, 1.0]
+        x.grad = None
+    with md.modes.LoggingMode() as m:
+        y = x * 1.0
+        y[1:3].mul_(3.0)
+    names = [line.split("(")[0] for line in m.log]
+    assert names[0] == "aten::mul.Scalar" and names[-1] == "aten::mul_.Scalar"
+    assert "aten::basic_index" in names, names
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 3.0, 3.0, 1.0]
