@@ -238,8 +238,6 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
     Returns:
         the list of captured gradients (None where nothing arrived).
     """
-    from mdtensor._tls import ExcludeGuard
-
     buffers: dict = {}
     root_nodes = []
     for (node, nr), g in roots:
@@ -249,13 +247,18 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
         buf[nr] = _add(buf[nr], g)
         root_nodes.append((node, nr))
     deps = _dependencies(root_nodes)
-    ready = [n for n in dict.fromkeys(n for n, _ in root_nodes) if deps.get(n, 0) == 0]
+    if len(root_nodes) == 1:  # loss.backward()
+        node = root_nodes[0][0]
+        ready = [node] if deps.get(node, 0) == 0 else []
+    else:
+        ready = [n for n in dict.fromkeys(n for n, _ in root_nodes) if deps.get(n, 0) == 0]
     captured = [None] * (len(capture) if capture else 0)
     leaf_grads: dict = {}
     executed = []
-    guard = None if create_graph else ExcludeGuard(AUTOGRAD_FUNCTIONALITY)
-    if guard is not None:
-        guard.__enter__()
+    token = None
+    if not create_graph:  # ExcludeGuard(AUTOGRAD_FUNCTIONALITY), inlined
+        inc, keep = dispatch_tls.get()
+        token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
     try:
         while ready:
             node = ready.pop()
@@ -316,8 +319,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                 if left == 0:
                     ready.append(nxt)
     finally:
-        if guard is not None:
-            guard.__exit__(None, None, None)
+        if token is not None:
+            dispatch_tls.reset(token)
     # Only now, with the whole pass done, touch .grad and free the graph.
     if leaf_grads:
         _accumulate(leaf_grads, roots, create_graph)
