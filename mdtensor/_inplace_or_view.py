@@ -85,7 +85,7 @@ def _inplace_kernel(op):
             kernel = table.get(ks)
             if kernel is None:
                 kernel = miss(ks)
-            result = kernel(self, *args, **kwargs)
+            result = kernel(self, *args, **kwargs) if kwargs else kernel(self, *args)
             vc = self._vc
             if vc is None:
                 vc = counter(self)
