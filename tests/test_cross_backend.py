@@ -247,3 +247,12 @@ def test_views_and_inplace_behave_like_numpy(device):
     assert _host(x).tolist() == [1.0, 3.0, 4.0]
     x[0] = 10.0
     assert _host(x).tolist() == [10.0, 3.0, 4.0] and x._version == 2
+
+
+@pytest.mark.parametrize("device", BACKENDS)
+def test_uint64_values_above_int64_keep_their_value(device):
+    # Regression (loopback): Python ints went through NumPy's inference (float64) first.
+    big = 2**63 + 1
+    for values in ([big, 1], big):
+        x = md.asarray(values, dtype=md.uint64, device=device)
+        assert x.dtype is md.uint64 and x.tolist() == values

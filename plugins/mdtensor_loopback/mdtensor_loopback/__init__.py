@@ -44,6 +44,11 @@ class LoopbackBackend(Backend):
 
         if isinstance(obj, self.array_type):
             return self._xp.asarray(obj, dtype=dtype, copy=copy)
+        if dtype is not None and not isinstance(obj, np.ndarray):
+            # Python numbers straight to the dtype asked for: NumPy's own inference takes
+            # [2**63 + 1, 1] to float64, and the cast to uint64 then rounds.
+            arr = np.asarray(obj, dtype=np.dtype(str(dtype).rsplit(".", 1)[-1]))
+            return self._xp.asarray(arr, copy=copy)
         arr = np.asarray(obj)
         if dtype is None:
             return self._xp.asarray(np.array(arr, copy=True) if copy else arr, copy=copy)
