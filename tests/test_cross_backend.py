@@ -135,7 +135,9 @@ def test_pointwise_and_reductions_property(device, data):
     if is_int:
         elements = st.integers(-1000, 1000)
     else:
-        elements = (st.floats(-1e3, 1e3, width=32)
+        # No subnormal inputs: XLA on CPU flushes them to zero (JAX gives 0 / 1e-45 = nan
+        # where NumPy gives 0), a property of the platform rather than of mdtensor.
+        elements = (st.floats(-1e3, 1e3, width=32, allow_subnormal=False)
                     | st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0]))
     a = data.draw(hnp.arrays(dtype, shape, elements=elements))
     b = data.draw(hnp.arrays(dtype, hnp.broadcastable_shapes(shape, min_side=0, max_side=4),
