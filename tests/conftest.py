@@ -4,15 +4,21 @@
 suite with that device as the default (``md.set_default_device``): every factory call
 without ``device=`` then creates tensors there.  Unset, the default is ``cpu`` (NumPy).
 The ``device`` fixture gives tests the device string under test, for explicit use.
+
+``_helpers.py`` has what tests need to hold on every device: ``to_numpy`` (values of a
+tensor anywhere; ``Tensor.numpy()`` refuses non-CPU tensors, as in PyTorch), the backend
+capabilities (``writes_in_place``, ``shares_views``), and ``xfail_on``/``skip_on`` with the
+known bugs and limits of backends that several tests share.  Tests about the CPU backend
+itself (memory shared with NumPy, user kernels registered for ``"CPU"``) pin
+``device="cpu"``.
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
+from _helpers import TEST_DEVICE
 
-TEST_BACKEND = os.environ.get("MDTENSOR_TEST_BACKEND", "").strip() or None
+TEST_BACKEND = None if TEST_DEVICE == "cpu" else TEST_DEVICE
 
 
 def pytest_configure(config):

@@ -30,7 +30,7 @@ def test_inplace_kernel_returning_new_tensor(lib):
         return self._device.wrap(self._data * 0 + v)
 
     lib.impl("fill_", bad_fill_, "CPU")
-    x = md.asarray([1.0, 2.0])
+    x = md.asarray([1.0, 2.0], device="cpu")
     state = _tls.local_state()
     with pytest.raises(RuntimeError) as info:
         _op(lib, "fill_")(x, 3.0)
@@ -43,7 +43,7 @@ def test_inplace_kernel_returning_new_tensor(lib):
 def test_inplace_kernel_returning_its_input_is_fine(lib):
     lib.define("ok_(Tensor(a!) self) -> Tensor(a!)")
     lib.impl("ok_", lambda self: self, "CPU")
-    x = md.asarray([1.0])
+    x = md.asarray([1.0], device="cpu")
     assert _op(lib, "ok_")(x) is x
 
 
@@ -55,7 +55,7 @@ def test_functional_kernel_returning_input(lib):
 
     lib.impl("ident", lazy_ident, "CPU")
     with pytest.raises(RuntimeError) as info:
-        _op(lib, "ident")(md.asarray([1.0]))
+        _op(lib, "ident")(md.asarray([1.0], device="cpu"))
     msg = str(info.value)
     assert f"{lib.ns}::ident" in msg and "lazy_ident" in msg and "functional" in msg
 
@@ -64,13 +64,13 @@ def test_functional_kernel_returning_input_inside_tuple(lib):
     lib.define("pair(Tensor x) -> (Tensor, Tensor)")
     lib.impl("pair", lambda x: (x._device.wrap(x._data.copy()), x), "CPU")
     with pytest.raises(RuntimeError, match="functional op"):
-        _op(lib, "pair")(md.asarray([1.0]))
+        _op(lib, "pair")(md.asarray([1.0], device="cpu"))
 
 
 def test_view_kernel_may_return_input(lib):
     lib.define("alias(Tensor(a) x) -> Tensor(a)")
     lib.impl("alias", lambda x: x, "CPU")
-    x = md.asarray([1.0])
+    x = md.asarray([1.0], device="cpu")
     assert _op(lib, "alias")(x) is x
 
 
@@ -81,7 +81,7 @@ def test_out_kernel_must_return_out(lib):
         return x._device.wrap(x._data.copy())
 
     lib.impl("cp.out", cp_out_bad, "CPU")
-    x, out = md.asarray([1.0]), md.asarray([0.0])
+    x, out = md.asarray([1.0], device="cpu"), md.asarray([0.0], device="cpu")
     with pytest.raises(RuntimeError) as info:
         _op(lib, "cp").out(x, out=out)
     msg = str(info.value)
@@ -98,7 +98,7 @@ def test_builtin_kernels_are_not_wrapped(lib):
     k = Kernel(fn, DispatchKey.CPU, user=False)
     op._push_kernel(k)
     try:
-        x = md.asarray([1.0])
+        x = md.asarray([1.0], device="cpu")
         assert op(x) is x
         assert op._table[next(iter(op._table))] is fn
     finally:

@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 import pytest
+from _helpers import LOOPBACK_PY_SCALARS, xfail_on
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,7 +132,8 @@ def test_missing_kernel_error_names_op_key_and_registered_keys(lib):
     with pytest.raises(NotImplementedError) as info:
         md.ops.disptest.only_meta(x)
     msg = str(info.value)
-    assert "disptest::only_meta" in msg and "needed a kernel for CPU" in msg
+    key = x.device.backend.key  # CPU, JAX, PrivateUse1 (loopback), ...
+    assert "disptest::only_meta" in msg and f"needed a kernel for {key}" in msg
     assert "Meta" in msg and "Library('disptest', 'IMPL')" in msg
     assert msg.count(",") < 20  # short, not a wall of keys
 
@@ -151,7 +153,7 @@ def test_redispatch_with_keyset_kernel(lib):
     lib.impl("layered", below, "CPU")
     lib.impl("layered", above, "Python", with_keyset=True)
     with _tls.IncludeGuard(K.Python):
-        out = md.ops.disptest.layered(md.asarray([1.0]))
+        out = md.ops.disptest.layered(md.asarray([1.0], device="cpu"))
     assert out.tolist() == [2.0]
     assert calls[0][0] == "python" and K.Python in calls[0][1] and calls[1] == "cpu"
 
@@ -160,7 +162,7 @@ def test_fallthrough_removes_key_from_mask(lib):
     lib.define("ft(Tensor x) -> Tensor")
     lib.impl("ft", lambda x: x._device.wrap(x._data * 2), "CPU")
     op = md.ops.disptest.ft.default
-    op(md.asarray([1.0]))
+    op(md.asarray([1.0], device="cpu"))
     assert not op._mask & K.ADInplaceOrView.value  # fallthrough by default
     assert not op._mask & K.BackendSelect.value
 
@@ -176,7 +178,7 @@ def test_boxed_fallback_receives_op_keyset_args(lib):
 
     with _tls.IncludeGuard(K.PreDispatch):
         with lib.fallback(fallback, "PreDispatch"):
-            out = md.ops.disptest.fb(md.asarray([1.0]), k=5)
+            out = md.ops.disptest.fb(md.asarray([1.0], device="cpu"), k=5)
     # k is positional in the schema, so it arrives positionally (as in PyTorch)
     assert out.tolist() == [6.0] and seen == [("disptest::fb", (5,), {})]
     assert _ops.dispatcher.fallbacks[K.PreDispatch][-1].is_fallthrough
@@ -192,6 +194,7 @@ def test_trace_env_var_prints_hops():
     assert "DispatchKeySet(AutogradCPU, CPU)" in lines[0]
 
 
+@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_failed_call_leaves_state_unchanged():
     x = md.asarray([1, 2])
     state = _tls.local_state()

@@ -34,7 +34,7 @@ def test_tensor_vs_scalar_vs_none(lib):
     for name in ("Tensor", "Scalar", "none"):
         lib.impl(f"f.{name}", _tag(name), "CPU")
     f = getattr(md.ops, lib.ns).f
-    x = md.asarray([1.0])
+    x = md.asarray([1.0], device="cpu")
     assert f(x, x) == "Tensor"
     assert f(x, 2.5) == "Scalar"
     assert f(x, None) == "none"
@@ -48,7 +48,7 @@ def test_resolution_is_cached_per_type_tuple(lib):
     lib.impl("g.a", _tag("a"), "CPU")
     lib.impl("g.b", _tag("b"), "CPU")
     g = getattr(md.ops, lib.ns).g
-    x = md.asarray([1.0])
+    x = md.asarray([1.0], device="cpu")
     assert g(x) == "a" and g(x, 1) == "b" and g(x, k=1) == "b"
     cache = g._resolution_cache
     # One positional argument: its type; more: a tuple of types; keywords: the types,
@@ -66,7 +66,7 @@ def test_sequence_contents_pick_the_overload(lib):
     lib.impl("h.ints", _tag("ints"), "CPU")
     lib.impl("h.tens", _tag("tens"), "CPU")
     h = getattr(md.ops, lib.ns).h
-    x = md.asarray([1.0])
+    x = md.asarray([1.0], device="cpu")
     assert h(x, [1, 2]) == "ints"
     assert h(x, [x, x]) == "tens"
     assert h(x, [3]) == "ints" and h(x, (x,)) == "tens"
@@ -83,7 +83,7 @@ def test_overload_changes_refresh_signatures(lib):
     lib.impl("k.a", _tag("a"), "CPU")
     lib.impl("k.b", _tag("b"), "CPU")
     k = getattr(md.ops, lib.ns).k
-    x = md.asarray([1.0])
+    x = md.asarray([1.0], device="cpu")
     assert k(x) == "a" and k(x, 1) == "b"
     frag._destroy()
     lib.define("k.c(Tensor x, str s) -> Tensor")
@@ -132,7 +132,7 @@ def test_keyword_value_types_pick_the_overload(lib):
     lib.impl("kw.T", _tag("T"), "CPU")
     lib.impl("kw.S", _tag("S"), "CPU")
     f = getattr(md.ops, lib.ns).kw
-    x = md.asarray([1.0])
+    x = md.asarray([1.0], device="cpu")
     assert f(x, other=2) == "S" and f(x, other=x) == "T" and f(x, other=2.5) == "S"
 
 
@@ -146,7 +146,7 @@ def test_positional_parameters_given_by_keyword_reach_kernels_positionally(lib):
 
     lib.impl("pk", kernel, "CPU")
     f = getattr(md.ops, lib.ns).pk
-    x = md.asarray([1.0])
+    x = md.asarray([1.0], device="cpu")
     assert f(x, y=x).tolist() == [2.0]
     assert f(y=x, x=x, n=3, k=2).tolist() == [2.0]
     assert seen == [(1, 0), (3, 2)]
@@ -168,7 +168,7 @@ def test_one_keyword_calls_go_positional_only_where_the_keyword_is_next(lib):
     lib.define("g(Tensor x, int k=0, int j=0, *, int m=0) -> Tensor")
     lib.impl("g", record, "CPU")
     g = getattr(md.ops, lib.ns).g
-    x = md.asarray([1.0])
+    x = md.asarray([1.0], device="cpu")
     for _ in range(2):  # the first call resolves, the second takes the cached path
         assert g(x, k=1) == g(x, j=2) == g(x, m=3) == "r"
     assert seen == [((1,), {}), ((), {"j": 2}), ((), {"m": 3})] * 2

@@ -11,14 +11,24 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import (
+    JAX_INDEX_OUT_OF_BOUNDS,
+    LOOPBACK_FANCY_SETITEM,
+    LOOPBACK_MULTI_INDEX_ARRAYS,
+    LOOPBACK_PY_SCALARS,
+    LOOPBACK_SLICE_BOUNDS,
+    shares_views,
+    to_numpy,
+    xfail_on,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mdtensor as md
 
 
-def _t(a):
-    return md.asarray(np.asarray(a).copy())
+def _t(a, device=None):
+    return md.asarray(np.asarray(a).copy(), device=device)
 
 
 def _grid(shape=(4, 5)):
@@ -38,7 +48,7 @@ BASIC_KEYS = [0, -1, slice(1, 3), slice(None, None, 2), (1, 2), (Ellipsis, 1), (
 def test_basic_index_matches_numpy(key):
     a = _grid()
     got = _t(a)[key]
-    np.testing.assert_array_equal(got.numpy(), a[key])
+    np.testing.assert_array_equal(to_numpy(got), a[key])
     assert got.shape == a[key].shape
 
 
@@ -47,20 +57,22 @@ def test_basic_index_is_a_view_sharing_memory_and_version(key):
     x = _t(_grid())
     v = x[key]
     assert v._base is x
-    assert np.shares_memory(v._data, x._data)
+    if shares_views(x):  # JAX: a view is a copy kept in sync by Functionalize
+        assert np.shares_memory(v._data, x._data)
     before = x._version
     v[...] = -7.0
     assert x._version == v._version == before + 1
-    assert np.all(x.numpy()[key] == -7.0)
+    assert np.all(to_numpy(x)[key] == -7.0)
     x[...] = 3.0  # mutation of the base shows in the view
-    assert np.all(v.numpy() == 3.0)
+    assert np.all(to_numpy(v) == 3.0)
     assert v._version == x._version
 
 
 @pytest.mark.parametrize("key,match", [
     ((0, 0, 0), "too many indices"),
-    (7, "out of bounds"),
-    ((0, -6), "out of bounds"),
+    pytest.param(7, "out of bounds", marks=xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)),
+    pytest.param((0, -6), "out of bounds",
+                 marks=xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)),
     ((Ellipsis, 0, Ellipsis), "single ellipsis"),
 ])
 def test_basic_index_errors(key, match):
@@ -70,29 +82,37 @@ def test_basic_index_errors(key, match):
     assert x._version == 0
 
 
+@xfail_on("loopback", reason=LOOPBACK_SLICE_BOUNDS)
 @settings(max_examples=40, deadline=None)
 @given(st.integers(-6, 6), st.integers(-6, 6), st.integers(-3, 3).filter(bool))
 def test_slices_match_numpy(start, stop, step):
     a = _grid((5, 3))
-    np.testing.assert_array_equal(_t(a)[start:stop:step].numpy(), a[start:stop:step])
-    np.testing.assert_array_equal(_t(a)[:, start:stop:step].numpy(), a[:, start:stop:step])
+    np.testing.assert_array_equal(to_numpy(_t(a)[start:stop:step]), a[start:stop:step])
+    np.testing.assert_array_equal(to_numpy(_t(a)[:, start:stop:step]), a[:, start:stop:step])
 
 
 # ---------------------------------------------------------------------------------------
 # Advanced indexing: copies
 
 
+_MULTI = xfail_on("loopback", reason=LOOPBACK_MULTI_INDEX_ARRAYS)
+
+
 @pytest.mark.parametrize("key", [
-    [0, 2, 2], np.array([3, 0]), (slice(None), [1, 0]), ([0, 1], [2, 3]),
-    np.array([True, False, True, False]), (np.array([[0], [3]]), np.array([1, 4])),
-], ids=["list", "array", "slice-list", "two-lists", "bool-mask", "broadcast-arrays"])
+    pytest.param([0, 2, 2], id="list"),
+    pytest.param(np.array([3, 0]), id="array"),
+    pytest.param((slice(None), [1, 0]), id="slice-list"),
+    pytest.param(([0, 1], [2, 3]), id="two-lists", marks=_MULTI),
+    pytest.param(np.array([True, False, True, False]), id="bool-mask"),
+    pytest.param((np.array([[0], [3]]), np.array([1, 4])), id="broadcast-arrays", marks=_MULTI),
+])
 def test_advanced_index_matches_numpy_and_copies(key):
     a = _grid()
     x = _t(a)
     mdkey = tuple(md.asarray(k) if isinstance(k, np.ndarray) else k for k in key) \
         if isinstance(key, tuple) else (md.asarray(key) if isinstance(key, np.ndarray) else key)
     got = x[mdkey]
-    np.testing.assert_array_equal(got.numpy(), a[key])
+    np.testing.assert_array_equal(to_numpy(got), a[key])
     assert not np.shares_memory(got._data, x._data)
     assert got._base is None
 
@@ -100,13 +120,18 @@ def test_advanced_index_matches_numpy_and_copies(key):
 def test_boolean_mask_from_comparison():
     a = _grid()
     x = _t(a)
-    np.testing.assert_array_equal(x[x > 7.5].numpy(), a[a > 7.5])
+    np.testing.assert_array_equal(to_numpy(x[x > 7.5]), a[a > 7.5])
 
 
+@xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)
 def test_advanced_index_errors():
     x = _t(_grid())
     with pytest.raises(IndexError):
         x[md.asarray(np.array([0, 9]))]
+
+
+def test_boolean_mask_of_the_wrong_length_raises():
+    x = _t(_grid())
     with pytest.raises(IndexError):
         x[md.asarray(np.array([True, False]))]
 
@@ -124,10 +149,11 @@ def test_setitem_basic_scalar_tensor_and_broadcast():
     a[:, 2] = np.arange(4.0)
     x[2:, 1:3] = md.asarray(np.array([9.0, 8.0]))  # broadcast over rows
     a[2:, 1:3] = np.array([9.0, 8.0])
-    np.testing.assert_array_equal(x.numpy(), a)
+    np.testing.assert_array_equal(to_numpy(x), a)
     assert x._version == 3
 
 
+@xfail_on("loopback", reason=LOOPBACK_FANCY_SETITEM)
 def test_setitem_advanced_and_mask():
     a = _grid()
     x = _t(a)
@@ -135,14 +161,14 @@ def test_setitem_advanced_and_mask():
     a[[0, 3]] = -1.0
     x[x > 15] = 0.0
     a[a > 15] = 0.0
-    np.testing.assert_array_equal(x.numpy(), a)
+    np.testing.assert_array_equal(to_numpy(x), a)
 
 
 def test_setitem_through_a_view_writes_the_base():
     x = _t(_grid())
     row = x[2]
     row[1:3] = 100.0
-    assert x.numpy()[2, 1] == 100.0 and x.numpy()[2, 2] == 100.0
+    assert to_numpy(x)[2, 1] == 100.0 and to_numpy(x)[2, 2] == 100.0
     assert x._version == row._version == 1
 
 
@@ -153,7 +179,7 @@ def test_setitem_errors_leave_tensor_unchanged():
         x[10] = 1.0
     with pytest.raises(ValueError):
         x[0] = md.asarray(np.ones(3))  # (3,) does not broadcast to (5,)
-    np.testing.assert_array_equal(x.numpy(), a)
+    np.testing.assert_array_equal(to_numpy(x), a)
     assert x._version == 0
 
 
@@ -164,11 +190,11 @@ def test_setitem_errors_leave_tensor_unchanged():
 def test_take_and_index_select():
     a = _grid()
     idx = np.array([3, 0, 0])
-    np.testing.assert_array_equal(md.take(_t(a), md.asarray(idx), axis=0).numpy(),
+    np.testing.assert_array_equal(to_numpy(md.take(_t(a), md.asarray(idx), axis=0)),
                                   np.take(a, idx, axis=0))
-    np.testing.assert_array_equal(md.index_select(_t(a), 1, md.asarray(idx)).numpy(),
+    np.testing.assert_array_equal(to_numpy(md.index_select(_t(a), 1, md.asarray(idx))),
                                   np.take(a, idx, axis=1))
-    np.testing.assert_array_equal(_t(a).index_select(0, md.asarray(idx)).numpy(), a[idx])
+    np.testing.assert_array_equal(to_numpy(_t(a).index_select(0, md.asarray(idx))), a[idx])
     with pytest.raises(ValueError, match="take: axis is required"):
         md.take(_t(a), md.asarray(idx))
     with pytest.raises(TypeError, match="index_select: expected an integer index"):
@@ -179,24 +205,25 @@ def test_gather_is_take_along_axis_with_dim():
     a = _grid((3, 4))
     idx = np.array([[0, 3], [1, 1], [2, 0]])
     want = np.take_along_axis(a, idx, axis=1)
-    np.testing.assert_array_equal(md.gather(_t(a), md.asarray(idx), dim=1).numpy(), want)
+    np.testing.assert_array_equal(to_numpy(md.gather(_t(a), md.asarray(idx), dim=1)), want)
     np.testing.assert_array_equal(
-        md.take_along_axis(_t(a), md.asarray(idx), axis=1).numpy(), want)
-    np.testing.assert_array_equal(_t(a).gather(md.asarray(idx), dim=1).numpy(), want)
+        to_numpy(md.take_along_axis(_t(a), md.asarray(idx), axis=1)), want)
+    np.testing.assert_array_equal(to_numpy(_t(a).gather(md.asarray(idx), dim=1)), want)
 
 
+@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_where_overloads():
     c = np.array([[True, False, True], [False, True, False]])
     a = _grid((2, 3))
     b = -_grid((3,))
-    np.testing.assert_array_equal(md.where(md.asarray(c), _t(a), _t(b)).numpy(),
+    np.testing.assert_array_equal(to_numpy(md.where(md.asarray(c), _t(a), _t(b))),
                                   np.where(c, a, b))
-    np.testing.assert_array_equal(md.where(md.asarray(c), _t(a), 0.5).numpy(),
+    np.testing.assert_array_equal(to_numpy(md.where(md.asarray(c), _t(a), 0.5)),
                                   np.where(c, a, 0.5))
-    np.testing.assert_array_equal(md.where(md.asarray(c), 2.0, _t(a)).numpy(),
+    np.testing.assert_array_equal(to_numpy(md.where(md.asarray(c), 2.0, _t(a))),
                                   np.where(c, 2.0, a))
     r = md.where(md.asarray(c), 1, 0)
-    np.testing.assert_array_equal(r.numpy(), np.where(c, 1, 0))
+    np.testing.assert_array_equal(to_numpy(r), np.where(c, 1, 0))
     assert r.dtype is md.int64
 
 
@@ -208,10 +235,10 @@ def test_argmax_argmin_axis_dim_keepdims():
     a = np.array([[1.0, 5.0, 5.0], [7.0, -1.0, 7.0]])
     x = _t(a)
     assert md.argmax(x).item() == np.argmax(a)
-    np.testing.assert_array_equal(md.argmax(x, axis=1).numpy(), np.argmax(a, axis=1))
-    np.testing.assert_array_equal(md.argmin(x, dim=0, keepdim=True).numpy(),
+    np.testing.assert_array_equal(to_numpy(md.argmax(x, axis=1)), np.argmax(a, axis=1))
+    np.testing.assert_array_equal(to_numpy(md.argmin(x, dim=0, keepdim=True)),
                                   np.argmin(a, axis=0, keepdims=True))
-    np.testing.assert_array_equal(x.argmax(1, keepdims=True).numpy(),
+    np.testing.assert_array_equal(to_numpy(x.argmax(1, keepdims=True)),
                                   np.argmax(a, axis=1, keepdims=True))
     assert md.argmax(x).dtype is md.int64
     with pytest.raises(ValueError, match="argmax: cannot compute on an empty tensor"):
@@ -225,7 +252,7 @@ def test_searchsorted_sides():
     v = np.array([2.0, 0.0, 6.0])
     for side in ("left", "right"):
         np.testing.assert_array_equal(
-            md.searchsorted(_t(s), _t(v), side=side).numpy(), np.searchsorted(s, v, side=side))
+            to_numpy(md.searchsorted(_t(s), _t(v), side=side)), np.searchsorted(s, v, side=side))
     with pytest.raises(ValueError, match="side must be 'left' or 'right'"):
         md.searchsorted(_t(s), _t(v), side="middle")
 
@@ -241,14 +268,14 @@ def test_masked_fill_out_of_place_and_in_place():
     a = _grid((2, 3))
     x = _t(a)
     y = md.masked_fill(x, md.asarray(MASK), -1.0)
-    np.testing.assert_array_equal(y.numpy(), np.where(MASK, -1.0, a))
-    np.testing.assert_array_equal(x.numpy(), a)  # functional: x untouched
+    np.testing.assert_array_equal(to_numpy(y), np.where(MASK, -1.0, a))
+    np.testing.assert_array_equal(to_numpy(x), a)  # functional: x untouched
     assert x._version == 0
-    np.testing.assert_array_equal(x.masked_fill(md.asarray(MASK[0]), 9).numpy(),
+    np.testing.assert_array_equal(to_numpy(x.masked_fill(md.asarray(MASK[0]), 9)),
                                   np.where(MASK[0], 9.0, a))  # mask broadcasts
     r = x.masked_fill_(md.asarray(MASK), md.asarray(np.array(4.0)))
     assert r is x and x._version == 1
-    np.testing.assert_array_equal(x.numpy(), np.where(MASK, 4.0, a))
+    np.testing.assert_array_equal(to_numpy(x), np.where(MASK, 4.0, a))
 
 
 def test_masked_fill_errors_leave_state_unchanged():
@@ -256,7 +283,7 @@ def test_masked_fill_errors_leave_state_unchanged():
     x = _t(a)
     with pytest.raises(TypeError, match="masked_fill: expected a bool mask, got float64"):
         md.masked_fill(x, _t(np.ones((2, 3))), 1.0)
-    np.testing.assert_array_equal(x.numpy(), a)
+    np.testing.assert_array_equal(to_numpy(x), a)
     assert x._version == 0
 
 
@@ -282,18 +309,19 @@ def test_overriding_masked_fill_inplace_changes_masked_fill(lib):
     assert "array_api_inplace[aten::masked_fill_.Scalar]" in msg
 
     a = _grid((2, 3))
-    x = _t(a)
-    y = md.masked_fill(x, md.asarray(MASK), 1.0)
+    x = _t(a, "cpu")  # the override is a CPU kernel
+    y = md.masked_fill(x, md.asarray(MASK, device="cpu"), 1.0)
     assert calls == [1.0]  # masked_fill = clone + masked_fill_, through the dispatcher
-    np.testing.assert_array_equal(y.numpy(), np.where(MASK, 42.0, a))
-    np.testing.assert_array_equal(x.numpy(), a)  # the clone was mutated, not x
+    np.testing.assert_array_equal(to_numpy(y), np.where(MASK, 42.0, a))
+    np.testing.assert_array_equal(to_numpy(x), a)  # the clone was mutated, not x
     # The Tensor overload is not overridden.
+    mask = md.asarray(MASK, device="cpu")
     np.testing.assert_array_equal(
-        md.masked_fill(x, md.asarray(MASK), md.asarray(np.array(1.0))).numpy(),
+        to_numpy(md.masked_fill(x, mask, md.asarray(np.array(1.0), device="cpu"))),
         np.where(MASK, 1.0, a))
 
     handle.remove()
-    np.testing.assert_array_equal(md.masked_fill(x, md.asarray(MASK), 1.0).numpy(),
+    np.testing.assert_array_equal(to_numpy(md.masked_fill(x, mask, 1.0)),
                                   np.where(MASK, 1.0, a))
     assert calls == [1.0]
 
@@ -305,11 +333,12 @@ def test_inplace_override_returning_a_new_tensor_breaks_the_alias_contract(lib):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         handle = lib.impl("masked_fill_.Scalar", wrong_masked_fill_, "CPU")
-    x = _t(_grid((2, 3)))
+    x = _t(_grid((2, 3)), "cpu")  # the override is a CPU kernel
+    mask = md.asarray(MASK, device="cpu")
     with pytest.raises(RuntimeError, match=r"aten::masked_fill_\.Scalar: the kernel "
                                            r"\S*wrong_masked_fill_ broke the schema's alias "
                                            r"contract.*returned a new tensor"):
-        md.masked_fill(x, md.asarray(MASK), 1.0)
+        md.masked_fill(x, mask, 1.0)
     handle.remove()
-    np.testing.assert_array_equal(md.masked_fill(x, md.asarray(MASK), 1.0).numpy(),
+    np.testing.assert_array_equal(to_numpy(md.masked_fill(x, mask, 1.0)),
                                   np.where(MASK, 1.0, _grid((2, 3))))

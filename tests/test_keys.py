@@ -66,9 +66,9 @@ def test_meta_wins_over_cpu():
 
 
 def test_tensor_keyset():
-    x = md.asarray([1.0])
+    x = md.asarray([1.0], device="cpu")
     assert K.CPU in x.keyset and K.AutogradCPU not in x.keyset
-    y = md.asarray([1.0], requires_grad=True)
+    y = md.asarray([1.0], requires_grad=True, device="cpu")
     assert K.AutogradCPU in y.keyset
 
 

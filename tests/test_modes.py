@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from _helpers import to_numpy, writes_in_place
 
 import mdtensor as md
 
@@ -139,7 +140,7 @@ def test_fake_tensor_mode():
     with mode:
         f = mode.from_tensor(real)
         out = md.exp(f) @ mode.from_tensor(md.zeros((3, 5)))
-        assert out.shape == (4, 5) and out.device == md.Device("cpu")
+        assert out.shape == (4, 5) and out.device == real.device
         with pytest.raises(RuntimeError, match="mixing fake and real"):
             f + real
         with pytest.raises(NotImplementedError, match="depends on the data"):
@@ -161,7 +162,7 @@ def test_trace_records_and_replays():
     text = str(g)
     assert "md.ops.aten.matmul.default(x0, x1)" in text and "tanh" in text
     x2 = md.asarray([[0.0, 1.0], [1.0, 0.0]])
-    np.testing.assert_allclose(g(x2, w).numpy(), f(x2, w).numpy())
+    np.testing.assert_allclose(to_numpy(g(x2, w)), to_numpy(f(x2, w)))
 
 
 def test_trace_records_forward_and_backward():
@@ -191,7 +192,7 @@ def test_opcheck_passes_builtin_and_catches_bad_kernel():
 
         lib.impl("sneaky", sneaky, "CPU")
         with pytest.raises(RuntimeError, match="was modified, but the schema does not mark"):
-            md.library.opcheck("opc::sneaky", (x,))
+            md.library.opcheck("opc::sneaky", (md.asarray([1.0, 2.0], device="cpu"),))
     finally:
         lib._destroy()
 
@@ -212,7 +213,10 @@ def test_modes_and_autograd_see_views_and_inplace_ops_after_fast_calls():
         y = x * 1.0
         y[1:3].mul_(3.0)
     names = [line.split("(")[0] for line in m.log]
-    assert names[0] == "aten::mul.Scalar" and names[-1] == "aten::mul_.Scalar"
+    # On JAX the tensor's Functionalize layer, above the mode's Python key (as in
+    # PyTorch), hands the mode the functional op.
+    inplace = "aten::mul_.Scalar" if writes_in_place(x) else "aten::mul.Scalar"
+    assert names[0] == "aten::mul.Scalar" and names[-1] == inplace
     assert "aten::basic_index" in names, names
     y.sum().backward()
     assert x.grad.tolist() == [1.0, 3.0, 3.0, 1.0]

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import to_numpy, writes_in_place, xfail_on
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +37,7 @@ def test_strategies_namespace_builds():
 
 
 def _np(x):
-    return np.asarray(x.numpy())
+    return np.asarray(to_numpy(x))
 
 
 if xps is not None:
@@ -99,7 +100,7 @@ if xps is not None:
             expected = _np(a * b).copy()
             buf = a._data
             a.mul_(b)
-        assert a._data is buf
+        assert a._data is buf or not writes_in_place(a)  # JAX: a new array
         np.testing.assert_array_equal(_np(a), expected)
 
 
@@ -137,6 +138,10 @@ def test_floor_divide_special_cases(a, b, expected, device):
 _NAN = float("nan")
 
 
+@xfail_on("jax", reason=(
+    "bug: on JAX expm1 of -inf + inf j and -inf + nan j is nan + nan j, not the Array "
+    "API's -1 + 0j: Note [Complex special values] (ops/elementwise.py) computes exp(z) - 1 "
+    "there, and jnp.exp itself gives nan + nan j for them (the standard: 0 + 0j)"))
 def test_expm1_complex_special_cases():
     cases = [(complex(0.0, 0.0), complex(0.0, 0.0)), (complex(-0.0, 0.0), complex(0.0, 0.0)),
              (complex(_INF, 0.0), complex(_INF, 0.0)),

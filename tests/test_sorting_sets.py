@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import to_numpy, xfail_on
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -12,8 +13,8 @@ from hypothesis.extra import numpy as hnp
 import mdtensor as md
 
 
-def _t(a):
-    return md.asarray(np.asarray(a).copy())
+def _t(a, device=None):
+    return md.asarray(np.asarray(a).copy(), device=device)
 
 
 # ---------------------------------------------------------------------------------------
@@ -25,7 +26,7 @@ def _t(a):
                   elements=st.integers(-3, 3)), st.booleans(), st.integers(-1, 0))
 def test_sort_argsort_stable_both_directions(a, descending, axis):
     x = _t(a)
-    got = md.argsort(x, axis=axis, descending=descending).numpy()
+    got = to_numpy(md.argsort(x, axis=axis, descending=descending))
     if descending:
         # Stable descending keeps equal elements in their original order.
         n = a.shape[axis]
@@ -33,14 +34,18 @@ def test_sort_argsort_stable_both_directions(a, descending, axis):
     else:
         want = np.argsort(a, axis=axis, kind="stable")
     np.testing.assert_array_equal(got, want)
-    sorted_ = md.sort(x, axis=axis, descending=descending).numpy()
+    sorted_ = to_numpy(md.sort(x, axis=axis, descending=descending))
     np.testing.assert_array_equal(sorted_, np.take_along_axis(a, want, axis))
 
 
+@xfail_on("jax", reason=(
+    "bug: on JAX md.sort(x, axis=3) of a 2-d tensor raises JAX's ValueError, not "
+    "IndexError: ops/searching.py _sort leaves the axis check to the backend (NumPy's "
+    "AxisError is both)"))
 def test_sort_torch_spelling_and_dtype():
     a = np.array([[3.0, 1.0, 2.0], [0.0, -1.0, 5.0]])
     x = _t(a)
-    np.testing.assert_array_equal(x.sort(dim=0).numpy(), np.sort(a, axis=0))
+    np.testing.assert_array_equal(to_numpy(x.sort(dim=0)), np.sort(a, axis=0))
     assert md.argsort(x).dtype is md.int64
     with pytest.raises(IndexError):
         md.sort(x, axis=3)
@@ -55,23 +60,23 @@ def test_unique_family_named_fields():
     x = _t(a)
     vals, idx, inv, counts = np.unique(a, return_index=True, return_inverse=True,
                                        return_counts=True)
-    np.testing.assert_array_equal(md.unique_values(x).numpy(), vals)
+    np.testing.assert_array_equal(to_numpy(md.unique_values(x)), vals)
     uc = md.unique_counts(x)
-    np.testing.assert_array_equal(uc.values.numpy(), vals)
-    np.testing.assert_array_equal(uc.counts.numpy(), counts)
+    np.testing.assert_array_equal(to_numpy(uc.values), vals)
+    np.testing.assert_array_equal(to_numpy(uc.counts), counts)
     ui = md.unique_inverse(x)
-    np.testing.assert_array_equal(ui.inverse_indices.numpy(), inv)
+    np.testing.assert_array_equal(to_numpy(ui.inverse_indices), inv)
     ua = md.unique_all(x)
     assert ua._fields == ("values", "indices", "inverse_indices", "counts")
-    np.testing.assert_array_equal(ua.indices.numpy(), idx)
-    np.testing.assert_array_equal(ua.values.numpy()[ua.inverse_indices.numpy()], a)
+    np.testing.assert_array_equal(to_numpy(ua.indices), idx)
+    np.testing.assert_array_equal(to_numpy(ua.values)[to_numpy(ua.inverse_indices)], a)
 
 
 def test_unique_inverse_keeps_input_shape():
     a = np.array([[2, 1], [1, 2]])
     ui = md.unique_inverse(_t(a))
     assert ui.inverse_indices.shape == (2, 2)
-    np.testing.assert_array_equal(ui.values.numpy()[ui.inverse_indices.numpy()], a)
+    np.testing.assert_array_equal(to_numpy(ui.values)[to_numpy(ui.inverse_indices)], a)
 
 
 # ---------------------------------------------------------------------------------------
@@ -83,9 +88,9 @@ def test_all_any_count_nonzero(kw):
     a = np.array([[0, 1, 2], [3, 0, 0]])
     npkw = {"axis": kw.get("axis", kw.get("dim")), "keepdims": kw.get("keepdim", False)}
     x = _t(a)
-    np.testing.assert_array_equal(md.all(x, **kw).numpy(), np.all(a, **npkw))
-    np.testing.assert_array_equal(md.any(x, **kw).numpy(), np.any(a, **npkw))
-    np.testing.assert_array_equal(md.count_nonzero(x, **kw).numpy(),
+    np.testing.assert_array_equal(to_numpy(md.all(x, **kw)), np.all(a, **npkw))
+    np.testing.assert_array_equal(to_numpy(md.any(x, **kw)), np.any(a, **npkw))
+    np.testing.assert_array_equal(to_numpy(md.count_nonzero(x, **kw)),
                                   np.count_nonzero(a, **npkw))
     assert md.all(x, **kw).dtype is md.bool
 
@@ -95,7 +100,7 @@ def test_nonzero_tuple_and_error():
     got = _t(a).nonzero()
     assert isinstance(got, tuple) and len(got) == 2
     for g, w in zip(got, np.nonzero(a)):
-        np.testing.assert_array_equal(g.numpy(), w)
+        np.testing.assert_array_equal(to_numpy(g), w)
     with pytest.raises(ValueError, match="nonzero: zero-dimensional"):
         md.nonzero(_t(np.array(1)))
 
@@ -103,11 +108,11 @@ def test_nonzero_tuple_and_error():
 def test_diff_with_prepend_append_and_errors():
     a = np.array([[1.0, 4.0, 9.0], [2.0, 2.0, 0.0]])
     x = _t(a)
-    np.testing.assert_array_equal(md.diff(x).numpy(), np.diff(a))
-    np.testing.assert_array_equal(md.diff(x, axis=0).numpy(), np.diff(a, axis=0))
-    np.testing.assert_array_equal(x.diff(n=2).numpy(), np.diff(a, n=2))
+    np.testing.assert_array_equal(to_numpy(md.diff(x)), np.diff(a))
+    np.testing.assert_array_equal(to_numpy(md.diff(x, axis=0)), np.diff(a, axis=0))
+    np.testing.assert_array_equal(to_numpy(x.diff(n=2)), np.diff(a, n=2))
     p = np.zeros((2, 1))
-    np.testing.assert_array_equal(md.diff(x, prepend=_t(p), append=_t(p)).numpy(),
+    np.testing.assert_array_equal(to_numpy(md.diff(x, prepend=_t(p), append=_t(p))),
                                   np.diff(a, prepend=p, append=p))
     with pytest.raises(ValueError, match="diff: order n must be non-negative"):
         md.diff(x, n=-1)
@@ -125,7 +130,7 @@ def test_astype_copies_and_casts():
     x = _t(a)
     y = md.astype(x, md.int32)
     assert y.dtype is md.int32
-    np.testing.assert_array_equal(y.numpy(), a.astype(np.int32))
+    np.testing.assert_array_equal(to_numpy(y), a.astype(np.int32))
     z = x.astype(md.float64)
     assert z is not x and not np.shares_memory(z._data, x._data)
     assert md.astype(x, md.float64, copy=False)._data is x._data
@@ -133,25 +138,29 @@ def test_astype_copies_and_casts():
         md.astype(x, "not-a-dtype")
 
 
-def test_to_follows_pytorch():
+def test_to_follows_pytorch(device):
     x = _t(np.arange(3.0))
-    assert x.to("cpu") is x  # same device and dtype: self
+    assert x.to(device) is x  # same device and dtype: self
     assert x.to(md.float64) is x
     assert x.to(md.float64, copy=True) is not x
     y = x.to(md.float32)
     assert y.dtype is md.float32 and y.device == x.device
-    assert x.to(dtype=md.int64, device="cpu").dtype is md.int64
+    c = x.to(dtype=md.int64, device="cpu")
+    assert c.dtype is md.int64 and c.device.type == "cpu"
     assert x.to(y).dtype is md.float32  # another tensor's device and dtype
     with pytest.raises(TypeError, match="to\\(\\): expected a device, a dtype or a tensor"):
         x.to(3)
 
 
-def test_to_device_and_back_via_meta():
+def test_to_device_and_back_via_meta(device):
     x = _t(np.arange(6.0).reshape(2, 3))
     m = x.to_device("meta")
     assert m.device.type == "meta" and m.shape == (2, 3) and m.dtype is md.float64
-    assert x.to_device("cpu") is x
-    assert x.cpu() is x
+    assert x.to_device(device) is x
+    if device == "cpu":
+        assert x.cpu() is x
+    else:
+        assert x.cpu().device.type == "cpu"
 
 
 def test_detach_shares_storage():
@@ -165,7 +174,7 @@ def test_detach_shares_storage():
 def test_cross_device_to_copies():
     pytest.importorskip("jax")
     a = np.arange(6.0).reshape(2, 3)
-    x = _t(a)
+    x = _t(a, "cpu")  # from the CPU to JAX and back
     j = x.to("jax")
     assert j.device.type == "jax"
     c = j.to("cpu")
