@@ -6,18 +6,19 @@ import threading
 
 import numpy as np
 import pytest
+from _helpers import to_numpy, xfail_gradcheck
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mdtensor as md
 
 
-def leaf(values, dtype=md.float64):
-    return md.asarray(values, dtype=dtype, requires_grad=True)
+def leaf(values, dtype=md.float64, device=None):
+    return md.asarray(values, dtype=dtype, requires_grad=True, device=device)
 
 
 def test_keyset_has_autograd_only_when_requiring_grad():
-    x = md.asarray([1.0, 2.0])
+    x = md.asarray([1.0, 2.0], device="cpu")
     assert md.DispatchKey.AutogradCPU not in x.keyset
     x.requires_grad_()
     assert md.DispatchKey.AutogradCPU in x.keyset
@@ -34,9 +35,9 @@ def test_requires_grad_only_for_floats():
 def test_backward_accumulates_into_leaves():
     x = leaf([1.0, 2.0, 3.0])
     (x * x).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_allclose(to_numpy(x.grad), [2.0, 4.0, 6.0])
     (x * 3).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [5.0, 7.0, 9.0])
+    np.testing.assert_allclose(to_numpy(x.grad), [5.0, 7.0, 9.0])
     assert x.is_leaf and not (x * 1).is_leaf
 
 
@@ -45,8 +46,8 @@ def test_shared_subexpression_and_broadcasting():
     b = leaf([10.0, 20.0])
     y = x * b + x
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [[11.0, 21.0], [11.0, 21.0]])
-    np.testing.assert_allclose(b.grad.numpy(), [4.0, 6.0])
+    np.testing.assert_allclose(to_numpy(x.grad), [[11.0, 21.0], [11.0, 21.0]])
+    np.testing.assert_allclose(to_numpy(b.grad), [4.0, 6.0])
 
 
 def test_leaf_grad_is_a_writeable_tensor_of_its_own():
@@ -55,9 +56,9 @@ def test_leaf_grad_is_a_writeable_tensor_of_its_own():
     x, y = leaf([1.0, 2.0, 3.0]), leaf([1.0, 1.0, 1.0])
     (x + y).sum().backward()
     x.grad.add_(1)  # an optimizer-style in-place update
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])
-    np.testing.assert_allclose(y.grad.numpy(), [1.0, 1.0, 1.0])
-    assert not np.shares_memory(x.grad.numpy(), y.grad.numpy())
+    np.testing.assert_allclose(to_numpy(x.grad), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(to_numpy(y.grad), [1.0, 1.0, 1.0])
+    assert not np.shares_memory(to_numpy(x.grad), to_numpy(y.grad))
     assert x.grad._base is None and x.grad.grad_fn is None
 
 
@@ -66,7 +67,7 @@ def test_leaf_grad_does_not_alias_the_callers_gradient():
     seed = md.asarray([5.0, 6.0], dtype=md.float64)
     (x + 0).backward(seed)
     x.grad.mul_(0)
-    np.testing.assert_allclose(seed.numpy(), [5.0, 6.0])
+    np.testing.assert_allclose(to_numpy(seed), [5.0, 6.0])
 
 
 def test_matmul_backward_skips_the_gradient_of_a_constant_input():
@@ -84,11 +85,11 @@ def test_matmul_backward_skips_the_gradient_of_a_constant_input():
     with Count():
         y.backward()
     assert calls.count("aten::matmul") == 1
-    np.testing.assert_allclose(w.grad.numpy(), np.arange(6.0).reshape(2, 3).T @ np.ones((2, 4)))
+    np.testing.assert_allclose(to_numpy(w.grad), np.arange(6.0).reshape(2, 3).T @ np.ones((2, 4)))
     a, b = leaf(np.ones((2, 3))), leaf(np.ones((3, 4)))
     ga, gb = md.autograd.grad((a @ b).sum(), [a, b])  # both needed: both computed
-    np.testing.assert_allclose(ga.numpy(), np.full((2, 3), 4.0))
-    np.testing.assert_allclose(gb.numpy(), np.full((3, 4), 2.0))
+    np.testing.assert_allclose(to_numpy(ga), np.full((2, 3), 4.0))
+    np.testing.assert_allclose(to_numpy(gb), np.full((3, 4), 2.0))
 
 
 def test_second_backward_raises_unless_retain_graph():
@@ -96,7 +97,7 @@ def test_second_backward_raises_unless_retain_graph():
     y = (x.exp() * 2).sum()
     y.backward(retain_graph=True)
     y.backward()
-    np.testing.assert_allclose(x.grad.numpy(), 4 * np.exp([1.0, 2.0]))
+    np.testing.assert_allclose(to_numpy(x.grad), 4 * np.exp([1.0, 2.0]))
     with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
         y.backward()
 
@@ -107,7 +108,7 @@ def test_backward_needs_scalar_or_gradient():
     with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar"):
         y.backward()
     y.backward(md.asarray([1.0, 0.5], dtype=md.float64))
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 1.0])
+    np.testing.assert_allclose(to_numpy(x.grad), [2.0, 1.0])
 
 
 def test_backward_on_tensor_without_grad_raises():
@@ -121,7 +122,7 @@ def test_autograd_grad_and_create_graph():
     (g,) = md.autograd.grad(y, x, create_graph=True)
     np.testing.assert_allclose(g.numpy(force=True), 3 * np.array([0.5, 1.5]) ** 2)
     (gg,) = md.autograd.grad(g.sum(), x)
-    np.testing.assert_allclose(gg.numpy(), 6 * np.array([0.5, 1.5]))
+    np.testing.assert_allclose(to_numpy(gg), 6 * np.array([0.5, 1.5]))
     assert x.grad is None  # grad() does not accumulate
 
 
@@ -197,7 +198,7 @@ def test_inplace_on_non_leaf_rebases_history():
     y = x * 2
     y.mul_(y)  # y = (2x)^2
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), 8 * np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(to_numpy(x.grad), 8 * np.array([1.0, 2.0, 3.0]))
     assert y.grad_fn.name() == "MulBackward0"
 
 
@@ -206,7 +207,7 @@ def test_inplace_on_view_of_non_leaf_copyslices():
     y = x * 1
     y[0:2].mul_(2)
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 1.0, 1.0])
+    np.testing.assert_allclose(to_numpy(x.grad), [2.0, 2.0, 1.0, 1.0])
 
 
 def test_setitem_gradients():
@@ -215,8 +216,8 @@ def test_setitem_gradients():
     y = x * 1
     y[1:2] = v
     (y * md.asarray([1.0, 2.0, 3.0], dtype=md.float64)).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [1.0, 0.0, 3.0])
-    np.testing.assert_allclose(v.grad.numpy(), [2.0])
+    np.testing.assert_allclose(to_numpy(x.grad), [1.0, 0.0, 3.0])
+    np.testing.assert_allclose(to_numpy(v.grad), [2.0])
 
 
 def test_hooks_and_retain_grad():
@@ -228,12 +229,12 @@ def test_hooks_and_retain_grad():
     y.register_hook(lambda g: g + 1)
     y.sum().backward()
     assert seen == [[6.0, 6.0]]
-    np.testing.assert_allclose(x.grad.numpy(), [60.0, 60.0])
-    np.testing.assert_allclose(y.grad.numpy(), [1.0, 1.0])
+    np.testing.assert_allclose(to_numpy(x.grad), [60.0, 60.0])
+    np.testing.assert_allclose(to_numpy(y.grad), [1.0, 1.0])
     h.remove()
     x.grad = None
     (x * 1).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0])
+    np.testing.assert_allclose(to_numpy(x.grad), [1.0, 1.0])
 
 
 def test_out_variant_with_grad_raises():
@@ -249,7 +250,7 @@ def test_op_without_formula_raises_on_backward_naming_it():
     try:
         lib.define("twice(Tensor x) -> Tensor")
         lib.impl("twice", lambda x: x._device.wrap(x._data * 2), "CPU")
-        x = md.asarray([[2.0, 1.0], [0.5, 3.0]], requires_grad=True)
+        x = md.asarray([[2.0, 1.0], [0.5, 3.0]], requires_grad=True, device="cpu")  # CPU kernel
         y = md.ops.autograd_no_formula.twice(x)
         with pytest.raises(NotImplementedError,
                            match="derivative for 'autograd_no_formula::twice'"):
@@ -299,13 +300,14 @@ def test_register_autograd_for_custom_op():
             return g * 2 * x
 
         md.library.register_autograd("agtest::square", backward, setup_context=setup, lib=lib)
-        x = leaf([3.0])
+        x = leaf([3.0], device="cpu")  # a CPU kernel
         md.ops.agtest.square(x).sum().backward()
         assert x.grad.tolist() == [6.0]
     finally:
         lib._destroy()
 
 
+@xfail_gradcheck
 def test_gradcheck_reports_first_mismatch():
     class Wrong(md.autograd.Function):
         @staticmethod
@@ -334,7 +336,7 @@ def test_mlp_gradients_match_numpy():
     zz = np.tanh(x_np @ w_np)
     sm = np.exp(zz) / np.exp(zz).sum(-1, keepdims=True)
     dz = (sm - onehot) / 5 * (1 - zz ** 2)
-    np.testing.assert_allclose(w.grad.numpy(), x_np.T @ dz, rtol=1e-10)
+    np.testing.assert_allclose(to_numpy(w.grad), x_np.T @ dz, rtol=1e-10)
 
 
 # exp is left out: chains of it overflow float64 (finite differences give nan).
@@ -342,6 +344,7 @@ _UNARY = ["tanh", "sin", "sigmoid", "neg", "square"]
 _BINARY = ["add", "mul", "sub", "maximum"]
 
 
+@xfail_gradcheck
 @settings(max_examples=25, deadline=None)
 @given(ops=st.lists(st.tuples(st.sampled_from(_UNARY + _BINARY + ["view", "inplace"]),
                               st.integers(0, 1)), min_size=1, max_size=5),

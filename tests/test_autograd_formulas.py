@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import NO_EINSUM, skip_on, to_numpy, xfail_gradcheck
 
 import mdtensor as md
 from mdtensor.testing import gradcheck, gradgradcheck
@@ -20,6 +21,7 @@ except ImportError:  # pragma: no cover
     torch = None
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch is the reference")
+no_einsum = skip_on("loopback", reason=NO_EINSUM)
 
 aten = md.ops.aten
 RNG = np.random.default_rng(11)
@@ -47,6 +49,7 @@ _MANY = ["fftn", "ifftn", "rfftn", "irfftn"]
 _REAL_IN = {"rfft", "ihfft", "rfftn"}
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
 @pytest.mark.parametrize("n", [None, 5, 9])
 @pytest.mark.parametrize("name", _ONE)
@@ -68,6 +71,7 @@ def test_fft_gradients(name, n, norm):
     assert gradcheck(f, inputs)
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("norm", ["backward", "ortho"])
 @pytest.mark.parametrize("s", [None, (3, 8)])
 @pytest.mark.parametrize("name", _MANY)
@@ -90,6 +94,7 @@ def test_fftn_gradients(name, s, norm):
     assert gradcheck(f, inputs)
 
 
+@xfail_gradcheck
 def test_fftshift_gradients():
     a = _const(3, 4)
     assert gradcheck(lambda x: (md.fft.fftshift(x, axes=(0,)) * a).sum(), (_param(3, 4),))
@@ -104,6 +109,7 @@ def _spd(a):
     return aten.add(aten.matmul(a, aten.matrix_transpose(a)), md.eye(n, dtype=md.float64) * n)
 
 
+@xfail_gradcheck
 def test_eigh_gradients_of_both_outputs():
     c1, c2 = _const(4), _const(4, 4)
 
@@ -151,6 +157,7 @@ def test_eig_gradients_match_torch(which, shape, complex_input):
     np.testing.assert_allclose(got[0], want[0], rtol=1e-8, atol=1e-10)
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("which", ["eigvals", "eig"])
 def test_eig_gradcheck(which):
     w = _const(4, 1)
@@ -169,6 +176,7 @@ def test_eig_gradient_of_a_phase_dependent_loss_is_refused():
         md.imag(v).sum().backward()
 
 
+@xfail_gradcheck
 def test_cholesky_gradients():
     c = _const(3, 3)
     assert gradcheck(lambda a: (md.linalg.cholesky(_spd(a)) * c).sum(), (_param(3, 3),))
@@ -176,6 +184,7 @@ def test_cholesky_gradients():
                      (_param(3, 3),))
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 3)])
 def test_svd_gradients_of_every_output(shape):
     k = min(shape[-2:])
@@ -198,6 +207,7 @@ def test_full_svd_of_a_non_square_matrix_through_u_is_refused():
         u.sum().backward()
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3)])
 def test_qr_gradients(shape):
     cq, cr = _const(shape[0], shape[1]), _const(shape[1], shape[1])
@@ -209,6 +219,7 @@ def test_qr_gradients(shape):
     assert gradcheck(f, (_param(*shape),))
 
 
+@xfail_gradcheck
 def test_slogdet_pinv_matrix_power_gradients():
     a = md.asarray(RNG.standard_normal((3, 3)) + 3 * np.eye(3), requires_grad=True)
     assert gradcheck(lambda x: md.linalg.slogdet(x)[1], (a,))
@@ -223,6 +234,7 @@ def test_slogdet_pinv_matrix_power_gradients():
 _c53t = _const(3, 5)
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("ord", ["fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf])
 def test_matrix_norm_gradients(ord):
     a = _param(3, 4)
@@ -235,13 +247,13 @@ def test_matrix_norm_gradients(ord):
 def _torch_grad(fn, *arrays):
     ts = [torch.tensor(a, requires_grad=True) for a in arrays]
     fn(*ts).backward()
-    return [t.grad.numpy() for t in ts]
+    return [to_numpy(t.grad) for t in ts]
 
 
 def _md_grad(fn, *arrays):
     ts = [md.asarray(a, requires_grad=True) for a in arrays]
     fn(*ts).backward()
-    return [t.grad.numpy() for t in ts]
+    return [to_numpy(t.grad) for t in ts]
 
 
 @needs_torch
@@ -257,6 +269,7 @@ def test_matrix_norm_abs_sum_gradients_match_torch(ord):
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("ord", [2, 1, 3, 0.5, float("inf"), -float("inf")])
 def test_vector_norm_gradients(ord):
     x = md.asarray(RNG.standard_normal((3, 4)) + 0.1, requires_grad=True)
@@ -264,6 +277,7 @@ def test_vector_norm_gradients(ord):
     assert gradcheck(lambda t: (md.linalg.vector_norm(t, axis=1, ord=ord) * c).sum(), (x,))
 
 
+@xfail_gradcheck
 def test_cross_and_diagonal_gradients():
     c = _const(4, 3)
     assert gradcheck(lambda a, b: (md.linalg.cross(a, b) * c).sum(),
@@ -276,6 +290,8 @@ def test_cross_and_diagonal_gradients():
 # -- einsum, tensordot ------------------------------------------------------------------------
 
 
+@no_einsum
+@xfail_gradcheck
 @pytest.mark.parametrize("eq,shapes", [
     ("ij,jk->ik", [(2, 3), (3, 4)]),
     ("ij->i", [(2, 3)]),
@@ -312,19 +328,22 @@ def test_einsum_gradients(eq, shapes):
     assert gradcheck(f, params)
     if torch is None:
         return
-    arrays = [p.detach().numpy() for p in params]
+    arrays = [to_numpy(p.detach()) for p in params]
     got = _md_grad(f, *arrays)
     want = _torch_grad(lambda *ts: (torch.einsum(eq, *ts) ** 2).sum(), *arrays)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
 
 
+@no_einsum
+@xfail_gradcheck
 @pytest.mark.parametrize("eq,shapes", [("ii->i", [(3, 3)]), ("...ij,...j", [(2, 3, 3), (3,)])])
 def test_einsum_second_derivatives(eq, shapes):
     params = tuple(_param(*s) for s in shapes)
     assert gradgradcheck(lambda *ts: (md.einsum(eq, list(ts)) ** 2).sum(), params)
 
 
+@no_einsum
 @needs_torch
 @pytest.mark.parametrize("eq,shapes", [
     ("ij,jk->ik", [(2, 3), (3, 4)]),
@@ -348,6 +367,7 @@ def test_complex_einsum_gradients_match_torch(eq, shapes):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("axes", [2, 1, 0, ([0, 2], [1, 0])])
 def test_tensordot_gradients(axes):
     a = _param(2, 3, 4)
@@ -457,13 +477,13 @@ def test_complex_product_gradients_match_torch(name):
     want = th.autograd.grad(out, ts, th.tensor(seed))
     xs = [md.asarray(a, requires_grad=True) for a in arrays]
     y = md_fn(*xs)
-    np.testing.assert_allclose(y.detach().numpy(), out.detach().numpy(), rtol=1e-10,
+    np.testing.assert_allclose(to_numpy(y.detach()), to_numpy(out.detach()), rtol=1e-10,
                                atol=1e-12)
     got = md.autograd.grad([y], xs, [md.asarray(seed)])
     for g, w in zip(got, want):
-        w = w.resolve_conj().numpy()
-        assert g.numpy().dtype == w.dtype
-        np.testing.assert_allclose(g.numpy(), w, rtol=1e-9, atol=1e-11)
+        w = to_numpy(w.resolve_conj())
+        assert to_numpy(g).dtype == w.dtype
+        np.testing.assert_allclose(to_numpy(g), w, rtol=1e-9, atol=1e-11)
 
 
 def _abs2_loss(fn, *xs):
@@ -479,7 +499,7 @@ def _wirtinger_fd(fn, arrays, i, eps=1e-6):
         x = xs[i].astype(np.result_type(xs[i], step)).copy()
         x.reshape(-1)[k] += step
         xs[i] = x
-        return float(_abs2_loss(fn, *(md.asarray(a) for a in xs)).numpy())
+        return float(to_numpy(_abs2_loss(fn, *(md.asarray(a) for a in xs))))
 
     base = arrays[i]
     grad = np.zeros(base.shape, dtype=base.dtype)
@@ -499,8 +519,8 @@ def test_complex_product_gradients_finite_differences(name):
     xs = [md.asarray(a, requires_grad=True) for a in arrays]
     got = md.autograd.grad([_abs2_loss(md_fn, *xs)], xs)
     for i, g in enumerate(got):
-        assert g.numpy().dtype == arrays[i].dtype
-        np.testing.assert_allclose(g.numpy(), _wirtinger_fd(md_fn, arrays, i), rtol=1e-6,
+        assert to_numpy(g).dtype == arrays[i].dtype
+        np.testing.assert_allclose(to_numpy(g), _wirtinger_fd(md_fn, arrays, i), rtol=1e-6,
                                    atol=1e-6)
 
 
@@ -508,6 +528,7 @@ _SECOND = ["matmul", "matmul-vec-vec", "mm", "bmm", "dot", "vecdot-broadcast", "
            "tensordot-pairs", "inv", "det", "solve", "solve-vector", "cross"]
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("name", _SECOND)
 def test_product_second_derivatives(name):
     md_fn, _, make = _COMPLEX_PRODUCTS[name]
@@ -527,6 +548,7 @@ def test_product_second_derivatives(name):
     assert gradgradcheck(f, parts)
 
 
+@xfail_gradcheck
 def test_eig_second_derivatives_of_a_complex_input():
     # they go through the complex matmul and solve formulas
     w = _const(3, 1)
@@ -552,7 +574,7 @@ def test_eig_second_derivatives_match_torch(which, complex_input):
     t = th.tensor(a, requires_grad=True)
     g, = th.autograd.grad(_eig_loss(th, which)(t, th.tensor(w)), [t], create_graph=True)
     want, = th.autograd.grad(th.real(g * th.conj(th.tensor(v))).sum(), [t])
-    np.testing.assert_allclose(got.numpy(), want.resolve_conj().numpy(), rtol=1e-8,
+    np.testing.assert_allclose(to_numpy(got), to_numpy(want.resolve_conj()), rtol=1e-8,
                                atol=1e-10)
 
 
@@ -654,8 +676,8 @@ def test_complex_decomposition_gradients_match_torch(name):
     _decomposition_fn(name, md)(x).backward()
     t = th.tensor(a, requires_grad=True)
     _decomposition_fn(name, th)(t).backward()
-    assert x.grad.numpy().dtype == np.complex128
-    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-10)
+    assert to_numpy(x.grad).dtype == np.complex128
+    np.testing.assert_allclose(to_numpy(x.grad), to_numpy(t.grad), rtol=1e-9, atol=1e-10)
 
 
 @pytest.mark.parametrize("name", ["cholesky", "cholesky-upper", "eigh", "eigh-vectors",
@@ -672,7 +694,7 @@ def test_complex_hermitian_input_gradients(name):
     loss(md, x, *consts).backward()
     t = th.tensor(a, requires_grad=True)
     loss(th, t, *consts).backward()
-    got, want = x.grad.numpy(), t.grad.numpy()
+    got, want = to_numpy(x.grad), to_numpy(t.grad)
     np.testing.assert_allclose(got, np.conj(np.swapaxes(got, -1, -2)), rtol=0, atol=1e-12)
     want = (want + np.conj(np.swapaxes(want, -1, -2))) / 2
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
@@ -686,6 +708,7 @@ def _through_parts(name):
     return (lambda xr, xi: f(aten.add(xr, aten.mul(xi, 1j)))), parts
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("name", ["cholesky", "cholesky-upper", "eigh", "eigh-vectors",
                                   "eigvalsh", "svd-all-4x4", "svd-u-5x3", "svd-vh-3x5",
                                   "svd-uvh-2x4x3", "qr", "qr-tall"])
@@ -694,6 +717,7 @@ def test_complex_decomposition_gradcheck(name):
     assert gradcheck(*_through_parts(name))
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("name", ["cholesky", "eigh", "svd-uvh-4x4", "qr"])
 def test_complex_decomposition_second_derivatives(name):
     assert gradgradcheck(*_through_parts(name))
@@ -720,12 +744,13 @@ def test_complex_eigh_and_svd_refuse_phase_dependent_losses():
     u, s, vh = md.linalg.svd(x, full_matrices=False)
     (md.real(u * md.conj(u)).sum() + md.real(md.matmul(u * md.unsqueeze(s, -2), vh)).sum()
      ).backward()
-    assert np.isfinite(x.grad.numpy()).all()
+    assert np.isfinite(to_numpy(x.grad)).all()
 
 
 # -- gathers, broadcasting, complex parts ---------------------------------------------------
 
 
+@xfail_gradcheck
 def test_index_select_and_repeat_interleave_gradients():
     idx = md.asarray([2, 0, 2])
     assert gradcheck(lambda x: (aten.index_select(x, 1, idx) ** 2).sum(), (_param(2, 3),))
@@ -736,6 +761,7 @@ def test_index_select_and_repeat_interleave_gradients():
     assert gradcheck(lambda x: (md.repeat_interleave(x, 2) ** 2).sum(), (_param(2, 2),))
 
 
+@xfail_gradcheck
 def test_diff_gradients_with_prepend_and_append():
     assert gradcheck(lambda x: (md.diff(x, n=2, axis=0) ** 2).sum(), (_param(5, 3),))
     p, q = _const(2, 1), _const(2, 2)
@@ -757,6 +783,7 @@ def test_diff_gradients_with_prepend_and_append():
     assert p.grad.tolist() == [[1.0], [1.0]]  # d/dp of sum(diff([..., p])) = 1
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("indexing", ["xy", "ij"])
 def test_meshgrid_and_broadcast_arrays_gradients(indexing):
     c = _const(3, 4, 2) if indexing == "ij" else _const(4, 3, 2)
@@ -767,6 +794,7 @@ def test_meshgrid_and_broadcast_arrays_gradients(indexing):
                      (_param(3, 1), _param(4)))
 
 
+@xfail_gradcheck
 def test_real_and_imag_gradients():
     a, b = _const(3), _const(3)
 
@@ -782,11 +810,12 @@ def test_dropout_gradient_uses_the_same_mask():
     x = md.asarray(RNG.uniform(1.0, 2.0, (50,)), requires_grad=True)
     y = md.dropout(x, 0.25) if hasattr(md, "dropout") else aten.dropout(x, 0.25)
     y.sum().backward()
-    kept = (y != 0).numpy()
-    np.testing.assert_allclose(x.grad.numpy(), kept / 0.75)
+    kept = to_numpy(y != 0)
+    np.testing.assert_allclose(to_numpy(x.grad), kept / 0.75)
     assert 0 < kept.sum() < 50
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("name", ["tanh", "sigmoid", "softmax", "log_softmax"])
 def test_fused_backward_ops_differentiate_twice(name):
     """Note [Backward ops]: tanh/sigmoid/softmax/log_softmax backward run as one op each,
@@ -822,4 +851,4 @@ def test_second_derivatives_flow_through_saved_outputs(name):
     t = np.array([0.3, 0.7])
     want = {"exp": np.exp(t), "sqrt": -0.25 * t ** -1.5,
             "tanh": -2 * np.tanh(t) * (1 - np.tanh(t) ** 2)}[name]
-    np.testing.assert_allclose(g2.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(g2), want, rtol=1e-12)

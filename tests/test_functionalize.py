@@ -5,6 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import (
+    LOOPBACK_FANCY_SETITEM,
+    LOOPBACK_PY_SCALARS,
+    to_numpy,
+    writes_in_place,
+    xfail_gradcheck,
+    xfail_on,
+)
 from mdtensor.ops import CATALOGUE
 
 import mdtensor as md
@@ -15,7 +23,11 @@ RNG_SEED = 7
 
 
 def _np(t):
-    return np.asarray(t.detach().numpy() if t.requires_grad else t.numpy())
+    return np.asarray(to_numpy(t.detach()))
+
+
+# Functionalize writes a mutated view back into its base with index_put.
+xfail_view_write_back = xfail_on("loopback", reason=LOOPBACK_FANCY_SETITEM)
 
 
 def _mutating(graph, allow_input_copy=True):
@@ -46,6 +58,7 @@ def _to_md(v):
     return md.asarray(v.copy()) if isinstance(v, np.ndarray) else v
 
 
+@xfail_view_write_back
 @pytest.mark.parametrize("decl", _inplace_decls())
 def test_every_inplace_op_functionalizes_to_the_same_result(decl):
     inplace = decl.inplace[0].overloadpacket
@@ -80,7 +93,8 @@ def test_every_inplace_op_functionalizes_to_the_same_result(decl):
             assert not isinstance(got, FunctionalTensor), what
             np.testing.assert_array_equal(_np(got), _np(expected), err_msg=what)
             np.testing.assert_array_equal(_np(x), _np(eager_x), err_msg=what + " (input)")
-            assert x._data is buffer, f"{what}: the input is written back in place"
+            if writes_in_place(x):  # JAX: the write-back swaps in a new array
+                assert x._data is buffer, f"{what}: the input is written back in place"
             with np.errstate(all="ignore"):
                 g = trace(functionalize(f), args[0].clone(), *args[1:])
             assert not _mutating(g), f"{what}: traced program mutates: {_mutating(g)}"
@@ -103,6 +117,7 @@ def _views_program(x):
     return y, row, col, sub
 
 
+@xfail_view_write_back
 def test_mutation_through_views_of_views_matches_eager():
     x = md.arange(6.0).reshape(2, 3)
     expected = _views_program(x.clone())
@@ -121,6 +136,7 @@ def test_views_read_after_a_mutation_see_it_without_another_op():
     assert functionalize(f)(md.asarray([1.0, 2.0, 3.0])) == ([3.0, 4.0], 7.0)
 
 
+@xfail_view_write_back
 def test_split_and_unbind_views_write_back():
     def f(x):
         a, b = x.split([1, 2])
@@ -136,6 +152,7 @@ def test_split_and_unbind_views_write_back():
     np.testing.assert_array_equal(_np(got[1]), _np(expected[1]))
 
 
+@xfail_view_write_back
 def test_input_mutation_is_written_back_and_bumps_the_version():
     def f(x, y):
         x[1:].add_(y)
@@ -164,6 +181,7 @@ def test_outputs_are_plain_tensors_and_nested_structures_are_unwrapped():
     assert out["b"][1] == 3
 
 
+@xfail_view_write_back
 def test_factories_inside_are_functionalized():
     def f(x):
         buf = md.zeros(3)
@@ -208,6 +226,7 @@ def test_bad_remove_and_non_callable_are_rejected():
         functionalize(3)
 
 
+@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_inplace_rules_still_apply_inside():
     def widen(x):
         x.add_(md.ones((2, 3)))
@@ -254,6 +273,7 @@ def test_out_variant_functionalizes():
 # -- tracing below functionalization ------------------------------------------------------
 
 
+@xfail_view_write_back
 def test_trace_of_functionalized_program_has_no_mutations_and_replays():
     x = md.arange(6.0).reshape(2, 3)
     g = trace(functionalize(_views_program), x.clone())
@@ -266,6 +286,7 @@ def test_trace_of_functionalized_program_has_no_mutations_and_replays():
         np.testing.assert_array_equal(_np(got), _np(e))
 
 
+@xfail_view_write_back
 def test_trace_with_views_removed_has_no_views():
     x = md.arange(6.0).reshape(2, 3)
     g = trace(functionalize(_views_program, remove="mutations_and_views"), x.clone())
@@ -279,9 +300,11 @@ def test_input_write_back_shows_as_a_final_copy():
     def f(x):
         x.mul_(2)
 
-    g = trace(functionalize(f), md.ones(2))
+    x = md.ones(2)
+    g = trace(functionalize(f), x)
     ops = [op.name for op, *_ in g.calls]
-    assert ops == ["aten::mul.Scalar", "aten::copy_"]
+    # On JAX the input's own Functionalize layer turns the write-back into aten::copy.
+    assert ops == ["aten::mul.Scalar", "aten::copy_" if writes_in_place(x) else "aten::copy"]
 
 
 # -- autograd ---------------------------------------------------------------------------------
@@ -294,6 +317,7 @@ def _grad_program(x):
     return (y * y).sum()
 
 
+@xfail_view_write_back
 @pytest.mark.parametrize("remove", ["mutations", "mutations_and_views"])
 def test_composes_with_autograd(remove):
     x0 = md.asarray([1.0, 2.0, 3.0], requires_grad=True)
@@ -305,6 +329,7 @@ def test_composes_with_autograd(remove):
     np.testing.assert_allclose(_np(x1.grad), _np(x0.grad))
 
 
+@xfail_view_write_back
 def test_backward_inside_the_function_is_traced_with_the_forward():
     def step(x):
         loss = _grad_program(x)
@@ -321,6 +346,8 @@ def test_backward_inside_the_function_is_traced_with_the_forward():
     np.testing.assert_allclose(_np(x.grad), _np(expected.grad))
 
 
+@xfail_view_write_back
+@xfail_gradcheck
 def test_gradcheck_through_functionalize():
     from mdtensor.testing import gradcheck
 

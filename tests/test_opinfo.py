@@ -11,14 +11,61 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _helpers import (
+    JAX_INDEX_OUT_OF_BOUNDS,
+    LOOPBACK_PY_SCALARS,
+    NO_EINSUM,
+    skip_on,
+    to_numpy,
+    writes_in_place,
+    xfail_gradcheck,
+    xfail_on,
+)
 from mdtensor.ops import CATALOGUE
 
 import mdtensor as md
 
 RNG_SEED = 1234
 
+# Known bugs and limits of one backend, by op: {op name: marks} per test.
+LOOPBACK_BOOL_INPUTS = xfail_on("loopback", reason=(
+    "bug: on loopback abs and the order comparisons (lt, le, gt, ge) of bool tensors raise "
+    "array_api_strict's TypeError (bool is not numeric there); NumPy and JAX accept them "
+    "(generic kernels in ops/elementwise.py pass bool arrays on)"))
+LOOPBACK_COMPLEX_LOGICAL = xfail_on("loopback", reason=(
+    "bug: on loopback logical_and/or/xor/not of complex tensors raise array_api_strict's "
+    "TypeError: the generic kernels cast to bool with astype, which the standard forbids "
+    "for complex (ops/elementwise.py)"))
+JAX_CLAMP_OUT = xfail_on("jax", reason=(
+    "bug: on JAX md.clamp(x, 0.5, 1.5, out=o) raises TypeError \"aten::clamp.Tensor: "
+    "argument 'min' must be a Tensor, got float\": Functionalize turns the out= call into the "
+    "clamp.Tensor overload whatever the bounds' types (mdtensor/_functionalize.py "
+    "_mutated_and_value)"))
+JAX_OUT_RESIZE_WARNING = xfail_on("jax", reason=(
+    "bug: on JAX an out= tensor of the wrong shape is resized without PyTorch's 'was "
+    "resized' UserWarning (Functionalize's out= path, mdtensor/_functionalize.py)"))
+BROADCAST_ERRORS = (
+    "bug: broadcasting errors off the CPU are the backend's own (JAX: TypeError 'add got "
+    "incompatible shapes for broadcasting'; loopback in-place: NumPy's ValueError), not "
+    "the ValueError naming the op with PyTorch's wording that the CPU ufunc kernels raise "
+    "(the generic kernels in ops/ do not check shapes first)")
 
-def _decls(need_ref=True):
+MARKS = {
+    "test_matches_reference": {
+        **dict.fromkeys(["abs", "lt", "le", "gt", "ge"], LOOPBACK_BOOL_INPUTS),
+        **dict.fromkeys(["logical_and", "logical_or", "logical_xor", "logical_not"],
+                        LOOPBACK_COMPLEX_LOGICAL),
+        "einsum": skip_on("loopback", reason=NO_EINSUM),
+    },
+    "test_inplace_variant": {"abs": LOOPBACK_BOOL_INPUTS},
+    "test_out_variant": {"clamp": JAX_CLAMP_OUT},
+    "test_error_inputs": dict.fromkeys(["basic_index", "basic_index_copy"],
+                                       xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)),
+}
+
+
+def _decls(need_ref=True, test=None):
+    marks = MARKS.get(test, {})
     out = []
     for key, decl in sorted(CATALOGUE.items()):
         info = decl.info
@@ -26,7 +73,8 @@ def _decls(need_ref=True):
             continue
         if need_ref and info.ref is None:
             continue
-        out.append(pytest.param(decl, id=key.split("::")[-1]))
+        out.append(pytest.param(decl, id=key.split("::")[-1],
+                                marks=marks.get(decl.name, ())))
     return out
 
 
@@ -66,7 +114,7 @@ def _tolerances(decl, dtype):
 
 def _as_numpy(x):
     if isinstance(x, md.Tensor):
-        return np.asarray(x.numpy(force=True) if x.requires_grad else x.numpy())
+        return np.asarray(x.numpy(force=True) if x.requires_grad else to_numpy(x))
     return np.asarray(x)
 
 
@@ -90,7 +138,7 @@ def _compare(decl, dtype, got, expected, what):
         np.testing.assert_array_equal(g, e, err_msg=what)
 
 
-@pytest.mark.parametrize("decl", _decls())
+@pytest.mark.parametrize("decl", _decls(test="test_matches_reference"))
 def test_matches_reference(decl):
     for dtype in decl.info.dtypes:
         for sample in _samples(decl, dtype):
@@ -101,7 +149,8 @@ def test_matches_reference(decl):
             _compare(decl, dtype, got, expected, what)
 
 
-@pytest.mark.parametrize("decl", [p for p in _decls() if p.values[0].inplace])
+@pytest.mark.parametrize("decl", [p for p in _decls(test="test_inplace_variant")
+                                  if p.values[0].inplace])
 def test_inplace_variant(decl):
     inplace = decl.inplace[0].overloadpacket
     checked = 0
@@ -123,7 +172,8 @@ def test_inplace_variant(decl):
             out = inplace(*args, **kwargs)
             what = f"{decl.name}_ [{dtype.name}] sample {sample.name}"
             assert out is self_t, f"{what}: in-place op must return self"
-            assert self_t._data is buffer, f"{what}: in-place op replaced the buffer"
+            if writes_in_place(self_t):  # JAX: Functionalize swaps in a new array
+                assert self_t._data is buffer, f"{what}: in-place op replaced the buffer"
             assert self_t._version == version + 1, f"{what}: version counter not bumped"
             _compare(decl, dtype, self_t, expected.astype(first.dtype), what)
             checked += 1
@@ -131,7 +181,8 @@ def test_inplace_variant(decl):
         pytest.skip("no sample keeps self's shape and dtype")
 
 
-@pytest.mark.parametrize("decl", [p for p in _decls() if p.values[0].out])
+@pytest.mark.parametrize("decl", [p for p in _decls(test="test_out_variant")
+                                  if p.values[0].out])
 def test_out_variant(decl):
     out_packet = decl.functional[0].overloadpacket
     for dtype in decl.info.dtypes[:3]:
@@ -150,6 +201,7 @@ def test_out_variant(decl):
             _compare(decl, dtype, out, expected, what)
 
 
+@JAX_OUT_RESIZE_WARNING
 def test_out_resize_warns_and_empty_out_resizes_silently():
     a = md.asarray([1.0, 2.0, 3.0])
     out = md.empty((2,))
@@ -162,16 +214,16 @@ def test_out_resize_warns_and_empty_out_resizes_silently():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         md.add(a, a, out=empty)
-    np.testing.assert_array_equal(empty.numpy(), [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(to_numpy(empty), [2.0, 4.0, 6.0])
 
 
 def test_out_dtype_that_cannot_hold_result_raises():
     a = md.asarray([1.5, 2.5])
     out = md.zeros((2,), dtype=md.int64)
-    before = out.numpy().copy()
+    before = to_numpy(out).copy()
     with pytest.raises(RuntimeError, match="can't be cast"):
         md.add(a, a, out=out)
-    np.testing.assert_array_equal(out.numpy(), before)
+    np.testing.assert_array_equal(to_numpy(out), before)
 
 
 def test_inplace_shape_mismatch_raises_and_leaves_self():
@@ -179,7 +231,7 @@ def test_inplace_shape_mismatch_raises_and_leaves_self():
     b = md.ones((2, 3))
     with pytest.raises(RuntimeError, match=r"doesn't match the broadcast shape \[2, 3\]"):
         a.add_(b)
-    np.testing.assert_array_equal(a.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(to_numpy(a), [1.0, 2.0, 3.0])
     assert a._version == 0
 
 
@@ -214,7 +266,7 @@ def test_meta_matches_real(decl):
                 assert f.dtype is r.dtype, f"{what}: meta dtype {f.dtype}, real {r.dtype}"
 
 
-@pytest.mark.parametrize("decl", [p for p in _decls(need_ref=False)
+@pytest.mark.parametrize("decl", [p for p in _decls(need_ref=False, test="test_error_inputs")
                                   if p.values[0].info.errors is not None])
 def test_error_inputs(decl):
     for err in decl.info.errors():
@@ -230,6 +282,7 @@ def _differentiable(decl):
             and any(d is md.float64 for d in info.dtypes))
 
 
+@xfail_gradcheck
 @pytest.mark.parametrize("order", ["grad", "gradgrad"])
 @pytest.mark.parametrize("decl", [p for p in _decls(need_ref=False)
                                   if _differentiable(p.values[0])])
@@ -283,7 +336,8 @@ def test_cpu_ufunc_kernels_compute_what_the_generic_kernels_compute():
     assert not COMPAT_WRAPPED & direct
 
 
-@pytest.mark.parametrize("name", ["div", "exp", "sub"])
+@pytest.mark.parametrize("name", ["div", "exp", pytest.param(
+    "sub", marks=xfail_on("loopback", reason=LOOPBACK_PY_SCALARS))])
 def test_cpu_ufunc_kernels_fall_back_for_integer_inputs_and_alpha(name):
     x = md.asarray([1, 2, 4])
     if name == "div":
@@ -297,7 +351,10 @@ def test_cpu_ufunc_kernels_fall_back_for_integer_inputs_and_alpha(name):
         assert md.sub(x, 1, 2).tolist() == [-1, 0, 2]
 
 
-@pytest.mark.parametrize("call", ["functional", "inplace", "out"])
+@pytest.mark.parametrize("call", [
+    pytest.param("functional", marks=xfail_on("jax", reason=BROADCAST_ERRORS)),
+    pytest.param("inplace", marks=xfail_on("jax", "loopback", reason=BROADCAST_ERRORS)),
+    pytest.param("out", marks=xfail_on("jax", reason=BROADCAST_ERRORS))])
 def test_broadcast_errors_name_the_op_and_leave_tensors_alone(call):
     a = md.ones((4, 8))
     b = md.ones((3, 8))
@@ -312,15 +369,18 @@ def test_broadcast_errors_name_the_op_and_leave_tensors_alone(call):
         else:
             md.add(a, b, out=md.zeros((4, 8)))
     assert a._version == before
-    np.testing.assert_array_equal(a.numpy(), np.ones((4, 8)))
+    np.testing.assert_array_equal(to_numpy(a), np.ones((4, 8)))
 
 
+@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_inplace_ufunc_kernel_writes_into_the_buffer_and_refuses_what_torch_refuses():
     a = md.ones(8)
     buf = a._data
     a.mul_(md.full((8,), 3.0))
     a.add_(1)
-    assert a._data is buf and a.tolist() == [4.0] * 8
+    assert a.tolist() == [4.0] * 8
+    if writes_in_place(a):  # JAX: Functionalize swaps in a new array
+        assert a._data is buf
     i = md.asarray([1, 2, 3])
     with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
         i.add_(1.5)
