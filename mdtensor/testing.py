@@ -16,6 +16,11 @@ class GradcheckError(RuntimeError):
     """An analytical gradient disagrees with finite differences."""
 
 
+def _np(t):
+    """A tensor's values as a NumPy array, from any device (a copy off the CPU)."""
+    return t.detach().numpy(force=True)
+
+
 def _outputs(fn, inputs):
     out = fn(*inputs)
     return out if isinstance(out, (tuple, list)) else (out,)
@@ -25,8 +30,8 @@ def _numerical(fn, inputs, i, eps):
     import mdtensor as md
 
     x = inputs[i]
-    base = x.detach().numpy().astype(np.float64).copy()
-    outs0 = [o.detach().numpy() for o in _outputs(fn, inputs)]
+    base = _np(x).astype(np.float64).copy()
+    outs0 = [_np(o) for o in _outputs(fn, inputs)]
     jac = [np.zeros((base.size, o.size)) for o in outs0]
     for k in range(base.size):
         vals = []
@@ -36,9 +41,9 @@ def _numerical(fn, inputs, i, eps):
             xs = list(inputs)
             # Perturbed inputs keep requires_grad: fn may itself differentiate
             # (gradgradcheck); outputs are read detached.
-            xs[i] = md.asarray(pert.reshape(base.shape), dtype=x.dtype,
+            xs[i] = md.asarray(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
                                requires_grad=x.requires_grad)
-            vals.append([np.asarray(o.detach().numpy(), dtype=np.float64).reshape(-1)
+            vals.append([np.asarray(_np(o), dtype=np.float64).reshape(-1)
                          for o in _outputs(fn, xs)])
         for j in range(len(outs0)):
             jac[j][k] = (vals[0][j] - vals[1][j]) / (2 * eps)
@@ -56,12 +61,12 @@ def _analytical(fn, inputs):
         for m in range(o.numel()):
             seed = np.zeros(o.numel())
             seed[m] = 1.0
-            g = md.asarray(seed.reshape(o.shape), dtype=o.dtype)
+            g = md.asarray(seed.reshape(o.shape), dtype=o.dtype, device=o.device)
             grads = md.autograd.grad([o], list(inputs), [g], retain_graph=True,
                                      allow_unused=True)
             for i, gi in enumerate(grads):
                 if gi is not None:
-                    jacs[i][j][:, m] = np.asarray(gi.numpy(), dtype=np.float64).reshape(-1)
+                    jacs[i][j][:, m] = np.asarray(_np(gi), dtype=np.float64).reshape(-1)
     return jacs
 
 

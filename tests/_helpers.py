@@ -65,15 +65,6 @@ def skip_on(*devices: str, reason: str):
 
 # -- known bugs (each one a reason for xfail_on) -----------------------------------------
 
-GRADCHECK_OFF_CPU = (
-    "bug: md.testing.gradcheck/gradgradcheck read tensors with .numpy() (TypeError off the "
-    "CPU) and build perturbed inputs and seeds without device= (mdtensor/testing.py "
-    "_numerical, _analytical)")
-
-# Off the CPU every test that runs md.testing.gradcheck or gradgradcheck fails on that bug.
-xfail_gradcheck = pytest.mark.xfail(TEST_DEVICE_TYPE != "cpu", reason=GRADCHECK_OFF_CPU,
-                                    strict=True)
-
 JAX_INDEX_OUT_OF_BOUNDS = (
     "bug: on JAX an out-of-bounds index gives a value instead of IndexError (x[7] of 4 rows "
     "is the last row, x[[0, 9]] gathers NaN): the generic basic_index and index kernels "

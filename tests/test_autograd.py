@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from _helpers import to_numpy, xfail_gradcheck
+from _helpers import to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -307,7 +307,6 @@ def test_register_autograd_for_custom_op():
         lib._destroy()
 
 
-@xfail_gradcheck
 def test_gradcheck_reports_first_mismatch():
     class Wrong(md.autograd.Function):
         @staticmethod
@@ -344,7 +343,6 @@ _UNARY = ["tanh", "sin", "sigmoid", "neg", "square"]
 _BINARY = ["add", "mul", "sub", "maximum"]
 
 
-@xfail_gradcheck
 @settings(max_examples=25, deadline=None)
 @given(ops=st.lists(st.tuples(st.sampled_from(_UNARY + _BINARY + ["view", "inplace"]),
                               st.integers(0, 1)), min_size=1, max_size=5),

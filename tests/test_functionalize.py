@@ -10,7 +10,6 @@ from _helpers import (
     LOOPBACK_PY_SCALARS,
     to_numpy,
     writes_in_place,
-    xfail_gradcheck,
     xfail_on,
 )
 from mdtensor.ops import CATALOGUE
@@ -347,7 +346,6 @@ def test_backward_inside_the_function_is_traced_with_the_forward():
 
 
 @xfail_view_write_back
-@xfail_gradcheck
 def test_gradcheck_through_functionalize():
     from mdtensor.testing import gradcheck
 

@@ -18,7 +18,6 @@ from _helpers import (
     skip_on,
     to_numpy,
     writes_in_place,
-    xfail_gradcheck,
     xfail_on,
 )
 from mdtensor.ops import CATALOGUE
@@ -282,7 +281,6 @@ def _differentiable(decl):
             and any(d is md.float64 for d in info.dtypes))
 
 
-@xfail_gradcheck
 @pytest.mark.parametrize("order", ["grad", "gradgrad"])
 @pytest.mark.parametrize("decl", [p for p in _decls(need_ref=False)
                                   if _differentiable(p.values[0])])
