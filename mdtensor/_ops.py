@@ -277,8 +277,19 @@ class OpOverload:
                 self._table[ks] = entry
                 return entry
             entry = _make_entry(self, kernel, k, key)
+            gate = kernel.gate
+            if gate is not None:  # Note [Gated kernels]
+                below = self._entry(remove_key(k, key))
+                _GATED[(self, ks)] = (gate, entry, below)
+                if not gate[0]:
+                    entry = below
             self._table[ks] = entry
             return entry
+
+    def _entry(self, ks: int) -> Callable:
+        """The table entry for the (masked) key set ``ks``, filled on a miss."""
+        entry = self._table.get(ks)
+        return entry if entry is not None else self._miss(ks)
 
     # -- the precedence ladder ------------------------------------------------------------
     def resolve(self, key: DispatchKey) -> tuple[Kernel | None, str]:
@@ -488,8 +499,8 @@ def _make_caller(op: OpOverload) -> Callable:
 # Functionalize's kernel for non-mutating ops is gated on a ``functionalize()`` transform
 # running, so tensors of immutable backends fall through it at no cost outside one.
 
-#: (op, key set) -> (gate, active entry, entry below): the table entries made by gated
-#: kernels (stale ones, whose table was cleared since, are dropped by flip_gates)
+#: (op, table key set) -> (gate, active entry, entry below): the table entries made by
+#: gated kernels (stale ones, whose table was cleared since, are dropped by flip_gates)
 _GATED: dict = {}
 
 
@@ -509,8 +520,6 @@ def flip_gates(gate: list) -> None:
 
 def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Callable:
     """Wrap a kernel into a table entry for key set ``ks`` (dispatched as ``key``)."""
-    if kernel.gate is not None:
-        return _gated_entry(op, kernel, ks, key)
     fn = kernel.fn
     if kernel.boxed:
         def entry(*args, **kwargs):
@@ -528,27 +537,9 @@ def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Ca
     elif kernel.passthrough:
         # A layer kernel that only wraps the entry below (ADInplaceOrView's view and
         # in-place kernels) runs no further dispatch when that entry is a leaf: so is it.
-        below_ks = remove_key(ks, key)
-        below = op._table.get(below_ks)
-        if below is None:
-            below = op._miss(below_ks)
-        if below in LEAF_KERNELS:
+        if op._entry(remove_key(ks, key)) in LEAF_KERNELS:
             LEAF_KERNELS.add(entry)
     return entry
-
-
-def _gated_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Callable:
-    gate = kernel.gate
-    active = _make_entry(op, Kernel(kernel.fn, kernel.key, with_keyset=kernel.with_keyset,
-                                    boxed=kernel.boxed, origin=kernel.origin,
-                                    user=kernel.user, name=kernel.name), ks, key)
-    below_ks = remove_key(ks, key)
-    below = op._table.get(below_ks)
-    if below is None:
-        below = op._miss(below_ks)
-
-    _GATED[(op, ks)] = (gate, active, below)
-    return active if gate[0] else below
 
 
 def _traced(op, kernel, entry, ks, key):

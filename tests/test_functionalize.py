@@ -408,3 +408,37 @@ def test_entering_a_transform_swaps_gated_entries_and_clears_no_table():
         j = md.asarray([0.0, 1.0], device="jax")
         inside = functionalize(lambda t: md.exp(t))(j)
         assert inside.device.type == "jax" and md.exp(j).tolist() == inside.tolist()
+
+
+def test_gated_entries_flip_under_the_table_key_when_a_key_above_falls_through():
+    """Regression: a fallthrough above Functionalize (here a user's AutogradJAX
+    fallthrough) makes the table key differ from the key set the gated kernel served;
+    entering and leaving a transform must swap the entry stored under the table key."""
+    pytest.importorskip("jax")
+    import warnings
+
+    from mdtensor import _ops
+
+    exp = md.ops.aten.exp.default
+    lib = md.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lib.impl("exp", md.library.fallthrough_kernel, "AutogradJAX")
+    try:
+        x = md.asarray([0.0, 1.0], device="jax", requires_grad=True)
+        assert md.exp(x).tolist() == pytest.approx([1.0, np.e])  # fills the entry
+        ks = x._ks & exp._mask
+        assert ks & md.DispatchKey.AutogradJAX.value
+        gate, active, below = _ops._GATED[(exp, ks)]
+        assert exp._table[ks] is below
+        seen = []
+
+        def f(t):
+            seen.append(exp._table[ks])
+            return md.exp(x) + t
+
+        got = functionalize(f)(md.asarray([0.0, 0.0], device="jax"))
+        assert got.tolist() == pytest.approx([1.0, np.e])
+        assert seen == [active] and exp._table[ks] is below
+    finally:
+        lib._destroy()
