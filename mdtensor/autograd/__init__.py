@@ -322,35 +322,20 @@ def _make_kernel(op, formula):
         kind = getattr(out._data.dtype, "kind", None)  # out._is_floating(), inlined
         if not (kind in "fc" if kind is not None else out._is_floating()):
             return out
-        if n_tensors == 1:  # one input: edge and saved version without a loop
-            v = args[0]
+        edges = []
+        saved = []
+        for v in args[:n_tensors]:
             ag = v._ag  # gradient_edge(v), inlined
             if ag is None or not ag.requires_grad:
-                e = None
+                edges.append(None)
             elif ag.grad_fn is not None:
-                e = (ag.grad_fn, ag.output_nr)
+                edges.append((ag.grad_fn, ag.output_nr))
             elif ag.accumulator is not None:
-                e = (ag.accumulator, 0)
+                edges.append((ag.accumulator, 0))
             else:
-                e = gradient_edge(v)
-            edges = [e]
+                edges.append(gradient_edge(v))
             vc = v._vc
-            saved = [(v, 0 if vc is None else vc.value)]
-        else:
-            edges = []
-            saved = []
-            for v in args[:n_tensors]:
-                ag = v._ag  # gradient_edge(v), inlined
-                if ag is None or not ag.requires_grad:
-                    edges.append(None)
-                elif ag.grad_fn is not None:
-                    edges.append((ag.grad_fn, ag.output_nr))
-                elif ag.accumulator is not None:
-                    edges.append((ag.accumulator, 0))
-                else:
-                    edges.append(gradient_edge(v))
-                vc = v._vc
-                saved.append((v, 0 if vc is None else vc.value))
+            saved.append((v, 0 if vc is None else vc.value))
         saved_out = None
         if uses_out:
             # _alias(out), inlined (and VersionCounter() without the class call)
@@ -368,8 +353,8 @@ def _make_kernel(op, formula):
             saved.append((saved_out, vc.value))
         f = functools.partial(formula, tuple(map(is_not, edges, nones))) if uses_mask \
             else formula
-        # attach(out, node, 0), inlined: ``out`` is fresh from a functional kernel
-        # Node.new(...) and AutogradMeta.of_output(node, 0), inlined (one frame each)
+        # Node.new(...), AutogradMeta.of_output(node, 0) and attach(out, node, 0), inlined:
+        # a frame each costs ~0.1 us on every recorded op (DESIGN.md section 8)
         node = _new(Node)
         node._name = name
         node.formula = f
@@ -381,7 +366,7 @@ def _make_kernel(op, formula):
         node.n_outputs = 1
         node.pre_hooks = None
         node.retained = None
-        if out._ag is None:
+        if out._ag is None:  # ``out`` is fresh from a functional kernel
             meta = _new(AutogradMeta)
             meta.requires_grad = True
             meta.grad = None
