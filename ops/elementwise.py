@@ -70,11 +70,11 @@ def _is_ufunc(name: str) -> bool:
 COMPAT_WRAPPED = frozenset({"ceil", "floor", "trunc", "sign"})
 
 
-def _cpu_ufunc(name: str, floats_only: bool) -> Ufunc | None:
+def _cpu_ufunc(name: str, floats_only: bool, kinds: str = "fc") -> Ufunc | None:
     """The direct CPU kernel of ``name`` (Note [NumPy fast impls] in ops/_decl.py)."""
     fn = getattr(np, name, None)
     if isinstance(fn, np.ufunc) and name not in COMPAT_WRAPPED:
-        return Ufunc(fn, floats_only)
+        return Ufunc(fn, floats_only, kinds)
     return None
 
 
@@ -132,9 +132,9 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
             f(a, out=out)
             return True
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
-    cpu = _cpu_ufunc(xp_name or name, float_fn)
-    if cpu is not None and complex_fix is not None:
-        cpu = Ufunc(cpu.fn, floats_only=True, kinds="f")
+    # With a complex fix the ufunc kernel serves real floats only (complex takes ``impl``).
+    cpu = _cpu_ufunc(xp_name or name, float_fn or complex_fix is not None,
+                     kinds="fc" if complex_fix is None else "f")
     return defop(
         f"{name}(Tensor self) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured,
@@ -154,12 +154,10 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
     ufunc CPU kernel) and out=/in-place variants compute it and copy."""
     fn = attrgetter(xp_name or name)
     own = impl is not None
-    if own:
-        pass
-    elif float_fn:
+    if not own and float_fn:
         def impl(xp, a, b):
             return fn(xp)(_to_float_any(xp, a), _to_float_any(xp, b))
-    else:
+    elif not own:
         def impl(xp, a, b):
             return fn(xp)(a, b)
     impl.__name__ = name
