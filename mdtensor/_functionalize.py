@@ -97,7 +97,7 @@ def _functional_of(op):
 
 
 def _masked_fill(self, mask, value):
-    from mdtensor.ops import aten
+    from mdtensor.ops import aten_calls as aten
 
     return aten.where(mask, value, self)
 
@@ -352,7 +352,7 @@ def _wrapper_key(w) -> tuple:
 
 
 def _commit_wrapper(op, w: FunctionalTensor, value: Tensor, inplace: bool) -> None:
-    from mdtensor.ops import aten
+    from mdtensor.ops import aten_calls as aten
 
     _check_new_value(op, w, value, inplace)
     if value.dtype != w.dtype:

@@ -25,6 +25,19 @@ Above it, a packet call (``md.exp(x)``) finds the overload's caller in a dict ke
 argument types: for one positional argument the key is the type itself, for two a pair,
 and the caller is then called with the arguments spread (``caller(a)``), not re-packed.
 
+Note [Packet functions]
+~~~~~~~~~~~~~~~~~~~~~~
+Calling an instance of a Python class goes through its type's ``__call__`` slot: CPython
+packs the arguments into a tuple and a dict and looks the method up, about 0.1 us more than
+calling a function, which takes the vectorcall path.  So a packet's call is a closure,
+``packet._call``, and that closure is what the namespaces hold: ``md.sum`` is
+``md.ops.aten.sum._call`` (``md.sum.op`` is the packet, as ``torch.add`` is a builtin and
+``torch.ops.aten.add`` the packet), and hot code inside mdtensor -- derivative formulas, the
+engine, Functionalize -- calls ``from mdtensor.ops import aten_calls as aten``, the same
+functions by name.  ``OpOverloadPacket.__call__`` forwards to ``_call`` for everyone else
+(``md.ops.aten.sum(x)``).  Measured in one process on 8-element float32 tensors, packet
+then function: ``md.exp(x)`` 1.21 -> 1.06 us, ``md.sum(x, axis=0)`` 2.47 -> 2.28 us.
+
 Note [Dispatch table]
 ~~~~~~~~~~~~~~~~~~~~~
 The table maps a *call key set* straight to a ready-to-call entry.  It is filled lazily: a
@@ -629,6 +642,8 @@ class OpOverloadPacket:
         #: after the Tensor: the overload's caller, to call as ``caller(x, value)``
         self._by_position: dict = {}
         self._kwarg_aliases: dict[str, str] = {}
+        #: the call as a plain function: ``md.<name>``, ``ops.aten_calls.<name>``
+        self._call = _packet_function(self)
         self.__name__ = name
         self.__qualname__ = name
         self.__doc__ = None
@@ -665,48 +680,7 @@ class OpOverloadPacket:
         return self._qualified_name
 
     def __call__(self, *args, **kwargs):
-        # Resolution keys (Note [The hot path]): one positional argument's key is its type
-        # itself, no tuple; two positional arguments' a pair of types.  The common calls
-        # then call the caller with the arguments spread, not through *args.
-        if kwargs:
-            # Keyword names and *types* matter too: f(x, other=2) and f(x, other=x) differ.
-            # Flat, and still unambiguous: argument types, then the names (strings, never
-            # equal to a type), then as many value types as names.
-            if len(args) == 1 and len(kwargs) == 1:  # md.sum(x, axis=0): the same key
-                (k,) = kwargs
-                a = args[0]
-                v = kwargs[k]
-                key = (type(a), k, type(v))
-                caller = self._by_position.get(key)  # the keyword is the next parameter
-                if caller is not None:
-                    return caller(a, v)
-                caller = self._resolution_cache.get(key)
-                if caller is not None:
-                    return caller(a, **kwargs)
-            else:
-                key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
-        else:
-            n = len(args)
-            if n == 1:
-                a = args[0]
-                caller = self._resolution_cache.get(type(a))
-                if caller is not None:
-                    return caller(a)
-                key = type(a)
-            elif n == 2:
-                a, b = args
-                caller = self._resolution_cache.get((type(a), type(b)))
-                if caller is not None:
-                    return caller(a, b)
-                key = (type(a), type(b))
-            else:
-                key = tuple(map(type, args))
-        caller = self._resolution_cache.get(key)
-        if caller is None:
-            from ._frontend import resolve
-
-            caller = resolve(self, args, kwargs, key)
-        return caller(*args, **kwargs)
+        return self._call(*args, **kwargs)
 
     def _add_overload(self, op: OpOverload) -> None:
         name = op.schema.overload_name or "default"
@@ -726,23 +700,100 @@ class OpOverloadPacket:
         self.__dict__.pop("_plum_signatures", None)
 
 
+def _packet_function(packet: OpOverloadPacket) -> Callable:
+    """Build ``packet._call``: resolve the overload of a call, then call its caller.
+
+    It is a plain function, not the packet's ``__call__``, so that the namespace functions
+    (``md.exp``) and the formulas' ``aten`` calls are vectorcalls (Note [Packet
+    functions]).
+    """
+    cache = packet._resolution_cache  # both cleared in place, never replaced
+    by_position = packet._by_position
+
+    def call(*args, **kwargs):
+        # Resolution keys (Note [The hot path]): one positional argument's key is its type
+        # itself, no tuple; two positional arguments' a pair of types.  The common calls
+        # then call the caller with the arguments spread, not through *args.
+        if kwargs:
+            # Keyword names and *types* matter too: f(x, other=2) and f(x, other=x) differ.
+            # Flat, and still unambiguous: argument types, then the names (strings, never
+            # equal to a type), then as many value types as names.
+            if len(args) == 1 and len(kwargs) == 1:  # md.sum(x, axis=0): the same key
+                (k,) = kwargs
+                a = args[0]
+                v = kwargs[k]
+                key = (type(a), k, type(v))
+                caller = by_position.get(key)  # the keyword is the next parameter
+                if caller is not None:
+                    return caller(a, v)
+                caller = cache.get(key)
+                if caller is not None:
+                    return caller(a, **kwargs)
+            else:
+                key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+        else:
+            n = len(args)
+            if n == 1:
+                a = args[0]
+                caller = cache.get(type(a))
+                if caller is not None:
+                    return caller(a)
+                key = type(a)
+            elif n == 2:
+                a, b = args
+                caller = cache.get((type(a), type(b)))
+                if caller is not None:
+                    return caller(a, b)
+                key = (type(a), type(b))
+            else:
+                key = tuple(map(type, args))
+        caller = cache.get(key)
+        if caller is None:
+            from ._frontend import resolve
+
+            caller = resolve(packet, args, kwargs, key)
+        return caller(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = packet._name
+    call.op = packet
+    call.__wrapped__ = packet  # inspect.signature(md.sum): the packet's __signature__
+    return call
+
+
+class OpCalls:
+    """The operators of one namespace as plain functions: ``aten._calls.mul`` is
+    ``md.ops.aten.mul._call`` (Note [Packet functions])."""
+
+    def __init__(self, ns: str):
+        self.__dict__["_calls_of"] = ns
+
+    def __getattr__(self, name: str):
+        raise AttributeError(f"operator '{self.__dict__['_calls_of']}::{name}' does not exist")
+
+
 class OpNamespace:
     """``md.ops.<ns>``: attribute access gives the namespace's packets."""
 
     def __init__(self, name: str):
         self._ns = name
         self._packets: dict[str, OpOverloadPacket] = {}
+        #: the same operators as plain functions (``aten._calls.mul(x, y)``), for hot code
+        #: inside mdtensor (Note [Packet functions])
+        self._calls = OpCalls(name)
 
     # Packets also live in the instance ``__dict__``: ``aten.mul`` is then an ordinary
     # attribute hit (a miss would raise AttributeError internally before ``__getattr__``,
     # which costs more than the op's whole dispatch).
     def _add_packet(self, packet: OpOverloadPacket) -> None:
         self._packets[packet._name] = packet
-        if packet._name not in ("_ns", "_packets"):
+        self._calls.__dict__[packet._name] = packet._call
+        if packet._name not in ("_ns", "_packets", "_calls"):
             self.__dict__[packet._name] = packet
 
     def _remove_packet(self, name: str) -> None:
-        if self._packets.pop(name, None) is not None and name not in ("_ns", "_packets"):
+        self._calls.__dict__.pop(name, None)
+        if self._packets.pop(name, None) is not None and name not in ("_ns", "_packets",
+                                                                      "_calls"):
             self.__dict__.pop(name, None)
 
     def __getattr__(self, name: str) -> OpOverloadPacket:

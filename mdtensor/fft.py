@@ -1,8 +1,8 @@
-"""``md.fft``: the Array API FFT extension (packets of aten ``fft_<name>`` ops)."""
+"""``md.fft``: the Array API FFT extension (the functions of aten ``fft_<name>`` ops)."""
 
 from __future__ import annotations
 
-from mdtensor.ops import aten as _aten
+from mdtensor.ops import aten_calls as _aten
 from mdtensor.ops.fft import FFT_NAMES as _NAMES
 
 __all__ = sorted(_NAMES)

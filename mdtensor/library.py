@@ -231,6 +231,7 @@ class Library:
         return handle
 
     def _overload(self, op_name) -> OpOverload:
+        op_name = _packet_of(op_name)
         if isinstance(op_name, OpOverload):
             return op_name
         if isinstance(op_name, _ops.OpOverloadPacket):
@@ -479,9 +480,16 @@ def _fake_kernel(op: OpOverload, fake_fn: Callable) -> Callable:
     return fake
 
 
+def _packet_of(op):
+    """A namespace function (``md.sum``) stands for its packet (``md.ops.aten.sum``)."""
+    inner = getattr(op, "op", None)
+    return inner if isinstance(inner, _ops.OpOverloadPacket) else op
+
+
 def _resolve_op(op) -> OpOverload:
     if isinstance(op, CustomOpDef):
         return op.op
+    op = _packet_of(op)
     if isinstance(op, str):
         op = _ops.lookup(op)
     if isinstance(op, _ops.OpOverloadPacket):
@@ -545,6 +553,7 @@ def dump(op) -> str:
     """
     if isinstance(op, str):
         op = _ops.lookup(op)
+    op = _packet_of(op)
     if isinstance(op, _ops.OpOverloadPacket):
         return "\n\n".join(dump(o) for o in op._overloads.values())
     if isinstance(op, CustomOpDef):

@@ -24,7 +24,10 @@ from . import (  # noqa: F401  (imported for their declarations)
 )
 from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401
 
-aten = _namespaces.aten  # a module attribute: ``from mdtensor.ops import aten`` in hot code
+aten = _namespaces.aten  # a module attribute: ``from mdtensor.ops import aten``
+#: the aten operators as plain functions, for hot code inside mdtensor (derivative formulas,
+#: the engine): ``from mdtensor.ops import aten_calls as aten`` (Note [Packet functions])
+aten_calls = aten._calls
 
 
 def __getattr__(name: str):

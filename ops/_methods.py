@@ -132,10 +132,12 @@ def _star(packet, name):
     (Array API ``meshgrid(*arrays, indexing=...)``, ``broadcast_arrays(*arrays)``)."""
     import inspect
 
+    call = packet._call
+
     def function(*tensors, **kwargs):
         if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
             tensors = tuple(tensors[0])
-        return packet(list(tensors), **kwargs)
+        return call(list(tensors), **kwargs)
 
     sig = packet.__signature__
     params = list(sig.parameters.values())
@@ -163,9 +165,9 @@ def install(namespace: dict) -> None:
         packet = decl.overloads[0].overloadpacket
         if packet._namespace != "aten":
             continue
-        packet.__doc__ = _doc(decl)
+        packet.__doc__ = packet._call.__doc__ = _doc(decl)
         for name in decl.names:
-            namespace[name] = _star(packet, name) if decl.star_args else packet
+            namespace[name] = _star(packet, name) if decl.star_args else packet._call
         varargs = getattr(decl, "varargs", False)
         for m in decl.methods:
             if m.endswith("_"):  # only the in-place method (copy_ has no method copy)

@@ -179,7 +179,7 @@ _LIKE_TAIL = "*, ScalarType? dtype=None, Device? device=None, bool requires_grad
 
 def _like(factory, *extra):
     def explicit(x, *args, dtype=None, device=None, requires_grad=False):
-        from mdtensor.ops import aten
+        from mdtensor.ops import aten_calls as aten
 
         return getattr(aten, factory)(tuple(x.shape), *args,
                                       dtype=dtype if dtype is not None else x.dtype,

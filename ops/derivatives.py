@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from mdtensor.ops import aten
+from mdtensor.ops import aten_calls as aten
 
 __all__ = ["DERIVATIVES", "NONDIFFERENTIABLE", "sum_to", "uses_mask", "uses_out"]
 

@@ -274,7 +274,7 @@ defop("t(Tensor(a) self) -> Tensor(a)", impl=_t, methods=("t",),
 
 
 def _copy_then_view(x, shape):
-    from mdtensor.ops import aten
+    from mdtensor.ops import aten_calls as aten
 
     return _view_op(aten.cat([x], axis=None), shape)
 
@@ -764,7 +764,7 @@ defop("to_device_copy(Tensor self, Device device) -> Tensor", explicit=_to_devic
 def to(self, *args, device=None, dtype=None, copy=False, non_blocking=False):
     """``x.to(device)``, ``x.to(dtype)``, ``x.to(device, dtype)``, keywords too (PyTorch);
     returns ``self`` when nothing changes and ``copy`` is False."""
-    from mdtensor.ops import aten
+    from mdtensor.ops import aten_calls as aten
 
     from mdtensor import _dtypes
     from mdtensor._device import Device
@@ -799,7 +799,7 @@ def to_device(self, device, /, *, stream=None):
 def _T(self):
     # Array API: ``x.T`` is for 2-D tensors only (PyTorch's reversal of other ndims is
     # deprecated there); ``mT``/``permute`` serve the other cases.
-    from mdtensor.ops import aten
+    from mdtensor.ops import aten_calls as aten
 
     if self.ndim != 2:
         raise ValueError(f"Tensor.T: expected a 2-D tensor, got {self.ndim}-D; use "
@@ -808,7 +808,7 @@ def _T(self):
 
 
 def _mT(self):
-    from mdtensor.ops import aten
+    from mdtensor.ops import aten_calls as aten
 
     return aten.matrix_transpose(self)
 

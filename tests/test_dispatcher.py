@@ -115,12 +115,28 @@ def _cpu(fn):
     return fn
 
 
+def test_namespace_functions_are_the_packets_calls():
+    # Note [Packet functions]: md.sum is a plain function standing for md.ops.aten.sum.
+    import inspect
+
+    packet = md.ops.aten.sum
+    assert md.sum.op is packet and md.sum is packet._call and md.sum.__name__ == "sum"
+    assert str(inspect.signature(md.sum)) == str(inspect.signature(packet))
+    assert "sum(Tensor self" in md.sum.__doc__
+    assert md.library.dump(md.sum) == md.library.dump(packet)
+    assert md.linalg.inv.op is md.ops.aten.linalg_inv
+    x = md.asarray([1.0, 2.0], device="cpu")
+    assert md.sum(x).item() == packet(x).item() == 3.0
+    with pytest.raises(AttributeError, match="'aten::nope' does not exist"):
+        md.ops.aten._calls.nope  # noqa: B018
+
+
 def test_define_and_namespaces(lib):
     name = lib.define("twice(Tensor x) -> Tensor")
     assert name == "twice"
     op = md.ops.disptest.twice.default
     assert op.name == "disptest::twice" and md.ops.disptest.twice.overloads() == ["default"]
-    assert md.add is md.ops.aten.add and md.ops.aten.add.Tensor.name == "aten::add.Tensor"
+    assert md.add.op is md.ops.aten.add and md.ops.aten.add.Tensor.name == "aten::add.Tensor"
     with pytest.raises(AttributeError, match="does not exist"):
         md.ops.disptest.nope  # noqa: B018
 
@@ -287,4 +303,4 @@ def test_numpy_dispatch_overhead_stays_off_plum_after_first_call():
     x = md.asarray(np.ones(3, np.float32))
     md.add(x, x)
     key = (md.Tensor, md.Tensor)
-    assert key in md.add._resolution_cache
+    assert key in md.ops.aten.add._resolution_cache

@@ -235,13 +235,13 @@ def test_destroy_undoes_everything_and_disables_the_library():
     lib.fallback(lambda op, ks, a, kw: None, "PrivateUse3")
     add_lib = md.library.Library("aten", "IMPL")
     add_lib.impl("add.Tensor", md.library.fallthrough_kernel, "PrivateUse3")
-    assert K.PrivateUse3 in md.add.Tensor._kernels
+    assert K.PrivateUse3 in md.ops.aten.add.Tensor._kernels
     lib._destroy()
     add_lib._destroy()
     assert len(_ops.dispatcher.overloads) == n_overloads
     assert {k: list(v) for k, v in _ops.dispatcher.fallbacks.items() if v} == \
         {k: v for k, v in fallbacks.items() if v}
-    assert K.PrivateUse3 not in md.add.Tensor._kernels
+    assert K.PrivateUse3 not in md.ops.aten.add.Tensor._kernels
     with pytest.raises(RuntimeError, match="was destroyed"):
         lib.define("g(Tensor x) -> Tensor")
     # the namespace can be defined again

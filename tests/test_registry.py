@@ -58,11 +58,11 @@ def test_define_creates_packet_and_overloads(lib):
         _ops.lookup(f"{lib.ns}::missing")
 
 
-def test_aten_packets_are_the_top_level_functions():
-    assert md.add is md.ops.aten.add
+def test_top_level_functions_call_the_aten_packets():
+    assert md.add.op is md.ops.aten.add and md.add is md.ops.aten.add._call
     assert md.ops.aten.add.Tensor.name == "aten::add.Tensor"
-    assert _ops.lookup("add") is md.add
-    assert _ops.lookup("aten::add.Tensor") is md.add.Tensor
+    assert _ops.lookup("add") is md.ops.aten.add
+    assert _ops.lookup("aten::add.Tensor") is md.ops.aten.add.Tensor
 
 
 def test_destroy_removes_ops_and_packets():

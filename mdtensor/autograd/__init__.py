@@ -442,7 +442,7 @@ def _check_inplace(op, args):
         raise RuntimeError(
             f"{op.name}: a view of a leaf Variable that requires grad is being used in an "
             f"in-place operation.")
-    from mdtensor.ops import aten
+    from mdtensor.ops import aten_calls as aten
 
     with no_grad():
         old = aten.clone(self)
@@ -483,7 +483,7 @@ class CopySlicesNode(Node):
         replay = self.replay
 
         def formula(g, out):
-            from mdtensor.ops import aten
+            from mdtensor.ops import aten_calls as aten
 
             g_base = aten.clone(g)
             region = replay(g_base)
@@ -512,7 +512,7 @@ class ViewNode(Node):
         self.shape = shape
 
     def apply(self, grads):
-        from mdtensor.ops import aten
+        from mdtensor.ops import aten_calls as aten
 
         z = aten.zeros(self.shape, dtype=grads[0].dtype, device=grads[0].device)
         aten.index_put_(self.replay(z), Ellipsis, grads[0])

@@ -188,7 +188,7 @@ _aten = None
 def _ops():
     global _aten
     if _aten is None:
-        from mdtensor.ops import aten as _aten
+        from mdtensor.ops import aten_calls as _aten
     return _aten
 
 

@@ -69,7 +69,7 @@ class _FunctionNode(Node):
         if ctx._freed:
             raise RuntimeError(_FREED)
         if ctx.materialize_grads:
-            from mdtensor.ops import aten
+            from mdtensor.ops import aten_calls as aten
 
             grads = [g if g is not None else aten.zeros(tuple(o.shape), dtype=o.dtype,
                                                         device=o.device)
