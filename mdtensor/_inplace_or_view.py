@@ -123,27 +123,42 @@ def _view_kernel(op):
         if kernel is None:
             kernel = miss(ks)
         result = kernel(*args, **kwargs)
-        src = args[0] if args else kwargs[src_name]
-        rest = args[1:]
-
-        def replay(b, _rest=rest, _kw=kwargs):
-            return op(b, *_rest, **_kw)
-
+        if args:
+            src = args[0]
+        else:  # the source by keyword: replay calls op(b, **kwargs) without it
+            kwargs = dict(kwargs)
+            src = kwargs.pop(src_name)
+            args = (src,)
         if isinstance(result, Tensor):
             if src._view is None and result is not src:  # mark_view's common case, inlined
-                info = _new(ViewInfo)  # ViewInfo(src, replay) without the class call
+                # ViewInfo(src, replay) without the class call; replay is built lazily
+                # from (op, args, kwargs) (ViewInfo.replay)
+                info = _new(ViewInfo)
                 info.base = src
-                info.replay = replay
+                info._replay = None
+                info._op = op
+                info._args = args
+                info._kwargs = kwargs
                 info.index = None
                 result._view = info
                 result._vc = src._vc or counter(src)
                 if src._ks & _FZ:
                     track_view(src, result)
-            else:
-                mark_view(result, src, replay)
-        else:  # several views (split, unbind): replay picks one of them
-            for j, r in enumerate(result):
-                mark_view(r, src, lambda b, _j=j, _replay=replay: _replay(b)[_j])
+                return result
+            rest = args[1:]
+
+            def replay(b):
+                return op(b, *rest, **kwargs)
+
+            mark_view(result, src, replay)
+            return result
+        rest = args[1:]
+
+        def replay(b):
+            return op(b, *rest, **kwargs)
+
+        for j, r in enumerate(result):  # several views (split, unbind): replay picks one
+            mark_view(r, src, lambda b, _j=j: replay(b)[_j])
         return result
 
     ad_view.__qualname__ = f"ADInplaceOrView[{op.name}]"

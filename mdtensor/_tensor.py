@@ -39,12 +39,27 @@ class ViewInfo:
     autograd (CopySlices) use it.
     """
 
-    __slots__ = ("base", "replay", "index")
+    __slots__ = ("base", "index", "_replay", "_op", "_args", "_kwargs")
 
     def __init__(self, base: Tensor, replay):
         self.base = base
-        self.replay = replay
+        self._replay = replay
         self.index = None  # Functionalize: the base indices this view selects
+
+    @property
+    def replay(self):
+        """``replay(base) -> view``.  A view op made directly from its base records only
+        ``(op, args, kwargs)`` and the function is built here, on first use (most views
+        are never replayed: building it on every view op cost ~0.2 us)."""
+        r = self._replay
+        if r is None:
+            op, rest, kwargs = self._op, self._args[1:], self._kwargs
+
+            def r(b):
+                return op(b, *rest, **kwargs)
+
+            self._replay = r
+        return r
 
 
 class Tensor:
