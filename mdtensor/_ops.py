@@ -229,7 +229,7 @@ class OpOverload:
     def __repr__(self) -> str:
         return f"<OpOverload {self._name}>"
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):  # positional-only: a schema may name 'self'
         return self._caller(*args, **kwargs)
 
     # -- dispatch ---------------------------------------------------------------------------
@@ -437,8 +437,21 @@ def _make_caller(op: OpOverload) -> Callable:
     # The leading Tensor parameters are positional-only (a schema argument may itself be
     # called ``a``); ``_NO`` marks one the caller did not pass, which the slow path sorts
     # out (a Tensor by keyword, too few arguments, a non-Tensor).
+    params = op._schema.arguments
+
     def slow_call(head, args, kwargs):
         args = tuple(x for x in head if x is not _NO) + args
+        if kwargs:
+            # Positional parameters given by keyword go positionally, as PyTorch's argument
+            # parser passes them (op(self=x, dim0=0, dim1=1)): kernels take them by position.
+            moved = []
+            for a in params[len(args):]:
+                if a.kwarg_only or a.name not in kwargs:
+                    break
+                moved.append(a.name)
+            if moved:
+                kwargs = dict(kwargs)
+                args += tuple(kwargs.pop(name) for name in moved)
         ks = slow(args, kwargs)
         kernel = table.get(ks)
         if kernel is None:
@@ -679,7 +692,7 @@ class OpOverloadPacket:
     def name(self) -> str:
         return self._qualified_name
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):  # positional-only: a schema may name 'self'
         return self._call(*args, **kwargs)
 
     def _add_overload(self, op: OpOverload) -> None:

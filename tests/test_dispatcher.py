@@ -304,3 +304,16 @@ def test_numpy_dispatch_overhead_stays_off_plum_after_first_call():
     md.add(x, x)
     key = (md.Tensor, md.Tensor)
     assert key in md.ops.aten.add._resolution_cache
+
+
+def test_tensor_arguments_by_keyword():
+    # PyTorch's argument parser binds keywords to positions; so does the slow path, and a
+    # view made that way replays from a new base (ViewInfo.replay).
+    x = md.asarray([[1.0, 2.0], [3.0, 4.0]], device="cpu")
+    v = md.ops.aten.transpose.int(self=x, dim0=0, dim1=1)
+    assert v.tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    assert v._view.base is x
+    assert v._view.replay(md.asarray([[5.0, 6.0], [7.0, 8.0]], device="cpu")).tolist() == [
+        [5.0, 7.0], [6.0, 8.0]]
+    assert md.ops.aten.add(self=x, other=x, alpha=2).tolist() == [[3.0, 6.0], [9.0, 12.0]]
+    assert md.add(x, other=x).tolist() == [[2.0, 4.0], [6.0, 8.0]]
