@@ -19,7 +19,7 @@ all views of the same base.  Autograd saves ``(tensor, version)`` and compares o
 from __future__ import annotations
 
 from ._functionalize import track_view
-from ._keys import AFTER_AD_INPLACE_OR_VIEW, DispatchKey
+from ._keys import DispatchKey
 from ._ops import Kernel, dispatcher, fallthrough_kernel, register_fallback
 from ._tensor import Tensor, VersionCounter, ViewInfo
 
@@ -72,97 +72,95 @@ def _mutated_positions(schema):
 
 
 def _inplace_kernel(op):
+    """The in-place/out= kernel of ``op``, as a wrapper factory (Note [Wrapper kernels] in
+    mdtensor/_ops.py): ``factory(kernel)`` is the entry that calls ``kernel``, the entry
+    below ADInplaceOrView, then bumps the mutated arguments' version counters."""
     mutated = _mutated_positions(op.schema)
-    after = AFTER_AD_INPLACE_OR_VIEW
+    name = f"ADInplaceOrView[{op.name}]"
     if mutated == [(0, op.schema.arguments[0].name, False, False)]:
-        # The common case: only ``self`` is mutated.  The table lookup is op.redispatch,
-        # inlined (this kernel runs on every in-place call).
-        table = op._table
-        miss = op._miss
+        def factory(kernel):  # the common case: only ``self`` is mutated
+            def ad_inplace_self(self, *args, **kwargs):
+                result = kernel(self, *args, **kwargs) if kwargs else kernel(self, *args)
+                vc = self._vc
+                if vc is None:
+                    vc = counter(self)
+                vc.value += 1
+                return result
 
-        def ad_inplace_self(ks, self, *args, **kwargs):
-            ks &= after & op._mask
-            kernel = table.get(ks)
-            if kernel is None:
-                kernel = miss(ks)
-            result = kernel(self, *args, **kwargs) if kwargs else kernel(self, *args)
-            vc = self._vc
-            if vc is None:
-                vc = counter(self)
-            vc.value += 1
-            return result
+            ad_inplace_self.__qualname__ = name
+            return ad_inplace_self
+    else:
+        def factory(kernel):
+            def ad_inplace(*args, **kwargs):
+                result = kernel(*args, **kwargs)
+                for i, arg_name, kwarg_only, is_list in mutated:
+                    v = args[i] if (i < len(args) and not kwarg_only) else kwargs.get(arg_name)
+                    if v is None:
+                        continue
+                    for t in (v if is_list else (v,)):
+                        if t is not None:
+                            bump_version(t)
+                return result
 
-        ad_inplace_self.__qualname__ = f"ADInplaceOrView[{op.name}]"
-        return ad_inplace_self
+            ad_inplace.__qualname__ = name
+            return ad_inplace
 
-    def ad_inplace(ks, *args, **kwargs):
-        result = op.redispatch(ks & after, *args, **kwargs)
-        for i, name, kwarg_only, is_list in mutated:
-            v = args[i] if (i < len(args) and not kwarg_only) else kwargs.get(name)
-            if v is None:
-                continue
-            for t in (v if is_list else (v,)):
-                if t is not None:
-                    bump_version(t)
-        return result
-
-    ad_inplace.__qualname__ = f"ADInplaceOrView[{op.name}]"
-    return ad_inplace
+    factory.__qualname__ = name
+    return factory
 
 
 def _view_kernel(op):
-    after = AFTER_AD_INPLACE_OR_VIEW
+    """The view kernel of ``op``, as a wrapper factory: the entry calls ``kernel``, the
+    entry below ADInplaceOrView, then records the result's ViewInfo."""
     src_name = op.schema.arguments[0].name
+    name = f"ADInplaceOrView[{op.name}]"
 
-    table = op._table
-    miss = op._miss
+    def factory(kernel):
+        def ad_view(*args, **kwargs):
+            result = kernel(*args, **kwargs)
+            if args:
+                src = args[0]
+            else:  # the source by keyword: replay calls op(b, **kwargs) without it
+                kwargs = dict(kwargs)
+                src = kwargs.pop(src_name)
+                args = (src,)
+            if isinstance(result, Tensor):
+                if src._view is None and result is not src:
+                    # mark_view's common case, inlined: ViewInfo(src, replay) without the
+                    # class call; replay is built lazily from (op, args, kwargs)
+                    info = _new(ViewInfo)
+                    info.base = src
+                    info._replay = None
+                    info._op = op
+                    info._args = args
+                    info._kwargs = kwargs
+                    info.index = None
+                    result._view = info
+                    result._vc = src._vc or counter(src)
+                    if src._ks & _FZ:
+                        track_view(src, result)
+                    return result
+                rest = args[1:]
 
-    def ad_view(ks, *args, **kwargs):
-        ks &= after & op._mask  # op.redispatch, inlined (every view op runs this)
-        kernel = table.get(ks)
-        if kernel is None:
-            kernel = miss(ks)
-        result = kernel(*args, **kwargs)
-        if args:
-            src = args[0]
-        else:  # the source by keyword: replay calls op(b, **kwargs) without it
-            kwargs = dict(kwargs)
-            src = kwargs.pop(src_name)
-            args = (src,)
-        if isinstance(result, Tensor):
-            if src._view is None and result is not src:  # mark_view's common case, inlined
-                # ViewInfo(src, replay) without the class call; replay is built lazily
-                # from (op, args, kwargs) (ViewInfo.replay)
-                info = _new(ViewInfo)
-                info.base = src
-                info._replay = None
-                info._op = op
-                info._args = args
-                info._kwargs = kwargs
-                info.index = None
-                result._view = info
-                result._vc = src._vc or counter(src)
-                if src._ks & _FZ:
-                    track_view(src, result)
+                def replay(b):
+                    return op(b, *rest, **kwargs)
+
+                mark_view(result, src, replay)
                 return result
             rest = args[1:]
 
             def replay(b):
                 return op(b, *rest, **kwargs)
 
-            mark_view(result, src, replay)
+            for j, r in enumerate(result):  # several views (split, unbind): replay picks one
+                mark_view(r, src, lambda b, _j=j: replay(b)[_j])
             return result
-        rest = args[1:]
 
-        def replay(b):
-            return op(b, *rest, **kwargs)
+        ad_view.__qualname__ = name
+        return ad_view
 
-        for j, r in enumerate(result):  # several views (split, unbind): replay picks one
-            mark_view(r, src, lambda b, _j=j: replay(b)[_j])
-        return result
-
-    ad_view.__qualname__ = f"ADInplaceOrView[{op.name}]"
-    return ad_view
+    factory.__qualname__ = name
+    return factory
 
 
 def register_for(op) -> None:
@@ -174,9 +172,9 @@ def register_for(op) -> None:
     else:
         return
     # Both kernels call only the entry below them (plus version counters and view
-    # metadata, no op): passthrough (Kernel)
-    op._push_kernel(Kernel(fn, DispatchKey.ADInplaceOrView, with_keyset=True,
-                           name=fn.__qualname__, passthrough=True))
+    # metadata, no op): wrapper kernels (Note [Wrapper kernels] in mdtensor/_ops.py)
+    op._push_kernel(Kernel(fn, DispatchKey.ADInplaceOrView, name=fn.__qualname__,
+                           wrapper=True))
 
 
 

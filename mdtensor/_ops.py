@@ -108,15 +108,18 @@ class Kernel:
         user: registered from user code (its results are checked against the schema).
         gate: a one-item list; while ``gate[0]`` is falsy the kernel falls through (Note
             [Gated kernels]).  None: always active.
-        passthrough: the kernel calls the entry below its key and no op (ADInplaceOrView's
-            view and in-place kernels); its table entry is a leaf when that entry is one.
+        wrapper: ``fn`` is a factory, ``fn(below) -> entry``: a layer kernel that calls
+            only the table entry below its key (and no op) -- ADInplaceOrView's view and
+            in-place kernels -- gets that entry when its own is made, instead of looking
+            it up on every call; its entry is a leaf when ``below`` is one (Note [Wrapper
+            kernels]).
     """
 
     __slots__ = ("fn", "key", "with_keyset", "boxed", "origin", "user", "name", "gate",
-                 "passthrough")
+                 "wrapper")
 
     def __init__(self, fn, key, *, with_keyset=False, boxed=False, origin="mdtensor",
-                 user=False, name=None, leaf=False, gate=None, passthrough=False):
+                 user=False, name=None, leaf=False, gate=None, wrapper=False):
         self.fn = fn
         self.key = key
         self.with_keyset = with_keyset
@@ -125,7 +128,7 @@ class Kernel:
         self.user = user
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
         self.gate = gate
-        self.passthrough = passthrough and not user
+        self.wrapper = wrapper
         if leaf and not (with_keyset or boxed or user):
             LEAF_KERNELS.add(fn)
 
@@ -547,7 +550,9 @@ def flip_gates(gate: list) -> None:
 def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Callable:
     """Wrap a kernel into a table entry for key set ``ks`` (dispatched as ``key``)."""
     fn = kernel.fn
-    if kernel.boxed:
+    if kernel.wrapper:
+        entry = _wrapper_entry(op, kernel, remove_key(ks, key))
+    elif kernel.boxed:
         def entry(*args, **kwargs):
             return fn(op, ks, args, kwargs)
     elif kernel.with_keyset:
@@ -560,12 +565,41 @@ def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Ca
         entry = checked(op, kernel, entry)
     if dispatcher.trace:
         entry = _traced(op, kernel, entry, ks, key)
-    elif kernel.passthrough:
-        # A layer kernel that only wraps the entry below (ADInplaceOrView's view and
-        # in-place kernels) runs no further dispatch when that entry is a leaf: so is it.
-        if op._entry(remove_key(ks, key)) in LEAF_KERNELS:
-            LEAF_KERNELS.add(entry)
     return entry
+
+
+def _wrapper_entry(op: OpOverload, kernel: Kernel, below_ks: int) -> Callable:
+    """The table entry of a wrapper kernel: its factory applied to the entry below."""
+    below = op._entry(below_ks)
+    if (op, below_ks) in _GATED:
+        table = op._table
+
+        def below(*args, **kwargs):
+            entry = table.get(below_ks)
+            if entry is None:
+                entry = op._miss(below_ks)
+            return entry(*args, **kwargs)
+
+        return kernel.fn(below)
+    entry = kernel.fn(below)
+    if below in LEAF_KERNELS:
+        LEAF_KERNELS.add(entry)
+    return entry
+
+
+# Note [Wrapper kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# ADInplaceOrView's kernels only wrap the entry below their key: bump version counters
+# after it, or record view metadata on its result.  Looking that entry up on every call --
+# take the key set, mask it, probe the table -- cost as much as the wrapping itself, and
+# the answer never changes: the entry below lives in the same table, and anything that
+# could change it (a registration, a mode or trace toggled) clears the whole table, this
+# entry included.  So such a kernel is a *factory* (``Kernel(wrapper=True)``): when its
+# entry is made, ``_wrapper_entry`` resolves the entry below once and passes it in.  One
+# exception: a gated entry below (Note [Gated kernels]) is swapped in place when a
+# transform starts or ends, so over it the factory gets a function that looks it up per
+# call.  Over a leaf the wrapper's entry is a leaf too (it runs no further dispatch), so
+# an Autograd kernel may call ``x[1:3]``'s entry without its guard.
 
 
 def _traced(op, kernel, entry, ks, key):

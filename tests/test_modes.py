@@ -198,13 +198,13 @@ def test_opcheck_passes_builtin_and_catches_bad_kernel():
 
 
 def test_modes_and_autograd_see_views_and_inplace_ops_after_fast_calls():
-    """Passthrough entries (ADInplaceOrView over a leaf kernel) are called by the Autograd
+    """Wrapper entries (ADInplaceOrView over a leaf kernel) are called by the Autograd
     kernel directly; a mode entered afterwards must still see every op, and autograd must
     still record views and in-place ops on them."""
     x = md.asarray([1.0, 2.0, 3.0, 4.0], requires_grad=True)
     for _ in range(2):  # the second round runs from filled tables
         y = x * 1.0
-        v = y[1:3]  # a view of a non-leaf, through the passthrough entry
+        v = y[1:3]  # a view of a non-leaf, through the wrapper entry
         v.mul_(3.0)  # in-place on the view: CopySlices
         y.sum().backward()
         assert x.grad.tolist() == [1.0, 3.0, 3.0, 1.0]
