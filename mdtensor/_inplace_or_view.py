@@ -174,7 +174,7 @@ def register_for(op) -> None:
     # Both kernels call only the entry below them (plus version counters and view
     # metadata, no op): wrapper kernels (Note [Wrapper kernels] in mdtensor/_ops.py)
     op._push_kernel(Kernel(fn, DispatchKey.ADInplaceOrView, name=fn.__qualname__,
-                           wrapper=True))
+                           wrapper=True, leaf=True))
 
 
 

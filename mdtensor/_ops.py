@@ -109,14 +109,14 @@ class Kernel:
         gate: a one-item list; while ``gate[0]`` is falsy the kernel falls through (Note
             [Gated kernels]).  None: always active.
         wrapper: ``fn`` is a factory, ``fn(below) -> entry``: a layer kernel that calls
-            only the table entry below its key (and no op) -- ADInplaceOrView's view and
-            in-place kernels -- gets that entry when its own is made, instead of looking
-            it up on every call; its entry is a leaf when ``below`` is one (Note [Wrapper
-            kernels]).
+            the table entry below its key -- ADInplaceOrView's and Autograd's kernels --
+            gets that entry when its own is made, instead of looking it up on every call
+            (Note [Wrapper kernels]).  With ``leaf`` (it calls nothing else, no op) its
+            entry is a leaf when ``below`` is one.
     """
 
     __slots__ = ("fn", "key", "with_keyset", "boxed", "origin", "user", "name", "gate",
-                 "wrapper")
+                 "wrapper", "leaf")
 
     def __init__(self, fn, key, *, with_keyset=False, boxed=False, origin="mdtensor",
                  user=False, name=None, leaf=False, gate=None, wrapper=False):
@@ -129,7 +129,8 @@ class Kernel:
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
         self.gate = gate
         self.wrapper = wrapper
-        if leaf and not (with_keyset or boxed or user):
+        self.leaf = leaf and not (with_keyset or boxed or user)
+        if self.leaf and not wrapper:
             LEAF_KERNELS.add(fn)
 
     @property
@@ -582,7 +583,7 @@ def _wrapper_entry(op: OpOverload, kernel: Kernel, below_ks: int) -> Callable:
 
         return kernel.fn(below)
     entry = kernel.fn(below)
-    if below in LEAF_KERNELS:
+    if kernel.leaf and below in LEAF_KERNELS:
         LEAF_KERNELS.add(entry)
     return entry
 
@@ -590,7 +591,8 @@ def _wrapper_entry(op: OpOverload, kernel: Kernel, below_ks: int) -> Callable:
 # Note [Wrapper kernels]
 # ~~~~~~~~~~~~~~~~~~~~~~
 # ADInplaceOrView's kernels only wrap the entry below their key: bump version counters
-# after it, or record view metadata on its result.  Looking that entry up on every call --
+# after it, or record view metadata on its result; the Autograd kernel of a functional op
+# calls it and records a node.  Looking that entry up on every call --
 # take the key set, mask it, probe the table -- cost as much as the wrapping itself, and
 # the answer never changes: the entry below lives in the same table, and anything that
 # could change it (a registration, a mode or trace toggled) clears the whole table, this
@@ -598,8 +600,10 @@ def _wrapper_entry(op: OpOverload, kernel: Kernel, below_ks: int) -> Callable:
 # entry is made, ``_wrapper_entry`` resolves the entry below once and passes it in.  One
 # exception: a gated entry below (Note [Gated kernels]) is swapped in place when a
 # transform starts or ends, so over it the factory gets a function that looks it up per
-# call.  Over a leaf the wrapper's entry is a leaf too (it runs no further dispatch), so
-# an Autograd kernel may call ``x[1:3]``'s entry without its guard.
+# call.  Over a leaf, ADInplaceOrView's entry is a leaf too (``Kernel(leaf=True)``: it runs
+# no further dispatch), so an Autograd kernel may call ``x[1:3]``'s entry without its
+# guard; the Autograd kernel picks, once, between calling the entry below as it is (a leaf)
+# and through its exclude guard.
 
 
 def _traced(op, kernel, entry, ks, key):

@@ -303,89 +303,103 @@ def _make_kernel(op, formula):
             not schema.returns[0].type.is_tensor or schema.returns[0].type.is_tensor_list:
         return autograd_kernel
 
-    def autograd_kernel_functional(ks, *args, **kwargs):
-        # autograd_kernel for the common case (one output, Tensor arguments first, not
-        # in-place): the same steps without the branches.
-        below = ks & AFTER_AUTOGRAD & op._mask
-        entry = table.get(below)
-        if entry is None:
-            entry = miss(below)
-        if entry in leaf:
+    def factory(entry):
+        # Note [Wrapper kernels] (mdtensor/_ops.py): ``entry`` is the table entry below
+        # Autograd for this key set.  A leaf computes and records nothing: it runs as it
+        # is; anything else runs with the Autograd key excluded.
+        if entry not in leaf:
+            entry = _excluding_autograd(entry)
+
+        def autograd_kernel_functional(*args, **kwargs):
+            # autograd_kernel for the common case (one output, Tensor arguments first, not
+            # in-place): the same steps without the branches.
             out = entry(*args, **kwargs) if kwargs else entry(*args)
-        else:
-            inc, keep = tls.get()
-            token = tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
-            try:
-                out = entry(*args, **kwargs)
-            finally:
-                tls.reset(token)
-        kind = getattr(out._data.dtype, "kind", None)  # out._is_floating(), inlined
-        if not (kind in "fc" if kind is not None else out._is_floating()):
-            return out
-        edges = []
-        saved = []
-        for v in args[:n_tensors]:
-            ag = v._ag  # gradient_edge(v), inlined
-            if ag is None or not ag.requires_grad:
-                edges.append(None)
-            elif ag.grad_fn is not None:
-                edges.append((ag.grad_fn, ag.output_nr))
-            elif ag.accumulator is not None:
-                edges.append((ag.accumulator, 0))
-            else:
-                edges.append(gradient_edge(v))
-            vc = v._vc
-            saved.append((v, 0 if vc is None else vc.value))
-        saved_out = None
-        if uses_out:
-            # _alias(out), inlined (and VersionCounter() without the class call)
-            saved_out = out._device.wrap(out._data)
-            vc = out._vc
-            if vc is None:
-                if out._view is None:
-                    vc = _new(VersionCounter)
-                    vc.value = 0
-                    vc.views = None
+            kind = getattr(out._data.dtype, "kind", None)  # out._is_floating(), inlined
+            if not (kind in "fc" if kind is not None else out._is_floating()):
+                return out
+            edges = []
+            saved = []
+            for v in args[:n_tensors]:
+                ag = v._ag  # gradient_edge(v), inlined
+                if ag is None or not ag.requires_grad:
+                    edges.append(None)
+                elif ag.grad_fn is not None:
+                    edges.append((ag.grad_fn, ag.output_nr))
+                elif ag.accumulator is not None:
+                    edges.append((ag.accumulator, 0))
                 else:
-                    vc = counter(out)
-                out._vc = vc
-            saved_out._vc = vc
-            saved.append((saved_out, vc.value))
-        f = functools.partial(formula, tuple(map(is_not, edges, nones))) if uses_mask \
-            else formula
-        # Node.new(...), AutogradMeta.of_output(node, 0) and attach(out, node, 0), inlined:
-        # a frame each costs ~0.1 us on every recorded op (DESIGN.md section 8)
-        node = _new(Node)
-        node._name = name
-        node.formula = f
-        node.args = args
-        node.kwargs = kwargs
-        node.out = saved_out
-        node.saved = saved
-        node.next_functions = edges
-        node.n_outputs = 1
-        node.pre_hooks = None
-        node.retained = None
-        if out._ag is None:  # ``out`` is fresh from a functional kernel
-            meta = _new(AutogradMeta)
-            meta.requires_grad = True
-            meta.grad = None
-            meta.grad_fn = node
-            meta.output_nr = 0
-            meta.retains_grad = False
-            meta.hooks = None
-            meta.post_accumulate_hooks = None
-            meta.accumulator = None
-            out._ag = meta
-            out._ks |= AUTOGRAD_FUNCTIONALITY
-        else:
-            attach(out, node, 0)
-        return out
+                    edges.append(gradient_edge(v))
+                vc = v._vc
+                saved.append((v, 0 if vc is None else vc.value))
+            saved_out = None
+            if uses_out:
+                # _alias(out), inlined (and VersionCounter() without the class call)
+                saved_out = out._device.wrap(out._data)
+                vc = out._vc
+                if vc is None:
+                    if out._view is None:
+                        vc = _new(VersionCounter)
+                        vc.value = 0
+                        vc.views = None
+                    else:
+                        vc = counter(out)
+                    out._vc = vc
+                saved_out._vc = vc
+                saved.append((saved_out, vc.value))
+            f = functools.partial(formula, tuple(map(is_not, edges, nones))) if uses_mask \
+                else formula
+            # Node.new(...), AutogradMeta.of_output(node, 0) and attach(out, node, 0),
+            # inlined: a frame each costs ~0.1 us on every recorded op (DESIGN.md section 8)
+            node = _new(Node)
+            node._name = name
+            node.formula = f
+            node.args = args
+            node.kwargs = kwargs
+            node.out = saved_out
+            node.saved = saved
+            node.next_functions = edges
+            node.n_outputs = 1
+            node.pre_hooks = None
+            node.retained = None
+            if out._ag is None:  # ``out`` is fresh from a functional kernel
+                meta = _new(AutogradMeta)
+                meta.requires_grad = True
+                meta.grad = None
+                meta.grad_fn = node
+                meta.output_nr = 0
+                meta.retains_grad = False
+                meta.hooks = None
+                meta.post_accumulate_hooks = None
+                meta.accumulator = None
+                out._ag = meta
+                out._ks |= AUTOGRAD_FUNCTIONALITY
+            else:
+                attach(out, node, 0)
+            return out
+
+        autograd_kernel_functional.__qualname__ = f"autograd[{op.name}]"
+        return autograd_kernel_functional
 
     n_tensors = len(positions)
     nones = (None,) * n_tensors
-    autograd_kernel_functional.__qualname__ = f"autograd[{op.name}]"
-    return autograd_kernel_functional
+    factory.__qualname__ = f"autograd[{op.name}]"
+    factory.wrapper = True  # Note [Wrapper kernels]: register_for makes it a wrapper Kernel
+    return factory
+
+
+def _excluding_autograd(entry):
+    """``entry`` called with the Autograd key excluded (what it calls records nothing)."""
+    tls = dispatch_tls
+
+    def excluding_autograd(*args, **kwargs):
+        inc, keep = tls.get()
+        token = tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+        try:
+            return entry(*args, **kwargs)
+        finally:
+            tls.reset(token)
+
+    return excluding_autograd
 
 
 def _edges_and_saved(args, tensor_pos):
@@ -553,8 +567,10 @@ def register_for(op) -> None:
     formula = _formula_for(op)
     if formula is None:
         return
-    op._push_kernel(Kernel(_make_kernel(op, formula), DispatchKey.Autograd, with_keyset=True,
-                           name=f"autograd[{op.name}]"))
+    kernel = _make_kernel(op, formula)
+    wrapper = getattr(kernel, "wrapper", False)  # the functional kernel's factory
+    op._push_kernel(Kernel(kernel, DispatchKey.Autograd, with_keyset=not wrapper,
+                           wrapper=wrapper, name=f"autograd[{op.name}]"))
 
 
 
