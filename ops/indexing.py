@@ -42,28 +42,56 @@ def _raw(key):
     return key
 
 
-def _check_basic(x, key, op):
-    keys = key if isinstance(key, tuple) else (key,)
+def _basic_key(shape, key, op):
+    """``key`` checked against ``shape`` and spelled for the Array API: integers in bounds,
+    slices clipped to the dimension, the trailing ``...`` NumPy implies made explicit.
+
+    Note [Basic keys off NumPy]: the Array API leaves an out-of-bounds integer and a slice
+    bound past the end unspecified, and backends differ: JAX clamps ``x[7]`` to the last row,
+    array_api_strict rejects ``x[:, 0:4]`` of 3 columns.  The generic kernels therefore check
+    integers here (against the shape: no data is read) and clip slices as NumPy and PyTorch
+    do (``slice.indices``), so every backend gives NumPy's result or its IndexError.  The
+    NumPy kernel passes the key on and only calls this to word the error NumPy raised.
+    """
+    keys = key if type(key) is tuple else (key,)
+    ndim = len(shape)
     n_ellipsis = sum(1 for k in keys if k is Ellipsis)
     if n_ellipsis > 1:
         raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
     consumed = sum(1 for k in keys if k is not None and k is not Ellipsis)
-    if consumed > x.ndim:
-        raise IndexError(f"{op}: too many indices for tensor of dimension {x.ndim} "
+    if consumed > ndim:
+        raise IndexError(f"{op}: too many indices for tensor of dimension {ndim} "
                          f"(got {consumed})")
+    out = []
     dim = 0
     for k in keys:
         if k is Ellipsis:
-            dim = x.ndim - (consumed - dim)
-            continue
-        if k is None:
-            continue
-        if isinstance(k, (int, np.integer)):
-            size = x.shape[dim]
+            dim = ndim - (consumed - dim)
+        elif type(k) is slice:
+            k = _clip_slice(k, shape[dim])
+            dim += 1
+        elif k is not None:
+            size = shape[dim]
             if not -size <= k < size:
                 raise IndexError(f"{op}: index {k} is out of bounds for dimension {dim} with "
                                  f"size {size}")
-        dim += 1
+            dim += 1
+        out.append(k)
+    if not n_ellipsis:
+        out.append(Ellipsis)
+    return tuple(out)
+
+
+def _clip_slice(s, size):
+    """``s`` with its bounds inside ``[0, size]`` (the same elements, NumPy's clipping)."""
+    start, stop, step = s.indices(size)
+    if step > 0:
+        return slice(start, stop, step)
+    # Stepping down, slice.indices says "before the first element" with -1, which a slice
+    # would read as the last element: None says it.
+    if start < 0:
+        return slice(0, 0, 1)
+    return slice(start, None if stop < 0 else stop, step)
 
 
 def _full_key(key):
@@ -77,23 +105,25 @@ def _full_key(key):
 
 
 def _basic_index(xp, x, key):
-    try:
-        return x[_full_key(key)]
-    except IndexError:
-        _check_basic(x, key, "__getitem__")  # raises with the op's own message
-        raise
+    return x[_basic_key(tuple(x.shape), key, "__getitem__")]
 
 
 def _np_basic_index(xp, x, key):
     # Note [NumPy fast impls]: NumPy slices without the trailing ``...`` (a slice always
     # gives an array, never a scalar); the Array API (array_api_strict) wants it spelled out.
+    # NumPy clips slices and raises for an out-of-bounds integer itself (Note [Basic keys
+    # off NumPy]).
     if type(key) is slice:
         return x[key]
-    return _basic_index(xp, x, key)
+    try:
+        return x[_full_key(key)]
+    except IndexError:
+        _basic_key(x.shape, key, "__getitem__")  # raises with the op's own message
+        raise
 
 
 def _basic_meta(x, key):
-    _check_basic(x, key, "__getitem__")
+    _basic_key(tuple(x.shape), key, "__getitem__")
     return tuple(mf.dummy(x)[key].shape), x.dtype
 
 
@@ -174,8 +204,7 @@ def _put_parts(self, key, value, name, where):
             raise device_mismatch(f"aten::{name}", dev, value._device)
         value = value._data
     if is_basic_key(key):
-        _check_basic(self, key, where)
-        return _full_key(key), value
+        return _basic_key(tuple(self.shape), key, where), value
     return _backend_key(dev.xp, _raw(key)), value
 
 

@@ -87,11 +87,6 @@ LOOPBACK_MULTI_INDEX_ARRAYS = (
     "array_api_strict's IndexError 'Integer index arrays are only allowed with integer "
     "indices': ops/indexing.py _index passes them to __getitem__ as they are")
 
-LOOPBACK_SLICE_BOUNDS = (
-    "bug: on loopback, a slice bound past the end (x[:, 0:4] of 3 columns) raises "
-    "array_api_strict's IndexError instead of clipping as NumPy and PyTorch do "
-    "(ops/indexing.py _basic_index passes slices on unclipped)")
-
 # -- documented limits (reasons for skip_on) ---------------------------------------------
 
 NO_EINSUM = ("einsum is not in the Array API standard: array_api_strict has none, and "
