@@ -154,26 +154,167 @@ def _backend_key(xp, raw):
     return raw
 
 
+def _is_array(k) -> bool:
+    return hasattr(k, "dtype") and hasattr(k, "shape")
+
+
+def _is_bool_array(k) -> bool:
+    return _is_array(k) and str(k.dtype).endswith("bool")
+
+
+def _np_index(xp, x, key):
+    # Note [NumPy fast impls]: NumPy does advanced indexing itself (several index arrays,
+    # bounds checks); the generic kernel spells it with take (Note [Advanced indexing]).
+    try:
+        return x[_full_key(_raw(key))]
+    except IndexError as e:
+        raise IndexError(f"__getitem__: {str(e).replace('for axis', 'for dimension')}"
+                         ) from None
+
+
 def _index(xp, x, key):
     raw = _backend_key(xp, _raw(key))
-    if not isinstance(raw, tuple) and hasattr(raw, "dtype") and not str(raw.dtype).endswith(
-            "bool"):
-        # One integer array: take along axis 0 (the Array API allows integer arrays only
-        # together with integer indices, so x[idx] on an n-d array is spelled take).
-        return xp.take(x, xp.reshape(raw, (-1,)), axis=0) if raw.ndim == 1 else x[raw]
-    if not isinstance(raw, tuple) and hasattr(raw, "dtype"):
-        return x[raw]  # a boolean mask must be the sole index (Array API)
-    if isinstance(raw, tuple):
-        arrays = [i for i, k in enumerate(raw) if hasattr(k, "dtype")]
-        full = all(k == slice(None) for i, k in enumerate(raw) if i not in arrays)
-        if len(arrays) == 1 and full and raw[arrays[0]].ndim == 1 and not str(
-                raw[arrays[0]].dtype).endswith("bool"):
-            return xp.take(x, raw[arrays[0]], axis=arrays[0])
-    raw = _backend_key(xp, _full_key(_raw(key)))
-    try:
+    if is_basic_key(raw):  # integers only (aten.index called directly): a copy
+        return xp.asarray(_basic_index(xp, x, raw), copy=True)
+    if _is_bool_array(raw):  # a sole boolean mask: the Array API's own
+        _check_mask_shape(tuple(x.shape), raw, 0, "__getitem__")
         return x[raw]
-    except IndexError as e:
-        raise IndexError(f"__getitem__: {e}") from None
+    return _advanced_index(xp, x, raw, "__getitem__")
+
+
+def _check_mask_shape(shape, mask, dim, op):
+    covered = shape[dim:dim + mask.ndim]
+    if tuple(mask.shape) != covered:
+        raise IndexError(f"{op}: the shape of the mask {list(mask.shape)} at index {dim} does "
+                         f"not match the shape of the indexed tensor {list(shape)} at index "
+                         f"{dim}")
+
+
+def _advanced_index(xp, x, key, op, check=True):
+    """``x[key]`` for a key with index arrays, with Array API functions only.
+
+    Note [Advanced indexing]
+    ~~~~~~~~~~~~~~~~~~~~~~~~
+    The Array API allows one integer index array, and only among integers; NumPy's
+    ``x[[0, 1], :, [2, 3]]`` is not in it, and backends disagree on out-of-bounds indices
+    (JAX clamps or fills with NaN, CuPy wraps).  So the generic kernel builds the result
+    from ``take``, with NumPy's semantics:
+
+    1. The key is expanded (``...``, the implied trailing slices); integers count as index
+       arrays (0-d), boolean arrays become their ``nonzero()`` integer arrays, one per
+       dimension they cover; slices and ``None`` are applied first as a basic index, which
+       keeps one dimension per advanced index.
+    2. Every index array is checked against its dimension's size with the backend's
+       ``min``/``max`` (``check``: callers with indices made in bounds skip it), and negative
+       indices are wrapped.
+    3. The index arrays broadcast together and are linearized (row-major over the indexed
+       dimensions, which are moved to the front and flattened into one), so one ``take``
+       gathers the result, reshaped to the broadcast shape followed by the other dimensions.
+    4. NumPy's placement rule: when the advanced indices are all next to each other in the
+       key, their dimensions replace them in place instead of coming first.
+    """
+    shape = tuple(x.shape)
+    keys = key if type(key) is tuple else (key,)
+    n_ellipsis = sum(1 for k in keys if k is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
+    consumed = sum(0 if isinstance(k, (bool, np.bool_)) else k.ndim if _is_bool_array(k)
+                   else 1 for k in keys if k is not None and k is not Ellipsis)
+    if consumed > len(shape):
+        raise IndexError(f"{op}: too many indices for tensor of dimension {len(shape)} "
+                         f"(got {consumed})")
+    basic = []  # one entry per dimension of y = x[basic]
+    adv = []  # (dimension of y, index (int or integer array), dimension of x, size, checked)
+    dim = 0
+    for k in keys + (() if n_ellipsis else (Ellipsis,)):
+        if k is Ellipsis:
+            for _ in range(len(shape) - consumed):
+                basic.append(slice(None))
+                dim += 1
+        elif k is None:
+            basic.append(None)
+        elif type(k) is slice:
+            basic.append(_clip_slice(k, shape[dim]))
+            dim += 1
+        elif isinstance(k, (bool, np.bool_)) or _is_bool_array(k):
+            if not _is_array(k) or k.ndim == 0:  # NumPy: a new dimension of size 1 or 0
+                idx = xp.zeros((1 if bool(k) else 0,), dtype=xp.int64)
+                adv.append((len(basic), idx, dim, 1, True))
+                basic.append(None)
+                continue
+            _check_mask_shape(shape, k, dim, op)
+            for idx in xp.nonzero(k):
+                adv.append((len(basic), idx, dim, shape[dim], True))
+                basic.append(slice(None))
+                dim += 1
+        elif _is_array(k) or isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            if _is_array(k) and dt.as_dtype(k.dtype).kind not in "iu":
+                raise IndexError(f"{op}: tensors used as indices must be integer or bool "
+                                 f"tensors, got {dt.as_dtype(k.dtype).name}")
+            adv.append((len(basic), k, dim, shape[dim], not check))
+            basic.append(slice(None))
+            dim += 1
+        else:
+            raise IndexError(f"{op}: only integers, slices (':'), ellipsis ('...'), None and "
+                             f"integer or boolean tensors are valid indices (got "
+                             f"{type(k).__name__})")
+    y = x[tuple(basic)] if any(b != slice(None) for b in basic) else x
+    return _gather(xp, y, adv, op)
+
+
+def _gather(xp, y, adv, op):
+    """Steps 2-4 of Note [Advanced indexing]: ``adv`` indexes dimensions of ``y``."""
+    shapes = [tuple(k.shape) for _, k, _, _, _ in adv if _is_array(k)]
+    try:
+        bshape = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise IndexError(f"{op}: shape mismatch: indexing tensors could not be broadcast "
+                         f"together with shapes {', '.join(str(list(s)) for s in shapes)}"
+                         ) from None
+    linear, stride = 0, 1
+    for _, k, dim, size, checked in reversed(adv):
+        k = _in_bounds(xp, k, dim, size, checked, op)
+        linear = k * stride + linear
+        stride *= size
+    positions = [p for p, _, _, _, _ in adv]
+    rest = [i for i in range(y.ndim) if i not in positions]
+    if positions + rest != list(range(y.ndim)):
+        y = xp.permute_dims(y, tuple(positions + rest))
+    rest_shape = tuple(y.shape)[len(adv):]
+    flat = xp.reshape(y, (stride,) + rest_shape)
+    r = xp.take(flat, xp.reshape(xp.broadcast_to(linear, bshape), (-1,)), axis=0)
+    r = xp.reshape(r, bshape + rest_shape)
+    first = positions[0]
+    if first and positions == list(range(first, first + len(adv))):
+        nb = len(bshape)
+        r = xp.permute_dims(r, tuple(range(nb, nb + first)) + tuple(range(nb))
+                            + tuple(range(nb + first, r.ndim)))
+    return r
+
+
+def _in_bounds(xp, k, dim, size, checked, op):
+    """Index ``k`` of dimension ``dim`` (of ``size``) checked and made non-negative: a
+    Python int, or an int64 array."""
+    if not _is_array(k):
+        if not -size <= k < size:
+            raise IndexError(f"{op}: index {k} is out of bounds for dimension {dim} with size "
+                             f"{size}")
+        return int(k) + size if k < 0 else int(k)
+    if k.dtype != xp.int64:
+        k = xp.astype(k, xp.int64)
+    if checked:
+        return k
+    n = 1
+    for s in k.shape:
+        n *= s
+    if n == 0:
+        return k
+    lo, hi = int(xp.min(k)), int(xp.max(k))
+    if hi >= size or lo < -size:
+        bad = hi if hi >= size else lo
+        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size "
+                         f"{size}")
+    return xp.where(k < 0, k + size, k) if lo < 0 else k
 
 
 def _index_meta(x, key):
@@ -188,7 +329,8 @@ def _index_meta(x, key):
     return tuple(mf.dummy(x)[raw if isinstance(key, tuple) else raw[0]].shape), x.dtype
 
 
-defop("index(Tensor self, Any key) -> Tensor", impl=_index, meta=_index_meta,
+defop("index(Tensor self, Any key) -> Tensor", impl=_index, cpu_impl=_np_index,
+      meta=_index_meta,
       tags=("dynamic_output_shape",), names=(),
       info=OpInfo(ref=lambda x, k: x[k], dtypes=ALL,
                   samples=_index_samples([[0, 2], (slice(None), [1, 0]),

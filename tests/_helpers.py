@@ -65,11 +65,6 @@ def skip_on(*devices: str, reason: str):
 
 # -- known bugs (each one a reason for xfail_on) -----------------------------------------
 
-JAX_INDEX_OUT_OF_BOUNDS = (
-    "bug: on JAX an out-of-bounds index gives a value instead of IndexError (x[7] of 4 rows "
-    "is the last row, x[[0, 9]] gathers NaN): the generic basic_index and index kernels "
-    "(ops/indexing.py _basic_index, _index) rely on the backend raising, and JAX clamps")
-
 LOOPBACK_PY_SCALARS = (
     "bug: on loopback, Python scalars reach array_api_strict unpromoted: an integer tensor "
     "with a float scalar (md.add(x, 0.5), x.add_(0.5)) or two scalars meeting "
@@ -81,11 +76,6 @@ LOOPBACK_FANCY_SETITEM = (
     "Functionalize's write-back of a mutated view: mdtensor/_functionalize.py "
     "_commit_wrapper) raise array_api_strict's IndexError 'Fancy indexing __setitem__ is "
     "not supported' (ops/indexing.py scatter_set, _index_put_kernel)")
-
-LOOPBACK_MULTI_INDEX_ARRAYS = (
-    "bug: on loopback, x[[0, 1], [2, 3]] (several integer index arrays) raises "
-    "array_api_strict's IndexError 'Integer index arrays are only allowed with integer "
-    "indices': ops/indexing.py _index passes them to __getitem__ as they are")
 
 # -- documented limits (reasons for skip_on) ---------------------------------------------
 

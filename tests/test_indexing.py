@@ -12,9 +12,7 @@ import warnings
 import numpy as np
 import pytest
 from _helpers import (
-    JAX_INDEX_OUT_OF_BOUNDS,
     LOOPBACK_FANCY_SETITEM,
-    LOOPBACK_MULTI_INDEX_ARRAYS,
     LOOPBACK_PY_SCALARS,
     shares_views,
     to_numpy,
@@ -103,16 +101,20 @@ def test_slice_bounds_past_the_end_are_clipped_on_read_and_write():
 # Advanced indexing: copies
 
 
-_MULTI = xfail_on("loopback", reason=LOOPBACK_MULTI_INDEX_ARRAYS)
-
-
 @pytest.mark.parametrize("key", [
     pytest.param([0, 2, 2], id="list"),
     pytest.param(np.array([3, 0]), id="array"),
     pytest.param((slice(None), [1, 0]), id="slice-list"),
-    pytest.param(([0, 1], [2, 3]), id="two-lists", marks=_MULTI),
+    pytest.param(([0, 1], [2, 3]), id="two-lists"),
     pytest.param(np.array([True, False, True, False]), id="bool-mask"),
-    pytest.param((np.array([[0], [3]]), np.array([1, 4])), id="broadcast-arrays", marks=_MULTI),
+    pytest.param((np.array([[0], [3]]), np.array([1, 4])), id="broadcast-arrays"),
+    pytest.param(([-1, 0], slice(1, 9)), id="list-then-slice-past-the-end"),
+    pytest.param((slice(None, None, -1), [4, -5]), id="reversed-slice-list"),
+    pytest.param((Ellipsis, np.array([[0, 1], [2, 2]])), id="ellipsis-2d-array"),
+    pytest.param(([1, 2], None, 0), id="separated-by-none"),
+    pytest.param((np.array([True, False, True, True]), [0, 4, 1]), id="mask-and-list"),
+    pytest.param((np.array([], dtype=np.int64),), id="empty"),
+    pytest.param((np.array([0, 3], dtype=np.int32), 2), id="int32-array-and-int"),
 ])
 def test_advanced_index_matches_numpy_and_copies(key):
     a = _grid()
@@ -131,11 +133,47 @@ def test_boolean_mask_from_comparison():
     np.testing.assert_array_equal(to_numpy(x[x > 7.5]), a[a > 7.5])
 
 
-@xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)
 def test_advanced_index_errors():
     x = _t(_grid())
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError,
+                       match="index 9 is out of bounds for dimension 0 with size 4"):
         x[md.asarray(np.array([0, 9]))]
+    with pytest.raises(IndexError,
+                       match="index -6 is out of bounds for dimension 1 with size 5"):
+        x[[0, 1], [2, -6]]
+    with pytest.raises(IndexError,
+                       match="index 5 is out of bounds for dimension 1 with size 5"):
+        x[:, [5]]
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
+        x[4, [0]]
+    with pytest.raises(IndexError, match="shape mismatch"):
+        x[[0, 1], [0, 1, 2]]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[[0], 0, 0]
+
+
+# Multi-dimensional keys: NumPy's placement rule (advanced indices next to each other keep
+# their place; separated by a slice or None, their dimensions come first).
+MULTI_KEYS = [
+    (slice(None), [0, 2], [1, 3]),
+    ([1, 0], slice(None), [3, 2]),
+    (0, slice(None), [1, 2]),
+    (slice(None), 0, slice(None), [1, 2]),
+    ([0, 1], None, [1, 2]),
+    (None, [1], slice(1, 3), [2]),
+    ([[0, 1], [1, 0]], [[2, 2], [0, 1]], slice(0, 9)),
+    (Ellipsis, [4, -1]),
+    (slice(None), np.array([[True, False, True, False]] * 3)),
+]
+
+
+@pytest.mark.parametrize("key", MULTI_KEYS, ids=repr)
+def test_advanced_index_placement_matches_numpy(key):
+    a = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
+    mdkey = tuple(md.asarray(k) if isinstance(k, np.ndarray) else k for k in key)
+    got = _t(a)[mdkey]
+    assert got.shape == a[key].shape
+    np.testing.assert_array_equal(to_numpy(got), a[key])
 
 
 def test_boolean_mask_of_the_wrong_length_raises():
