@@ -8,6 +8,11 @@ NumPy -- and anything else (integer arrays, tensors, lists, boolean masks) to
 ``aten::index``, which copies.  ``x[key] = v`` is ``aten::index_put_``, in place (version
 counter bumped by the ADInplaceOrView layer).  Tensors inside a key are unwrapped to their
 arrays by the kernels; the key itself is an ``Any`` argument.
+
+The semantics are NumPy's on every backend, with PyTorch's error wording.  The NumPy
+kernels pass keys on (NumPy does it all); the generic kernels use only what the Array API
+specifies (Notes [Basic keys off NumPy], [Advanced indexing], [Writes through index
+arrays]).
 """
 
 from __future__ import annotations
@@ -213,7 +218,15 @@ def _advanced_index(xp, x, key, op, check=True):
     4. NumPy's placement rule: when the advanced indices are all next to each other in the
        key, their dimensions replace them in place instead of coming first.
     """
-    shape = tuple(x.shape)
+    basic, adv = _parse_key(xp, tuple(x.shape), key, op, check)
+    y = x[tuple(basic)] if any(b != slice(None) for b in basic) else x
+    return _gather(xp, y, adv, op)
+
+
+def _parse_key(xp, shape, key, op, check):
+    """Step 1 of Note [Advanced indexing]: the basic part of ``key`` (one entry per
+    dimension of ``y = x[basic]``) and its advanced indices, as ``(dimension of y, index,
+    dimension of x, size, checked)`` with ``index`` an int or an integer array."""
     keys = key if type(key) is tuple else (key,)
     n_ellipsis = sum(1 for k in keys if k is Ellipsis)
     if n_ellipsis > 1:
@@ -223,8 +236,8 @@ def _advanced_index(xp, x, key, op, check=True):
     if consumed > len(shape):
         raise IndexError(f"{op}: too many indices for tensor of dimension {len(shape)} "
                          f"(got {consumed})")
-    basic = []  # one entry per dimension of y = x[basic]
-    adv = []  # (dimension of y, index (int or integer array), dimension of x, size, checked)
+    basic = []
+    adv = []
     dim = 0
     for k in keys + (() if n_ellipsis else (Ellipsis,)):
         if k is Ellipsis:
@@ -258,8 +271,7 @@ def _advanced_index(xp, x, key, op, check=True):
             raise IndexError(f"{op}: only integers, slices (':'), ellipsis ('...'), None and "
                              f"integer or boolean tensors are valid indices (got "
                              f"{type(k).__name__})")
-    y = x[tuple(basic)] if any(b != slice(None) for b in basic) else x
-    return _gather(xp, y, adv, op)
+    return basic, adv
 
 
 def _gather(xp, y, adv, op):
@@ -350,16 +362,33 @@ def _put_parts(self, key, value, name, where):
     return _backend_key(dev.xp, _raw(key)), value
 
 
+def _writes_through_index_arrays(raw) -> bool:
+    """Whether a raw key (from ``_put_parts``) is more than the Array API's ``__setitem__``
+    takes: basic keys and a sole boolean mask."""
+    return not (type(raw) is tuple and is_basic_key(raw) or _is_bool_array(raw))
+
+
+def _native_error(e, op):
+    """The backend's own indexing error, named by the op (PyTorch's 'dimension' wording)."""
+    return type(e)(f"{op}: {str(e).replace('for axis', 'for dimension')}")
+
+
 def _index_put_kernel(self, key, value):
     dev = self._device
-    if not dev.backend.capabilities.inplace:
+    caps = dev.backend.capabilities
+    if not caps.inplace:
         raise RuntimeError(f"aten::index_put_: the {dev.backend.name} backend's arrays are "
                            f"immutable; in-place ops on it run through Functionalize")
     raw, value = _put_parts(self, key, value, "index_put_", "__setitem__")
+    if not caps.fancy_setitem and _writes_through_index_arrays(raw):
+        # Note [Writes through index arrays]
+        dev.backend.copy_into(self._data, _scatter(dev.xp, self._data, raw, value,
+                                                   "__setitem__"))
+        return self
     try:
         self._data[raw] = value
     except (IndexError, ValueError) as e:
-        raise type(e)(f"__setitem__: {e}") from None
+        raise _native_error(e, "__setitem__") from None
     return self
 
 
@@ -371,15 +400,92 @@ defop("index_put_.Scalar(Tensor(a!) self, Any key, Scalar value) -> Tensor(a!)",
       meta=lambda self, key, value: (tuple(self.shape), self.dtype))
 
 
-def scatter_set(xp, data, raw, value):
-    """A new array: ``data`` with ``data[raw] = value`` (JAX's ``.at[raw].set(value)`` on
-    arrays that cannot be written)."""
+def scatter_set(device, data, raw, value, *, op="index_put", check=True):
+    """A new array: ``data`` with ``data[raw] = value``, on ``device``'s backend, for
+    arrays that cannot or must not be written (Note [Writes through index arrays]).
+
+    ``check=False`` skips the bounds check of index arrays made in bounds by the caller
+    (Functionalize's write-back of a view).
+    """
+    xp = device.xp
     at = getattr(data, "at", None)
-    if at is not None:
-        return at[raw].set(value)
-    out = xp.asarray(data, copy=True)
-    out[raw] = value
-    return out
+    if (not device.backend.capabilities.fancy_setitem and _writes_through_index_arrays(raw)
+            and (check or at is None)):
+        return _scatter(xp, data, raw, value, op, check)
+    try:
+        if at is not None:
+            return at[raw].set(value)
+        out = xp.asarray(data, copy=True)
+        out[raw] = value
+        return out
+    except (IndexError, ValueError) as e:
+        raise _native_error(e, op) from None
+
+
+def _scatter(xp, data, key, value, op, check=True):
+    """``data`` with ``data[key] = value``, computed out of place with Array API functions.
+
+    Note [Writes through index arrays]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    The Array API's ``__setitem__`` takes basic keys and a sole boolean mask only, and
+    array_api_strict enforces it; JAX's ``.at[key].set`` takes index arrays but drops
+    out-of-bounds updates silently.  Backends whose arrays take index arrays in
+    ``__setitem__`` declare ``Capabilities(fancy_setitem=True)`` (NumPy, CuPy) and get the
+    key as it is; on the others a write through index arrays is computed here, out of place:
+
+    1. ``positions = arange(data.size).reshape(data.shape)[key]``, by the generic gather
+       (Note [Advanced indexing]: bounds checked, NumPy's key semantics), names the element
+       of ``data`` each written value goes to; the value is broadcast to its shape;
+    2. arrays with ``.at`` (JAX) scatter the values at the flat positions with it;
+    3. otherwise each element of ``data`` finds its last write by a binary search in the
+       sorted positions (a stable ``argsort``, so that with repeated indices the last value
+       wins, as on NumPy), and the result is ``where(written, new values, data)``.
+
+    The in-place ``index_put_`` copies the result into its array (``copy_into``).
+    """
+    shape = tuple(data.shape)
+    n = 1
+    for s in shape:
+        n *= s
+    ids = xp.reshape(xp.arange(n, dtype=xp.int64, device=data.device), shape)
+    positions = _advanced_index(xp, ids, key, op, check)
+    target = tuple(positions.shape)
+    values = _values_for(xp, value, data.dtype, target, op)
+    positions = xp.reshape(positions, (-1,))
+    flat = xp.reshape(data, (-1,))
+    at = getattr(flat, "at", None)
+    if at is not None:  # JAX: its own scatter, on the checked positions
+        return xp.reshape(at[positions].set(xp.reshape(values, (-1,))), shape)
+    if positions.shape[0] == 0:
+        return xp.asarray(data, copy=True)
+    order = xp.argsort(positions, stable=True)
+    written = xp.take(positions, order)
+    ids = xp.reshape(ids, (-1,))
+    last = xp.searchsorted(written, ids, side="right") - 1
+    last = xp.where(last < 0, xp.zeros_like(last), last)
+    hit = xp.take(written, last) == ids
+    new = xp.take(xp.reshape(values, (-1,)), xp.take(order, last))
+    return xp.reshape(xp.where(hit, new, flat), shape)
+
+
+def _values_for(xp, value, dtype, target, op):
+    """``value`` (an array or a Python scalar) as an array of ``dtype`` and shape
+    ``target``, broadcast as NumPy's ``__setitem__`` does (leading 1s dropped)."""
+    if not _is_array(value):
+        value = xp.asarray(value)
+    if value.dtype != dtype:
+        value = xp.astype(value, dtype)
+    vshape = tuple(value.shape)
+    while len(vshape) > len(target) and vshape[0] == 1:
+        vshape = vshape[1:]
+    try:
+        if np.broadcast_shapes(vshape, target) != target:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"{op}: shape mismatch: value tensor of shape "
+                         f"{list(value.shape)} cannot be broadcast to indexing result of "
+                         f"shape {list(target)}") from None
+    return xp.broadcast_to(xp.reshape(value, vshape), target)
 
 
 def _index_put_functional_kernel(self, key, value):
@@ -389,10 +495,7 @@ def _index_put_functional_kernel(self, key, value):
     raw, value = _put_parts(self, key, value, "index_put", "index_put")
     if hasattr(value, "dtype") and value.dtype != self._data.dtype:
         value = dev.xp.astype(value, self._data.dtype)
-    try:
-        return dev.wrap(scatter_set(dev.xp, self._data, raw, value))
-    except (IndexError, ValueError) as e:
-        raise type(e)(f"index_put: {e}") from None
+    return dev.wrap(scatter_set(dev, self._data, raw, value))
 
 
 def _index_put_ref(x, key, value):

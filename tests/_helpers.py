@@ -71,12 +71,6 @@ LOOPBACK_PY_SCALARS = (
     "(md.where(c, 1, 0), md.sub(x, 1, alpha=2)) raise its TypeError instead of promoting "
     "as on CPU and JAX (generic kernels in ops/elementwise.py, ops/indexing.py)")
 
-LOOPBACK_FANCY_SETITEM = (
-    "bug: on loopback, writes through integer index arrays (x[[0, 3]] = v, index_put, and "
-    "Functionalize's write-back of a mutated view: mdtensor/_functionalize.py "
-    "_commit_wrapper) raise array_api_strict's IndexError 'Fancy indexing __setitem__ is "
-    "not supported' (ops/indexing.py scatter_set, _index_put_kernel)")
-
 # -- documented limits (reasons for skip_on) ---------------------------------------------
 
 NO_EINSUM = ("einsum is not in the Array API standard: array_api_strict has none, and "

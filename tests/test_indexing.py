@@ -12,7 +12,6 @@ import warnings
 import numpy as np
 import pytest
 from _helpers import (
-    LOOPBACK_FANCY_SETITEM,
     LOOPBACK_PY_SCALARS,
     shares_views,
     to_numpy,
@@ -199,7 +198,6 @@ def test_setitem_basic_scalar_tensor_and_broadcast():
     assert x._version == 3
 
 
-@xfail_on("loopback", reason=LOOPBACK_FANCY_SETITEM)
 def test_setitem_advanced_and_mask():
     a = _grid()
     x = _t(a)
@@ -208,6 +206,50 @@ def test_setitem_advanced_and_mask():
     x[x > 15] = 0.0
     a[a > 15] = 0.0
     np.testing.assert_array_equal(to_numpy(x), a)
+
+
+SETITEM_CASES = [
+    pytest.param(([0, 1], [2, 3]), np.array([7.0, 8.0]), id="two-lists"),
+    pytest.param((slice(None), [1, 3, 0]), np.array([1.0, 2.0, 3.0]), id="slice-list"),
+    pytest.param((np.array([[0], [2]]), np.array([1, 4])), 5.0, id="broadcast-arrays"),
+    pytest.param((np.array([True, False, True, False]), [0, 4]), np.array([9.0, 8.0]),
+                 id="mask-and-list"),
+    pytest.param((1, [0, -1]), np.array([-5.0, -6.0]), id="int-and-list"),
+    pytest.param(([1, 2], slice(0, 9)), np.ones((1, 2, 5)), id="slice-past-the-end"),
+    pytest.param(([2, 0, 2],), np.arange(15.0).reshape(3, 5), id="repeated-last-wins"),
+    pytest.param((np.array([], dtype=np.int64),), 3.0, id="empty"),
+]
+
+
+@pytest.mark.parametrize("key,value", SETITEM_CASES)
+def test_setitem_and_index_put_through_index_arrays_match_numpy(key, value):
+    a = _grid()
+    want = a.copy()
+    want[key] = value
+    mdkey = tuple(md.asarray(k) if isinstance(k, np.ndarray) else k for k in key)
+    mdvalue = md.asarray(value) if isinstance(value, np.ndarray) else value
+    x = _t(a)
+    x[mdkey] = mdvalue
+    np.testing.assert_array_equal(to_numpy(x), want)
+    assert x._version == 1
+    y = md.ops.aten.index_put(_t(a), mdkey, md.asarray(np.asarray(value)))
+    np.testing.assert_array_equal(to_numpy(y), want)
+
+
+def test_setitem_through_index_arrays_errors_leave_tensor_unchanged():
+    a = _grid()
+    x = _t(a)
+    with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 0 with size 4"):
+        x[[0, 9]] = 1.0
+    with pytest.raises(IndexError, match="index -6 is out of bounds for dimension 1 with size 5"):
+        x[[0], [-6]] = 1.0
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
+        md.ops.aten.index_put(x, (md.asarray(np.array([4])),), md.asarray(np.array(1.0)))
+    with pytest.raises(ValueError, match=r"shape mismatch: value (tensor|array) of shape "
+                                         r"\(?\[?3"):
+        x[[0, 1]] = md.asarray(np.ones(3))
+    np.testing.assert_array_equal(to_numpy(x), a)
+    assert x._version == 0
 
 
 def test_setitem_through_a_view_writes_the_base():
