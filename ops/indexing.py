@@ -56,7 +56,8 @@ def _basic_key(shape, key, op):
     array_api_strict rejects ``x[:, 0:4]`` of 3 columns.  The generic kernels therefore check
     integers here (against the shape: no data is read) and clip slices as NumPy and PyTorch
     do (``slice.indices``), so every backend gives NumPy's result or its IndexError.  The
-    NumPy kernel passes the key on and only calls this to word the error NumPy raised.
+    NumPy ``basic_index`` kernel passes the key on and only calls this to word the error
+    NumPy raised; ``x[key] = v`` checks basic keys with it on every backend, as before.
     """
     keys = key if type(key) is tuple else (key,)
     ndim = len(shape)
