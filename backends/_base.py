@@ -21,13 +21,19 @@ class Capabilities:
             (JAX) get the Functionalize key on every tensor.
         ufunc_out: elementwise functions accept ``out=`` (in-place ops allocate nothing).
         float64 / complex128: the 64-bit dtypes are available.
+        fancy_setitem: ``x[key] = v`` takes integer index arrays (several, mixed with
+            slices, as NumPy's does), so mdtensor passes such writes on as they are.  The
+            Array API specifies only basic keys and a sole boolean mask; without this,
+            mdtensor computes such writes itself, with bounds checks (Note [Writes through
+            index arrays] in ops/indexing.py).
     """
 
     def __init__(self, *, views=True, inplace=True, ufunc_out=False, float64=True,
-                 complex128=True):
+                 complex128=True, fancy_setitem=False):
         self.views = views
         self.inplace = inplace
         self.ufunc_out = ufunc_out
+        self.fancy_setitem = fancy_setitem
         self.float64 = float64
         self.complex128 = complex128
 

@@ -16,7 +16,8 @@ class CuPyBackend(Backend):
     name = "cupy"
     device_type = "cuda"
     key = "CUDA"
-    capabilities = Capabilities(views=True, inplace=True, ufunc_out=True)
+    capabilities = Capabilities(views=True, inplace=True, ufunc_out=True,
+                                fancy_setitem=True)
 
     def __init__(self):
         import array_api_compat.cupy as xp

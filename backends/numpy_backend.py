@@ -26,7 +26,8 @@ class NumPyBackend(Backend):
     name = "numpy"
     device_type = "cpu"
     key = "CPU"
-    capabilities = Capabilities(views=True, inplace=True, ufunc_out=True)
+    capabilities = Capabilities(views=True, inplace=True, ufunc_out=True,
+                                fancy_setitem=True)
     array_type = np.ndarray
 
     def __init__(self):

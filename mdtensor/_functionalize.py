@@ -214,7 +214,7 @@ def _commit_plain(op, t: Tensor, value, inplace: bool) -> None:
         t._data = data
     else:
         base = info.base
-        base._data = scatter_set(xp, base._data, _plain_key(t), data)
+        base._data = scatter_set(t._device, base._data, _plain_key(t), data, check=False)
         t._data = data
     for v in _live_views(base._vc) if base._vc is not None else ():
         if v is not t:

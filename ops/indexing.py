@@ -8,6 +8,11 @@ NumPy -- and anything else (integer arrays, tensors, lists, boolean masks) to
 ``aten::index``, which copies.  ``x[key] = v`` is ``aten::index_put_``, in place (version
 counter bumped by the ADInplaceOrView layer).  Tensors inside a key are unwrapped to their
 arrays by the kernels; the key itself is an ``Any`` argument.
+
+The semantics are NumPy's on every backend, with PyTorch's error wording.  The NumPy
+kernels pass keys on (NumPy does it all); the generic kernels use only what the Array API
+specifies (Notes [Basic keys off NumPy], [Advanced indexing], [Writes through index
+arrays]).
 """
 
 from __future__ import annotations
@@ -42,28 +47,57 @@ def _raw(key):
     return key
 
 
-def _check_basic(x, key, op):
-    keys = key if isinstance(key, tuple) else (key,)
+def _basic_key(shape, key, op):
+    """``key`` checked against ``shape`` and spelled for the Array API: integers in bounds,
+    slices clipped to the dimension, the trailing ``...`` NumPy implies made explicit.
+
+    Note [Basic keys off NumPy]: the Array API leaves an out-of-bounds integer and a slice
+    bound past the end unspecified, and backends differ: JAX clamps ``x[7]`` to the last row,
+    array_api_strict rejects ``x[:, 0:4]`` of 3 columns.  The generic kernels therefore check
+    integers here (against the shape: no data is read) and clip slices as NumPy and PyTorch
+    do (``slice.indices``), so every backend gives NumPy's result or its IndexError.  The
+    NumPy ``basic_index`` kernel passes the key on and only calls this to word the error
+    NumPy raised; ``x[key] = v`` checks basic keys with it on every backend, as before.
+    """
+    keys = key if type(key) is tuple else (key,)
+    ndim = len(shape)
     n_ellipsis = sum(1 for k in keys if k is Ellipsis)
     if n_ellipsis > 1:
         raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
     consumed = sum(1 for k in keys if k is not None and k is not Ellipsis)
-    if consumed > x.ndim:
-        raise IndexError(f"{op}: too many indices for tensor of dimension {x.ndim} "
+    if consumed > ndim:
+        raise IndexError(f"{op}: too many indices for tensor of dimension {ndim} "
                          f"(got {consumed})")
+    out = []
     dim = 0
     for k in keys:
         if k is Ellipsis:
-            dim = x.ndim - (consumed - dim)
-            continue
-        if k is None:
-            continue
-        if isinstance(k, (int, np.integer)):
-            size = x.shape[dim]
+            dim = ndim - (consumed - dim)
+        elif type(k) is slice:
+            k = _clip_slice(k, shape[dim])
+            dim += 1
+        elif k is not None:
+            size = shape[dim]
             if not -size <= k < size:
                 raise IndexError(f"{op}: index {k} is out of bounds for dimension {dim} with "
                                  f"size {size}")
-        dim += 1
+            dim += 1
+        out.append(k)
+    if not n_ellipsis:
+        out.append(Ellipsis)
+    return tuple(out)
+
+
+def _clip_slice(s, size):
+    """``s`` with its bounds inside ``[0, size]`` (the same elements, NumPy's clipping)."""
+    start, stop, step = s.indices(size)
+    if step > 0:
+        return slice(start, stop, step)
+    # Stepping down, slice.indices says "before the first element" with -1, which a slice
+    # would read as the last element: None says it.
+    if start < 0:
+        return slice(0, 0, 1)
+    return slice(start, None if stop < 0 else stop, step)
 
 
 def _full_key(key):
@@ -77,23 +111,25 @@ def _full_key(key):
 
 
 def _basic_index(xp, x, key):
-    try:
-        return x[_full_key(key)]
-    except IndexError:
-        _check_basic(x, key, "__getitem__")  # raises with the op's own message
-        raise
+    return x[_basic_key(tuple(x.shape), key, "__getitem__")]
 
 
 def _np_basic_index(xp, x, key):
     # Note [NumPy fast impls]: NumPy slices without the trailing ``...`` (a slice always
     # gives an array, never a scalar); the Array API (array_api_strict) wants it spelled out.
+    # NumPy clips slices and raises for an out-of-bounds integer itself (Note [Basic keys
+    # off NumPy]).
     if type(key) is slice:
         return x[key]
-    return _basic_index(xp, x, key)
+    try:
+        return x[_full_key(key)]
+    except IndexError:
+        _basic_key(x.shape, key, "__getitem__")  # raises with the op's own message
+        raise
 
 
 def _basic_meta(x, key):
-    _check_basic(x, key, "__getitem__")
+    _basic_key(tuple(x.shape), key, "__getitem__")
     return tuple(mf.dummy(x)[key].shape), x.dtype
 
 
@@ -124,26 +160,174 @@ def _backend_key(xp, raw):
     return raw
 
 
+def _is_array(k) -> bool:
+    return hasattr(k, "dtype") and hasattr(k, "shape")
+
+
+def _is_bool_array(k) -> bool:
+    return _is_array(k) and str(k.dtype).endswith("bool")
+
+
+def _np_index(xp, x, key):
+    # Note [NumPy fast impls]: NumPy does advanced indexing itself (several index arrays,
+    # bounds checks); the generic kernel spells it with take (Note [Advanced indexing]).
+    try:
+        return x[_full_key(_raw(key))]
+    except IndexError as e:
+        raise IndexError(f"__getitem__: {str(e).replace('for axis', 'for dimension')}"
+                         ) from None
+
+
 def _index(xp, x, key):
     raw = _backend_key(xp, _raw(key))
-    if not isinstance(raw, tuple) and hasattr(raw, "dtype") and not str(raw.dtype).endswith(
-            "bool"):
-        # One integer array: take along axis 0 (the Array API allows integer arrays only
-        # together with integer indices, so x[idx] on an n-d array is spelled take).
-        return xp.take(x, xp.reshape(raw, (-1,)), axis=0) if raw.ndim == 1 else x[raw]
-    if not isinstance(raw, tuple) and hasattr(raw, "dtype"):
-        return x[raw]  # a boolean mask must be the sole index (Array API)
-    if isinstance(raw, tuple):
-        arrays = [i for i, k in enumerate(raw) if hasattr(k, "dtype")]
-        full = all(k == slice(None) for i, k in enumerate(raw) if i not in arrays)
-        if len(arrays) == 1 and full and raw[arrays[0]].ndim == 1 and not str(
-                raw[arrays[0]].dtype).endswith("bool"):
-            return xp.take(x, raw[arrays[0]], axis=arrays[0])
-    raw = _backend_key(xp, _full_key(_raw(key)))
-    try:
+    if is_basic_key(raw):  # integers only (aten.index called directly): a copy
+        return xp.asarray(_basic_index(xp, x, raw), copy=True)
+    if _is_bool_array(raw):  # a sole boolean mask: the Array API's own
+        _check_mask_shape(tuple(x.shape), raw, 0, "__getitem__")
         return x[raw]
-    except IndexError as e:
-        raise IndexError(f"__getitem__: {e}") from None
+    return _advanced_index(xp, x, raw, "__getitem__")
+
+
+def _check_mask_shape(shape, mask, dim, op):
+    covered = shape[dim:dim + mask.ndim]
+    if tuple(mask.shape) != covered:
+        raise IndexError(f"{op}: the shape of the mask {list(mask.shape)} at index {dim} does "
+                         f"not match the shape of the indexed tensor {list(shape)} at index "
+                         f"{dim}")
+
+
+def _advanced_index(xp, x, key, op, check=True):
+    """``x[key]`` for a key with index arrays, with Array API functions only.
+
+    Note [Advanced indexing]
+    ~~~~~~~~~~~~~~~~~~~~~~~~
+    The Array API allows one integer index array, and only among integers; NumPy's
+    ``x[[0, 1], :, [2, 3]]`` is not in it, and backends disagree on out-of-bounds indices
+    (JAX clamps or fills with NaN, CuPy wraps).  So the generic kernel builds the result
+    from ``take``, with NumPy's semantics:
+
+    1. The key is expanded (``...``, the implied trailing slices); integers count as index
+       arrays (0-d), boolean arrays become their ``nonzero()`` integer arrays, one per
+       dimension they cover; slices and ``None`` are applied first as a basic index, which
+       keeps one dimension per advanced index.
+    2. Every index array is checked against its dimension's size with the backend's
+       ``min``/``max`` (``check``: callers with indices made in bounds skip it), and negative
+       indices are wrapped.
+    3. The index arrays broadcast together and are linearized (row-major over the indexed
+       dimensions, which are moved to the front and flattened into one), so one ``take``
+       gathers the result, reshaped to the broadcast shape followed by the other dimensions.
+    4. NumPy's placement rule: when the advanced indices are all next to each other in the
+       key, their dimensions replace them in place instead of coming first.
+    """
+    basic, adv = _parse_key(xp, tuple(x.shape), key, op, check)
+    y = x[tuple(basic)] if any(b != slice(None) for b in basic) else x
+    return _gather(xp, y, adv, op)
+
+
+def _parse_key(xp, shape, key, op, check):
+    """Step 1 of Note [Advanced indexing]: the basic part of ``key`` (one entry per
+    dimension of ``y = x[basic]``) and its advanced indices, as ``(dimension of y, index,
+    dimension of x, size, checked)`` with ``index`` an int or an integer array."""
+    keys = key if type(key) is tuple else (key,)
+    n_ellipsis = sum(1 for k in keys if k is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
+    consumed = sum(0 if isinstance(k, (bool, np.bool_)) else k.ndim if _is_bool_array(k)
+                   else 1 for k in keys if k is not None and k is not Ellipsis)
+    if consumed > len(shape):
+        raise IndexError(f"{op}: too many indices for tensor of dimension {len(shape)} "
+                         f"(got {consumed})")
+    basic = []
+    adv = []
+    dim = 0
+    for k in keys + (() if n_ellipsis else (Ellipsis,)):
+        if k is Ellipsis:
+            for _ in range(len(shape) - consumed):
+                basic.append(slice(None))
+                dim += 1
+        elif k is None:
+            basic.append(None)
+        elif type(k) is slice:
+            basic.append(_clip_slice(k, shape[dim]))
+            dim += 1
+        elif isinstance(k, (bool, np.bool_)) or _is_bool_array(k):
+            if not _is_array(k) or k.ndim == 0:  # NumPy: a new dimension of size 1 or 0
+                idx = xp.zeros((1 if bool(k) else 0,), dtype=xp.int64)
+                adv.append((len(basic), idx, dim, 1, True))
+                basic.append(None)
+                continue
+            _check_mask_shape(shape, k, dim, op)
+            for idx in xp.nonzero(k):
+                adv.append((len(basic), idx, dim, shape[dim], True))
+                basic.append(slice(None))
+                dim += 1
+        elif _is_array(k) or isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            if _is_array(k) and dt.as_dtype(k.dtype).kind not in "iu":
+                raise IndexError(f"{op}: tensors used as indices must be integer or bool "
+                                 f"tensors, got {dt.as_dtype(k.dtype).name}")
+            adv.append((len(basic), k, dim, shape[dim], not check))
+            basic.append(slice(None))
+            dim += 1
+        else:
+            raise IndexError(f"{op}: only integers, slices (':'), ellipsis ('...'), None and "
+                             f"integer or boolean tensors are valid indices (got "
+                             f"{type(k).__name__})")
+    return basic, adv
+
+
+def _gather(xp, y, adv, op):
+    """Steps 2-4 of Note [Advanced indexing]: ``adv`` indexes dimensions of ``y``."""
+    shapes = [tuple(k.shape) for _, k, _, _, _ in adv if _is_array(k)]
+    try:
+        bshape = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise IndexError(f"{op}: shape mismatch: indexing tensors could not be broadcast "
+                         f"together with shapes {', '.join(str(list(s)) for s in shapes)}"
+                         ) from None
+    linear, stride = 0, 1
+    for _, k, dim, size, checked in reversed(adv):
+        k = _in_bounds(xp, k, dim, size, checked, op)
+        linear = k * stride + linear
+        stride *= size
+    positions = [p for p, _, _, _, _ in adv]
+    rest = [i for i in range(y.ndim) if i not in positions]
+    if positions + rest != list(range(y.ndim)):
+        y = xp.permute_dims(y, tuple(positions + rest))
+    rest_shape = tuple(y.shape)[len(adv):]
+    flat = xp.reshape(y, (stride,) + rest_shape)
+    r = xp.take(flat, xp.reshape(xp.broadcast_to(linear, bshape), (-1,)), axis=0)
+    r = xp.reshape(r, bshape + rest_shape)
+    first = positions[0]
+    if first and positions == list(range(first, first + len(adv))):
+        nb = len(bshape)
+        r = xp.permute_dims(r, tuple(range(nb, nb + first)) + tuple(range(nb))
+                            + tuple(range(nb + first, r.ndim)))
+    return r
+
+
+def _in_bounds(xp, k, dim, size, checked, op):
+    """Index ``k`` of dimension ``dim`` (of ``size``) checked and made non-negative: a
+    Python int, or an int64 array."""
+    if not _is_array(k):
+        if not -size <= k < size:
+            raise IndexError(f"{op}: index {k} is out of bounds for dimension {dim} with size "
+                             f"{size}")
+        return int(k) + size if k < 0 else int(k)
+    if k.dtype != xp.int64:
+        k = xp.astype(k, xp.int64)
+    if checked:
+        return k
+    n = 1
+    for s in k.shape:
+        n *= s
+    if n == 0:
+        return k
+    lo, hi = int(xp.min(k)), int(xp.max(k))
+    if hi >= size or lo < -size:
+        bad = hi if hi >= size else lo
+        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size "
+                         f"{size}")
+    return xp.where(k < 0, k + size, k) if lo < 0 else k
 
 
 def _index_meta(x, key):
@@ -158,7 +342,8 @@ def _index_meta(x, key):
     return tuple(mf.dummy(x)[raw if isinstance(key, tuple) else raw[0]].shape), x.dtype
 
 
-defop("index(Tensor self, Any key) -> Tensor", impl=_index, meta=_index_meta,
+defop("index(Tensor self, Any key) -> Tensor", impl=_index, cpu_impl=_np_index,
+      meta=_index_meta,
       tags=("dynamic_output_shape",), names=(),
       info=OpInfo(ref=lambda x, k: x[k], dtypes=ALL,
                   samples=_index_samples([[0, 2], (slice(None), [1, 0]),
@@ -174,21 +359,37 @@ def _put_parts(self, key, value, name, where):
             raise device_mismatch(f"aten::{name}", dev, value._device)
         value = value._data
     if is_basic_key(key):
-        _check_basic(self, key, where)
-        return _full_key(key), value
+        return _basic_key(tuple(self.shape), key, where), value
     return _backend_key(dev.xp, _raw(key)), value
+
+
+def _writes_through_index_arrays(raw) -> bool:
+    """Whether a raw key (from ``_put_parts``) is more than the Array API's ``__setitem__``
+    takes: basic keys and a sole boolean mask."""
+    return not (type(raw) is tuple and is_basic_key(raw) or _is_bool_array(raw))
+
+
+def _native_error(e, op):
+    """The backend's own indexing error, named by the op (PyTorch's 'dimension' wording)."""
+    return type(e)(f"{op}: {str(e).replace('for axis', 'for dimension')}")
 
 
 def _index_put_kernel(self, key, value):
     dev = self._device
-    if not dev.backend.capabilities.inplace:
+    caps = dev.backend.capabilities
+    if not caps.inplace:
         raise RuntimeError(f"aten::index_put_: the {dev.backend.name} backend's arrays are "
                            f"immutable; in-place ops on it run through Functionalize")
     raw, value = _put_parts(self, key, value, "index_put_", "__setitem__")
+    if not caps.fancy_setitem and _writes_through_index_arrays(raw):
+        # Note [Writes through index arrays]
+        dev.backend.copy_into(self._data, _scatter(dev.xp, self._data, raw, value,
+                                                   "__setitem__"))
+        return self
     try:
         self._data[raw] = value
     except (IndexError, ValueError) as e:
-        raise type(e)(f"__setitem__: {e}") from None
+        raise _native_error(e, "__setitem__") from None
     return self
 
 
@@ -200,15 +401,92 @@ defop("index_put_.Scalar(Tensor(a!) self, Any key, Scalar value) -> Tensor(a!)",
       meta=lambda self, key, value: (tuple(self.shape), self.dtype))
 
 
-def scatter_set(xp, data, raw, value):
-    """A new array: ``data`` with ``data[raw] = value`` (JAX's ``.at[raw].set(value)`` on
-    arrays that cannot be written)."""
+def scatter_set(device, data, raw, value, *, op="index_put", check=True):
+    """A new array: ``data`` with ``data[raw] = value``, on ``device``'s backend, for
+    arrays that cannot or must not be written (Note [Writes through index arrays]).
+
+    ``check=False`` skips the bounds check of index arrays made in bounds by the caller
+    (Functionalize's write-back of a view).
+    """
+    xp = device.xp
     at = getattr(data, "at", None)
-    if at is not None:
-        return at[raw].set(value)
-    out = xp.asarray(data, copy=True)
-    out[raw] = value
-    return out
+    if (not device.backend.capabilities.fancy_setitem and _writes_through_index_arrays(raw)
+            and (check or at is None)):
+        return _scatter(xp, data, raw, value, op, check)
+    try:
+        if at is not None:
+            return at[raw].set(value)
+        out = xp.asarray(data, copy=True)
+        out[raw] = value
+        return out
+    except (IndexError, ValueError) as e:
+        raise _native_error(e, op) from None
+
+
+def _scatter(xp, data, key, value, op, check=True):
+    """``data`` with ``data[key] = value``, computed out of place with Array API functions.
+
+    Note [Writes through index arrays]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    The Array API's ``__setitem__`` takes basic keys and a sole boolean mask only, and
+    array_api_strict enforces it; JAX's ``.at[key].set`` takes index arrays but drops
+    out-of-bounds updates silently.  Backends whose arrays take index arrays in
+    ``__setitem__`` declare ``Capabilities(fancy_setitem=True)`` (NumPy, CuPy) and get the
+    key as it is; on the others a write through index arrays is computed here, out of place:
+
+    1. ``positions = arange(data.size).reshape(data.shape)[key]``, by the generic gather
+       (Note [Advanced indexing]: bounds checked, NumPy's key semantics), names the element
+       of ``data`` each written value goes to; the value is broadcast to its shape;
+    2. arrays with ``.at`` (JAX) scatter the values at the flat positions with it;
+    3. otherwise each element of ``data`` finds its last write by a binary search in the
+       sorted positions (a stable ``argsort``, so that with repeated indices the last value
+       wins, as on NumPy), and the result is ``where(written, new values, data)``.
+
+    The in-place ``index_put_`` copies the result into its array (``copy_into``).
+    """
+    shape = tuple(data.shape)
+    n = 1
+    for s in shape:
+        n *= s
+    ids = xp.reshape(xp.arange(n, dtype=xp.int64, device=data.device), shape)
+    positions = _advanced_index(xp, ids, key, op, check)
+    target = tuple(positions.shape)
+    values = _values_for(xp, value, data.dtype, target, op)
+    positions = xp.reshape(positions, (-1,))
+    flat = xp.reshape(data, (-1,))
+    at = getattr(flat, "at", None)
+    if at is not None:  # JAX: its own scatter, on the checked positions
+        return xp.reshape(at[positions].set(xp.reshape(values, (-1,))), shape)
+    if positions.shape[0] == 0:
+        return xp.asarray(data, copy=True)
+    order = xp.argsort(positions, stable=True)
+    written = xp.take(positions, order)
+    ids = xp.reshape(ids, (-1,))
+    last = xp.searchsorted(written, ids, side="right") - 1
+    last = xp.where(last < 0, xp.zeros_like(last), last)
+    hit = xp.take(written, last) == ids
+    new = xp.take(xp.reshape(values, (-1,)), xp.take(order, last))
+    return xp.reshape(xp.where(hit, new, flat), shape)
+
+
+def _values_for(xp, value, dtype, target, op):
+    """``value`` (an array or a Python scalar) as an array of ``dtype`` and shape
+    ``target``, broadcast as NumPy's ``__setitem__`` does (leading 1s dropped)."""
+    if not _is_array(value):
+        value = xp.asarray(value)
+    if value.dtype != dtype:
+        value = xp.astype(value, dtype)
+    vshape = tuple(value.shape)
+    while len(vshape) > len(target) and vshape[0] == 1:
+        vshape = vshape[1:]
+    try:
+        if np.broadcast_shapes(vshape, target) != target:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"{op}: shape mismatch: value tensor of shape "
+                         f"{list(value.shape)} cannot be broadcast to indexing result of "
+                         f"shape {list(target)}") from None
+    return xp.broadcast_to(xp.reshape(value, vshape), target)
 
 
 def _index_put_functional_kernel(self, key, value):
@@ -218,10 +496,7 @@ def _index_put_functional_kernel(self, key, value):
     raw, value = _put_parts(self, key, value, "index_put", "index_put")
     if hasattr(value, "dtype") and value.dtype != self._data.dtype:
         value = dev.xp.astype(value, self._data.dtype)
-    try:
-        return dev.wrap(scatter_set(dev.xp, self._data, raw, value))
-    except (IndexError, ValueError) as e:
-        raise type(e)(f"index_put: {e}") from None
+    return dev.wrap(scatter_set(dev, self._data, raw, value))
 
 
 def _index_put_ref(x, key, value):

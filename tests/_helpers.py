@@ -65,32 +65,11 @@ def skip_on(*devices: str, reason: str):
 
 # -- known bugs (each one a reason for xfail_on) -----------------------------------------
 
-JAX_INDEX_OUT_OF_BOUNDS = (
-    "bug: on JAX an out-of-bounds index gives a value instead of IndexError (x[7] of 4 rows "
-    "is the last row, x[[0, 9]] gathers NaN): the generic basic_index and index kernels "
-    "(ops/indexing.py _basic_index, _index) rely on the backend raising, and JAX clamps")
-
 LOOPBACK_PY_SCALARS = (
     "bug: on loopback, Python scalars reach array_api_strict unpromoted: an integer tensor "
     "with a float scalar (md.add(x, 0.5), x.add_(0.5)) or two scalars meeting "
     "(md.where(c, 1, 0), md.sub(x, 1, alpha=2)) raise its TypeError instead of promoting "
     "as on CPU and JAX (generic kernels in ops/elementwise.py, ops/indexing.py)")
-
-LOOPBACK_FANCY_SETITEM = (
-    "bug: on loopback, writes through integer index arrays (x[[0, 3]] = v, index_put, and "
-    "Functionalize's write-back of a mutated view: mdtensor/_functionalize.py "
-    "_commit_wrapper) raise array_api_strict's IndexError 'Fancy indexing __setitem__ is "
-    "not supported' (ops/indexing.py scatter_set, _index_put_kernel)")
-
-LOOPBACK_MULTI_INDEX_ARRAYS = (
-    "bug: on loopback, x[[0, 1], [2, 3]] (several integer index arrays) raises "
-    "array_api_strict's IndexError 'Integer index arrays are only allowed with integer "
-    "indices': ops/indexing.py _index passes them to __getitem__ as they are")
-
-LOOPBACK_SLICE_BOUNDS = (
-    "bug: on loopback, a slice bound past the end (x[:, 0:4] of 3 columns) raises "
-    "array_api_strict's IndexError instead of clipping as NumPy and PyTorch do "
-    "(ops/indexing.py _basic_index passes slices on unclipped)")
 
 # -- documented limits (reasons for skip_on) ---------------------------------------------
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _helpers import (
-    LOOPBACK_FANCY_SETITEM,
     LOOPBACK_PY_SCALARS,
     to_numpy,
     writes_in_place,
@@ -23,10 +22,6 @@ RNG_SEED = 7
 
 def _np(t):
     return np.asarray(to_numpy(t.detach()))
-
-
-# Functionalize writes a mutated view back into its base with index_put.
-xfail_view_write_back = xfail_on("loopback", reason=LOOPBACK_FANCY_SETITEM)
 
 
 def _mutating(graph, allow_input_copy=True):
@@ -57,7 +52,6 @@ def _to_md(v):
     return md.asarray(v.copy()) if isinstance(v, np.ndarray) else v
 
 
-@xfail_view_write_back
 @pytest.mark.parametrize("decl", _inplace_decls())
 def test_every_inplace_op_functionalizes_to_the_same_result(decl):
     inplace = decl.inplace[0].overloadpacket
@@ -116,7 +110,6 @@ def _views_program(x):
     return y, row, col, sub
 
 
-@xfail_view_write_back
 def test_mutation_through_views_of_views_matches_eager():
     x = md.arange(6.0).reshape(2, 3)
     expected = _views_program(x.clone())
@@ -135,7 +128,6 @@ def test_views_read_after_a_mutation_see_it_without_another_op():
     assert functionalize(f)(md.asarray([1.0, 2.0, 3.0])) == ([3.0, 4.0], 7.0)
 
 
-@xfail_view_write_back
 def test_split_and_unbind_views_write_back():
     def f(x):
         a, b = x.split([1, 2])
@@ -151,7 +143,6 @@ def test_split_and_unbind_views_write_back():
     np.testing.assert_array_equal(_np(got[1]), _np(expected[1]))
 
 
-@xfail_view_write_back
 def test_input_mutation_is_written_back_and_bumps_the_version():
     def f(x, y):
         x[1:].add_(y)
@@ -180,7 +171,6 @@ def test_outputs_are_plain_tensors_and_nested_structures_are_unwrapped():
     assert out["b"][1] == 3
 
 
-@xfail_view_write_back
 def test_factories_inside_are_functionalized():
     def f(x):
         buf = md.zeros(3)
@@ -272,7 +262,6 @@ def test_out_variant_functionalizes():
 # -- tracing below functionalization ------------------------------------------------------
 
 
-@xfail_view_write_back
 def test_trace_of_functionalized_program_has_no_mutations_and_replays():
     x = md.arange(6.0).reshape(2, 3)
     g = trace(functionalize(_views_program), x.clone())
@@ -285,7 +274,6 @@ def test_trace_of_functionalized_program_has_no_mutations_and_replays():
         np.testing.assert_array_equal(_np(got), _np(e))
 
 
-@xfail_view_write_back
 def test_trace_with_views_removed_has_no_views():
     x = md.arange(6.0).reshape(2, 3)
     g = trace(functionalize(_views_program, remove="mutations_and_views"), x.clone())
@@ -316,7 +304,6 @@ def _grad_program(x):
     return (y * y).sum()
 
 
-@xfail_view_write_back
 @pytest.mark.parametrize("remove", ["mutations", "mutations_and_views"])
 def test_composes_with_autograd(remove):
     x0 = md.asarray([1.0, 2.0, 3.0], requires_grad=True)
@@ -328,7 +315,6 @@ def test_composes_with_autograd(remove):
     np.testing.assert_allclose(_np(x1.grad), _np(x0.grad))
 
 
-@xfail_view_write_back
 def test_backward_inside_the_function_is_traced_with_the_forward():
     def step(x):
         loss = _grad_program(x)
@@ -345,7 +331,6 @@ def test_backward_inside_the_function_is_traced_with_the_forward():
     np.testing.assert_allclose(_np(x.grad), _np(expected.grad))
 
 
-@xfail_view_write_back
 def test_gradcheck_through_functionalize():
     from mdtensor.testing import gradcheck
 

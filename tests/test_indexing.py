@@ -12,11 +12,7 @@ import warnings
 import numpy as np
 import pytest
 from _helpers import (
-    JAX_INDEX_OUT_OF_BOUNDS,
-    LOOPBACK_FANCY_SETITEM,
-    LOOPBACK_MULTI_INDEX_ARRAYS,
     LOOPBACK_PY_SCALARS,
-    LOOPBACK_SLICE_BOUNDS,
     shares_views,
     to_numpy,
     xfail_on,
@@ -70,9 +66,9 @@ def test_basic_index_is_a_view_sharing_memory_and_version(key):
 
 @pytest.mark.parametrize("key,match", [
     ((0, 0, 0), "too many indices"),
-    pytest.param(7, "out of bounds", marks=xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)),
-    pytest.param((0, -6), "out of bounds",
-                 marks=xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)),
+    (7, "index 7 is out of bounds for dimension 0 with size 4"),
+    ((0, -6), "index -6 is out of bounds for dimension 1 with size 5"),
+    ((Ellipsis, 5), "index 5 is out of bounds for dimension 1 with size 5"),
     ((Ellipsis, 0, Ellipsis), "single ellipsis"),
 ])
 def test_basic_index_errors(key, match):
@@ -82,7 +78,6 @@ def test_basic_index_errors(key, match):
     assert x._version == 0
 
 
-@xfail_on("loopback", reason=LOOPBACK_SLICE_BOUNDS)
 @settings(max_examples=40, deadline=None)
 @given(st.integers(-6, 6), st.integers(-6, 6), st.integers(-3, 3).filter(bool))
 def test_slices_match_numpy(start, stop, step):
@@ -91,20 +86,34 @@ def test_slices_match_numpy(start, stop, step):
     np.testing.assert_array_equal(to_numpy(_t(a)[:, start:stop:step]), a[:, start:stop:step])
 
 
+def test_slice_bounds_past_the_end_are_clipped_on_read_and_write():
+    a = _grid((3, 3))
+    x = _t(a)
+    np.testing.assert_array_equal(to_numpy(x[:, 0:4]), a[:, 0:4])
+    np.testing.assert_array_equal(to_numpy(x[-9:2, ::-4]), a[-9:2, ::-4])
+    x[1:7, -9:2] = -1.0
+    a[1:7, -9:2] = -1.0
+    np.testing.assert_array_equal(to_numpy(x), a)
+
+
 # ---------------------------------------------------------------------------------------
 # Advanced indexing: copies
-
-
-_MULTI = xfail_on("loopback", reason=LOOPBACK_MULTI_INDEX_ARRAYS)
 
 
 @pytest.mark.parametrize("key", [
     pytest.param([0, 2, 2], id="list"),
     pytest.param(np.array([3, 0]), id="array"),
     pytest.param((slice(None), [1, 0]), id="slice-list"),
-    pytest.param(([0, 1], [2, 3]), id="two-lists", marks=_MULTI),
+    pytest.param(([0, 1], [2, 3]), id="two-lists"),
     pytest.param(np.array([True, False, True, False]), id="bool-mask"),
-    pytest.param((np.array([[0], [3]]), np.array([1, 4])), id="broadcast-arrays", marks=_MULTI),
+    pytest.param((np.array([[0], [3]]), np.array([1, 4])), id="broadcast-arrays"),
+    pytest.param(([-1, 0], slice(1, 9)), id="list-then-slice-past-the-end"),
+    pytest.param((slice(None, None, -1), [4, -5]), id="reversed-slice-list"),
+    pytest.param((Ellipsis, np.array([[0, 1], [2, 2]])), id="ellipsis-2d-array"),
+    pytest.param(([1, 2], None, 0), id="separated-by-none"),
+    pytest.param((np.array([True, False, True, True]), [0, 4, 1]), id="mask-and-list"),
+    pytest.param((np.array([], dtype=np.int64),), id="empty"),
+    pytest.param((np.array([0, 3], dtype=np.int32), 2), id="int32-array-and-int"),
 ])
 def test_advanced_index_matches_numpy_and_copies(key):
     a = _grid()
@@ -123,11 +132,47 @@ def test_boolean_mask_from_comparison():
     np.testing.assert_array_equal(to_numpy(x[x > 7.5]), a[a > 7.5])
 
 
-@xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)
 def test_advanced_index_errors():
     x = _t(_grid())
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError,
+                       match="index 9 is out of bounds for dimension 0 with size 4"):
         x[md.asarray(np.array([0, 9]))]
+    with pytest.raises(IndexError,
+                       match="index -6 is out of bounds for dimension 1 with size 5"):
+        x[[0, 1], [2, -6]]
+    with pytest.raises(IndexError,
+                       match="index 5 is out of bounds for dimension 1 with size 5"):
+        x[:, [5]]
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
+        x[4, [0]]
+    with pytest.raises(IndexError, match="shape mismatch"):
+        x[[0, 1], [0, 1, 2]]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[[0], 0, 0]
+
+
+# Multi-dimensional keys: NumPy's placement rule (advanced indices next to each other keep
+# their place; separated by a slice or None, their dimensions come first).
+MULTI_KEYS = [
+    (slice(None), [0, 2], [1, 3]),
+    ([1, 0], slice(None), [3, 2]),
+    (0, slice(None), [1, 2]),
+    (slice(None), 0, slice(None), [1, 2]),
+    ([0, 1], None, [1, 2]),
+    (None, [1], slice(1, 3), [2]),
+    ([[0, 1], [1, 0]], [[2, 2], [0, 1]], slice(0, 9)),
+    (Ellipsis, [4, -1]),
+    (slice(None), np.array([[True, False, True, False]] * 3)),
+]
+
+
+@pytest.mark.parametrize("key", MULTI_KEYS, ids=repr)
+def test_advanced_index_placement_matches_numpy(key):
+    a = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
+    mdkey = tuple(md.asarray(k) if isinstance(k, np.ndarray) else k for k in key)
+    got = _t(a)[mdkey]
+    assert got.shape == a[key].shape
+    np.testing.assert_array_equal(to_numpy(got), a[key])
 
 
 def test_boolean_mask_of_the_wrong_length_raises():
@@ -153,7 +198,6 @@ def test_setitem_basic_scalar_tensor_and_broadcast():
     assert x._version == 3
 
 
-@xfail_on("loopback", reason=LOOPBACK_FANCY_SETITEM)
 def test_setitem_advanced_and_mask():
     a = _grid()
     x = _t(a)
@@ -162,6 +206,50 @@ def test_setitem_advanced_and_mask():
     x[x > 15] = 0.0
     a[a > 15] = 0.0
     np.testing.assert_array_equal(to_numpy(x), a)
+
+
+SETITEM_CASES = [
+    pytest.param(([0, 1], [2, 3]), np.array([7.0, 8.0]), id="two-lists"),
+    pytest.param((slice(None), [1, 3, 0]), np.array([1.0, 2.0, 3.0]), id="slice-list"),
+    pytest.param((np.array([[0], [2]]), np.array([1, 4])), 5.0, id="broadcast-arrays"),
+    pytest.param((np.array([True, False, True, False]), [0, 4]), np.array([9.0, 8.0]),
+                 id="mask-and-list"),
+    pytest.param((1, [0, -1]), np.array([-5.0, -6.0]), id="int-and-list"),
+    pytest.param(([1, 2], slice(0, 9)), np.ones((1, 2, 5)), id="slice-past-the-end"),
+    pytest.param(([2, 0, 2],), np.arange(15.0).reshape(3, 5), id="repeated-last-wins"),
+    pytest.param((np.array([], dtype=np.int64),), 3.0, id="empty"),
+]
+
+
+@pytest.mark.parametrize("key,value", SETITEM_CASES)
+def test_setitem_and_index_put_through_index_arrays_match_numpy(key, value):
+    a = _grid()
+    want = a.copy()
+    want[key] = value
+    mdkey = tuple(md.asarray(k) if isinstance(k, np.ndarray) else k for k in key)
+    mdvalue = md.asarray(value) if isinstance(value, np.ndarray) else value
+    x = _t(a)
+    x[mdkey] = mdvalue
+    np.testing.assert_array_equal(to_numpy(x), want)
+    assert x._version == 1
+    y = md.ops.aten.index_put(_t(a), mdkey, md.asarray(np.asarray(value)))
+    np.testing.assert_array_equal(to_numpy(y), want)
+
+
+def test_setitem_through_index_arrays_errors_leave_tensor_unchanged():
+    a = _grid()
+    x = _t(a)
+    with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 0 with size 4"):
+        x[[0, 9]] = 1.0
+    with pytest.raises(IndexError, match="index -6 is out of bounds for dimension 1 with size 5"):
+        x[[0], [-6]] = 1.0
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
+        md.ops.aten.index_put(x, (md.asarray(np.array([4])),), md.asarray(np.array(1.0)))
+    with pytest.raises(ValueError, match=r"shape mismatch: value (tensor|array) of shape "
+                                         r"\(?\[?3"):
+        x[[0, 1]] = md.asarray(np.ones(3))
+    np.testing.assert_array_equal(to_numpy(x), a)
+    assert x._version == 0
 
 
 def test_setitem_through_a_view_writes_the_base():

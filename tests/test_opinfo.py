@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _helpers import (
-    JAX_INDEX_OUT_OF_BOUNDS,
     LOOPBACK_PY_SCALARS,
     NO_EINSUM,
     skip_on,
@@ -58,8 +57,6 @@ MARKS = {
     },
     "test_inplace_variant": {"abs": LOOPBACK_BOOL_INPUTS},
     "test_out_variant": {"clamp": JAX_CLAMP_OUT},
-    "test_error_inputs": dict.fromkeys(["basic_index", "basic_index_copy"],
-                                       xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)),
 }
 
 
