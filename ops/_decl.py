@@ -47,6 +47,8 @@ from mdtensor._ops import Kernel
 from mdtensor._schema import FunctionSchema, parse_schema
 from mdtensor._tensor import Tensor
 
+from ._promotion import with_scalar_promotion
+
 __all__ = [
     "CATALOGUE",
     "ErrorInput",
@@ -681,6 +683,7 @@ def defop(
     varargs: bool = False,
     cpu_impl: Callable | None = None,
     star_args: bool = False,
+    promote_scalars: bool = True,
 ) -> OpDecl:
     """Declare an op (see the module docstring).
 
@@ -707,6 +710,10 @@ def defop(
         cpu_impl: an impl for the NumPy backend only (a direct CPU kernel, rung 1), where
             NumPy's own function is much faster than the generic one (Note [NumPy fast
             impls]).
+        promote_scalars: the kernels bring a ``Scalar self``/``Scalar other`` and the other
+            operand into the pairs the Array API specifies before calling ``impl`` (Note
+            [Python scalars on strict backends] in ops/_promotion.py); False for an impl
+            that converts its operands itself.
     """
     fschema = parse_schema(schema)
     tags = tuple(tags)
@@ -729,21 +736,26 @@ def defop(
     (decl.inplace if fschema.is_inplace else decl.out if fschema.is_out
      else decl.functional).append(op)
     tensor_args = [(i, a) for i, a in enumerate(fschema.arguments) if a.type.is_tensor_like]
+    # the impl the kernels call (the structured variants below wrap ``impl`` for their own
+    # schemas)
+    kimpl = impl
+    if impl is not None and promote_scalars:
+        kimpl = with_scalar_promotion(impl, fschema)
     if impl is not None:
         if fschema.is_inplace:
-            fn = _inplace_kernel(fschema, impl, inplace_impl, tensor_args)
+            fn = _inplace_kernel(fschema, kimpl, inplace_impl, tensor_args)
         elif fschema.is_out:
-            fn = _out_kernel(fschema, impl, inplace_impl, tensor_args)
+            fn = _out_kernel(fschema, kimpl, inplace_impl, tensor_args)
         else:
-            fn = array_api_kernel(fschema, impl)
+            fn = array_api_kernel(fschema, kimpl)
         _register_leaf(op, fn, DispatchKey.ArrayAPI)
     if cpu_impl is not None and not (fschema.is_inplace or fschema.is_out):
-        _register_leaf(op, array_api_kernel(fschema, cpu_impl, impl), DispatchKey.CPU)
+        _register_leaf(op, array_api_kernel(fschema, cpu_impl, kimpl), DispatchKey.CPU)
     elif (isinstance(cpu_impl, Ufunc) and fschema.is_inplace and impl is not None
           and cpu_impl.fn.signature is None):
         # Elementwise ufuncs only: a generalized ufunc (matmul) broadcasts its result into
         # ``out``, where PyTorch's in-place rule wants an error.
-        generic = _inplace_kernel(fschema, impl, inplace_impl, tensor_args)
+        generic = _inplace_kernel(fschema, kimpl, inplace_impl, tensor_args)
         _register_leaf(op, _ufunc_inplace_kernel(fschema, cpu_impl, generic), DispatchKey.CPU)
     if composite is not None:
         _register(op, composite, DispatchKey.CompositeImplicitAutograd)
@@ -760,7 +772,8 @@ def defop(
         inplace_s, out_s = structured_variants(fschema)
         for s in (inplace_s, out_s):
             defop(s, impl=impl, inplace_impl=inplace_impl, meta=meta, tags=tags, decl=decl,
-                  cpu_impl=cpu_impl if isinstance(cpu_impl, Ufunc) else None)
+                  cpu_impl=cpu_impl if isinstance(cpu_impl, Ufunc) else None,
+                  promote_scalars=promote_scalars)
         if not any(t == "inplace" for t in tags):
             decl.inplace[-1].tags = decl.inplace[-1].tags | {"inplace"}
     return decl

@@ -24,6 +24,7 @@ from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
+from ._promotion import promote_scalar
 from ._samples import binary_samples, unary_samples
 
 BOOL = (dt.bool_,)
@@ -155,8 +156,10 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
     fn = attrgetter(xp_name or name)
     own = impl is not None
     if not own and float_fn:
+        # Integer operands become floats first (Note [Integer inputs of float functions]),
+        # so Python scalars are promoted after that, here.
         def impl(xp, a, b):
-            return fn(xp)(_to_float_any(xp, a), _to_float_any(xp, b))
+            return fn(xp)(*promote_scalar(xp, _to_float_any(xp, a), _to_float_any(xp, b)))
     elif not own:
         def impl(xp, a, b):
             return fn(xp)(a, b)
@@ -175,6 +178,7 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     info = OpInfo(ref=ref, dtypes=dtypes, samples=binary_samples(domain))
     cpu = None if own else _cpu_ufunc(xp_name or name, float_fn)
+    promote = not float_fn or own
     decl = defop(
         f"{name}.Tensor(Tensor self, Tensor other) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
@@ -183,10 +187,11 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
     )
     defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl,
           inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
-          tags=("pointwise",), decl=decl)
+          tags=("pointwise",), decl=decl, promote_scalars=promote)
     if reflected:
         defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", impl=impl,
-              meta=meta, cpu_impl=cpu, tags=("pointwise",), decl=decl)
+              meta=meta, cpu_impl=cpu, tags=("pointwise",), decl=decl,
+              promote_scalars=promote)
     return decl
 
 
@@ -202,29 +207,34 @@ def _to_float_any(xp, a):
 # add / sub take alpha (torch): other is scaled by alpha first.
 
 
+def _times_alpha(xp, b, alpha):
+    """``b * alpha``.  A Python scalar ``b`` is multiplied in Python and stays weak
+    (NumPy's multiply of two scalars gives a NumPy scalar, which promotes like an array:
+    an int32 tensor minus ``1 * 2`` would be int64)."""
+    if alpha == 1:
+        return b
+    if isinstance(b, (bool, int, float, complex)):
+        return b * alpha
+    return xp.multiply(*promote_scalar(xp, b, alpha))
+
+
+# Scalars are promoted here, after ``alpha`` scaled ``b`` (promote_scalars=False below):
+# Note [Python scalars on strict backends] in ops/_promotion.py.
 def _add(xp, a, b, alpha=1):
-    if alpha != 1:
-        b = xp.multiply(b, alpha)
-    return xp.add(a, b)
+    return xp.add(*promote_scalar(xp, a, _times_alpha(xp, b, alpha)))
 
 
 def _add_out(xp, out, a, b, alpha=1):
-    if alpha != 1:
-        b = xp.multiply(b, alpha)
-    xp.add(a, b, out=out)
+    xp.add(a, _times_alpha(xp, b, alpha), out=out)
     return True
 
 
 def _sub(xp, a, b, alpha=1):
-    if alpha != 1:
-        b = xp.multiply(b, alpha)
-    return xp.subtract(a, b)
+    return xp.subtract(*promote_scalar(xp, a, _times_alpha(xp, b, alpha)))
 
 
 def _sub_out(xp, out, a, b, alpha=1):
-    if alpha != 1:
-        b = xp.multiply(b, alpha)
-    xp.subtract(a, b, out=out)
+    xp.subtract(a, _times_alpha(xp, b, alpha), out=out)
     return True
 
 
@@ -242,9 +252,10 @@ def _alpha_op(name, impl, impl_out, ref, names):
                  cpu_impl=cpu, tags=("pointwise",), info=info, names=names, methods=(name,))
     defop(f"{name}.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", impl=impl,
           inplace_impl=impl_out, structured=True, meta=mf.binary, cpu_impl=cpu,
-          tags=("pointwise",), decl=decl)
+          tags=("pointwise",), decl=decl, promote_scalars=False)
     defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other, Scalar alpha=1) -> Tensor",
-          impl=impl, meta=mf.binary, cpu_impl=cpu, tags=("pointwise",), decl=decl)
+          impl=impl, meta=mf.binary, cpu_impl=cpu, tags=("pointwise",), decl=decl,
+          promote_scalars=False)
     return decl
 
 
@@ -369,10 +380,11 @@ def _logical(name):
     info = OpInfo(ref=getattr(np, name), dtypes=ALL, samples=binary_samples(None))
     decl = defop(f"{name}.Tensor(Tensor self, Tensor other) -> Tensor", impl=impl,
                  meta=mf.compare, tags=("pointwise",), info=info, methods=(name,))
+    # the impl makes both operands bool itself: no scalar promotion first
     defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl, meta=mf.compare,
-          tags=("pointwise",), decl=decl)
+          tags=("pointwise",), decl=decl, promote_scalars=False)
     defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", impl=impl,
-          meta=mf.compare, tags=("pointwise",), decl=decl)
+          meta=mf.compare, tags=("pointwise",), decl=decl, promote_scalars=False)
 
 
 for _name in ("logical_and", "logical_or", "logical_xor"):

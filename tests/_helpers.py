@@ -70,12 +70,6 @@ JAX_INDEX_OUT_OF_BOUNDS = (
     "is the last row, x[[0, 9]] gathers NaN): the generic basic_index and index kernels "
     "(ops/indexing.py _basic_index, _index) rely on the backend raising, and JAX clamps")
 
-LOOPBACK_PY_SCALARS = (
-    "bug: on loopback, Python scalars reach array_api_strict unpromoted: an integer tensor "
-    "with a float scalar (md.add(x, 0.5), x.add_(0.5)) or two scalars meeting "
-    "(md.where(c, 1, 0), md.sub(x, 1, alpha=2)) raise its TypeError instead of promoting "
-    "as on CPU and JAX (generic kernels in ops/elementwise.py, ops/indexing.py)")
-
 LOOPBACK_FANCY_SETITEM = (
     "bug: on loopback, writes through integer index arrays (x[[0, 3]] = v, index_put, and "
     "Functionalize's write-back of a mutated view: mdtensor/_functionalize.py "

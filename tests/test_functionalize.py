@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from _helpers import (
     LOOPBACK_FANCY_SETITEM,
-    LOOPBACK_PY_SCALARS,
     to_numpy,
     writes_in_place,
     xfail_on,
@@ -225,7 +224,6 @@ def test_bad_remove_and_non_callable_are_rejected():
         functionalize(3)
 
 
-@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_inplace_rules_still_apply_inside():
     def widen(x):
         x.add_(md.ones((2, 3)))

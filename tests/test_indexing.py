@@ -15,7 +15,6 @@ from _helpers import (
     JAX_INDEX_OUT_OF_BOUNDS,
     LOOPBACK_FANCY_SETITEM,
     LOOPBACK_MULTI_INDEX_ARRAYS,
-    LOOPBACK_PY_SCALARS,
     LOOPBACK_SLICE_BOUNDS,
     shares_views,
     to_numpy,
@@ -211,7 +210,6 @@ def test_gather_is_take_along_axis_with_dim():
     np.testing.assert_array_equal(to_numpy(_t(a).gather(md.asarray(idx), dim=1)), want)
 
 
-@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_where_overloads():
     c = np.array([[True, False, True], [False, True, False]])
     a = _grid((2, 3))

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from _helpers import (
     JAX_INDEX_OUT_OF_BOUNDS,
-    LOOPBACK_PY_SCALARS,
     NO_EINSUM,
     skip_on,
     to_numpy,
@@ -334,8 +333,7 @@ def test_cpu_ufunc_kernels_compute_what_the_generic_kernels_compute():
     assert not COMPAT_WRAPPED & direct
 
 
-@pytest.mark.parametrize("name", ["div", "exp", pytest.param(
-    "sub", marks=xfail_on("loopback", reason=LOOPBACK_PY_SCALARS))])
+@pytest.mark.parametrize("name", ["div", "exp", "sub"])
 def test_cpu_ufunc_kernels_fall_back_for_integer_inputs_and_alpha(name):
     x = md.asarray([1, 2, 4])
     if name == "div":
@@ -370,7 +368,6 @@ def test_broadcast_errors_name_the_op_and_leave_tensors_alone(call):
     np.testing.assert_array_equal(to_numpy(a), np.ones((4, 8)))
 
 
-@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_inplace_ufunc_kernel_writes_into_the_buffer_and_refuses_what_torch_refuses():
     a = md.ones(8)
     buf = a._data
