@@ -24,7 +24,7 @@ from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
-from ._promotion import promote_scalar
+from ._promotion import dtype_of, promote_scalar
 from ._samples import binary_samples, unary_samples
 
 BOOL = (dt.bool_,)
@@ -104,16 +104,22 @@ def _to_float(xp, a):
 
 def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=None,
           names=None, methods=None, structured=True, domain=None, derivative=None,
-          complex_fix=None):
+          complex_fix=None, generic=None):
     """A pointwise unary op.  ``complex_fix(xp, a, result)`` corrects the backend
     function's result for complex ``a`` (the CPU ufunc kernel then serves real dtypes only,
-    and complex out=/in-place calls compute and copy)."""
+    and complex out=/in-place calls compute and copy).  ``generic(xp, a)`` replaces the
+    backend function ``xp.<xp_name>`` of a function that is not a float function in the
+    generic impl (the CPU ufunc kernel still calls NumPy's)."""
+    if float_fn and generic is not None:
+        raise ValueError(f"unary {name!r}: generic= is for functions that are not float_fn")
     fn = attrgetter(xp_name or name)
     if float_fn:
         def impl(xp, a):
             if _int_like(a):
                 a = _to_float(xp, a)
             return fn(xp)(a)
+    elif generic is not None:
+        impl = generic
     else:
         def impl(xp, a):
             return fn(xp)(a)
@@ -149,10 +155,11 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
 
 def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC, ref=None,
            names=None, methods=None, structured=True, domain=None, reflected=True,
-           derivative=None, impl=None):
+           derivative=None, impl=None, generic=None):
     """A pointwise binary op with its Tensor, Scalar and reflected overloads.  ``impl``
     replaces the backend function ``xp.<xp_name>``; it then serves every backend (no
-    ufunc CPU kernel) and out=/in-place variants compute it and copy."""
+    ufunc CPU kernel) and out=/in-place variants compute it and copy.  ``generic(xp, a, b)``
+    replaces it in the generic impl only (the CPU ufunc kernel still calls NumPy's)."""
     fn = attrgetter(xp_name or name)
     own = impl is not None
     if not own and float_fn:
@@ -160,6 +167,8 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
         # so Python scalars are promoted after that, here.
         def impl(xp, a, b):
             return fn(xp)(*promote_scalar(xp, _to_float_any(xp, a), _to_float_any(xp, b)))
+    elif generic is not None:
+        impl = generic
     elif not own:
         def impl(xp, a, b):
             return fn(xp)(a, b)
@@ -351,17 +360,44 @@ binary("bitwise_left_shift", dtypes=INTS, domain="shift", ref=np.left_shift)
 binary("bitwise_right_shift", dtypes=INTS, domain="shift", ref=np.right_shift)
 
 
-def _compare(name, xp_name, names):
+def _is_bool_array(v) -> bool:
+    return not isinstance(v, (bool, int, float, complex)) and dtype_of(v).kind == "b"
+
+
+def _as_orderable(xp, v, other):
+    """``v``, an operand of an order comparison, as a number if it is a bool: the Array
+    API orders real numbers only; NumPy and JAX order bools too (False < True).  A bool
+    array takes the dtype of a numeric array ``other`` (``int8`` beside a bool or a
+    scalar); a bool scalar becomes an int."""
+    if isinstance(v, bool):
+        return int(v)
+    if not _is_bool_array(v):
+        return v
+    if isinstance(other, (bool, int, float, complex)) or _is_bool_array(other):
+        return xp.astype(v, xp.int8)
+    return xp.astype(v, other.dtype)
+
+
+def _order(xp_name):
+    fn = attrgetter(xp_name)
+
+    def generic(xp, a, b):
+        return fn(xp)(_as_orderable(xp, a, b), _as_orderable(xp, b, a))
+
+    return generic
+
+
+def _compare(name, xp_name, names, generic=None):
     binary(name, xp_name=xp_name, meta=mf.compare, dtypes=REAL + BOOL, structured=False,
-           names=names, methods=names)
+           names=names, methods=names, generic=generic)
 
 
 _compare("eq", "equal", ("eq", "equal"))
 _compare("ne", "not_equal", ("ne", "not_equal"))
-_compare("lt", "less", ("lt", "less"))
-_compare("le", "less_equal", ("le", "less_equal"))
-_compare("gt", "greater", ("gt", "greater"))
-_compare("ge", "greater_equal", ("ge", "greater_equal"))
+_compare("lt", "less", ("lt", "less"), _order("less"))
+_compare("le", "less_equal", ("le", "less_equal"), _order("less_equal"))
+_compare("gt", "greater", ("gt", "greater"), _order("greater"))
+_compare("ge", "greater_equal", ("ge", "greater_equal"), _order("greater_equal"))
 
 def _as_bool(xp, a):
     """PyTorch's logical ops take any dtype (nonzero is True); the Array API's take bool."""
@@ -393,7 +429,15 @@ for _name in ("logical_and", "logical_or", "logical_xor"):
 # ---------------------------------------------------------------------------------------
 # Unary
 
-unary("abs", dtypes=NUMERIC + BOOL, methods=("abs", "absolute"), names=("abs", "absolute"))
+def _abs(xp, a):
+    # The Array API's abs takes numeric dtypes; NumPy and JAX take bool too (|b| is b).
+    if _is_bool_array(a):
+        return xp.asarray(a, copy=True)
+    return xp.abs(a)
+
+
+unary("abs", dtypes=NUMERIC + BOOL, methods=("abs", "absolute"), names=("abs", "absolute"),
+      generic=_abs)
 unary("neg", xp_name="negative", dtypes=NUMERIC, names=("neg", "negative"),
       methods=("neg", "negative"))
 unary("positive", dtypes=NUMERIC, structured=False)

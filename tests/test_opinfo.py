@@ -26,10 +26,6 @@ import mdtensor as md
 RNG_SEED = 1234
 
 # Known bugs and limits of one backend, by op: {op name: marks} per test.
-LOOPBACK_BOOL_INPUTS = xfail_on("loopback", reason=(
-    "bug: on loopback abs and the order comparisons (lt, le, gt, ge) of bool tensors raise "
-    "array_api_strict's TypeError (bool is not numeric there); NumPy and JAX accept them "
-    "(generic kernels in ops/elementwise.py pass bool arrays on)"))
 LOOPBACK_COMPLEX_LOGICAL = xfail_on("loopback", reason=(
     "bug: on loopback logical_and/or/xor/not of complex tensors raise array_api_strict's "
     "TypeError: the generic kernels cast to bool with astype, which the standard forbids "
@@ -50,12 +46,10 @@ BROADCAST_ERRORS = (
 
 MARKS = {
     "test_matches_reference": {
-        **dict.fromkeys(["abs", "lt", "le", "gt", "ge"], LOOPBACK_BOOL_INPUTS),
         **dict.fromkeys(["logical_and", "logical_or", "logical_xor", "logical_not"],
                         LOOPBACK_COMPLEX_LOGICAL),
         "einsum": skip_on("loopback", reason=NO_EINSUM),
     },
-    "test_inplace_variant": {"abs": LOOPBACK_BOOL_INPUTS},
     "test_out_variant": {"clamp": JAX_CLAMP_OUT},
     "test_error_inputs": dict.fromkeys(["basic_index", "basic_index_copy"],
                                        xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)),

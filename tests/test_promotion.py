@@ -106,6 +106,14 @@ def test_inplace_and_out_with_a_promoting_scalar():
         b.add_(1)
 
 
+def test_order_comparisons_of_bools_with_scalars():
+    b = md.asarray([False, True])
+    assert md.lt(b, True).tolist() == [True, False]
+    assert md.ge(True, b).tolist() == [True, True]
+    assert (b > 0.5).tolist() == [False, True]
+    assert md.le(b, md.asarray([1, 0])).tolist() == [True, False]
+
+
 def test_promote_scalar_gives_pairs_array_api_strict_accepts():
     xp = pytest.importorskip("array_api_strict")
     i = xp.asarray([1, 2])
