@@ -26,10 +26,6 @@ import mdtensor as md
 RNG_SEED = 1234
 
 # Known bugs and limits of one backend, by op: {op name: marks} per test.
-LOOPBACK_COMPLEX_LOGICAL = xfail_on("loopback", reason=(
-    "bug: on loopback logical_and/or/xor/not of complex tensors raise array_api_strict's "
-    "TypeError: the generic kernels cast to bool with astype, which the standard forbids "
-    "for complex (ops/elementwise.py)"))
 JAX_CLAMP_OUT = xfail_on("jax", reason=(
     "bug: on JAX md.clamp(x, 0.5, 1.5, out=o) raises TypeError \"aten::clamp.Tensor: "
     "argument 'min' must be a Tensor, got float\": Functionalize turns the out= call into the "
@@ -46,8 +42,6 @@ BROADCAST_ERRORS = (
 
 MARKS = {
     "test_matches_reference": {
-        **dict.fromkeys(["logical_and", "logical_or", "logical_xor", "logical_not"],
-                        LOOPBACK_COMPLEX_LOGICAL),
         "einsum": skip_on("loopback", reason=NO_EINSUM),
     },
     "test_out_variant": {"clamp": JAX_CLAMP_OUT},
