@@ -479,8 +479,16 @@ def _expm1_complex(xp, z, r):
     # API (C99's cexp) specifies the limits (expm1(+inf + 0j) is +inf + 0j, expm1(-inf +
     # NaN j) is -1 + 0j) and -0 + 0j for -0 + 0j.  There, and only there, exp(z) - 1 is
     # exact and has the specified values; elsewhere NumPy's result keeps its precision.
+    # An infinite real part with an infinite or NaN imaginary part is set apart: there the
+    # standard gives -1 + 0j (re = -inf: exp(z) is 0 whatever y) and +-inf + NaN j (re =
+    # +inf), where JAX's exp gives NaN parts.
     special = xp.logical_or(xp.logical_not(xp.isfinite(z)), z == 0)
-    return xp.where(special, xp.subtract(xp.exp(z), 1), r)
+    r = xp.where(special, xp.subtract(xp.exp(z), 1), r)
+    re, wild = xp.real(z), xp.logical_not(xp.isfinite(xp.imag(z)))
+    r = xp.where(xp.logical_and(re == -math.inf, wild),
+                 xp.asarray(complex(-1.0, 0.0), dtype=z.dtype), r)
+    return xp.where(xp.logical_and(re == math.inf, wild),
+                    xp.asarray(complex(math.inf, math.nan), dtype=z.dtype), r)
 
 
 def _tanh_complex(xp, z, r):
