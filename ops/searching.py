@@ -98,11 +98,22 @@ _ss = defop("searchsorted(Tensor sorted_sequence, Tensor self, *, str side=\"lef
 
 
 def _sort(xp, x, axis=-1, descending=False, stable=True):
+    # The axis is checked here: backends word an out-of-range axis differently (JAX raises
+    # ValueError), and mdtensor's error is an IndexError naming the op.
+    mf.normalize_axes("sort", axis, x.ndim)
     return xp.sort(x, axis=axis, descending=descending, stable=stable)
 
 
 def _argsort(xp, x, axis=-1, descending=False, stable=True):
+    mf.normalize_axes("argsort", axis, x.ndim)
     return xp.argsort(x, axis=axis, descending=descending, stable=stable)
+
+
+def _sort_meta(name, dtype=None):
+    def meta(x, axis=-1, *args, **kwargs):
+        mf.normalize_axes(name, axis, x.ndim)
+        return tuple(x.shape), dtype or x.dtype
+    return meta
 
 
 def _sort_ref(x, axis=-1, descending=False, stable=True):
@@ -121,12 +132,12 @@ def _argsort_ref(x, axis=-1, descending=False, stable=True):
 
 _SORT_SAMPLES = unary_samples(None, kwargs=({}, {"descending": True}))
 defop("sort(Tensor self, int axis=-1, bool descending=False, *, bool stable=True) -> Tensor",
-      impl=_sort, meta=mf.same, methods=("sort",), kwarg_aliases={"dim": "axis"},
+      impl=_sort, meta=_sort_meta("sort"), methods=("sort",), kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=_sort_ref, dtypes=REAL,
                   samples=lambda d, rng: [s for s in _SORT_SAMPLES(d, rng) if s.args[0].ndim]))
 defop("argsort(Tensor self, int axis=-1, bool descending=False, *, bool stable=True)"
       " -> Tensor", impl=_argsort,
-      meta=lambda x, *a, **k: (tuple(x.shape), dt.int64), methods=("argsort",),
+      meta=_sort_meta("argsort", dt.int64), methods=("argsort",),
       kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=_argsort_ref, dtypes=REAL, differentiable=False,
                   samples=lambda d, rng: [s for s in _SORT_SAMPLES(d, rng) if s.args[0].ndim]))
