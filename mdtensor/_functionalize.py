@@ -67,9 +67,20 @@ def _without_transform_include() -> RestoreGuard:
     return RestoreGuard((inc & ~_FZ, keep))
 
 
+def _arguments(schema) -> tuple:
+    """What a mutating overload and its functional counterpart have in common: the names
+    and types of the arguments, without ``out=`` and alias annotations (a structured op's
+    variants move arguments behind ``*``, so that is left out too)."""
+    return tuple((a.name, a.type.base, a.type.optional, a.type.is_list, a.type.elem_optional)
+                 for a in schema.arguments
+                 if not (schema.is_out and a.kwarg_only and a.is_mutable))
+
+
 def _functional_of(op):
     """The functional overload of a mutating ``op`` (``add_.Tensor`` -> ``add.Tensor``,
-    ``add.out`` -> ``add.Tensor``)."""
+    ``add.out`` -> ``add.Tensor``, ``clamp.out`` -> ``clamp``): among the declaration's
+    functional overloads, the one taking the same arguments (its overload name decides
+    between several); by overload name alone where none does."""
     hit = _functional_cache.get(op)
     if hit is not None:
         return hit
@@ -81,7 +92,12 @@ def _functional_of(op):
         want = "" if want == "out" else want[:-4] if want.endswith("_out") else want
         if want == "" and any(c.schema.overload_name == "Tensor" for c in candidates):
             want = "Tensor"
-    best = next((c for c in candidates if c.schema.overload_name == want), None)
+    arguments = _arguments(schema)
+    same = [c for c in candidates if _arguments(c.schema) == arguments]
+    if same:
+        candidates = same
+    best = next((c for c in candidates if c.schema.overload_name == want),
+                same[0] if same else None)
     if best is None and schema.is_inplace:
         try:
             packet = lookup(f"{schema.namespace}::{schema.name[:-1]}")

@@ -26,11 +26,6 @@ import mdtensor as md
 RNG_SEED = 1234
 
 # Known bugs and limits of one backend, by op: {op name: marks} per test.
-JAX_CLAMP_OUT = xfail_on("jax", reason=(
-    "bug: on JAX md.clamp(x, 0.5, 1.5, out=o) raises TypeError \"aten::clamp.Tensor: "
-    "argument 'min' must be a Tensor, got float\": Functionalize turns the out= call into the "
-    "clamp.Tensor overload whatever the bounds' types (mdtensor/_functionalize.py "
-    "_mutated_and_value)"))
 JAX_OUT_RESIZE_WARNING = xfail_on("jax", reason=(
     "bug: on JAX an out= tensor of the wrong shape is resized without PyTorch's 'was "
     "resized' UserWarning (Functionalize's out= path, mdtensor/_functionalize.py)"))
@@ -44,7 +39,6 @@ MARKS = {
     "test_matches_reference": {
         "einsum": skip_on("loopback", reason=NO_EINSUM),
     },
-    "test_out_variant": {"clamp": JAX_CLAMP_OUT},
     "test_error_inputs": dict.fromkeys(["basic_index", "basic_index_copy"],
                                        xfail_on("jax", reason=JAX_INDEX_OUT_OF_BOUNDS)),
 }
