@@ -142,8 +142,9 @@ def _mutated_and_value(op, call, args, kwargs):
 
 
 def _check_new_value(op, t, value, inplace: bool) -> None:
-    """PyTorch's in-place rules (shape and casting), before anything is written."""
-    from mdtensor.ops._decl import _check_inplace_result
+    """PyTorch's in-place and out= rules (shape and casting; the warning for an out=
+    tensor with elements that will be resized), before anything is written."""
+    from mdtensor.ops._decl import _check_inplace_result, warn_if_resized
 
     if inplace:
         _check_inplace_result(op.name, t, value._data, t._device.backend)
@@ -153,6 +154,8 @@ def _check_new_value(op, t, value, inplace: bool) -> None:
         if not can_cast(value.dtype, t.dtype):
             raise RuntimeError(f"{op.name}: result type {value.dtype.name} can't be cast to "
                                f"the desired output type {t.dtype.name}")
+        if tuple(value.shape) != tuple(t.shape):
+            warn_if_resized(op.name, t, value.shape)
 
 
 # ---------------------------------------------------------------------------------------
@@ -223,7 +226,7 @@ def _commit_plain(op, t: Tensor, value, inplace: bool) -> None:
     if tuple(data.shape) != tuple(t._data.shape):
         if inplace or t._view is not None:
             data = xp.broadcast_to(data, tuple(t._data.shape))
-        # out= with a different shape on a base: resized (the out kernel warned)
+        # out= with a different shape on a base: resized (_check_new_value warned)
     info = t._view
     if info is None:
         base = t

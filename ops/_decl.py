@@ -591,6 +591,35 @@ def _check_inplace_result(name, self, r, backend) -> None:
         )
 
 
+def warn_if_resized(name: str, out, shape) -> None:
+    """PyTorch's warning for an ``out=`` tensor with elements resized to ``shape`` (an
+    empty one is resized silently); the out= kernels and Functionalize's out= path call
+    it.  The warning points at the caller's line, however many layers lie between."""
+    if out.numel() != 0:
+        warnings.warn(
+            f"{name}: An output with one or more elements was resized since it had "
+            f"shape {_shape_str(out.shape)}, which does not match the required "
+            f"output shape {_shape_str(shape)}. This behavior is deprecated, and in "
+            f"a future release outputs will not be resized unless they have zero "
+            f"elements.", UserWarning, stacklevel=_caller_stacklevel())
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside mdtensor, for a warning issued by the
+    function that calls this (Python 3.12's ``skip_file_prefixes``, by hand)."""
+    import os
+    import sys
+
+    import mdtensor
+
+    inside = tuple(os.path.dirname(m.__file__) + os.sep for m in (
+        mdtensor, sys.modules[__package__], sys.modules["mdtensor.backends"]))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, cause):
     # The ufunc refused (shape or casting): recompute to produce PyTorch's message.
     backend = dev.backend
@@ -630,13 +659,7 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
             raise RuntimeError(f"{name}: result type {rd.name} can't be cast to the desired "
                                f"output type {od.name}")
         if tuple(out._data.shape) != tuple(r.shape):
-            if out.numel() != 0:
-                warnings.warn(
-                    f"{name}: An output with one or more elements was resized since it had "
-                    f"shape {_shape_str(out._data.shape)}, which does not match the required "
-                    f"output shape {_shape_str(r.shape)}. This behavior is deprecated, and in "
-                    f"a future release outputs will not be resized unless they have zero "
-                    f"elements.", UserWarning, stacklevel=3)
+            warn_if_resized(name, out, r.shape)
             if backend.capabilities.inplace:
                 out._data = dev.xp.empty(r.shape, dtype=out._data.dtype, device=dev.native)
             else:

@@ -26,9 +26,6 @@ import mdtensor as md
 RNG_SEED = 1234
 
 # Known bugs and limits of one backend, by op: {op name: marks} per test.
-JAX_OUT_RESIZE_WARNING = xfail_on("jax", reason=(
-    "bug: on JAX an out= tensor of the wrong shape is resized without PyTorch's 'was "
-    "resized' UserWarning (Functionalize's out= path, mdtensor/_functionalize.py)"))
 BROADCAST_ERRORS = (
     "bug: broadcasting errors off the CPU are the backend's own (JAX: TypeError 'add got "
     "incompatible shapes for broadcasting'; loopback in-place: NumPy's ValueError), not "
@@ -181,13 +178,27 @@ def test_out_variant(decl):
             _compare(decl, dtype, out, expected, what)
 
 
-@JAX_OUT_RESIZE_WARNING
 def test_out_resize_warns_and_empty_out_resizes_silently():
     a = md.asarray([1.0, 2.0, 3.0])
     out = md.empty((2,))
-    with pytest.warns(UserWarning, match="was resized"):
+    with pytest.warns(UserWarning, match=r"aten::add\.out: An output with one or more "
+                                         r"elements was resized since it had shape \[2\], "
+                                         r"which does not match the required output shape "
+                                         r"\[3\]") as record:
         md.add(a, a, out=out)
     assert out.shape == (3,)
+    np.testing.assert_array_equal(to_numpy(out), [2.0, 4.0, 6.0])
+    assert record[0].filename == __file__  # the caller's line, not a layer's
+
+    def f(x):
+        o = md.empty((2,))
+        md.add(x, x, out=o)
+        return o
+
+    with pytest.warns(UserWarning, match="was resized") as record:
+        got = md.func.functionalize(f)(a)
+    assert record[0].filename == __file__
+    np.testing.assert_array_equal(to_numpy(got), [2.0, 4.0, 6.0])
     empty = md.empty((0,))
     import warnings
 
