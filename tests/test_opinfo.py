@@ -26,11 +26,6 @@ import mdtensor as md
 RNG_SEED = 1234
 
 # Known bugs and limits of one backend, by op: {op name: marks} per test.
-BROADCAST_ERRORS = (
-    "bug: broadcasting errors off the CPU are the backend's own (JAX: TypeError 'add got "
-    "incompatible shapes for broadcasting'; loopback in-place: NumPy's ValueError), not "
-    "the ValueError naming the op with PyTorch's wording that the CPU ufunc kernels raise "
-    "(the generic kernels in ops/ do not check shapes first)")
 
 MARKS = {
     "test_matches_reference": {
@@ -340,10 +335,7 @@ def test_cpu_ufunc_kernels_fall_back_for_integer_inputs_and_alpha(name):
         assert md.sub(x, 1, 2).tolist() == [-1, 0, 2]
 
 
-@pytest.mark.parametrize("call", [
-    pytest.param("functional", marks=xfail_on("jax", reason=BROADCAST_ERRORS)),
-    pytest.param("inplace", marks=xfail_on("jax", "loopback", reason=BROADCAST_ERRORS)),
-    pytest.param("out", marks=xfail_on("jax", reason=BROADCAST_ERRORS))])
+@pytest.mark.parametrize("call", ["functional", "inplace", "out"])
 def test_broadcast_errors_name_the_op_and_leave_tensors_alone(call):
     a = md.ones((4, 8))
     b = md.ones((3, 8))
@@ -359,6 +351,51 @@ def test_broadcast_errors_name_the_op_and_leave_tensors_alone(call):
             md.add(a, b, out=md.zeros((4, 8)))
     assert a._version == before
     np.testing.assert_array_equal(to_numpy(a), np.ones((4, 8)))
+
+
+_BROADCAST = (r"The size of tensor a \({}\) must match the size of tensor b \({}\) at "
+              r"non-singleton dimension {}$")
+
+
+@pytest.mark.parametrize("call, op", [
+    (lambda a, b: md.mul(a, b), "mul"), (lambda a, b: a < b, "lt"),
+    (lambda a, b: md.logical_and(a, b), "logical_and"), (lambda a, b: md.div(a, b), "div"),
+    (lambda a, b: md.sub(a, b, alpha=2), "sub"), (lambda a, b: md.fmod(a, b), "fmod"),
+    (lambda a, b: md.floor_divide(a, b), "floor_divide"), (lambda a, b: a.mul_(b), "mul"),
+    (lambda a, b: a.pow_(b), "pow"), (lambda a, b: md.atan2(a, b, out=md.zeros((4, 8))),
+                                      "atan2"),
+    (lambda a, b: md.where(md.ones((4, 8)) > 0, a, b), "where"),
+    (lambda a, b: md.where(md.ones((4, 8)) > 0, 1.0, b), "where"),
+])
+def test_broadcast_errors_read_as_pytorch_on_every_backend(call, op):
+    a, b = md.ones((4, 8)), md.ones((3, 8))
+    with pytest.raises(ValueError, match=rf"^aten::{op}_?\.?\w*: " + _BROADCAST.format(4, 3, 0)):
+        call(a, b)
+    assert a.tolist() == md.ones((4, 8)).tolist() and a._version == 0
+
+
+def test_broadcast_error_names_the_first_mismatch_of_the_shapes_broadcast_so_far():
+    from mdtensor.ops._decl import broadcast_error
+
+    assert broadcast_error("op", [(4, 1), (1, 8), (4, 8)]) is None
+    err = broadcast_error("op", [(4, 1), (1, 8), (3, 8)])
+    assert isinstance(err, ValueError)
+    assert str(err) == ("op: The size of tensor a (4) must match the size of tensor b (3) "
+                        "at non-singleton dimension 0")
+    err = broadcast_error("op", [(2, 3), (5, 1, 4)])
+    assert str(err).endswith("tensor a (3) must match the size of tensor b (4) at "
+                             "non-singleton dimension 2")
+    # where: the condition first, then self and other
+    c = md.ones((2, 1, 3)) > 0
+    with pytest.raises(ValueError, match=r"^aten::where\.self: " + _BROADCAST.format(3, 2, 2)):
+        md.where(c, md.ones((5, 3)), md.ones(2))
+
+
+def test_errors_that_are_not_broadcasting_keep_their_words():
+    # matmul's operands do not broadcast as a whole: its error is the backend's
+    with pytest.raises((ValueError, TypeError)) as info:
+        md.matmul(md.ones((4, 8)), md.ones((3, 8)))
+    assert "The size of tensor a" not in str(info.value)
 
 
 def test_inplace_ufunc_kernel_writes_into_the_buffer_and_refuses_what_torch_refuses():
