@@ -97,21 +97,27 @@ _ss = defop("searchsorted(Tensor sorted_sequence, Tensor self, *, str side=\"lef
                   samples=_ss_samples, differentiable=False))
 
 
+def _check_axis(name, axis, ndim) -> None:
+    """An out-of-range ``axis`` is mdtensor's IndexError naming the op, whatever the
+    backend would raise (JAX: ValueError)."""
+    n = max(ndim, 1)
+    if not -n <= axis < n:
+        mf.normalize_axes(name, axis, ndim)  # raises
+
+
 def _sort(xp, x, axis=-1, descending=False, stable=True):
-    # The axis is checked here: backends word an out-of-range axis differently (JAX raises
-    # ValueError), and mdtensor's error is an IndexError naming the op.
-    mf.normalize_axes("sort", axis, x.ndim)
+    _check_axis("sort", axis, x.ndim)
     return xp.sort(x, axis=axis, descending=descending, stable=stable)
 
 
 def _argsort(xp, x, axis=-1, descending=False, stable=True):
-    mf.normalize_axes("argsort", axis, x.ndim)
+    _check_axis("argsort", axis, x.ndim)
     return xp.argsort(x, axis=axis, descending=descending, stable=stable)
 
 
 def _sort_meta(name, dtype=None):
     def meta(x, axis=-1, *args, **kwargs):
-        mf.normalize_axes(name, axis, x.ndim)
+        _check_axis(name, axis, x.ndim)
         return tuple(x.shape), dtype or x.dtype
     return meta
 
