@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _helpers import to_numpy
+from mdtensor.ops._promotion import promote_scalar
 
 import mdtensor as md
-from mdtensor.ops._promotion import promote_scalar
 
 _DTYPES = ["bool", "int8", "int32", "int64", "uint8", "float32", "float64", "complex64"]
 _SCALARS = [True, 2, 0.5, 1j]
