@@ -22,21 +22,31 @@ Pairs the standard specifies pass unchanged, so each backend computes them as be
 kernels of every overload with a ``Scalar self`` or ``Scalar other`` (PyTorch's names for a
 binary op's operands: ``add.Scalar``, ``where.ScalarOther``) apply ``promote_scalar`` to
 those two arguments (``defop(promote_scalars=...)``); an impl that converts its operands
-itself (float functions, ``alpha=``, logical ops) opts out and calls it where it needs it.
-The CPU ufunc kernels call NumPy directly and never get here.
+itself (float functions, logical ops) opts out and calls it where it needs it, and ``alpha=``
+promotes the scalar it scaled once more.  The CPU ufunc kernels call NumPy directly and
+never get here.
 """
 
 from __future__ import annotations
 
 from mdtensor import _dtypes as dt
 
-__all__ = ["dtype_of", "promote_scalar", "scalar_operands", "with_scalar_promotion"]
+__all__ = [
+    "dtype_of",
+    "promote_scalar",
+    "scalar_operands",
+    "with_array",
+    "with_scalar_promotion",
+]
 
 _SCALARS = (bool, int, float, complex)
 #: the order of kinds: a scalar may meet an array of its kind's rank or higher
 _RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+_SCALAR_RANK = {bool: 0, int: 1, float: 2, complex: 3}
 
 _DTYPES: dict = {}  # (native dtype class, native dtype) -> mdtensor DType
+_ARRAY_RANK: dict = {}  # (native dtype class, native dtype) -> rank of its kind
+_SCALAR_PAIRS: dict = {}  # (type, type) -> the dtype name two scalars promote to
 
 
 def dtype_of(a) -> dt.DType:
@@ -51,20 +61,30 @@ def dtype_of(a) -> dt.DType:
     return hit
 
 
-def _scalar_rank(s) -> int:
-    return 0 if isinstance(s, bool) else 1 if isinstance(s, int) else \
-        2 if isinstance(s, float) else 3
+def _scalar_rank(s) -> int | None:
+    rank = _SCALAR_RANK.get(type(s))
+    if rank is None and isinstance(s, _SCALARS):  # a subclass (np.float64 is a float)
+        rank = 0 if isinstance(s, bool) else 1 if isinstance(s, int) else \
+            2 if isinstance(s, float) else 3
+    return rank
 
 
-def _with_array(xp, arr, s):
-    """``(arr, s)`` brought into the pairs the Array API specifies."""
-    d = dtype_of(arr)
-    rank = _scalar_rank(s)
-    if rank > _RANK[d.kind]:
-        return xp.astype(arr, getattr(xp, dt.result_type(d, s).name)), s
-    if rank == 0 and d.kind != "b":
-        return arr, int(s)
-    return arr, s
+def with_array(xp, arr, s):
+    """``(arr, s)`` brought into the pairs the Array API specifies (``s`` a scalar; one
+    that is no Python number, a NumPy integer say, is left to the backend)."""
+    native = arr.dtype
+    key = (native.__class__, native)  # as in dtype_of
+    arank = _ARRAY_RANK.get(key)
+    if arank is None:
+        arank = _ARRAY_RANK[key] = _RANK[dtype_of(arr).kind]
+    rank = _SCALAR_RANK.get(type(s))
+    if rank is None:
+        rank = _scalar_rank(s)
+    if rank is None or rank == arank or (rank and rank < arank):
+        return arr, s
+    if rank:  # a scalar of a higher kind
+        return xp.astype(arr, getattr(xp, dt.result_type(dtype_of(arr), s).name)), s
+    return arr, int(s)  # a bool beside numbers
 
 
 def promote_scalar(xp, a, b):
@@ -74,13 +94,22 @@ def promote_scalar(xp, a, b):
     if sa == sb:
         if not sa:
             return a, b
-        a = xp.asarray(a, dtype=getattr(xp, dt.result_type(a, b).name))
-        b = _with_array(xp, a, b)[1]
+        key = (type(a), type(b))
+        name = _SCALAR_PAIRS.get(key)
+        if name is None:  # the same for every value of these types
+            name = _SCALAR_PAIRS[key] = dt.result_type(a, b).name
+        a = xp.asarray(a, dtype=getattr(xp, name))
+        b = with_array(xp, a, b)[1]
         return a, b
     if sa:
-        b, a = _with_array(xp, b, a)
+        b, a = with_array(xp, b, a)
         return a, b
-    return _with_array(xp, a, b)
+    return with_array(xp, a, b)
+
+
+def _scalar_self(xp, s, a):
+    a, s = with_array(xp, a, s)
+    return s, a
 
 
 def scalar_operands(schema) -> tuple[str, str] | None:
@@ -103,16 +132,30 @@ def with_scalar_promotion(impl, schema):
     defaults = {a.name: a.default for a in positional if a.has_default}
     i, j = names.index("self"), names.index("other")
     last = max(i, j)
+    scalar_self = positional[i].type.base == "Scalar"
+    scalar_other = positional[j].type.base == "Scalar"
 
-    def promoting(xp, *args, **kwargs):
-        if len(args) <= last:
-            args, kwargs = _positional(names, defaults, args, kwargs)
-        a, b = args[i], args[j]
-        pa, pb = promote_scalar(xp, a, b)
-        if pa is not a or pb is not b:
-            args = list(args)
-            args[i], args[j] = pa, pb
-        return impl(xp, *args, **kwargs)
+    if (i, j) == (0, 1) and scalar_other and not scalar_self:  # add.Scalar, add_.Scalar, ...
+        def promoting(xp, self, other, *rest, **kwargs):
+            self, other = with_array(xp, self, other)
+            return impl(xp, self, other, *rest, **kwargs)
+    elif (i, j) == (0, 1) and scalar_self and not scalar_other:  # add.Scalar_Tensor, ...
+        def promoting(xp, self, other, *rest, **kwargs):
+            other, self = with_array(xp, other, self)
+            return impl(xp, self, other, *rest, **kwargs)
+    else:  # where.Scalar*: the operands follow the condition
+        pair = (promote_scalar if scalar_self and scalar_other
+                else with_array if scalar_other else _scalar_self)
+
+        def promoting(xp, *args, **kwargs):
+            if len(args) <= last:
+                args, kwargs = _positional(names, defaults, args, kwargs)
+            a, b = args[i], args[j]
+            pa, pb = pair(xp, a, b)
+            if pa is not a or pb is not b:
+                args = list(args)
+                args[i], args[j] = pa, pb
+            return impl(xp, *args, **kwargs)
 
     promoting.__name__ = getattr(impl, "__name__", "impl")
     promoting.__qualname__ = promoting.__name__

@@ -24,7 +24,7 @@ from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
-from ._promotion import dtype_of, promote_scalar
+from ._promotion import dtype_of, promote_scalar, with_array
 from ._samples import binary_samples, unary_samples
 
 BOOL = (dt.bool_,)
@@ -216,34 +216,40 @@ def _to_float_any(xp, a):
 # add / sub take alpha (torch): other is scaled by alpha first.
 
 
-def _times_alpha(xp, b, alpha):
-    """``b * alpha``.  A Python scalar ``b`` is multiplied in Python and stays weak
+def _times_alpha(xp, a, b, alpha):
+    """``(a, b * alpha)``.  A Python scalar ``b`` is multiplied in Python and stays weak
     (NumPy's multiply of two scalars gives a NumPy scalar, which promotes like an array:
-    an int32 tensor minus ``1 * 2`` would be int64)."""
-    if alpha == 1:
-        return b
+    an int32 tensor minus ``1 * 2`` would be int64); the scaled scalar then meets ``a`` as
+    the Array API specifies (Note [Python scalars on strict backends] in ops/_promotion.py;
+    the kernels promoted ``b`` itself before)."""
     if isinstance(b, (bool, int, float, complex)):
-        return b * alpha
-    return xp.multiply(*promote_scalar(xp, b, alpha))
+        return with_array(xp, a, b * alpha)
+    return a, xp.multiply(*with_array(xp, b, alpha))
 
 
-# Scalars are promoted here, after ``alpha`` scaled ``b`` (promote_scalars=False below):
-# Note [Python scalars on strict backends] in ops/_promotion.py.
 def _add(xp, a, b, alpha=1):
-    return xp.add(*promote_scalar(xp, a, _times_alpha(xp, b, alpha)))
+    if alpha != 1:
+        a, b = _times_alpha(xp, a, b, alpha)
+    return xp.add(a, b)
 
 
 def _add_out(xp, out, a, b, alpha=1):
-    xp.add(a, _times_alpha(xp, b, alpha), out=out)
+    if alpha != 1:
+        a, b = _times_alpha(xp, a, b, alpha)
+    xp.add(a, b, out=out)
     return True
 
 
 def _sub(xp, a, b, alpha=1):
-    return xp.subtract(*promote_scalar(xp, a, _times_alpha(xp, b, alpha)))
+    if alpha != 1:
+        a, b = _times_alpha(xp, a, b, alpha)
+    return xp.subtract(a, b)
 
 
 def _sub_out(xp, out, a, b, alpha=1):
-    xp.subtract(a, _times_alpha(xp, b, alpha), out=out)
+    if alpha != 1:
+        a, b = _times_alpha(xp, a, b, alpha)
+    xp.subtract(a, b, out=out)
     return True
 
 
@@ -261,10 +267,9 @@ def _alpha_op(name, impl, impl_out, ref, names):
                  cpu_impl=cpu, tags=("pointwise",), info=info, names=names, methods=(name,))
     defop(f"{name}.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", impl=impl,
           inplace_impl=impl_out, structured=True, meta=mf.binary, cpu_impl=cpu,
-          tags=("pointwise",), decl=decl, promote_scalars=False)
+          tags=("pointwise",), decl=decl)
     defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other, Scalar alpha=1) -> Tensor",
-          impl=impl, meta=mf.binary, cpu_impl=cpu, tags=("pointwise",), decl=decl,
-          promote_scalars=False)
+          impl=impl, meta=mf.binary, cpu_impl=cpu, tags=("pointwise",), decl=decl)
     return decl
 
 

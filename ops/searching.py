@@ -100,18 +100,22 @@ _ss = defop("searchsorted(Tensor sorted_sequence, Tensor self, *, str side=\"lef
 def _check_axis(name, axis, ndim) -> None:
     """An out-of-range ``axis`` is mdtensor's IndexError naming the op, whatever the
     backend would raise (JAX: ValueError)."""
-    n = max(ndim, 1)
+    n = ndim or 1
     if not -n <= axis < n:
         mf.normalize_axes(name, axis, ndim)  # raises
 
 
 def _sort(xp, x, axis=-1, descending=False, stable=True):
-    _check_axis("sort", axis, x.ndim)
+    n = x.ndim or 1
+    if not -n <= axis < n:  # _check_axis, inline
+        _check_axis("sort", axis, x.ndim)
     return xp.sort(x, axis=axis, descending=descending, stable=stable)
 
 
 def _argsort(xp, x, axis=-1, descending=False, stable=True):
-    _check_axis("argsort", axis, x.ndim)
+    n = x.ndim or 1
+    if not -n <= axis < n:  # _check_axis, inline
+        _check_axis("argsort", axis, x.ndim)
     return xp.argsort(x, axis=axis, descending=descending, stable=stable)
 
 

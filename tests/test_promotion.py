@@ -134,3 +134,23 @@ def test_promote_scalar_gives_pairs_array_api_strict_accepts():
     a, s = promote_scalar(xp, 1, True)
     assert a.dtype == xp.int64 and s == 1
     assert promote_scalar(xp, i, b) == (i, b)  # two arrays: unchanged
+
+
+
+def test_operands_given_by_keyword_are_promoted_too():
+    # The frontend passes positional parameters positionally; a kernel called with them by
+    # keyword still promotes (impls name their parameters freely: where's are x and y).
+    xp = pytest.importorskip("array_api_strict")
+    from mdtensor.ops._promotion import with_scalar_promotion
+
+    def impl(xp, condition, x, y):
+        return xp.where(condition, x, y)
+
+    c, i = xp.asarray([True, False]), xp.asarray([1, 2])
+    for schema in (md.ops.aten.where.ScalarOther.schema, md.ops.aten.where.Scalar.schema):
+        where = with_scalar_promotion(impl, schema)
+        x = i if "ScalarOther" in str(schema) else 1
+        r = where(xp, c, x, other=0.5)
+        assert r.dtype == xp.float64 and np.asarray(r).tolist() == [1.0, 0.5]
+        r = where(xp, condition=c, self=x, other=0.5)
+        assert r.dtype == xp.float64
