@@ -128,7 +128,7 @@ def _kernel_for(decl, jax, jnp):
     """The jitted kernel of ``decl``'s first (functional) overload, or None."""
     import functools
 
-    from mdtensor.ops._decl import device_mismatch
+    from mdtensor.ops._decl import device_mismatch, named_error
 
     from mdtensor._keys import DispatchKey
 
@@ -171,7 +171,13 @@ def _kernel_for(decl, jax, jnp):
             d = a._device
             if b._device is not d:
                 raise device_mismatch(name, d, b._device)
-            return d.wrap(traced(a._data, b._data))
+            try:
+                return d.wrap(traced(a._data, b._data))
+            except (ValueError, TypeError) as e:  # Note [Broadcasting errors] in ops/_decl.py
+                err = named_error(name, e, a, b)
+                if err is e:
+                    raise
+                raise err from None
     elif tensors == (0, 1) and n_positional == 2:
         def kernel(a, b, **kwargs):
             if kwargs:
@@ -179,7 +185,13 @@ def _kernel_for(decl, jax, jnp):
             d = a._device
             if b._device is not d:
                 raise device_mismatch(name, d, b._device)
-            return d.wrap(traced(a._data, b._data))
+            try:
+                return d.wrap(traced(a._data, b._data))
+            except (ValueError, TypeError) as e:  # Note [Broadcasting errors] in ops/_decl.py
+                err = named_error(name, e, a, b)
+                if err is e:
+                    raise
+                raise err from None
     else:
         return None
     kernel.__qualname__ = kernel.__name__ = f"jax_jit[{name}]"

@@ -67,9 +67,20 @@ def _without_transform_include() -> RestoreGuard:
     return RestoreGuard((inc & ~_FZ, keep))
 
 
+def _arguments(schema) -> tuple:
+    """What a mutating overload and its functional counterpart have in common: the names
+    and types of the arguments, without ``out=`` and alias annotations (a structured op's
+    variants move arguments behind ``*``, so that is left out too)."""
+    return tuple((a.name, a.type.base, a.type.optional, a.type.is_list, a.type.elem_optional)
+                 for a in schema.arguments
+                 if not (schema.is_out and a.kwarg_only and a.is_mutable))
+
+
 def _functional_of(op):
     """The functional overload of a mutating ``op`` (``add_.Tensor`` -> ``add.Tensor``,
-    ``add.out`` -> ``add.Tensor``)."""
+    ``add.out`` -> ``add.Tensor``, ``clamp.out`` -> ``clamp``): among the declaration's
+    functional overloads, the one taking the same arguments (its overload name decides
+    between several); by overload name alone where none does."""
     hit = _functional_cache.get(op)
     if hit is not None:
         return hit
@@ -81,7 +92,12 @@ def _functional_of(op):
         want = "" if want == "out" else want[:-4] if want.endswith("_out") else want
         if want == "" and any(c.schema.overload_name == "Tensor" for c in candidates):
             want = "Tensor"
-    best = next((c for c in candidates if c.schema.overload_name == want), None)
+    arguments = _arguments(schema)
+    same = [c for c in candidates if _arguments(c.schema) == arguments]
+    if same:
+        candidates = same
+    best = next((c for c in candidates if c.schema.overload_name == want),
+                same[0] if same else None)
     if best is None and schema.is_inplace:
         try:
             packet = lookup(f"{schema.namespace}::{schema.name[:-1]}")
@@ -126,8 +142,9 @@ def _mutated_and_value(op, call, args, kwargs):
 
 
 def _check_new_value(op, t, value, inplace: bool) -> None:
-    """PyTorch's in-place rules (shape and casting), before anything is written."""
-    from mdtensor.ops._decl import _check_inplace_result
+    """PyTorch's in-place and out= rules (shape and casting; the warning for an out=
+    tensor with elements that will be resized), before anything is written."""
+    from mdtensor.ops._decl import _check_inplace_result, warn_if_resized
 
     if inplace:
         _check_inplace_result(op.name, t, value._data, t._device.backend)
@@ -137,6 +154,8 @@ def _check_new_value(op, t, value, inplace: bool) -> None:
         if not can_cast(value.dtype, t.dtype):
             raise RuntimeError(f"{op.name}: result type {value.dtype.name} can't be cast to "
                                f"the desired output type {t.dtype.name}")
+        if tuple(value.shape) != tuple(t.shape):
+            warn_if_resized(op.name, t, value.shape)
 
 
 # ---------------------------------------------------------------------------------------
@@ -207,7 +226,7 @@ def _commit_plain(op, t: Tensor, value, inplace: bool) -> None:
     if tuple(data.shape) != tuple(t._data.shape):
         if inplace or t._view is not None:
             data = xp.broadcast_to(data, tuple(t._data.shape))
-        # out= with a different shape on a base: resized (the out kernel warned)
+        # out= with a different shape on a base: resized (_check_new_value warned)
     info = t._view
     if info is None:
         base = t

@@ -47,6 +47,8 @@ from mdtensor._ops import Kernel
 from mdtensor._schema import FunctionSchema, parse_schema
 from mdtensor._tensor import Tensor
 
+from ._promotion import with_scalar_promotion
+
 __all__ = [
     "CATALOGUE",
     "ErrorInput",
@@ -141,20 +143,47 @@ def device_mismatch(op_name: str, a, b) -> ValueError:
     )
 
 
-def named_error(op_name: str, exc: Exception, a, b) -> Exception:
-    """``exc`` (raised by the backend while computing ``op_name`` on tensors ``a`` and
-    ``b``) as an error that names the op; a broadcasting failure reads as PyTorch's."""
+def broadcast_error(op_name: str, shapes) -> ValueError | None:
+    """PyTorch's error for ``shapes`` that do not broadcast together (None when they do):
+    the first mismatch between the shapes broadcast so far (tensor a) and the next one
+    (tensor b), as PyTorch's ``infer_size`` words it."""
+    a = ()
+    for k, b in enumerate(shapes):
+        b = tuple(b)
+        if k:
+            n = max(len(a), len(b))
+            a1, b1 = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+            for dim in range(n - 1, -1, -1):
+                x, y = a1[dim], b1[dim]
+                if x != y and x != 1 and y != 1:
+                    return ValueError(
+                        f"{op_name}: The size of tensor a ({x}) must match the size of "
+                        f"tensor b ({y}) at non-singleton dimension {dim}")
+            b = tuple(y if x == 1 else x for x, y in zip(a1, b1))
+        a = b
+    return None
+
+
+def named_error(op_name: str, exc: Exception, *operands) -> Exception:
+    """``exc`` (raised by the backend while computing ``op_name`` on the arrays
+    ``operands``) as an error that names the op.
+
+    Note [Broadcasting errors]: a failure whose message speaks of broadcasting, on operands
+    whose shapes do not broadcast, becomes PyTorch's ValueError (``The size of tensor a (4)
+    must match the size of tensor b (3) at non-singleton dimension 0``) whatever the backend
+    raised (NumPy: ValueError, JAX: TypeError).  The kernels call this only once the
+    backend has failed, so a call that succeeds pays nothing.  Any other ValueError gets the
+    op's name in front; any other exception is ``exc`` itself (the caller re-raises it).
+    """
     msg = str(exc)
-    sa, sb = getattr(a, "shape", None), getattr(b, "shape", None)
-    if isinstance(exc, ValueError) and sa is not None and sb is not None \
-            and "broadcast" in msg:
-        sa, sb = tuple(sa), tuple(sb)
-        for k in range(1, min(len(sa), len(sb)) + 1):
-            x, y = sa[-k], sb[-k]
-            if x != y and x != 1 and y != 1:
-                msg = (f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
-                       f"at non-singleton dimension {max(len(sa), len(sb)) - k}")
-                break
+    if "broadcast" in msg.lower():
+        shapes = [s for s in (getattr(o, "shape", None) for o in operands) if s is not None]
+        err = broadcast_error(op_name, shapes)
+        if err is not None:
+            err.__cause__ = exc
+            return err
+    if not isinstance(exc, ValueError) or msg.startswith(op_name):
+        return exc
     err = type(exc)(f"{op_name}: {msg}")
     err.__cause__ = exc
     return err
@@ -388,8 +417,11 @@ def _fast_kernel(name, impl, pos, extra):
                 if kwargs:
                     return d.wrap(impl(d.xp, a._data, b._data, **kwargs))
                 return d.wrap(impl(d.xp, a._data, b._data))
-            except ValueError as e:
-                raise named_error(name, e, a, b) from None
+            except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
+                err = named_error(name, e, a, b)
+                if err is e:
+                    raise
+                raise err from None
     elif pos == (0,) and not extra:
         def kernel(a, **kwargs):
             d = a._device
@@ -413,8 +445,11 @@ def _fast_kernel(name, impl, pos, extra):
                 raise device_mismatch(name, d, b._device)
             try:
                 return d.wrap(impl(d.xp, a._data, b._data, *rest, **kwargs))
-            except ValueError as e:
-                raise named_error(name, e, a, b) from None
+            except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
+                err = named_error(name, e, a, b)
+                if err is e:
+                    raise
+                raise err from None
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
     return kernel
 
@@ -464,8 +499,21 @@ def _unwrapper(schema: FunctionSchema, tensor_args):
     return unwrap
 
 
+def _operands(schema, tensor_args):
+    """``operands(args, kwargs)``: the arrays of the plain Tensor arguments (those that
+    broadcast together in a pointwise op), from unwrapped arguments."""
+    plain = [(i, a.name) for i, a in tensor_args
+             if not (a.type.is_tensor_list or a.kwarg_only)]
+
+    def operands(args, kwargs):
+        return [args[i] if i < len(args) else kwargs.get(n) for i, n in plain]
+
+    return operands
+
+
 def _generic_kernel(schema, impl, kind, tensor_args):
     unwrap = _unwrapper(schema, tensor_args)
+    operands = _operands(schema, tensor_args)
     name = schema.full_name
 
     def kernel(*args, **kwargs):
@@ -475,10 +523,13 @@ def _generic_kernel(schema, impl, kind, tensor_args):
             raise TypeError(f"{name}: needs at least one tensor argument")
         try:
             r = impl(dev.xp, *args, **kwargs)
-        except ValueError as e:
-            if "broadcast" not in str(e) or str(e).startswith(name):
+        except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
+            if "broadcast" not in str(e).lower():
                 raise
-            raise named_error(name, e, *(list(args) + [None, None])[:2]) from None
+            err = named_error(name, e, *operands(args, kwargs))
+            if err is e:
+                raise
+            raise err from None
         return _wrap_out(dev, kind, schema)(r)
 
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
@@ -512,6 +563,7 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
     if len(positions) == len(tensor_args) and positions in ([0], [0, 1]):
         return _fast_inplace_kernel(schema.full_name, impl, inplace_impl, len(positions) == 2)
     unwrap = _unwrapper(schema, tensor_args)
+    operands = _operands(schema, tensor_args)
     name = schema.full_name
 
     def kernel(self, *args, **kwargs):
@@ -532,7 +584,13 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
                     return self
             except (TypeError, ValueError) as e:
                 _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, e)
-        r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
+        try:
+            r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
+        except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
+            err = named_error(name, e, *operands(rargs, rkwargs))
+            if err is e:
+                raise
+            raise err from None
         _check_inplace_result(name, self, r, backend)
         backend.copy_into(self._data, r)
         return self
@@ -563,7 +621,13 @@ def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
         if not backend.capabilities.inplace:
             raise RuntimeError(f"{name}: the {backend.name} backend's arrays are immutable; "
                                f"in-place ops on it run through Functionalize")
-        r = backend.ensure_array(impl(dev.xp, self._data, *args, **kwargs))
+        try:
+            r = backend.ensure_array(impl(dev.xp, self._data, *args, **kwargs))
+        except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
+            err = named_error(name, e, self._data, args[0] if two_tensors else None)
+            if err is e:
+                raise
+            raise err from None
         _check_inplace_result(name, self, r, backend)
         backend.copy_into(self._data, r)
         return self
@@ -589,14 +653,46 @@ def _check_inplace_result(name, self, r, backend) -> None:
         )
 
 
+def warn_if_resized(name: str, out, shape) -> None:
+    """PyTorch's warning for an ``out=`` tensor with elements resized to ``shape`` (an
+    empty one is resized silently); the out= kernels and Functionalize's out= path call
+    it.  The warning points at the caller's line, however many layers lie between."""
+    if out.numel() != 0:
+        warnings.warn(
+            f"{name}: An output with one or more elements was resized since it had "
+            f"shape {_shape_str(out.shape)}, which does not match the required "
+            f"output shape {_shape_str(shape)}. This behavior is deprecated, and in "
+            f"a future release outputs will not be resized unless they have zero "
+            f"elements.", UserWarning, stacklevel=_caller_stacklevel())
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside mdtensor, for a warning issued by the
+    function that calls this (Python 3.12's ``skip_file_prefixes``, by hand)."""
+    import os
+    import sys
+
+    import mdtensor
+
+    inside = tuple(os.path.dirname(m.__file__) + os.sep for m in (
+        mdtensor, sys.modules[__package__], sys.modules["mdtensor.backends"]))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, cause):
     # The ufunc refused (shape or casting): recompute to produce PyTorch's message.
     backend = dev.backend
     rargs = list(rargs)
     try:
         r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
-    except ValueError as e:
-        raise named_error(name, e, rargs[0], rargs[1] if len(rargs) > 1 else None) from None
+    except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
+        err = named_error(name, e, rargs[0], rargs[1] if len(rargs) > 1 else None)
+        if err is e:
+            raise
+        raise err from None
     _check_inplace_result(name, self, r, backend)
     raise cause
 
@@ -605,6 +701,7 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
     # tensor_args of the out schema include 'out' itself; unwrap the inputs only.
     inputs = [(i, a) for i, a in tensor_args if a.name != "out"]
     unwrap = _unwrapper(schema, inputs)
+    operands = _operands(schema, inputs)
     name = schema.full_name
 
     def kernel(*args, out, **kwargs):
@@ -620,21 +717,18 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
         backend = dev.backend
         try:
             r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
-        except ValueError as e:
-            raise named_error(name, e, *(list(rargs) + [None, None])[:2]) from None
+        except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
+            err = named_error(name, e, *operands(rargs, rkwargs))
+            if err is e:
+                raise
+            raise err from None
         rd = backend.dtype_from_native(r.dtype)
         od = backend.dtype_from_native(out._data.dtype)
         if not can_cast(rd, od):
             raise RuntimeError(f"{name}: result type {rd.name} can't be cast to the desired "
                                f"output type {od.name}")
         if tuple(out._data.shape) != tuple(r.shape):
-            if out.numel() != 0:
-                warnings.warn(
-                    f"{name}: An output with one or more elements was resized since it had "
-                    f"shape {_shape_str(out._data.shape)}, which does not match the required "
-                    f"output shape {_shape_str(r.shape)}. This behavior is deprecated, and in "
-                    f"a future release outputs will not be resized unless they have zero "
-                    f"elements.", UserWarning, stacklevel=3)
+            warn_if_resized(name, out, r.shape)
             if backend.capabilities.inplace:
                 out._data = dev.xp.empty(r.shape, dtype=out._data.dtype, device=dev.native)
             else:
@@ -681,6 +775,7 @@ def defop(
     varargs: bool = False,
     cpu_impl: Callable | None = None,
     star_args: bool = False,
+    promote_scalars: bool = True,
 ) -> OpDecl:
     """Declare an op (see the module docstring).
 
@@ -707,6 +802,10 @@ def defop(
         cpu_impl: an impl for the NumPy backend only (a direct CPU kernel, rung 1), where
             NumPy's own function is much faster than the generic one (Note [NumPy fast
             impls]).
+        promote_scalars: the kernels bring a ``Scalar self``/``Scalar other`` and the other
+            operand into the pairs the Array API specifies before calling ``impl`` (Note
+            [Python scalars on strict backends] in ops/_promotion.py); False for an impl
+            that converts its operands itself.
     """
     fschema = parse_schema(schema)
     tags = tuple(tags)
@@ -729,21 +828,26 @@ def defop(
     (decl.inplace if fschema.is_inplace else decl.out if fschema.is_out
      else decl.functional).append(op)
     tensor_args = [(i, a) for i, a in enumerate(fschema.arguments) if a.type.is_tensor_like]
+    # the impl the kernels call (the structured variants below wrap ``impl`` for their own
+    # schemas)
+    kimpl = impl
+    if impl is not None and promote_scalars:
+        kimpl = with_scalar_promotion(impl, fschema)
     if impl is not None:
         if fschema.is_inplace:
-            fn = _inplace_kernel(fschema, impl, inplace_impl, tensor_args)
+            fn = _inplace_kernel(fschema, kimpl, inplace_impl, tensor_args)
         elif fschema.is_out:
-            fn = _out_kernel(fschema, impl, inplace_impl, tensor_args)
+            fn = _out_kernel(fschema, kimpl, inplace_impl, tensor_args)
         else:
-            fn = array_api_kernel(fschema, impl)
+            fn = array_api_kernel(fschema, kimpl)
         _register_leaf(op, fn, DispatchKey.ArrayAPI)
     if cpu_impl is not None and not (fschema.is_inplace or fschema.is_out):
-        _register_leaf(op, array_api_kernel(fschema, cpu_impl, impl), DispatchKey.CPU)
+        _register_leaf(op, array_api_kernel(fschema, cpu_impl, kimpl), DispatchKey.CPU)
     elif (isinstance(cpu_impl, Ufunc) and fschema.is_inplace and impl is not None
           and cpu_impl.fn.signature is None):
         # Elementwise ufuncs only: a generalized ufunc (matmul) broadcasts its result into
         # ``out``, where PyTorch's in-place rule wants an error.
-        generic = _inplace_kernel(fschema, impl, inplace_impl, tensor_args)
+        generic = _inplace_kernel(fschema, kimpl, inplace_impl, tensor_args)
         _register_leaf(op, _ufunc_inplace_kernel(fschema, cpu_impl, generic), DispatchKey.CPU)
     if composite is not None:
         _register(op, composite, DispatchKey.CompositeImplicitAutograd)
@@ -760,7 +864,8 @@ def defop(
         inplace_s, out_s = structured_variants(fschema)
         for s in (inplace_s, out_s):
             defop(s, impl=impl, inplace_impl=inplace_impl, meta=meta, tags=tags, decl=decl,
-                  cpu_impl=cpu_impl if isinstance(cpu_impl, Ufunc) else None)
+                  cpu_impl=cpu_impl if isinstance(cpu_impl, Ufunc) else None,
+                  promote_scalars=promote_scalars)
         if not any(t == "inplace" for t in tags):
             decl.inplace[-1].tags = decl.inplace[-1].tags | {"inplace"}
     return decl

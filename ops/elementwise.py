@@ -24,6 +24,7 @@ from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
+from ._promotion import dtype_of, promote_scalar, with_array
 from ._samples import binary_samples, unary_samples
 
 BOOL = (dt.bool_,)
@@ -103,16 +104,22 @@ def _to_float(xp, a):
 
 def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=None,
           names=None, methods=None, structured=True, domain=None, derivative=None,
-          complex_fix=None):
+          complex_fix=None, generic=None):
     """A pointwise unary op.  ``complex_fix(xp, a, result)`` corrects the backend
     function's result for complex ``a`` (the CPU ufunc kernel then serves real dtypes only,
-    and complex out=/in-place calls compute and copy)."""
+    and complex out=/in-place calls compute and copy).  ``generic(xp, a)`` replaces the
+    backend function ``xp.<xp_name>`` of a function that is not a float function in the
+    generic impl (the CPU ufunc kernel still calls NumPy's)."""
+    if float_fn and generic is not None:
+        raise ValueError(f"unary {name!r}: generic= is for functions that are not float_fn")
     fn = attrgetter(xp_name or name)
     if float_fn:
         def impl(xp, a):
             if _int_like(a):
                 a = _to_float(xp, a)
             return fn(xp)(a)
+    elif generic is not None:
+        impl = generic
     else:
         def impl(xp, a):
             return fn(xp)(a)
@@ -148,15 +155,20 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
 
 def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC, ref=None,
            names=None, methods=None, structured=True, domain=None, reflected=True,
-           derivative=None, impl=None):
+           derivative=None, impl=None, generic=None):
     """A pointwise binary op with its Tensor, Scalar and reflected overloads.  ``impl``
     replaces the backend function ``xp.<xp_name>``; it then serves every backend (no
-    ufunc CPU kernel) and out=/in-place variants compute it and copy."""
+    ufunc CPU kernel) and out=/in-place variants compute it and copy.  ``generic(xp, a, b)``
+    replaces it in the generic impl only (the CPU ufunc kernel still calls NumPy's)."""
     fn = attrgetter(xp_name or name)
     own = impl is not None
     if not own and float_fn:
+        # Integer operands become floats first (Note [Integer inputs of float functions]),
+        # so Python scalars are promoted after that, here.
         def impl(xp, a, b):
-            return fn(xp)(_to_float_any(xp, a), _to_float_any(xp, b))
+            return fn(xp)(*promote_scalar(xp, _to_float_any(xp, a), _to_float_any(xp, b)))
+    elif generic is not None:
+        impl = generic
     elif not own:
         def impl(xp, a, b):
             return fn(xp)(a, b)
@@ -175,6 +187,7 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     info = OpInfo(ref=ref, dtypes=dtypes, samples=binary_samples(domain))
     cpu = None if own else _cpu_ufunc(xp_name or name, float_fn)
+    promote = not float_fn or own
     decl = defop(
         f"{name}.Tensor(Tensor self, Tensor other) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
@@ -183,10 +196,11 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
     )
     defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl,
           inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
-          tags=("pointwise",), decl=decl)
+          tags=("pointwise",), decl=decl, promote_scalars=promote)
     if reflected:
         defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", impl=impl,
-              meta=meta, cpu_impl=cpu, tags=("pointwise",), decl=decl)
+              meta=meta, cpu_impl=cpu, tags=("pointwise",), decl=decl,
+              promote_scalars=promote)
     return decl
 
 
@@ -202,28 +216,39 @@ def _to_float_any(xp, a):
 # add / sub take alpha (torch): other is scaled by alpha first.
 
 
+def _times_alpha(xp, a, b, alpha):
+    """``(a, b * alpha)``.  A Python scalar ``b`` is multiplied in Python and stays weak
+    (NumPy's multiply of two scalars gives a NumPy scalar, which promotes like an array:
+    an int32 tensor minus ``1 * 2`` would be int64); the scaled scalar then meets ``a`` as
+    the Array API specifies (Note [Python scalars on strict backends] in ops/_promotion.py;
+    the kernels promoted ``b`` itself before)."""
+    if isinstance(b, (bool, int, float, complex)):
+        return with_array(xp, a, b * alpha)
+    return a, xp.multiply(*with_array(xp, b, alpha))
+
+
 def _add(xp, a, b, alpha=1):
     if alpha != 1:
-        b = xp.multiply(b, alpha)
+        a, b = _times_alpha(xp, a, b, alpha)
     return xp.add(a, b)
 
 
 def _add_out(xp, out, a, b, alpha=1):
     if alpha != 1:
-        b = xp.multiply(b, alpha)
+        a, b = _times_alpha(xp, a, b, alpha)
     xp.add(a, b, out=out)
     return True
 
 
 def _sub(xp, a, b, alpha=1):
     if alpha != 1:
-        b = xp.multiply(b, alpha)
+        a, b = _times_alpha(xp, a, b, alpha)
     return xp.subtract(a, b)
 
 
 def _sub_out(xp, out, a, b, alpha=1):
     if alpha != 1:
-        b = xp.multiply(b, alpha)
+        a, b = _times_alpha(xp, a, b, alpha)
     xp.subtract(a, b, out=out)
     return True
 
@@ -340,23 +365,52 @@ binary("bitwise_left_shift", dtypes=INTS, domain="shift", ref=np.left_shift)
 binary("bitwise_right_shift", dtypes=INTS, domain="shift", ref=np.right_shift)
 
 
-def _compare(name, xp_name, names):
+def _is_bool_array(v) -> bool:
+    return not isinstance(v, (bool, int, float, complex)) and dtype_of(v).kind == "b"
+
+
+def _as_orderable(xp, v, other):
+    """``v``, an operand of an order comparison, as a number if it is a bool: the Array
+    API orders real numbers only; NumPy and JAX order bools too (False < True).  A bool
+    array takes the dtype of a numeric array ``other`` (``int8`` beside a bool or a
+    scalar); a bool scalar becomes an int."""
+    if isinstance(v, bool):
+        return int(v)
+    if not _is_bool_array(v):
+        return v
+    if isinstance(other, (bool, int, float, complex)) or _is_bool_array(other):
+        return xp.astype(v, xp.int8)
+    return xp.astype(v, other.dtype)
+
+
+def _order(xp_name):
+    fn = attrgetter(xp_name)
+
+    def generic(xp, a, b):
+        return fn(xp)(_as_orderable(xp, a, b), _as_orderable(xp, b, a))
+
+    return generic
+
+
+def _compare(name, xp_name, names, generic=None):
     binary(name, xp_name=xp_name, meta=mf.compare, dtypes=REAL + BOOL, structured=False,
-           names=names, methods=names)
+           names=names, methods=names, generic=generic)
 
 
 _compare("eq", "equal", ("eq", "equal"))
 _compare("ne", "not_equal", ("ne", "not_equal"))
-_compare("lt", "less", ("lt", "less"))
-_compare("le", "less_equal", ("le", "less_equal"))
-_compare("gt", "greater", ("gt", "greater"))
-_compare("ge", "greater_equal", ("ge", "greater_equal"))
+_compare("lt", "less", ("lt", "less"), _order("less"))
+_compare("le", "less_equal", ("le", "less_equal"), _order("less_equal"))
+_compare("gt", "greater", ("gt", "greater"), _order("greater"))
+_compare("ge", "greater_equal", ("ge", "greater_equal"), _order("greater_equal"))
 
 def _as_bool(xp, a):
-    """PyTorch's logical ops take any dtype (nonzero is True); the Array API's take bool."""
+    """PyTorch's logical ops take any dtype (nonzero is True); the Array API's take bool.
+    ``a != 0`` rather than ``astype``: the standard leaves a cast of complex to bool
+    unspecified (array_api_strict refuses it)."""
     if isinstance(a, (bool, int, float, complex)):
         return bool(a)
-    return a if a.dtype == xp.bool else xp.astype(a, xp.bool)
+    return a if a.dtype == xp.bool else xp.not_equal(a, 0)
 
 
 def _logical(name):
@@ -369,10 +423,11 @@ def _logical(name):
     info = OpInfo(ref=getattr(np, name), dtypes=ALL, samples=binary_samples(None))
     decl = defop(f"{name}.Tensor(Tensor self, Tensor other) -> Tensor", impl=impl,
                  meta=mf.compare, tags=("pointwise",), info=info, methods=(name,))
+    # the impl makes both operands bool itself: no scalar promotion first
     defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl, meta=mf.compare,
-          tags=("pointwise",), decl=decl)
+          tags=("pointwise",), decl=decl, promote_scalars=False)
     defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", impl=impl,
-          meta=mf.compare, tags=("pointwise",), decl=decl)
+          meta=mf.compare, tags=("pointwise",), decl=decl, promote_scalars=False)
 
 
 for _name in ("logical_and", "logical_or", "logical_xor"):
@@ -381,7 +436,15 @@ for _name in ("logical_and", "logical_or", "logical_xor"):
 # ---------------------------------------------------------------------------------------
 # Unary
 
-unary("abs", dtypes=NUMERIC + BOOL, methods=("abs", "absolute"), names=("abs", "absolute"))
+def _abs(xp, a):
+    # The Array API's abs takes numeric dtypes; NumPy and JAX take bool too (|b| is b).
+    if _is_bool_array(a):
+        return xp.asarray(a, copy=True)
+    return xp.abs(a)
+
+
+unary("abs", dtypes=NUMERIC + BOOL, methods=("abs", "absolute"), names=("abs", "absolute"),
+      generic=_abs)
 unary("neg", xp_name="negative", dtypes=NUMERIC, names=("neg", "negative"),
       methods=("neg", "negative"))
 unary("positive", dtypes=NUMERIC, structured=False)
@@ -421,8 +484,16 @@ def _expm1_complex(xp, z, r):
     # API (C99's cexp) specifies the limits (expm1(+inf + 0j) is +inf + 0j, expm1(-inf +
     # NaN j) is -1 + 0j) and -0 + 0j for -0 + 0j.  There, and only there, exp(z) - 1 is
     # exact and has the specified values; elsewhere NumPy's result keeps its precision.
+    # An infinite real part with an infinite or NaN imaginary part is set apart: there the
+    # standard gives -1 + 0j (re = -inf: exp(z) is 0 whatever y) and +-inf + NaN j (re =
+    # +inf), where JAX's exp gives NaN parts.
     special = xp.logical_or(xp.logical_not(xp.isfinite(z)), z == 0)
-    return xp.where(special, xp.subtract(xp.exp(z), 1), r)
+    r = xp.where(special, xp.subtract(xp.exp(z), 1), r)
+    re, wild = xp.real(z), xp.logical_not(xp.isfinite(xp.imag(z)))
+    r = xp.where(xp.logical_and(re == -math.inf, wild),
+                 xp.asarray(complex(-1.0, 0.0), dtype=z.dtype), r)
+    return xp.where(xp.logical_and(re == math.inf, wild),
+                    xp.asarray(complex(math.inf, math.nan), dtype=z.dtype), r)
 
 
 def _tanh_complex(xp, z, r):

@@ -97,12 +97,33 @@ _ss = defop("searchsorted(Tensor sorted_sequence, Tensor self, *, str side=\"lef
                   samples=_ss_samples, differentiable=False))
 
 
+def _check_axis(name, axis, ndim) -> None:
+    """An out-of-range ``axis`` is mdtensor's IndexError naming the op, whatever the
+    backend would raise (JAX: ValueError)."""
+    n = ndim or 1
+    if not -n <= axis < n:
+        mf.normalize_axes(name, axis, ndim)  # raises
+
+
 def _sort(xp, x, axis=-1, descending=False, stable=True):
+    n = x.ndim or 1
+    if not -n <= axis < n:  # _check_axis, inline
+        _check_axis("sort", axis, x.ndim)
     return xp.sort(x, axis=axis, descending=descending, stable=stable)
 
 
 def _argsort(xp, x, axis=-1, descending=False, stable=True):
+    n = x.ndim or 1
+    if not -n <= axis < n:  # _check_axis, inline
+        _check_axis("argsort", axis, x.ndim)
     return xp.argsort(x, axis=axis, descending=descending, stable=stable)
+
+
+def _sort_meta(name, dtype=None):
+    def meta(x, axis=-1, *args, **kwargs):
+        _check_axis(name, axis, x.ndim)
+        return tuple(x.shape), dtype or x.dtype
+    return meta
 
 
 def _sort_ref(x, axis=-1, descending=False, stable=True):
@@ -121,12 +142,12 @@ def _argsort_ref(x, axis=-1, descending=False, stable=True):
 
 _SORT_SAMPLES = unary_samples(None, kwargs=({}, {"descending": True}))
 defop("sort(Tensor self, int axis=-1, bool descending=False, *, bool stable=True) -> Tensor",
-      impl=_sort, meta=mf.same, methods=("sort",), kwarg_aliases={"dim": "axis"},
+      impl=_sort, meta=_sort_meta("sort"), methods=("sort",), kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=_sort_ref, dtypes=REAL,
                   samples=lambda d, rng: [s for s in _SORT_SAMPLES(d, rng) if s.args[0].ndim]))
 defop("argsort(Tensor self, int axis=-1, bool descending=False, *, bool stable=True)"
       " -> Tensor", impl=_argsort,
-      meta=lambda x, *a, **k: (tuple(x.shape), dt.int64), methods=("argsort",),
+      meta=_sort_meta("argsort", dt.int64), methods=("argsort",),
       kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=_argsort_ref, dtypes=REAL, differentiable=False,
                   samples=lambda d, rng: [s for s in _SORT_SAMPLES(d, rng) if s.args[0].ndim]))

@@ -10,7 +10,6 @@ import threading
 
 import numpy as np
 import pytest
-from _helpers import LOOPBACK_PY_SCALARS, xfail_on
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -210,7 +209,6 @@ def test_trace_env_var_prints_hops():
     assert "DispatchKeySet(AutogradCPU, CPU)" in lines[0]
 
 
-@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_failed_call_leaves_state_unchanged():
     x = md.asarray([1, 2])
     state = _tls.local_state()

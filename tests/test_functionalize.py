@@ -6,10 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _helpers import (
-    LOOPBACK_PY_SCALARS,
     to_numpy,
     writes_in_place,
-    xfail_on,
 )
 from mdtensor.ops import CATALOGUE
 
@@ -215,7 +213,6 @@ def test_bad_remove_and_non_callable_are_rejected():
         functionalize(3)
 
 
-@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_inplace_rules_still_apply_inside():
     def widen(x):
         x.add_(md.ones((2, 3)))
@@ -257,6 +254,25 @@ def test_out_variant_functionalizes():
     got = functionalize(f)(x, out)
     np.testing.assert_allclose(_np(got), np.exp([0.0, 1.0]))
     np.testing.assert_allclose(_np(out), np.exp([0.0, 1.0]))
+
+
+def test_mutating_overloads_functionalize_to_the_overload_taking_their_arguments():
+    from mdtensor._functionalize import _functional_of
+
+    assert _functional_of(aten.clamp.out) is aten.clamp.default  # not clamp.Tensor
+    assert _functional_of(aten.clamp_.default) is aten.clamp.default
+    assert _functional_of(aten.add.out) is aten.add.Tensor
+    assert _functional_of(aten.add.Scalar_out) is aten.add.Scalar
+    assert _functional_of(aten.add_.Scalar) is aten.add.Scalar
+
+    def f(x, out):
+        md.clamp(x, 0.5, 1.5, out=out)
+        x.clamp_(max=1.0)
+        return out * 1
+
+    x, out = md.asarray([0.0, 1.0, 2.0]), md.zeros(3)
+    got = functionalize(f)(x, out)
+    assert _np(got).tolist() == [0.5, 1.0, 1.5] and x.tolist() == [0.0, 1.0, 1.0]
 
 
 # -- tracing below functionalization ------------------------------------------------------

@@ -12,10 +12,8 @@ import warnings
 import numpy as np
 import pytest
 from _helpers import (
-    LOOPBACK_PY_SCALARS,
     shares_views,
     to_numpy,
-    xfail_on,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -299,7 +297,6 @@ def test_gather_is_take_along_axis_with_dim():
     np.testing.assert_array_equal(to_numpy(_t(a).gather(md.asarray(idx), dim=1)), want)
 
 
-@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_where_overloads():
     c = np.array([[True, False, True], [False, True, False]])
     a = _grid((2, 3))

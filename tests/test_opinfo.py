@@ -12,12 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _helpers import (
-    LOOPBACK_PY_SCALARS,
     NO_EINSUM,
     skip_on,
     to_numpy,
     writes_in_place,
-    xfail_on,
 )
 from mdtensor.ops import CATALOGUE
 
@@ -26,37 +24,11 @@ import mdtensor as md
 RNG_SEED = 1234
 
 # Known bugs and limits of one backend, by op: {op name: marks} per test.
-LOOPBACK_BOOL_INPUTS = xfail_on("loopback", reason=(
-    "bug: on loopback abs and the order comparisons (lt, le, gt, ge) of bool tensors raise "
-    "array_api_strict's TypeError (bool is not numeric there); NumPy and JAX accept them "
-    "(generic kernels in ops/elementwise.py pass bool arrays on)"))
-LOOPBACK_COMPLEX_LOGICAL = xfail_on("loopback", reason=(
-    "bug: on loopback logical_and/or/xor/not of complex tensors raise array_api_strict's "
-    "TypeError: the generic kernels cast to bool with astype, which the standard forbids "
-    "for complex (ops/elementwise.py)"))
-JAX_CLAMP_OUT = xfail_on("jax", reason=(
-    "bug: on JAX md.clamp(x, 0.5, 1.5, out=o) raises TypeError \"aten::clamp.Tensor: "
-    "argument 'min' must be a Tensor, got float\": Functionalize turns the out= call into the "
-    "clamp.Tensor overload whatever the bounds' types (mdtensor/_functionalize.py "
-    "_mutated_and_value)"))
-JAX_OUT_RESIZE_WARNING = xfail_on("jax", reason=(
-    "bug: on JAX an out= tensor of the wrong shape is resized without PyTorch's 'was "
-    "resized' UserWarning (Functionalize's out= path, mdtensor/_functionalize.py)"))
-BROADCAST_ERRORS = (
-    "bug: broadcasting errors off the CPU are the backend's own (JAX: TypeError 'add got "
-    "incompatible shapes for broadcasting'; loopback in-place: NumPy's ValueError), not "
-    "the ValueError naming the op with PyTorch's wording that the CPU ufunc kernels raise "
-    "(the generic kernels in ops/ do not check shapes first)")
 
 MARKS = {
     "test_matches_reference": {
-        **dict.fromkeys(["abs", "lt", "le", "gt", "ge"], LOOPBACK_BOOL_INPUTS),
-        **dict.fromkeys(["logical_and", "logical_or", "logical_xor", "logical_not"],
-                        LOOPBACK_COMPLEX_LOGICAL),
         "einsum": skip_on("loopback", reason=NO_EINSUM),
     },
-    "test_inplace_variant": {"abs": LOOPBACK_BOOL_INPUTS},
-    "test_out_variant": {"clamp": JAX_CLAMP_OUT},
 }
 
 
@@ -197,13 +169,27 @@ def test_out_variant(decl):
             _compare(decl, dtype, out, expected, what)
 
 
-@JAX_OUT_RESIZE_WARNING
 def test_out_resize_warns_and_empty_out_resizes_silently():
     a = md.asarray([1.0, 2.0, 3.0])
     out = md.empty((2,))
-    with pytest.warns(UserWarning, match="was resized"):
+    with pytest.warns(UserWarning, match=r"aten::add\.out: An output with one or more "
+                                         r"elements was resized since it had shape \[2\], "
+                                         r"which does not match the required output shape "
+                                         r"\[3\]") as record:
         md.add(a, a, out=out)
     assert out.shape == (3,)
+    np.testing.assert_array_equal(to_numpy(out), [2.0, 4.0, 6.0])
+    assert record[0].filename == __file__  # the caller's line, not a layer's
+
+    def f(x):
+        o = md.empty((2,))
+        md.add(x, x, out=o)
+        return o
+
+    with pytest.warns(UserWarning, match="was resized") as record:
+        got = md.func.functionalize(f)(a)
+    assert record[0].filename == __file__
+    np.testing.assert_array_equal(to_numpy(got), [2.0, 4.0, 6.0])
     empty = md.empty((0,))
     import warnings
 
@@ -331,8 +317,7 @@ def test_cpu_ufunc_kernels_compute_what_the_generic_kernels_compute():
     assert not COMPAT_WRAPPED & direct
 
 
-@pytest.mark.parametrize("name", ["div", "exp", pytest.param(
-    "sub", marks=xfail_on("loopback", reason=LOOPBACK_PY_SCALARS))])
+@pytest.mark.parametrize("name", ["div", "exp", "sub"])
 def test_cpu_ufunc_kernels_fall_back_for_integer_inputs_and_alpha(name):
     x = md.asarray([1, 2, 4])
     if name == "div":
@@ -346,10 +331,7 @@ def test_cpu_ufunc_kernels_fall_back_for_integer_inputs_and_alpha(name):
         assert md.sub(x, 1, 2).tolist() == [-1, 0, 2]
 
 
-@pytest.mark.parametrize("call", [
-    pytest.param("functional", marks=xfail_on("jax", reason=BROADCAST_ERRORS)),
-    pytest.param("inplace", marks=xfail_on("jax", "loopback", reason=BROADCAST_ERRORS)),
-    pytest.param("out", marks=xfail_on("jax", reason=BROADCAST_ERRORS))])
+@pytest.mark.parametrize("call", ["functional", "inplace", "out"])
 def test_broadcast_errors_name_the_op_and_leave_tensors_alone(call):
     a = md.ones((4, 8))
     b = md.ones((3, 8))
@@ -367,7 +349,51 @@ def test_broadcast_errors_name_the_op_and_leave_tensors_alone(call):
     np.testing.assert_array_equal(to_numpy(a), np.ones((4, 8)))
 
 
-@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
+_BROADCAST = (r"The size of tensor a \({}\) must match the size of tensor b \({}\) at "
+              r"non-singleton dimension {}$")
+
+
+@pytest.mark.parametrize("call, op", [
+    (lambda a, b: md.mul(a, b), "mul"), (lambda a, b: a < b, "lt"),
+    (lambda a, b: md.logical_and(a, b), "logical_and"), (lambda a, b: md.div(a, b), "div"),
+    (lambda a, b: md.sub(a, b, alpha=2), "sub"), (lambda a, b: md.fmod(a, b), "fmod"),
+    (lambda a, b: md.floor_divide(a, b), "floor_divide"), (lambda a, b: a.mul_(b), "mul"),
+    (lambda a, b: a.pow_(b), "pow"), (lambda a, b: md.atan2(a, b, out=md.zeros((4, 8))),
+                                      "atan2"),
+    (lambda a, b: md.where(md.ones((4, 8)) > 0, a, b), "where"),
+    (lambda a, b: md.where(md.ones((4, 8)) > 0, 1.0, b), "where"),
+])
+def test_broadcast_errors_read_as_pytorch_on_every_backend(call, op):
+    a, b = md.ones((4, 8)), md.ones((3, 8))
+    with pytest.raises(ValueError, match=rf"^aten::{op}_?\.?\w*: " + _BROADCAST.format(4, 3, 0)):
+        call(a, b)
+    assert a.tolist() == md.ones((4, 8)).tolist() and a._version == 0
+
+
+def test_broadcast_error_names_the_first_mismatch_of_the_shapes_broadcast_so_far():
+    from mdtensor.ops._decl import broadcast_error
+
+    assert broadcast_error("op", [(4, 1), (1, 8), (4, 8)]) is None
+    err = broadcast_error("op", [(4, 1), (1, 8), (3, 8)])
+    assert isinstance(err, ValueError)
+    assert str(err) == ("op: The size of tensor a (4) must match the size of tensor b (3) "
+                        "at non-singleton dimension 0")
+    err = broadcast_error("op", [(2, 3), (5, 1, 4)])
+    assert str(err).endswith("tensor a (3) must match the size of tensor b (4) at "
+                             "non-singleton dimension 2")
+    # where: the condition first, then self and other
+    c = md.ones((2, 1, 3)) > 0
+    with pytest.raises(ValueError, match=r"^aten::where\.self: " + _BROADCAST.format(3, 2, 2)):
+        md.where(c, md.ones((5, 3)), md.ones(2))
+
+
+def test_errors_that_are_not_broadcasting_keep_their_words():
+    # matmul's operands do not broadcast as a whole: its error is the backend's
+    with pytest.raises((ValueError, TypeError)) as info:
+        md.matmul(md.ones((4, 8)), md.ones((3, 8)))
+    assert "The size of tensor a" not in str(info.value)
+
+
 def test_inplace_ufunc_kernel_writes_into_the_buffer_and_refuses_what_torch_refuses():
     a = md.ones(8)
     buf = a._data

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _helpers import to_numpy, xfail_on
+from _helpers import to_numpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -38,10 +38,6 @@ def test_sort_argsort_stable_both_directions(a, descending, axis):
     np.testing.assert_array_equal(sorted_, np.take_along_axis(a, want, axis))
 
 
-@xfail_on("jax", reason=(
-    "bug: on JAX md.sort(x, axis=3) of a 2-d tensor raises JAX's ValueError, not "
-    "IndexError: ops/searching.py _sort leaves the axis check to the backend (NumPy's "
-    "AxisError is both)"))
 def test_sort_torch_spelling_and_dtype():
     a = np.array([[3.0, 1.0, 2.0], [0.0, -1.0, 5.0]])
     x = _t(a)
@@ -49,6 +45,18 @@ def test_sort_torch_spelling_and_dtype():
     assert md.argsort(x).dtype is md.int64
     with pytest.raises(IndexError):
         md.sort(x, axis=3)
+
+
+@pytest.mark.parametrize("name", ["sort", "argsort"])
+@pytest.mark.parametrize("device_kind", ["default", "meta"])
+def test_sort_axis_out_of_range_is_an_index_error_naming_the_op(name, device_kind):
+    x = md.zeros((2, 3), device="meta") if device_kind == "meta" else md.zeros((2, 3))
+    for axis in (2, -3, 3):
+        with pytest.raises(IndexError, match=rf"^{name}: axis {axis} is out of range for a "
+                                             rf"tensor of dimension 2 \(expected to be in "
+                                             rf"range \[-2, 1\]\)"):
+            getattr(md, name)(x, axis=axis)
+    assert tuple(getattr(md, name)(x, axis=-2).shape) == (2, 3)
 
 
 # ---------------------------------------------------------------------------------------

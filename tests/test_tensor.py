@@ -8,7 +8,6 @@ import sys
 
 import numpy as np
 import pytest
-from _helpers import LOOPBACK_PY_SCALARS, xfail_on
 
 import mdtensor as md
 
@@ -129,7 +128,6 @@ def test_inplace_keeps_buffer_and_bumps_version():
     assert x.tolist() == [4.0, 6.0]
 
 
-@xfail_on("loopback", reason=LOOPBACK_PY_SCALARS)
 def test_inplace_dtype_error_leaves_tensor_unchanged():
     x = md.asarray([1, 2])
     with pytest.raises(RuntimeError, match="result type float64 can't be cast to the desired "

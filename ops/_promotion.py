@@ -1,0 +1,173 @@
+"""Python scalars meeting arrays in the generic kernels.
+
+Note [Python scalars on strict backends]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The ``.Scalar`` overloads pass Python scalars to the backend as they are, so that they stay
+weak in promotion (``int8 tensor + 1`` is int8).  The Array API specifies a Python scalar
+only next to an array, and only with an array of the scalar's kind or a higher one: a
+``bool`` with a bool array, an ``int`` with an integer or floating array, a ``float`` with
+a floating array, a ``complex`` with a complex array.  NumPy and JAX accept the other pairs;
+array_api_strict raises TypeError.  mdtensor's result dtypes do not depend on the backend
+(the Meta kernels compute them with ``result_type``): an int64 tensor plus 0.5 is float64,
+``where(c, 1, 0)`` is int64.  So the generic kernels turn the other pairs into specified
+ones before the backend sees them:
+
+* a scalar of a higher kind than its array: the array is cast to the pair's
+  ``result_type`` (the scalar then meets an array of its own kind, and stays weak);
+* a bool scalar with a numeric array: the scalar becomes the int of the same value (the
+  same result: a bool scalar is as weak as an int);
+* two scalars: the first becomes a 0-d array of the pair's ``result_type``.
+
+Pairs the standard specifies pass unchanged, so each backend computes them as before.  The
+kernels of every overload with a ``Scalar self`` or ``Scalar other`` (PyTorch's names for a
+binary op's operands: ``add.Scalar``, ``where.ScalarOther``) apply ``promote_scalar`` to
+those two arguments (``defop(promote_scalars=...)``); an impl that converts its operands
+itself (float functions, logical ops) opts out and calls it where it needs it, and ``alpha=``
+promotes the scalar it scaled once more.  The CPU ufunc kernels call NumPy directly and
+never get here.
+"""
+
+from __future__ import annotations
+
+from mdtensor import _dtypes as dt
+
+__all__ = [
+    "dtype_of",
+    "promote_scalar",
+    "scalar_operands",
+    "with_array",
+    "with_scalar_promotion",
+]
+
+_SCALARS = (bool, int, float, complex)
+#: the order of kinds: a scalar may meet an array of its kind's rank or higher
+_RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+_SCALAR_RANK = {bool: 0, int: 1, float: 2, complex: 3}
+
+_DTYPES: dict = {}  # (native dtype class, native dtype) -> mdtensor DType
+_ARRAY_RANK: dict = {}  # (native dtype class, native dtype) -> rank of its kind
+_SCALAR_PAIRS: dict = {}  # (type, type) -> the dtype name two scalars promote to
+
+
+def dtype_of(a) -> dt.DType:
+    """The mdtensor dtype of a backend array (cached per native dtype)."""
+    native = a.dtype
+    # Keyed with the dtype's class: array_api_strict dtypes hash like NumPy's but compare
+    # unequal to them (with a warning).
+    key = (native.__class__, native)
+    hit = _DTYPES.get(key)
+    if hit is None:
+        hit = _DTYPES[key] = dt.as_dtype(native)
+    return hit
+
+
+def _scalar_rank(s) -> int | None:
+    rank = _SCALAR_RANK.get(type(s))
+    if rank is None and isinstance(s, _SCALARS):  # a subclass (np.float64 is a float)
+        rank = 0 if isinstance(s, bool) else 1 if isinstance(s, int) else \
+            2 if isinstance(s, float) else 3
+    return rank
+
+
+def with_array(xp, arr, s):
+    """``(arr, s)`` brought into the pairs the Array API specifies (``s`` a scalar; one
+    that is no Python number, a NumPy integer say, is left to the backend)."""
+    native = arr.dtype
+    key = (native.__class__, native)  # as in dtype_of
+    arank = _ARRAY_RANK.get(key)
+    if arank is None:
+        arank = _ARRAY_RANK[key] = _RANK[dtype_of(arr).kind]
+    rank = _SCALAR_RANK.get(type(s))
+    if rank is None:
+        rank = _scalar_rank(s)
+    if rank is None or rank == arank or (rank and rank < arank):
+        return arr, s
+    if rank:  # a scalar of a higher kind
+        return xp.astype(arr, getattr(xp, dt.result_type(dtype_of(arr), s).name)), s
+    return arr, int(s)  # a bool beside numbers
+
+
+def promote_scalar(xp, a, b):
+    """``(a, b)`` -- arrays or Python scalars, at least one array unless both are scalars
+    -- as the Array API specifies them (Note [Python scalars on strict backends])."""
+    sa, sb = isinstance(a, _SCALARS), isinstance(b, _SCALARS)
+    if sa == sb:
+        if not sa:
+            return a, b
+        key = (type(a), type(b))
+        name = _SCALAR_PAIRS.get(key)
+        if name is None:  # the same for every value of these types
+            name = _SCALAR_PAIRS[key] = dt.result_type(a, b).name
+        a = xp.asarray(a, dtype=getattr(xp, name))
+        b = with_array(xp, a, b)[1]
+        return a, b
+    if sa:
+        b, a = with_array(xp, b, a)
+        return a, b
+    return with_array(xp, a, b)
+
+
+def _scalar_self(xp, s, a):
+    a, s = with_array(xp, a, s)
+    return s, a
+
+
+def scalar_operands(schema) -> tuple[str, str] | None:
+    """The operand names of an overload whose ``self`` or ``other`` is a ``Scalar`` (None
+    for any other overload)."""
+    args = {a.name: a for a in schema.arguments if not a.kwarg_only}
+    if "self" in args and "other" in args and "Scalar" in (args["self"].type.base,
+                                                          args["other"].type.base):
+        return "self", "other"
+    return None
+
+
+def with_scalar_promotion(impl, schema):
+    """``impl`` with its Scalar operands promoted first (Note [Python scalars on strict
+    backends]); ``impl`` itself for overloads without Scalar operands."""
+    if scalar_operands(schema) is None:
+        return impl
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    names = [a.name for a in positional]
+    defaults = {a.name: a.default for a in positional if a.has_default}
+    i, j = names.index("self"), names.index("other")
+    last = max(i, j)
+    scalar_self = positional[i].type.base == "Scalar"
+    scalar_other = positional[j].type.base == "Scalar"
+
+    if (i, j) == (0, 1) and scalar_other and not scalar_self:  # add.Scalar, add_.Scalar, ...
+        def promoting(xp, self, other, *rest, **kwargs):
+            self, other = with_array(xp, self, other)
+            return impl(xp, self, other, *rest, **kwargs)
+    elif (i, j) == (0, 1) and scalar_self and not scalar_other:  # add.Scalar_Tensor, ...
+        def promoting(xp, self, other, *rest, **kwargs):
+            other, self = with_array(xp, other, self)
+            return impl(xp, self, other, *rest, **kwargs)
+    else:  # where.Scalar*: the operands follow the condition
+        pair = (promote_scalar if scalar_self and scalar_other
+                else with_array if scalar_other else _scalar_self)
+
+        def promoting(xp, *args, **kwargs):
+            if len(args) <= last:
+                args, kwargs = _positional(names, defaults, args, kwargs)
+            a, b = args[i], args[j]
+            pa, pb = pair(xp, a, b)
+            if pa is not a or pb is not b:
+                args = list(args)
+                args[i], args[j] = pa, pb
+            return impl(xp, *args, **kwargs)
+
+    promoting.__name__ = getattr(impl, "__name__", "impl")
+    promoting.__qualname__ = promoting.__name__
+    return promoting
+
+
+def _positional(names, defaults, args, kwargs):
+    """A call with positional parameters given by keyword, made positional (impls name
+    their parameters freely)."""
+    kwargs = dict(kwargs)
+    given = [k for k, n in enumerate(names) if n in kwargs]
+    args = list(args)
+    for n in names[len(args):max(given, default=-1) + 1]:
+        args.append(kwargs.pop(n) if n in kwargs else defaults[n])
+    return args, kwargs

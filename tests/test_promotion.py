@@ -1,0 +1,156 @@
+"""Python scalars meeting tensors (Note [Python scalars on strict backends] in
+ops/_promotion.py): every backend gives the dtypes ``result_type`` (and so the Meta device)
+gives, with the values NumPy computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _helpers import to_numpy
+from mdtensor.ops._promotion import promote_scalar
+
+import mdtensor as md
+
+_DTYPES = ["bool", "int8", "int32", "int64", "uint8", "float32", "float64", "complex64"]
+_SCALARS = [True, 2, 0.5, 1j]
+_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "eq": np.equal}
+
+
+def _array(dtype_name):
+    return np.asarray([0, 1, 3], dtype=dtype_name)
+
+
+def _check(got, want, what):
+    assert got.dtype.name == want.dtype.name, what
+    np.testing.assert_array_equal(to_numpy(got), want, err_msg=what)
+
+
+@pytest.mark.parametrize("op", sorted(_OPS))
+@pytest.mark.parametrize("dtype_name", _DTYPES)
+def test_tensor_with_python_scalar_follows_numpy_and_meta(op, dtype_name):
+    a = _array(dtype_name)
+    fn = getattr(md, op)
+    for s in _SCALARS:
+        if op != "eq" and dtype_name == "bool" and isinstance(s, bool):
+            # bool - bool is an error in NumPy and PyTorch alike; bool + bool and bool * bool
+            # are not scalar promotion (the Array API has no arithmetic on bools)
+            continue
+        for got, want, meta in (
+                (fn(md.asarray(a), s), _OPS[op](a, s), fn(md.empty(3, dtype=md.asarray(a).dtype,
+                                                                   device="meta"), s)),
+                (fn(s, md.asarray(a)), _OPS[op](s, a), fn(s, md.empty(3, device="meta",
+                                                                      dtype=md.asarray(a).dtype)))):
+            _check(got, want, f"{op}({dtype_name}, {s!r})")
+            assert meta.dtype == got.dtype, f"{op}({dtype_name}, {s!r}): meta"
+
+
+def test_an_integer_tensor_with_a_float_scalar_is_float64_everywhere():
+    x = md.asarray([1, 2, 3])
+    for r in (md.add(x, 0.5), 0.5 + x, x * 1.5, md.maximum(x, 1.5), md.pow(x, 0.5),
+              md.remainder(x, 1.5), md.floor_divide(x, 0.5)):
+        assert r.dtype is md.float64
+    np.testing.assert_array_equal(to_numpy(md.maximum(x, 1.5)), [1.5, 2.0, 3.0])
+    assert (x < 1.5).tolist() == [True, False, False]
+    # float functions turn integers into the default float first, as PyTorch
+    assert md.div(x, 0.5).dtype is md.float32
+    assert md.div(md.ones(2), 1j).dtype is md.complex64
+
+
+def test_scalars_keep_the_tensor_dtype_of_their_kind():
+    for dtype in (md.int8, md.int32, md.uint8):
+        assert (md.asarray([1, 2], dtype=dtype) + 1).dtype is dtype
+        assert (md.asarray([1, 2], dtype=dtype) + True).dtype is dtype
+    assert (md.asarray([1.0], dtype=md.float32) * 2).dtype is md.float32
+    assert (md.asarray([True]) | True).dtype is md.bool
+
+
+def test_alpha_times_a_scalar_stays_weak():
+    i32 = md.asarray([1, 2, 4], dtype=md.int32)
+    r = md.sub(i32, 1, alpha=2)
+    assert r.dtype is md.int32 and r.tolist() == [-1, 0, 2]
+    f32 = md.ones(3)
+    r = md.add(f32, 1, alpha=2)
+    assert r.dtype is md.float32 and r.tolist() == [3.0, 3.0, 3.0]
+    r = md.add(md.asarray([1, 2]), 1, alpha=0.5)
+    assert r.dtype is md.float64 and r.tolist() == [1.5, 2.5]
+    r = md.sub(1, f32, alpha=2)
+    assert r.dtype is md.float32 and r.tolist() == [-1.0, -1.0, -1.0]
+    f32.sub_(1, alpha=2)
+    assert f32.dtype is md.float32 and f32.tolist() == [-1.0, -1.0, -1.0]
+
+
+def test_where_of_two_scalars():
+    c = md.asarray([True, False])
+    for a, b, dtype, values in ((1, 0, md.int64, [1, 0]), (1.0, 0, md.float64, [1.0, 0.0]),
+                                (True, 0, md.int64, [1, 0]), (2, 0.5, md.float64, [2.0, 0.5]),
+                                (True, False, md.bool, [True, False]),
+                                (1j, 0, md.complex128, [1j, 0j])):
+        r = md.where(c, a, b)
+        assert r.dtype is dtype and r.tolist() == values, (a, b)
+    r = md.where(c, md.asarray([1, 2], dtype=md.int32), 0.5)
+    assert r.dtype is md.float64 and r.tolist() == [1.0, 0.5]
+
+
+def test_inplace_and_out_with_a_promoting_scalar():
+    x = md.asarray([1, 2])
+    with pytest.raises(RuntimeError, match=r"aten::add_\.Scalar: result type float64 can't "
+                                           r"be cast to the desired output type int64"):
+        x.add_(0.5)
+    with pytest.raises(RuntimeError, match="result type complex64 can't be cast"):
+        md.ones(2).mul_(1j)
+    assert x.tolist() == [1, 2] and x._version == 0
+    out = md.empty(2, dtype=md.float64)
+    assert md.add(x, 0.5, out=out) is out and out.tolist() == [1.5, 2.5]
+    b = md.asarray([True, False])
+    with pytest.raises(RuntimeError, match="result type int64 can't be cast"):
+        b.add_(1)
+
+
+def test_order_comparisons_of_bools_with_scalars():
+    b = md.asarray([False, True])
+    assert md.lt(b, True).tolist() == [True, False]
+    assert md.ge(True, b).tolist() == [True, True]
+    assert (b > 0.5).tolist() == [False, True]
+    assert md.le(b, md.asarray([1, 0])).tolist() == [True, False]
+
+
+def test_promote_scalar_gives_pairs_array_api_strict_accepts():
+    xp = pytest.importorskip("array_api_strict")
+    i = xp.asarray([1, 2])
+    b = xp.asarray([True, False])
+    a, s = promote_scalar(xp, i, 0.5)
+    assert a.dtype == xp.float64 and s == 0.5
+    assert xp.add(a, s).dtype == xp.float64
+    s, a = promote_scalar(xp, 1j, i)
+    assert a.dtype == xp.complex128 and xp.multiply(s, a).dtype == xp.complex128
+    a, s = promote_scalar(xp, i, True)
+    assert a is i and s == 1 and type(s) is int
+    a, s = promote_scalar(xp, b, True)
+    assert a is b and s is True
+    a, s = promote_scalar(xp, b, 2)
+    assert a.dtype == xp.int64
+    a, s = promote_scalar(xp, 1, 0.5)
+    assert a.dtype == xp.float64 and a.ndim == 0 and s == 0.5
+    a, s = promote_scalar(xp, 1, True)
+    assert a.dtype == xp.int64 and s == 1
+    assert promote_scalar(xp, i, b) == (i, b)  # two arrays: unchanged
+
+
+
+def test_operands_given_by_keyword_are_promoted_too():
+    # The frontend passes positional parameters positionally; a kernel called with them by
+    # keyword still promotes (impls name their parameters freely: where's are x and y).
+    xp = pytest.importorskip("array_api_strict")
+    from mdtensor.ops._promotion import with_scalar_promotion
+
+    def impl(xp, condition, x, y):
+        return xp.where(condition, x, y)
+
+    c, i = xp.asarray([True, False]), xp.asarray([1, 2])
+    for schema in (md.ops.aten.where.ScalarOther.schema, md.ops.aten.where.Scalar.schema):
+        where = with_scalar_promotion(impl, schema)
+        x = i if "ScalarOther" in str(schema) else 1
+        r = where(xp, c, x, other=0.5)
+        assert r.dtype == xp.float64 and np.asarray(r).tolist() == [1.0, 0.5]
+        r = where(xp, condition=c, self=x, other=0.5)
+        assert r.dtype == xp.float64
