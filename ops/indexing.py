@@ -609,6 +609,13 @@ def _where(xp, condition, x, y):
     return xp.where(condition, x, y)
 
 
+def _np_where(xp, condition, x, y):
+    # Note [NumPy fast impls]: np.where promotes Python scalars weakly, as the Meta kernels
+    # do, so the CPU skips the generic scalar promotion (ops/_promotion.py) and
+    # array-api-compat's asarray for two scalars.
+    return np.where(condition, x, y)
+
+
 def _where_meta(c, x, y):
     shape = mf.broadcast_shapes("where", tuple(c.shape), getattr(x, "shape", ()),
                                 getattr(y, "shape", ()))
@@ -621,14 +628,15 @@ def _where_samples(dtype, rng):
 
 
 _wdecl = defop("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
-               impl=_where, meta=_where_meta, names=("where",), methods=(),
+               impl=_where, cpu_impl=_np_where, meta=_where_meta, names=("where",),
+               methods=(),
                info=OpInfo(ref=np.where, dtypes=ALL, samples=_where_samples))
 defop("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", impl=_where,
-      meta=_where_meta, decl=_wdecl)
+      cpu_impl=_np_where, meta=_where_meta, decl=_wdecl)
 defop("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", impl=_where,
-      meta=_where_meta, decl=_wdecl)
+      cpu_impl=_np_where, meta=_where_meta, decl=_wdecl)
 defop("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor", impl=_where,
-      meta=lambda c, x, y: (tuple(c.shape), dt.result_type(x, y)), decl=_wdecl)
+      cpu_impl=_np_where, meta=lambda c, x, y: (tuple(c.shape), dt.result_type(x, y)), decl=_wdecl)
 
 
 def _masked_fill(xp, x, mask, value):
