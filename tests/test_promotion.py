@@ -154,3 +154,25 @@ def test_operands_given_by_keyword_are_promoted_too():
         assert r.dtype == xp.float64 and np.asarray(r).tolist() == [1.0, 0.5]
         r = where(xp, condition=c, self=x, other=0.5)
         assert r.dtype == xp.float64
+
+
+def test_where_dtypes_match_numpy_and_meta_for_every_pairing():
+    # The CPU where calls np.where itself; its weak-scalar promotion must be the Meta
+    # kernels' (result_type), for tensors and Python scalars alike.
+    import itertools
+
+    c = md.asarray([True, False], device="cpu")
+    values = [1, 1.0, True, 1j,
+              md.asarray([1, 2], dtype=md.int8, device="cpu"),
+              md.asarray([1.0, 2.0], dtype=md.float32, device="cpu"),
+              md.asarray([1, 2], device="cpu"), md.asarray([True, False], device="cpu")]
+
+    def on(v, device):
+        return v.to(device) if isinstance(v, md.Tensor) else v
+
+    for x, y in itertools.product(values, values):
+        got = md.where(c, x, y)
+        ref = np.where(c.numpy(), x.numpy() if isinstance(x, md.Tensor) else x,
+                       y.numpy() if isinstance(y, md.Tensor) else y)
+        meta = md.where(c.to("meta"), on(x, "meta"), on(y, "meta"))
+        assert got.dtype.name == ref.dtype.name == meta.dtype.name, (x, y)
