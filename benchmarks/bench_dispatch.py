@@ -6,9 +6,11 @@ Defines ``bench::ident(Tensor x) -> Tensor`` and registers its CPU kernel as a b
 ``Kernel`` (``user=False``): a user registration would be wrapped by the alias-contract
 checker, which rejects a functional kernel returning its input (Note [Alias contracts]),
 and a view schema would add the ADInplaceOrView hop; neither is dispatch cost.
-The figures are the cost of the dispatcher itself: through the packet
-(overload resolution cache + dispatch) and through the overload (dispatch only), each minus
-the direct kernel call, medians of interleaved repeats in one run.
+The figures are the cost of the dispatcher itself, each minus the direct kernel call
+(medians of interleaved repeats in one run): the overload's caller (dispatch only), the
+namespace function a user calls (``md.<name>`` is ``packet._call``: overload resolution
+cache + dispatch), and the packet and overload objects called as such (each adds Python's
+``__call__`` slot and a frame; Note [Packet functions]).
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ def main() -> None:
     overload._push_kernel(Kernel(kernel, DispatchKey.CPU, name="ident_cpu"))
     x = md.asarray(np.ones(8, np.float32))
     assert packet(x) is x and overload(x) is x
-    cases = {"kernel directly": lambda: kernel(x), "overload call": lambda: overload(x),
-             "packet call": lambda: packet(x)}
+    caller, function = overload._caller, packet._call
+    cases = {"kernel directly": lambda: kernel(x), "overload caller": lambda: caller(x),
+             "namespace function": lambda: function(x), "overload object": lambda: overload(x),
+             "packet object": lambda: packet(x)}
     n = 200_000
     samples = {k: [] for k in cases}
     for _ in range(9):
