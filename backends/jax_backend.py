@@ -128,7 +128,7 @@ def _kernel_for(decl, jax, jnp):
     """The jitted kernel of ``decl``'s first (functional) overload, or None."""
     import functools
 
-    from mdtensor.ops._decl import device_mismatch, named_error
+    from mdtensor.ops._decl import device_mismatch, raise_named
 
     from mdtensor._keys import DispatchKey
 
@@ -174,10 +174,7 @@ def _kernel_for(decl, jax, jnp):
             try:
                 return d.wrap(traced(a._data, b._data))
             except (ValueError, TypeError) as e:  # Note [Broadcasting errors] in ops/_decl.py
-                err = named_error(name, e, a, b)
-                if err is e:
-                    raise
-                raise err from None
+                raise_named(name, e, a, b)
     elif tensors == (0, 1) and n_positional == 2:
         def kernel(a, b, **kwargs):
             if kwargs:
@@ -188,10 +185,7 @@ def _kernel_for(decl, jax, jnp):
             try:
                 return d.wrap(traced(a._data, b._data))
             except (ValueError, TypeError) as e:  # Note [Broadcasting errors] in ops/_decl.py
-                err = named_error(name, e, a, b)
-                if err is e:
-                    raise
-                raise err from None
+                raise_named(name, e, a, b)
     else:
         return None
     kernel.__qualname__ = kernel.__name__ = f"jax_jit[{name}]"

@@ -112,18 +112,12 @@ def _inplace_kernel(op):
 def _view_kernel(op):
     """The view kernel of ``op``, as a wrapper factory: the entry calls ``kernel``, the
     entry below ADInplaceOrView, then records the result's ViewInfo."""
-    src_name = op.schema.arguments[0].name
     name = f"ADInplaceOrView[{op.name}]"
 
     def factory(kernel):
         def ad_view(*args, **kwargs):
             result = kernel(*args, **kwargs)
-            if args:
-                src = args[0]
-            else:  # the source by keyword: replay calls op(b, **kwargs) without it
-                kwargs = dict(kwargs)
-                src = kwargs.pop(src_name)
-                args = (src,)
+            src = args[0]  # a source given by keyword was made positional by the caller
             if isinstance(result, Tensor):
                 if src._view is None and result is not src:
                     # mark_view's common case, inlined: ViewInfo(src, replay) without the

@@ -572,16 +572,8 @@ def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Ca
 def _wrapper_entry(op: OpOverload, kernel: Kernel, below_ks: int) -> Callable:
     """The table entry of a wrapper kernel: its factory applied to the entry below."""
     below = op._entry(below_ks)
-    if (op, below_ks) in _GATED:
-        table = op._table
-
-        def below(*args, **kwargs):
-            entry = table.get(below_ks)
-            if entry is None:
-                entry = op._miss(below_ks)
-            return entry(*args, **kwargs)
-
-        return kernel.fn(below)
+    if (op, below_ks) in _GATED:  # swapped in place by flip_gates: look it up per call
+        return kernel.fn(lambda *args, **kwargs: op._entry(below_ks)(*args, **kwargs))
     entry = kernel.fn(below)
     if kernel.leaf and below in LEAF_KERNELS:
         LEAF_KERNELS.add(entry)

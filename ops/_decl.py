@@ -39,7 +39,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from mdtensor import _ops
 from mdtensor._keys import DispatchKey
@@ -164,29 +164,26 @@ def broadcast_error(op_name: str, shapes) -> ValueError | None:
     return None
 
 
-def named_error(op_name: str, exc: Exception, *operands) -> Exception:
-    """``exc`` (raised by the backend while computing ``op_name`` on the arrays
-    ``operands``) as an error that names the op.
+def raise_named(op_name: str, exc: Exception, *operands) -> NoReturn:
+    """Raise ``exc`` (raised by the backend while computing ``op_name`` on the arrays
+    ``operands``; call this in its ``except`` block) as an error that names the op.
 
     Note [Broadcasting errors]: a failure whose message speaks of broadcasting, on operands
     whose shapes do not broadcast, becomes PyTorch's ValueError (``The size of tensor a (4)
     must match the size of tensor b (3) at non-singleton dimension 0``) whatever the backend
     raised (NumPy: ValueError, JAX: TypeError).  The kernels call this only once the
     backend has failed, so a call that succeeds pays nothing.  Any other ValueError gets the
-    op's name in front; any other exception is ``exc`` itself (the caller re-raises it).
+    op's name in front; any other exception is raised as it is.
     """
     msg = str(exc)
     if "broadcast" in msg.lower():
         shapes = [s for s in (getattr(o, "shape", None) for o in operands) if s is not None]
         err = broadcast_error(op_name, shapes)
         if err is not None:
-            err.__cause__ = exc
-            return err
+            raise err from None
     if not isinstance(exc, ValueError) or msg.startswith(op_name):
-        return exc
-    err = type(exc)(f"{op_name}: {msg}")
-    err.__cause__ = exc
-    return err
+        raise exc
+    raise type(exc)(f"{op_name}: {msg}") from None
 
 
 def _shape_str(shape) -> str:
@@ -302,7 +299,7 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                 try:
                     return d.wrap(uf(x, y))
                 except ValueError as e:
-                    raise named_error(name, e, x, y) from None
+                    raise_named(name, e, x, y)
         elif pos == (0,) and len(schema.arguments) == 1:
             def kernel(a, **kwargs):
                 x = a._data
@@ -331,7 +328,7 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
             try:
                 return d.wrap(uf(a._data, b._data))
             except ValueError as e:
-                raise named_error(name, e, a, b) from None
+                raise_named(name, e, a, b)
     elif pos == (0,) and len(schema.arguments) == 1:
         def kernel(a, **kwargs):
             if kwargs:
@@ -418,10 +415,7 @@ def _fast_kernel(name, impl, pos, extra):
                     return d.wrap(impl(d.xp, a._data, b._data, **kwargs))
                 return d.wrap(impl(d.xp, a._data, b._data))
             except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
-                err = named_error(name, e, a, b)
-                if err is e:
-                    raise
-                raise err from None
+                raise_named(name, e, a, b)
     elif pos == (0,) and not extra:
         def kernel(a, **kwargs):
             d = a._device
@@ -446,10 +440,7 @@ def _fast_kernel(name, impl, pos, extra):
             try:
                 return d.wrap(impl(d.xp, a._data, b._data, *rest, **kwargs))
             except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
-                err = named_error(name, e, a, b)
-                if err is e:
-                    raise
-                raise err from None
+                raise_named(name, e, a, b)
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
     return kernel
 
@@ -526,10 +517,7 @@ def _generic_kernel(schema, impl, kind, tensor_args):
         except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
             if "broadcast" not in str(e).lower():
                 raise
-            err = named_error(name, e, *operands(args, kwargs))
-            if err is e:
-                raise
-            raise err from None
+            raise_named(name, e, *operands(args, kwargs))
         return _wrap_out(dev, kind, schema)(r)
 
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
@@ -587,10 +575,7 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
         try:
             r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
         except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
-            err = named_error(name, e, *operands(rargs, rkwargs))
-            if err is e:
-                raise
-            raise err from None
+            raise_named(name, e, *operands(rargs, rkwargs))
         _check_inplace_result(name, self, r, backend)
         backend.copy_into(self._data, r)
         return self
@@ -624,10 +609,7 @@ def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
         try:
             r = backend.ensure_array(impl(dev.xp, self._data, *args, **kwargs))
         except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
-            err = named_error(name, e, self._data, args[0] if two_tensors else None)
-            if err is e:
-                raise
-            raise err from None
+            raise_named(name, e, self._data, args[0] if two_tensors else None)
         _check_inplace_result(name, self, r, backend)
         backend.copy_into(self._data, r)
         return self
@@ -689,10 +671,7 @@ def _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, cause):
     try:
         r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
     except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
-        err = named_error(name, e, rargs[0], rargs[1] if len(rargs) > 1 else None)
-        if err is e:
-            raise
-        raise err from None
+        raise_named(name, e, rargs[0], rargs[1] if len(rargs) > 1 else None)
     _check_inplace_result(name, self, r, backend)
     raise cause
 
@@ -718,10 +697,7 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
         try:
             r = backend.ensure_array(impl(dev.xp, *rargs, **rkwargs))
         except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
-            err = named_error(name, e, *operands(rargs, rkwargs))
-            if err is e:
-                raise
-            raise err from None
+            raise_named(name, e, *operands(rargs, rkwargs))
         rd = backend.dtype_from_native(r.dtype)
         od = backend.dtype_from_native(out._data.dtype)
         if not can_cast(rd, od):

@@ -203,6 +203,8 @@ _new = object.__new__
 
 
 def _make_kernel(op, formula):
+    """``(kernel, wrapper)``: the Autograd kernel of ``op``; for the common functional case
+    a wrapper factory (Note [Wrapper kernels] in mdtensor/_ops.py), else a keyset kernel."""
     schema = op.schema
     name = _node_name(op)
     tensor_pos = [(i, a.type.is_tensor_list) for i, a in enumerate(schema.arguments)
@@ -301,7 +303,7 @@ def _make_kernel(op, formula):
     autograd_kernel.__qualname__ = f"autograd[{op.name}]"
     if is_inplace or is_out or not prefix or n_outputs != 1 or \
             not schema.returns[0].type.is_tensor or schema.returns[0].type.is_tensor_list:
-        return autograd_kernel
+        return autograd_kernel, False
 
     def factory(entry):
         # Note [Wrapper kernels] (mdtensor/_ops.py): ``entry`` is the table entry below
@@ -383,8 +385,7 @@ def _make_kernel(op, formula):
     n_tensors = len(positions)
     nones = (None,) * n_tensors
     factory.__qualname__ = f"autograd[{op.name}]"
-    factory.wrapper = True  # Note [Wrapper kernels]: register_for makes it a wrapper Kernel
-    return factory
+    return factory, True
 
 
 def _excluding_autograd(entry):
@@ -567,8 +568,7 @@ def register_for(op) -> None:
     formula = _formula_for(op)
     if formula is None:
         return
-    kernel = _make_kernel(op, formula)
-    wrapper = getattr(kernel, "wrapper", False)  # the functional kernel's factory
+    kernel, wrapper = _make_kernel(op, formula)  # Note [Wrapper kernels]
     op._push_kernel(Kernel(kernel, DispatchKey.Autograd, with_keyset=not wrapper,
                            wrapper=wrapper, name=f"autograd[{op.name}]"))
 
