@@ -351,7 +351,8 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
 
 
 def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Callable:
-    """``self.op_(other)`` on NumPy as ``ufunc(self, other, out=self)``; anything else --
+    """``self.op_(other)`` on NumPy as ``ufunc(self, other, self)`` (out= passed
+    positionally); anything else --
     keywords, a non-floating operand of a float function, a result NumPy refuses to write
     (shape or casting; ``generic`` then raises PyTorch's message) -- takes ``generic``."""
     name = schema.full_name
@@ -368,7 +369,7 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
                                 or other._data.dtype.kind not in kinds)):
                 return generic(self, other, *rest, **kwargs)
             try:
-                uf(data, other._data, out=data)
+                uf(data, other._data, data)  # out= positionally: no keyword parsing
             except (TypeError, ValueError):
                 return generic(self, other)
             return self
@@ -378,7 +379,7 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
             if kwargs or (floats and data.dtype.kind not in kinds):
                 return generic(self, **kwargs)
             try:
-                uf(data, out=data)
+                uf(data, data)
             except (TypeError, ValueError):
                 return generic(self)
             return self
@@ -388,7 +389,7 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
             if rest or kwargs or (floats and data.dtype.kind not in kinds):
                 return generic(self, s, *rest, **kwargs)
             try:
-                uf(data, s, out=data)
+                uf(data, s, data)
             except (TypeError, ValueError):
                 return generic(self, s)
             return self

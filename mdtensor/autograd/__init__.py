@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import re
 import weakref
-from operator import is_not
 
 from mdtensor._inplace_or_view import counter
 from mdtensor._keys import (
@@ -28,7 +27,7 @@ from mdtensor._ops import LEAF_KERNELS, Kernel, dispatcher, register_fallback
 from mdtensor._tensor import Tensor, VersionCounter
 from mdtensor._tls import ExcludeGuard, dispatch_tls
 
-from ._graph import AccumulateGrad, Node, _ops, attach, gradient_edge, run_backward
+from ._graph import AccumulateGrad, MaskedNode, Node, _ops, attach, gradient_edge, run_backward
 from ._meta import AutogradMeta
 
 __all__ = [
@@ -336,7 +335,12 @@ def _make_kernel(op, formula):
             saved_out = None
             if uses_out:
                 # _alias(out), inlined (and VersionCounter() without the class call)
-                saved_out = out._device.wrap(out._data)
+                saved_out = _new(Tensor)
+                saved_out._data = out._data
+                saved_out._device = d = out._device
+                saved_out._ks = d.ks
+                saved_out._view = None
+                saved_out._ag = None
                 vc = out._vc
                 if vc is None:
                     if out._view is None:
@@ -348,13 +352,11 @@ def _make_kernel(op, formula):
                     out._vc = vc
                 saved_out._vc = vc
                 saved.append((saved_out, vc.value))
-            f = functools.partial(formula, tuple(map(is_not, edges, nones))) if uses_mask \
-                else formula
             # Node.new(...), AutogradMeta.of_output(node, 0) and attach(out, node, 0),
             # inlined: a frame each costs ~0.1 us on every recorded op (DESIGN.md section 8)
-            node = _new(Node)
+            node = _new(node_class)
             node._name = name
-            node.formula = f
+            node.formula = formula
             node.args = args
             node.kwargs = kwargs
             node.out = saved_out
@@ -383,7 +385,7 @@ def _make_kernel(op, formula):
         return autograd_kernel_functional
 
     n_tensors = len(positions)
-    nones = (None,) * n_tensors
+    node_class = MaskedNode if uses_mask else Node  # the real ``needs``, read when it runs
     factory.__qualname__ = f"autograd[{op.name}]"
     return factory, True
 

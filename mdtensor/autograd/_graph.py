@@ -24,7 +24,7 @@ from mdtensor._tls import dispatch_tls
 
 from ._meta import AutogradMeta
 
-__all__ = ["AccumulateGrad", "Node", "gradient_edge", "run_backward"]
+__all__ = ["AccumulateGrad", "MaskedNode", "Node", "gradient_edge", "run_backward"]
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the "
@@ -41,6 +41,9 @@ class Node:
 
     __slots__ = ("_name", "formula", "args", "kwargs", "out", "saved", "next_functions",
                  "n_outputs", "pre_hooks", "retained", "__weakref__")
+
+    #: The formula takes first ``needs``, which edges are live (MaskedNode).
+    masked = False
 
     def __init__(self, name, formula, args, kwargs, out, saved, edges, n_outputs):
         self._name = name
@@ -90,6 +93,9 @@ class Node:
         out = self.out
         if out is not None and dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
             out = _with_history(out, self)  # create_graph: Note [Saved outputs]
+        if self.masked:
+            needs = tuple([edge is not None for edge in self.next_functions])
+            return self.formula(needs, g, out, *self.args, **self.kwargs)
         return self.formula(g, out, *self.args, **self.kwargs)
 
     def release(self) -> None:
@@ -99,6 +105,15 @@ class Node:
     def register_hook(self, fn) -> None:
         """``fn(grad_inputs, grad_outputs)`` after the node ran (PyTorch's Node hooks)."""
         raise NotImplementedError("Node.register_hook: use Tensor.register_hook")
+
+
+class MaskedNode(Node):
+    """A Node whose formula takes first ``needs`` (``derivatives.uses_mask``): which of
+    its Tensor inputs need a gradient, read from its edges when it runs rather than
+    computed (and bound with ``functools.partial``) on every recorded op."""
+
+    __slots__ = ()
+    masked = True
 
 
 # Note [Saved outputs]
