@@ -17,7 +17,7 @@ import math
 
 from mdtensor.ops import aten_calls as aten
 
-__all__ = ["DERIVATIVES", "NONDIFFERENTIABLE", "sum_to", "uses_mask", "uses_out"]
+__all__ = ["DERIVATIVES", "NONDIFFERENTIABLE", "reads", "sum_to", "uses_mask", "uses_out"]
 
 DERIVATIVES: dict = {}
 NONDIFFERENTIABLE = frozenset({
@@ -45,6 +45,17 @@ def uses_mask(fn):
     constant input."""
     fn.uses_mask = True
     return fn
+
+
+def reads(*positions):
+    """Mark a formula that reads the values of only the Tensor arguments at ``positions``
+    (indices into the op's arguments) -- of the others only their shape and dtype -- so
+    only those are saved and version-checked (Note [Saved inputs] in
+    mdtensor/autograd/__init__.py).  Unmarked formulas save every Tensor argument."""
+    def mark(fn):
+        fn.reads = frozenset(positions)
+        return fn
+    return mark
 
 
 def rule(*names):
@@ -123,6 +134,7 @@ def _need(needs, i) -> bool:
 
 
 @rule("add")
+@reads()
 @uses_mask
 def _add(needs, g, out, a, b, alpha=1):
     gb = None
@@ -132,6 +144,7 @@ def _add(needs, g, out, a, b, alpha=1):
 
 
 @rule("sub")
+@reads()
 @uses_mask
 def _sub(needs, g, out, a, b, alpha=1):
     gb = None
@@ -158,11 +171,13 @@ def _div(needs, g, out, a, b):
 
 
 @rule("neg")
+@reads()
 def _neg(g, out, a):
     return (aten.neg(g),)
 
 
 @rule("positive", "clone", "contiguous")
+@reads()
 def _identity(g, out, a, *args, **kwargs):
     return (g,)
 
@@ -459,25 +474,29 @@ def _log_softmax_backward_data(c, out, g, y, dim):
 
 def _expand_back(g, x, axis, keepdims):
     """Broadcast a reduced gradient back to ``x``'s shape."""
-    if axis is None:
-        axes = tuple(range(x.ndim))
-    else:
-        axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        axes = tuple(a % max(x.ndim, 1) for a in axes)
-    if not x.ndim:
+    shape = tuple(x._data.shape)
+    ndim = len(shape)
+    if not ndim:
         return g
     # expand adds leading dimensions itself: reshape only when a reduced axis is not one of
     # the leading ones (sum(x) and a bias's sum(g, 0) need no reshape).
-    if not keepdims and sorted(axes) != list(range(len(axes))):
-        shape = [1 if i in axes else s for i, s in enumerate(x.shape)]
-        g = aten.reshape(g, tuple(shape))
-    return aten.expand(g, tuple(x.shape))
+    if axis is not None and not keepdims:
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        axes = sorted(a % ndim for a in axes)
+        if axes != list(range(len(axes))):
+            g = aten.reshape(g, tuple(1 if i in axes else s for i, s in enumerate(shape)))
+    return aten.expand(g, shape)
 
 
 @rule("sum")
+@reads()
 def _sum(g, out, x, axis=None, keepdims=False, *, dtype=None):
-    return aten.astype(_expand_back(g, x, axis, keepdims), x.dtype) if g.dtype is not x.dtype \
-        else _expand_back(g, x, axis, keepdims), None, None
+    gx = _expand_back(g, x, axis, keepdims)
+    # sum(x, dtype=...): the gradient goes back to x's dtype (native dtypes compared: the
+    # same dtype is one object, and a needless astype would only cost a copy)
+    if g._data.dtype is not x._data.dtype:
+        gx = aten.astype(gx, x.dtype)
+    return gx, None, None
 
 
 def _count(x, axis):
@@ -491,6 +510,7 @@ def _count(x, axis):
 
 
 @rule("mean")
+@reads()
 def _mean(g, out, x, axis=None, keepdims=False):
     return aten.div(_expand_back(g, x, axis, keepdims), _count(x, axis)), None, None
 
@@ -565,27 +585,29 @@ def _matmul(needs, g, out, a, b):
     # is used as it is (no conj) and a real input of a mixed product gets the real part.
     need_a = needs is None or needs[0]
     need_b = needs is None or needs[1]
-    if a.ndim == 1 and b.ndim == 1:
+    a_vec = a._data.ndim == 1
+    b_vec = b._data.ndim == 1
+    if a_vec and b_vec:
         return (_as(aten.mul(g, _cj(b)), a) if need_a else None,
                 _as(aten.mul(g, _cj(a)), b) if need_b else None)
-    a2 = aten.unsqueeze(a, 0) if a.ndim == 1 else a
-    b2 = aten.unsqueeze(b, -1) if b.ndim == 1 else b
+    a2 = aten.unsqueeze(a, 0) if a_vec else a
+    b2 = aten.unsqueeze(b, -1) if b_vec else b
     g2 = g
-    if a.ndim == 1:
+    if a_vec:
         g2 = aten.unsqueeze(g2, -2)
-    if b.ndim == 1:
+    if b_vec:
         g2 = aten.unsqueeze(g2, -1)
     ga = gb = None
     if need_a:
         ga = aten.matmul(g2, _mH(b2))
-        if a.ndim == 1:
+        if a_vec:
             ga = aten.squeeze(ga, -2)
-        ga = _as(sum_to(ga, a.shape), a)
+        ga = _as(sum_to(ga, a._data.shape), a)
     if need_b:
         gb = aten.matmul(_mH(a2), g2)
-        if b.ndim == 1:
+        if b_vec:
             gb = aten.squeeze(gb, -1)
-        gb = _as(sum_to(gb, b.shape), b)
+        gb = _as(sum_to(gb, b._data.shape), b)
     return ga, gb
 
 
@@ -593,11 +615,13 @@ def _matmul(needs, g, out, a, b):
 
 
 @rule("transpose")
+@reads()
 def _transpose(g, out, x, d0, d1):
     return aten.transpose(g, d0, d1), None, None
 
 
 @rule("permute")
+@reads()
 def _permute(g, out, x, dims):
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     inv = [0] * len(dims)
@@ -607,36 +631,43 @@ def _permute(g, out, x, dims):
 
 
 @rule("matrix_transpose")
+@reads()
 def _mt(g, out, x):
     return (aten.matrix_transpose(g),)
 
 
 @rule("t")
+@reads()
 def _t(g, out, x):
     return (aten.t(g),)
 
 
 @rule("view", "reshape", "flatten", "squeeze", "unsqueeze")
+@reads()
 def _reshape(g, out, x, *args, **kwargs):
     return (aten.reshape(g, tuple(x.shape)),) + (None,) * len(args)
 
 
 @rule("expand", "broadcast_to")
+@reads()
 def _expand(g, out, x, shape):
     return sum_to(g, x.shape), None
 
 
 @rule("moveaxis")
+@reads()
 def _moveaxis(g, out, x, source, destination):
     return aten.moveaxis(g, destination, source), None, None
 
 
 @rule("flip")
+@reads()
 def _flip(g, out, x, axis=None):
     return aten.flip(g, axis), None
 
 
 @rule("roll")
+@reads()
 def _roll(g, out, x, shift, axis=None):
     neg = -shift if isinstance(shift, int) else tuple(-s for s in shift)
     return aten.roll(g, neg, axis), None, None
@@ -671,6 +702,7 @@ def _index_add(z, key, g):
 
 
 @rule("basic_index")
+@reads()
 def _basic_index(g, out, x, key):
     return _scatter_into_zeros(x, key, g, True), None
 
@@ -681,6 +713,7 @@ def _index(g, out, x, key):
 
 
 @rule("narrow")
+@reads()
 def _narrow(g, out, x, dim, start, length):
     z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
     d = dim % x.ndim
@@ -690,6 +723,7 @@ def _narrow(g, out, x, dim, start, length):
 
 
 @rule("cat")
+@reads()
 def _cat(g, out, tensors, axis=0):
     if axis is None:
         grads, start = [], 0
@@ -708,6 +742,7 @@ def _cat(g, out, tensors, axis=0):
 
 
 @rule("stack")
+@reads()
 def _stack(g, out, tensors, axis=0):
     return list(aten.unbind(g, axis % (tensors[0].ndim + 1))), None
 
@@ -737,6 +772,7 @@ def _unbind(g, out, x, axis=0):
 
 
 @rule("where")
+@reads(0)
 def _where(g, out, cond, a, b):
     zero = aten.zeros((), dtype=g.dtype, device=g.device)
     return (None,
@@ -745,6 +781,7 @@ def _where(g, out, cond, a, b):
 
 
 @rule("masked_fill")
+@reads(1)
 def _masked_fill(g, out, x, mask, value):
     zero = aten.zeros((), dtype=g.dtype, device=g.device)
     gv = aten.sum(aten.where(mask, g, zero)) if hasattr(value, "_ks") else None
@@ -784,6 +821,7 @@ def _take_along_axis(g, out, x, indices, axis=-1):
 
 
 @rule("astype")
+@reads()
 def _astype(g, out, x, dtype, *, copy=True, device=None):
     if _is_complex(g) and not _is_complex(x):  # a real input gets the real part
         g = aten.real(g)
@@ -791,12 +829,14 @@ def _astype(g, out, x, dtype, *, copy=True, device=None):
 
 
 @rule("copy")
+@reads()
 def _copy(g, out, self, src):
     gs = sum_to(g, src.shape)
     return None, gs if gs.dtype == src.dtype else aten.astype(gs, src.dtype)
 
 
 @rule("conj")
+@reads()
 def _conj(g, out, a):
     return (aten.conj(g),)
 
@@ -928,16 +968,19 @@ def _trace(g, out, a, offset=0, dtype=None):
 
 
 @rule("to_device_copy")
+@reads()
 def _to_device(g, out, x, device):
     return aten.to_device_copy(g, x.device), None
 
 
 @rule("tril")
+@reads()
 def _tril(g, out, x, k=0):
     return (aten.tril(g, k=k),)
 
 
 @rule("triu")
+@reads()
 def _triu(g, out, x, k=0):
     return (aten.triu(g, k=k),)
 
@@ -946,17 +989,20 @@ def _triu(g, out, x, k=0):
 
 
 @rule("real")
+@reads()
 def _real(g, out, x):
     return (aten.astype(g, x.dtype) if x.dtype.kind == "c" else g,)
 
 
 @rule("imag")
+@reads()
 def _imag(g, out, x):
     # d imag(z) / dz in PyTorch's convention: the gradient is i * g.
     return (aten.mul(aten.astype(g, x.dtype), 1j),)
 
 
 @rule("broadcast_arrays")
+@reads()
 def _broadcast_arrays(g, out, tensors):
     return [sum_to(gi, t.shape) if gi is not None else None
             for gi, t in zip(g, tensors)], None
@@ -1352,7 +1398,7 @@ def _eigvalsh(g, out, x):
 
 
 def _mH(x):
-    return _mT(aten.conj(x)) if x.dtype.kind == "c" else _mT(x)
+    return aten.matrix_transpose(aten.conj(x) if _is_complex(x) else x)
 
 
 _EIG_GAUGE = ("{op}: the eigenvectors in the complex case are specified up to "
@@ -1639,11 +1685,13 @@ def _ihfft(g, out, x, n=None, axis=-1, norm="backward"):
 
 
 @rule("fft_fftshift")
+@reads()
 def _fftshift(g, out, x, axes=None):
     return aten.fft_ifftshift(g, axes), None
 
 
 @rule("fft_ifftshift")
+@reads()
 def _ifftshift(g, out, x, axes=None):
     return aten.fft_fftshift(g, axes), None
 

@@ -193,6 +193,69 @@ def test_saved_tensor_modified_inplace_raises():
     assert x.grad is None  # a failed backward leaves .grad untouched
 
 
+def test_inputs_read_only_for_their_shape_are_not_version_checked():
+    # PyTorch's AddBackward0 saves sizes, not tensors: x changing afterwards is harmless.
+    w = leaf([1.0, 2.0, 3.0])
+    x = w * 2
+    y = x + 1
+    s = x.sum()
+    t = x.reshape(3, 1)
+    x.add_(1)
+    (y.sum() + s + t.sum()).backward()
+    np.testing.assert_allclose(to_numpy(w.grad), [6.0, 6.0, 6.0])
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, c: x * c,             # mul reads both operands
+    lambda x, c: md.where(c > 0, x, 0.0) * x,
+    lambda x, c: md.matmul(x, c),
+])
+def test_inputs_whose_values_are_read_are_version_checked(make):
+    w = leaf([1.0, 2.0, 3.0])
+    x = w * 1
+    c = md.asarray([1.0, -1.0, 2.0], dtype=md.float64)
+    y = make(x, c)
+    x.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    assert w.grad is None
+
+
+def test_where_checks_only_its_condition():
+    w = leaf([1.0, 2.0, 3.0])
+    x = w * 1
+    cond = md.asarray([True, False, True])
+    y = md.where(cond, x, 0.0)
+    x.add_(1)  # where's gradient reads only the condition's values
+    y.sum().backward()
+    np.testing.assert_allclose(to_numpy(w.grad), [1.0, 0.0, 1.0])
+    w.grad = None
+    y = md.where(cond, w * 1, 0.0)
+    cond[0] = False
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_inplace_copies_self_only_when_its_formula_reads_it():
+    seen = []
+
+    class Spy(md.DispatchMode):
+        def __md_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.name)
+            return func(*args, **(kwargs or {}))
+
+    w = leaf([1.0, 2.0])
+    y = w * 1
+    with Spy():
+        y.add_(1)  # add's gradient needs no old value of y
+    assert "aten::clone" not in seen
+    with Spy():
+        y.mul_(3)  # mul's does: y's value before the op is saved
+    assert "aten::clone" in seen
+    y.sum().backward()
+    np.testing.assert_allclose(to_numpy(w.grad), [3.0, 3.0])
+
+
 def test_inplace_on_non_leaf_rebases_history():
     x = leaf([1.0, 2.0, 3.0])
     y = x * 2
@@ -230,11 +293,31 @@ def test_hooks_and_retain_grad():
     y.sum().backward()
     assert seen == [[6.0, 6.0]]
     np.testing.assert_allclose(to_numpy(x.grad), [60.0, 60.0])
-    np.testing.assert_allclose(to_numpy(y.grad), [1.0, 1.0])
+    # retain_grad keeps what the tensor's hooks returned, whatever the order they were
+    # registered in (PyTorch runs the retains_grad hook last)
+    np.testing.assert_allclose(to_numpy(y.grad), [2.0, 2.0])
     h.remove()
     x.grad = None
     (x * 1).sum().backward()
     np.testing.assert_allclose(to_numpy(x.grad), [1.0, 1.0])
+
+
+def test_autograd_grad_returns_gradients_after_tensor_hooks():
+    w = leaf([1.0, 2.0])
+    x = w * 2
+    x.register_hook(lambda g: g * 10)
+    (gx,) = md.autograd.grad((x * 3).sum(), x)
+    np.testing.assert_allclose(to_numpy(gx), [30.0, 30.0])
+    w.register_hook(lambda g: g + 1)
+    (gw,) = md.autograd.grad((w * 3).sum(), w)
+    np.testing.assert_allclose(to_numpy(gw), [4.0, 4.0])
+    # a leaf that is not asked for runs no hooks and gets no .grad
+    called = []
+    v = leaf([1.0])
+    v.register_hook(lambda g: called.append(g))
+    y = v * 2
+    md.autograd.grad((y * 3).sum(), y)
+    assert called == [] and v.grad is None
 
 
 def test_out_variant_with_grad_raises():

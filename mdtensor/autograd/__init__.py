@@ -188,13 +188,27 @@ def _nondifferentiable(op) -> bool:
 # Note [Autograd kernels]
 # ~~~~~~~~~~~~~~~~~~~~~~~
 # One kernel per op with a formula.  It runs the op below the Autograd layer, then records
-# a Node: one edge per positional Tensor argument (``gradient_edge``), each input saved
-# with its version, and the output when the formula reads it.  Below-autograd dispatch is
+# a Node: one edge per positional Tensor argument (``gradient_edge``), the inputs whose
+# values the formula reads saved with their versions (Note [Saved inputs]), and the output
+# when the formula reads it.  Below-autograd dispatch is
 # inlined: when the entry below is a leaf backend kernel (``_ops.LEAF_KERNELS``: it calls no
 # op) it is called directly; anything else (composites, modes, ADInplaceOrView) runs with
 # Autograd excluded from the thread-local state, so what it calls records nothing.  An
 # output saved for backward is an alias outside autograd (``_alias``), never the output
 # itself, which would make a reference cycle output -> grad_fn -> output.
+
+
+# Note [Saved inputs]
+# ~~~~~~~~~~~~~~~~~~~
+# As in PyTorch, backward raises "modified by an inplace operation" only for a tensor whose
+# *value* the formula needs: ``y = x + 1; x.add_(1)`` leaves add's gradient exact, since it
+# reads only ``x``'s shape and dtype (PyTorch's AddBackward0 saves sizes, not tensors).  A
+# formula declares the Tensor arguments whose values it reads with
+# ``derivatives.reads(...)``; without the mark every Tensor argument is saved (the safe
+# default).  The node still references the others, for their metadata: in-place ops never
+# change a tensor's shape or dtype, and ``out=`` (which may resize) refuses tensors that
+# require grad.  An in-place op whose formula does not read ``self`` saves an alias of it
+# instead of a copy of its old value.
 
 
 new_node = Node.new
@@ -211,6 +225,11 @@ def _make_kernel(op, formula):
     is_inplace = schema.is_inplace
     is_out = schema.is_out
     uses_out = getattr(formula, "uses_out", False)
+    # Note [Saved inputs]: the Tensor arguments whose values the formula reads (the others
+    # only for their shape and dtype) are saved with their versions.
+    reads = getattr(formula, "reads", None)
+    if reads is None:
+        reads = frozenset(i for i, _ in enumerate(schema.arguments))
     n_outputs = len(schema.returns)
 
     # Note [Keyword-only Tensor arguments]: ``diff(x, prepend=p, append=a)``.  Their edges
@@ -242,7 +261,7 @@ def _make_kernel(op, formula):
             raise RuntimeError(
                 f"{op.name}: functions with out=... arguments don't support automatic "
                 f"differentiation, but one of the arguments requires grad.")
-        saved_args = _check_inplace(op, args) if is_inplace else args
+        saved_args = _check_inplace(op, args, reads) if is_inplace else args
         below = ks & AFTER_AUTOGRAD & op._mask
         entry = table.get(below)
         if entry is None:
@@ -270,10 +289,11 @@ def _make_kernel(op, formula):
                 if i < nargs:
                     v = saved_args[i]
                     edges.append(gradient_edge(v))
-                    vc = v._vc
-                    saved.append((v, 0 if vc is None else vc.value))
+                    if i in reads:
+                        vc = v._vc
+                        saved.append((v, 0 if vc is None else vc.value))
         else:
-            edges, saved = _edges_and_saved(saved_args, tensor_pos)
+            edges, saved = _edges_and_saved(saved_args, tensor_pos, reads)
         for k in kw_tensors:
             v = kwargs.get(k)
             if v is not None:
@@ -319,7 +339,6 @@ def _make_kernel(op, formula):
             if not (kind in "fc" if kind is not None else out._is_floating()):
                 return out
             edges = []
-            saved = []
             for v in args[:n_tensors]:
                 ag = v._ag  # gradient_edge(v), inlined
                 if ag is None or not ag.requires_grad:
@@ -330,8 +349,14 @@ def _make_kernel(op, formula):
                     edges.append((ag.accumulator, 0))
                 else:
                     edges.append(gradient_edge(v))
-                vc = v._vc
-                saved.append((v, 0 if vc is None else vc.value))
+            saved = []
+            if saved_positions:
+                nargs = len(args)
+                for i in saved_positions:
+                    if i < nargs:
+                        v = args[i]
+                        vc = v._vc
+                        saved.append((v, 0 if vc is None else vc.value))
             saved_out = None
             if uses_out:
                 # _alias(out), inlined (and VersionCounter() without the class call)
@@ -385,6 +410,7 @@ def _make_kernel(op, formula):
         return autograd_kernel_functional
 
     n_tensors = len(positions)
+    saved_positions = tuple(i for i in positions if i in reads)
     node_class = MaskedNode if uses_mask else Node  # the real ``needs``, read when it runs
     factory.__qualname__ = f"autograd[{op.name}]"
     return factory, True
@@ -405,7 +431,7 @@ def _excluding_autograd(entry):
     return excluding_autograd
 
 
-def _edges_and_saved(args, tensor_pos):
+def _edges_and_saved(args, tensor_pos, reads):
     edges, saved = [], []
     for i, is_list in tensor_pos:
         if i >= len(args):
@@ -413,10 +439,12 @@ def _edges_and_saved(args, tensor_pos):
         v = args[i]
         if is_list:
             edges.extend(gradient_edge(t) if t is not None else None for t in v)
-            saved.extend((t, t._version) for t in v if t is not None)
+            if i in reads:
+                saved.extend((t, t._version) for t in v if t is not None)
         else:
             edges.append(gradient_edge(v))
-            saved.append((v, v._version))
+            if i in reads:
+                saved.append((v, v._version))
     return edges, saved
 
 
@@ -441,9 +469,10 @@ def _flatten_formula(formula, tensor_pos, kw_tensors=()):
     return flat
 
 
-def _check_inplace(op, args):
+def _check_inplace(op, args, reads):
     """PyTorch's checks for in-place ops under autograd; returns the args to save, with
-    ``self`` replaced by a copy of its value before the op."""
+    ``self`` replaced by a copy of its value before the op -- or, when the formula reads
+    only its shape and dtype (Note [Saved inputs]), by an alias: no copy."""
     self = args[0]
     ag = self._ag
     if ag is not None and ag.requires_grad and ag.grad_fn is None:
@@ -461,8 +490,11 @@ def _check_inplace(op, args):
             f"in-place operation.")
     from mdtensor.ops import aten_calls as aten
 
-    with no_grad():
-        old = aten.clone(self)
+    if 0 in reads:
+        with no_grad():
+            old = aten.clone(self)
+    else:
+        old = self._device.wrap(self._data)  # outside autograd and version tracking
     if _requires_grad(self):
         old._ag = AutogradMeta(requires_grad=True, grad_fn=self._ag.grad_fn,
                                output_nr=self._ag.output_nr)

@@ -17,7 +17,8 @@ its saved tensors after running; running it again raises PyTorch's error.  Witho
 
 from __future__ import annotations
 
-from itertools import zip_longest
+from itertools import repeat, zip_longest
+from operator import is_not
 
 from mdtensor._keys import AUTOGRAD_FUNCTIONALITY
 from mdtensor._tls import dispatch_tls
@@ -34,6 +35,7 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 
 
 _new = object.__new__
+_NONE = repeat(None)  # endless: map(is_not, edges, _NONE) stops with the edges
 
 
 class Node:
@@ -94,7 +96,7 @@ class Node:
         if out is not None and dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
             out = _with_history(out, self)  # create_graph: Note [Saved outputs]
         if self.masked:
-            needs = tuple([edge is not None for edge in self.next_functions])
+            needs = tuple(map(is_not, self.next_functions, _NONE))
             return self.formula(needs, g, out, *self.args, **self.kwargs)
         return self.formula(g, out, *self.args, **self.kwargs)
 
@@ -278,6 +280,34 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None) or [None] * node.n_outputs
+            if node.__class__ is AccumulateGrad:
+                g = grads[0]
+                if g is not None:
+                    # A leaf's hooks run before its gradient is accumulated or captured.
+                    idx = capture.get((node, 0)) if capture else None
+                    t = node.variable
+                    if accumulate or idx is not None:
+                        hooks = t._ag.hooks
+                        if hooks:
+                            for hook in hooks:
+                                new = hook(g)
+                                if new is not None:
+                                    g = new
+                    if idx is not None:
+                        captured[idx] = _add(captured[idx], g)
+                    if accumulate:
+                        prev = leaf_grads.get(id(t))
+                        leaf_grads[id(t)] = (t, g if prev is None else _add(prev[1], g))
+                continue
+            # Tensor hooks of the node's outputs first: autograd.grad's captured
+            # gradients and retain_grad see what the hooks returned, as in PyTorch.
+            if node.pre_hooks:
+                for nr, hooks in node.pre_hooks.items():
+                    for hook in hooks:
+                        if grads[nr] is not None:
+                            new = hook(grads[nr])
+                            if new is not None:
+                                grads[nr] = new
             if capture:
                 for nr in range(node.n_outputs):
                     idx = capture.get((node, nr))
@@ -289,26 +319,6 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                     if t is not None and grads[nr] is not None:
                         leaf_grads[id(t)] = (t, _add(leaf_grads.get(id(t), (t, None))[1],
                                                      grads[nr]))
-            if node.pre_hooks:
-                for nr, hooks in node.pre_hooks.items():
-                    for hook in hooks:
-                        if grads[nr] is not None:
-                            new = hook(grads[nr])
-                            if new is not None:
-                                grads[nr] = new
-            if node.__class__ is AccumulateGrad:
-                g = grads[0]
-                if accumulate and g is not None:
-                    t = node.variable
-                    hooks = t._ag.hooks
-                    if hooks:
-                        for hook in hooks:
-                            new = hook(g)
-                            if new is not None:
-                                g = new
-                    prev = leaf_grads.get(id(t))
-                    leaf_grads[id(t)] = (t, g if prev is None else _add(prev[1], g))
-                continue
             for g in grads:
                 if g is not None:
                     in_grads = node.apply(grads)
