@@ -398,7 +398,6 @@ def _make_kernel(op, formula):
                 meta.output_nr = 0
                 meta.retains_grad = False
                 meta.hooks = None
-                meta.post_accumulate_hooks = None
                 meta.accumulator = None
                 out._ag = meta
                 out._ks |= AUTOGRAD_FUNCTIONALITY

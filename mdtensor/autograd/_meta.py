@@ -27,7 +27,7 @@ class AutogradMeta:
     """
 
     __slots__ = ("requires_grad", "grad", "grad_fn", "output_nr", "retains_grad", "hooks",
-                 "post_accumulate_hooks", "accumulator")
+                 "accumulator")
 
     def __init__(self, requires_grad=False, grad_fn=None, output_nr=0):
         self.requires_grad = requires_grad
@@ -36,7 +36,6 @@ class AutogradMeta:
         self.output_nr = output_nr
         self.retains_grad = False
         self.hooks = None
-        self.post_accumulate_hooks = None
         self.accumulator = None  # the leaf's AccumulateGrad node, made on first use
 
     @staticmethod
@@ -49,7 +48,6 @@ class AutogradMeta:
         meta.output_nr = output_nr
         meta.retains_grad = False
         meta.hooks = None
-        meta.post_accumulate_hooks = None
         meta.accumulator = None
         return meta
 
