@@ -413,3 +413,53 @@ def test_inplace_ufunc_kernel_writes_into_the_buffer_and_refuses_what_torch_refu
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         v.matmul_(v)
     assert v.tolist() == [1.0, 2.0]
+
+
+def _reads_of(decl):
+    from mdtensor.autograd import _formula_for
+
+    formula = _formula_for(decl.functional[0])
+    return getattr(formula, "reads", None)
+
+
+@pytest.mark.parametrize("decl", [p for p in _decls(need_ref=False)
+                                  if _differentiable(p.values[0])
+                                  and _reads_of(p.values[0]) is not None])
+def test_inputs_a_formula_does_not_read_may_change_before_backward(decl):
+    """``derivatives.reads`` is honest: changing in place every Tensor input the formula
+    says it does not read (Note [Saved inputs]) leaves the gradients exactly as they were,
+    and backward does not complain."""
+    packet = decl.functional[0].overloadpacket
+    reads = _reads_of(decl)
+    n = 0
+    for sample in _samples(decl, md.float64)[:3]:
+        positions = [i for i, a in enumerate(sample.args)
+                     if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size]
+        if not positions:
+            continue
+        leaves = {i: md.asarray(sample.args[i].copy(), requires_grad=True) for i in positions}
+
+        def run(change):
+            for t in leaves.values():
+                t.grad = None
+            args = [_to_md(a) for a in sample.args]
+            for i, t in leaves.items():
+                args[i] = t * 1  # a non-leaf, which may be changed in place
+            out = packet(*args, **sample.kwargs)
+            out = out[0] if isinstance(out, (tuple, list)) else out
+            if change:
+                for i in positions:
+                    if i not in reads:
+                        args[i].add_(1.5)
+            out.sum().backward()
+            return [to_numpy(t.grad) if t.grad is not None else None
+                    for t in leaves.values()]
+
+        for before, after in zip(run(False), run(True)):
+            if before is None:
+                assert after is None
+            else:
+                np.testing.assert_array_equal(after, before)
+        n += 1
+    if not n:
+        pytest.skip("no non-empty float64 sample")
