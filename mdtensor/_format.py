@@ -31,8 +31,9 @@ def tensor_repr(t) -> str:
         extras.append(f"dtype=md.{dtype.name}")
     ag = t._ag
     if ag is not None:
-        if ag.grad_fn is not None:
-            extras.append(f"grad_fn=<{ag.grad_fn.name()}>")
+        grad_fn = t.grad_fn  # a stale view's remade history (Note [Stale views])
+        if grad_fn is not None:
+            extras.append(f"grad_fn=<{grad_fn.name()}>")
         elif ag.requires_grad:
             extras.append("requires_grad=True")
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"

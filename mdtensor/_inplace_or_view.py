@@ -57,8 +57,8 @@ def mark_view(out: Tensor, src: Tensor, replay) -> None:
 
         def full(b, _prev=prev, _replay=replay):
             return _replay(_prev(b))
-    out._view = ViewInfo(base, full)
-    out._vc = base._vc or counter(base)
+    vc = out._vc = base._vc or counter(base)
+    out._view = ViewInfo(base, full, vc.value)
     if base._ks & _FZ:
         track_view(base, out)
 
@@ -130,7 +130,8 @@ def _view_kernel(op):
                     info._kwargs = kwargs
                     info.index = None
                     result._view = info
-                    result._vc = src._vc or counter(src)
+                    vc = result._vc = src._vc or counter(src)
+                    info.ag_version = vc.value
                     if src._ks & _FZ:
                         track_view(src, result)
                     return result

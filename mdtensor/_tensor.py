@@ -39,12 +39,15 @@ class ViewInfo:
     autograd (CopySlices) use it.
     """
 
-    __slots__ = ("base", "index", "_replay", "_op", "_args", "_kwargs")
+    __slots__ = ("base", "index", "ag_version", "_replay", "_op", "_args", "_kwargs")
 
-    def __init__(self, base: Tensor, replay):
+    def __init__(self, base: Tensor, replay, version: int = 0):
         self.base = base
         self._replay = replay
         self.index = None  # Functionalize: the base indices this view selects
+        # the version at which the view's autograd history was last made (Note [Stale
+        # views] in mdtensor/autograd/_graph.py)
+        self.ag_version = version
 
     @property
     def replay(self):

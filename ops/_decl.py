@@ -674,6 +674,12 @@ def _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, cause):
     except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
         raise_named(name, e, rargs[0], rargs[1] if len(rargs) > 1 else None)
     _check_inplace_result(name, self, r, backend)
+    flags = getattr(self._data, "flags", None)
+    if flags is not None and not flags.writeable:  # an expanded view (NumPy's are read-only)
+        raise RuntimeError(
+            f"{name}: unsupported operation: more than one element of the written-to tensor "
+            f"refers to a single memory location. Please clone() the tensor before "
+            f"performing the operation.") from None
     raise cause
 
 

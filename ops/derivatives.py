@@ -51,9 +51,17 @@ def reads(*positions):
     """Mark a formula that reads the values of only the Tensor arguments at ``positions``
     (indices into the op's arguments) -- of the others only their shape and dtype -- so
     only those are saved and version-checked (Note [Saved inputs] in
-    mdtensor/autograd/__init__.py).  Unmarked formulas save every Tensor argument."""
+    mdtensor/autograd/__init__.py).  Unmarked formulas save every Tensor argument.
+
+    ``reads({0: (1,), 1: (0,)})``: what the gradient of each argument reads (mul's
+    gradient of ``self`` reads ``other``, and the other way round); an argument is then
+    saved only when a gradient that needs it will be computed.
+    """
     def mark(fn):
-        fn.reads = frozenset(positions)
+        if len(positions) == 1 and isinstance(positions[0], dict):
+            fn.reads = {i: frozenset(v) for i, v in positions[0].items()}
+        else:
+            fn.reads = frozenset(positions)
         return fn
     return mark
 
@@ -154,6 +162,7 @@ def _sub(needs, g, out, a, b, alpha=1):
 
 
 @rule("mul")
+@reads({0: (1,), 1: (0,)})
 @uses_mask
 def _mul(needs, g, out, a, b):
     return (_g(aten.mul(g, _cj(b)), a) if _need(needs, 0) and hasattr(a, "_ks") else None,
@@ -161,6 +170,7 @@ def _mul(needs, g, out, a, b):
 
 
 @rule("div")
+@reads({0: (1,), 1: (0, 1)})
 @uses_mask
 def _div(needs, g, out, a, b):
     ga = _g(aten.div(g, _cj(b)), a) if _need(needs, 0) and hasattr(a, "_ks") else None
@@ -235,12 +245,14 @@ def _clamp(g, out, a, min=None, max=None):
 
 @rule("exp")
 @uses_out
+@reads()  # the output only
 def _exp(g, out, a):
     return (aten.mul(g, out),)
 
 
 @rule("expm1")
 @uses_out
+@reads()  # the output only
 def _expm1(g, out, a):
     return (aten.mul(g, aten.add(out, 1)),)
 
@@ -267,18 +279,21 @@ def _log1p(g, out, a):
 
 @rule("sqrt")
 @uses_out
+@reads()  # the output only
 def _sqrt(g, out, a):
     return (aten.div(g, aten.mul(out, 2)),)
 
 
 @rule("rsqrt")
 @uses_out
+@reads()  # the output only
 def _rsqrt(g, out, a):
     return (aten.mul(g, aten.mul(aten.pow(out, 3), -0.5)),)
 
 
 @rule("reciprocal")
 @uses_out
+@reads()  # the output only
 def _reciprocal(g, out, a):
     return (aten.neg(aten.mul(g, aten.mul(out, out))),)
 
@@ -295,6 +310,7 @@ def _cos(g, out, a):
 
 @rule("tan")
 @uses_out
+@reads()  # the output only
 def _tan(g, out, a):
     return (aten.mul(g, aten.add(aten.mul(out, out), 1)),)
 
@@ -326,6 +342,7 @@ def _cosh(g, out, a):
 
 @rule("tanh")
 @uses_out
+@reads()  # the output only
 def _tanh(g, out, a):
     if out.dtype.kind == "f" and g.dtype.kind == "f":
         return (aten.tanh_backward(g, out),)  # Note [Backward ops] in ops/nn.py
@@ -349,6 +366,7 @@ def _atanh(g, out, a):
 
 @rule("sigmoid")
 @uses_out
+@reads()  # the output only
 def _sigmoid(g, out, a):
     if out.dtype.kind == "f" and g.dtype.kind == "f":
         return (aten.sigmoid_backward(g, out),)
@@ -378,6 +396,7 @@ def _logaddexp(g, out, a, b):
 
 @rule("relu")
 @uses_out
+@reads()  # the output only
 def _relu(g, out, a):
     return (aten.mul(g, aten.astype(aten.gt(out, 0), g.dtype)),)
 
@@ -417,6 +436,7 @@ def _erf(x):
 
 @rule("softmax")
 @uses_out
+@reads()  # the output only
 def _softmax(g, out, a, dim=-1):
     if a.ndim == 0:
         return (aten.mul(g, 0.0), None)
@@ -428,6 +448,7 @@ def _softmax(g, out, a, dim=-1):
 
 @rule("log_softmax")
 @uses_out
+@reads()  # the output only
 def _log_softmax(g, out, a, dim=-1):
     if a.ndim == 0:
         return (aten.mul(g, 0.0), None)
@@ -579,6 +600,7 @@ def _cumsum(g, out, x, axis=None, *, dtype=None, include_initial=False):
 
 
 @rule("matmul")
+@reads({0: (1,), 1: (0,)})
 @uses_mask
 def _matmul(needs, g, out, a, b):
     # Complex operands: ga = g @ b^H, gb = a^H @ g (PyTorch's convention); a real operand
@@ -918,6 +940,7 @@ DERIVATIVES["mm"] = DERIVATIVES["bmm"] = DERIVATIVES["matmul"]
 
 
 @rule("dot", "vecdot")
+@reads({0: (1,), 1: (0,)})
 def _dot(g, out, a, b, axis=-1):
     # The forward conjugates its first argument (Array API vecdot: sum(conj(a) * b); dot
     # is vecdot of 1-D tensors): ga = conj(g) * b, gb = g * a.
@@ -927,6 +950,7 @@ def _dot(g, out, a, b, axis=-1):
 
 
 @rule("outer")
+@reads({0: (1,), 1: (0,)})
 def _outer(g, out, a, b):
     return (_as(aten.matmul(g, _cj(b)), a),
             _as(aten.matmul(aten.matrix_transpose(g), _cj(a)), b))

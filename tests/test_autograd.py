@@ -206,19 +206,38 @@ def test_inputs_read_only_for_their_shape_are_not_version_checked():
 
 
 @pytest.mark.parametrize("make", [
-    lambda x, c: x * c,             # mul reads both operands
-    lambda x, c: md.where(c > 0, x, 0.0) * x,
+    lambda x, c: x * c,             # x's gradient reads c
+    lambda x, c: md.where(c > 0, x, 0.0) * c,
     lambda x, c: md.matmul(x, c),
+    lambda x, c: x / c,
 ])
 def test_inputs_whose_values_are_read_are_version_checked(make):
     w = leaf([1.0, 2.0, 3.0])
     x = w * 1
     c = md.asarray([1.0, -1.0, 2.0], dtype=md.float64)
     y = make(x, c)
-    x.mul_(2)
+    c.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
     assert w.grad is None
+
+
+def test_an_input_is_saved_only_for_the_gradients_that_will_be_computed():
+    # As PyTorch: x * c saves c (for x's gradient), and x only when c requires grad too.
+    w = leaf([1.0, 2.0, 3.0])
+    x = w * 1
+    c = md.asarray([1.0, -1.0, 2.0], dtype=md.float64)
+    y = x * c
+    z = x * 2.0
+    x.mul_(2)
+    (y.sum() + z.sum()).backward()
+    np.testing.assert_allclose(to_numpy(w.grad), [3.0, 1.0, 4.0])
+    c.requires_grad_()
+    x = w * 1
+    y = x * c
+    x.mul_(2)  # c's gradient reads x
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
 
 
 def test_where_checks_only_its_condition():
@@ -250,10 +269,15 @@ def test_inplace_copies_self_only_when_its_formula_reads_it():
         y.add_(1)  # add's gradient needs no old value of y
     assert "aten::clone" not in seen
     with Spy():
-        y.mul_(3)  # mul's does: y's value before the op is saved
+        y.mul_(3)  # nor does y * 3's (it reads the 3)
+    assert "aten::clone" not in seen
+    c = leaf([2.0, 5.0])
+    with Spy():
+        y.mul_(c)  # c's gradient reads y's value before the op: a copy is saved
     assert "aten::clone" in seen
     y.sum().backward()
-    np.testing.assert_allclose(to_numpy(w.grad), [3.0, 3.0])
+    np.testing.assert_allclose(to_numpy(w.grad), [6.0, 15.0])
+    np.testing.assert_allclose(to_numpy(c.grad), [6.0, 9.0])
 
 
 def test_inplace_on_non_leaf_rebases_history():
@@ -271,6 +295,52 @@ def test_inplace_on_view_of_non_leaf_copyslices():
     y[0:2].mul_(2)
     y.sum().backward()
     np.testing.assert_allclose(to_numpy(x.grad), [2.0, 2.0, 1.0, 1.0])
+
+
+def test_a_view_follows_its_base_changed_in_place_through_another_view():
+    # Note [Stale views]: p4 was made before p4[1:] changed; its history must see that.
+    w = leaf([1.0, 2.0, 3.0])
+    c = md.concat([w * 1, w * 1])  # 6 elements, a non-leaf
+    view = c[0:3]
+    c[3:].mul_(2.0)
+    view2 = c[1:]  # made after: sees the change
+    c[0:1].mul_(5.0)  # view's values change again
+    (view.sum() + view2.sum()).backward()
+    # view = [5 w0, w1, w2]; view2 = [w1, w2, 2 w0, 2 w1, 2 w2] (read after both writes)
+    np.testing.assert_allclose(to_numpy(w.grad), [5.0 + 2.0, 1.0 + 1.0 + 2.0, 1.0 + 1.0 + 2.0])
+    assert view.grad_fn.name() == "AsStridedBackward0"
+
+
+def test_retain_grad_follows_the_tensor_through_in_place_ops():
+    w = leaf([1.0, 2.0])
+    y = w * 1
+    y.retain_grad()
+    y.mul_(3)  # y's gradient is the one of its latest version
+    b = w * 1
+    b.retain_grad()
+    b[0:1].mul_(4)  # through a view: b's history is now CopySlices
+    (y.sum() * 2 + b.sum()).backward()
+    np.testing.assert_allclose(to_numpy(y.grad), [2.0, 2.0])
+    np.testing.assert_allclose(to_numpy(b.grad), [1.0, 1.0])
+    np.testing.assert_allclose(to_numpy(w.grad), [6.0 + 4.0, 6.0 + 1.0])
+
+
+def test_in_place_on_a_view_makes_its_base_require_grad():
+    w = leaf([1.0, 2.0])
+    x = md.zeros(3, dtype=md.float64)
+    x[0:2].add_(w * 3)
+    assert x.requires_grad and x.grad_fn.name() == "CopySlices"
+    (x * md.asarray([1.0, 2.0, 3.0], dtype=md.float64)).sum().backward()
+    np.testing.assert_allclose(to_numpy(w.grad), [3.0, 6.0])
+
+
+def test_in_place_on_an_expanded_view_raises_pytorchs_error():
+    x = md.ones((2, 4), device="cpu")  # NumPy's expanded views are read-only
+    v = x[1].reshape(1, 4).expand(3, 4)
+    with pytest.raises(RuntimeError, match=r"aten::add_.*more than one element of the "
+                                           r"written-to tensor refers to a single memory"):
+        v.add_(1)
+    assert x.tolist() == [[1.0] * 4] * 2 and x._version == 0
 
 
 def test_setitem_gradients():

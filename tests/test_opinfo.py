@@ -439,7 +439,7 @@ def test_inputs_a_formula_does_not_read_may_change_before_backward(decl):
             continue
         leaves = {i: md.asarray(sample.args[i].copy(), requires_grad=True) for i in positions}
 
-        def run(change):
+        def run(change, sample=sample, leaves=leaves, positions=positions):
             for t in leaves.values():
                 t.grad = None
             args = [_to_md(a) for a in sample.args]

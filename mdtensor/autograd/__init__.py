@@ -27,7 +27,18 @@ from mdtensor._ops import LEAF_KERNELS, Kernel, dispatcher, register_fallback
 from mdtensor._tensor import Tensor, VersionCounter
 from mdtensor._tls import ExcludeGuard, dispatch_tls
 
-from ._graph import AccumulateGrad, MaskedNode, Node, _ops, attach, gradient_edge, run_backward
+from ._graph import (
+    AccumulateGrad,
+    MaskedNode,
+    Node,
+    ViewNode,
+    _ops,
+    attach,
+    grad_fn_of,
+    gradient_edge,
+    move_retained,
+    run_backward,
+)
 from ._meta import AutogradMeta
 
 __all__ = [
@@ -205,7 +216,10 @@ def _nondifferentiable(op) -> bool:
 # reads only ``x``'s shape and dtype (PyTorch's AddBackward0 saves sizes, not tensors).  A
 # formula declares the Tensor arguments whose values it reads with
 # ``derivatives.reads(...)``; without the mark every Tensor argument is saved (the safe
-# default).  The node still references the others, for their metadata: in-place ops never
+# default).  ``reads({0: (1,), 1: (0,)})`` says what each argument's gradient reads: mul
+# saves ``other`` only when ``self`` needs a gradient, and nothing of ``x * 2`` (PyTorch's
+# codegen saves an input only if a gradient that will be computed uses it).  The node
+# still references the others, for their metadata: in-place ops never
 # change a tensor's shape or dtype, and ``out=`` (which may resize) refuses tensors that
 # require grad.  An in-place op whose formula does not read ``self`` saves an alias of it
 # instead of a copy of its old value.
@@ -228,8 +242,11 @@ def _make_kernel(op, formula):
     # Note [Saved inputs]: the Tensor arguments whose values the formula reads (the others
     # only for their shape and dtype) are saved with their versions.
     reads = getattr(formula, "reads", None)
+    by_grad = None  # {i: what the gradient of argument i reads}: per call, what is needed
     if reads is None:
         reads = frozenset(i for i, _ in enumerate(schema.arguments))
+    elif isinstance(reads, dict):
+        by_grad = reads
     n_outputs = len(schema.returns)
 
     # Note [Keyword-only Tensor arguments]: ``diff(x, prepend=p, append=a)``.  Their edges
@@ -261,7 +278,8 @@ def _make_kernel(op, formula):
             raise RuntimeError(
                 f"{op.name}: functions with out=... arguments don't support automatic "
                 f"differentiation, but one of the arguments requires grad.")
-        saved_args = _check_inplace(op, args, reads) if is_inplace else args
+        now = reads if by_grad is None else _needed_reads(by_grad, args, positions)
+        saved_args = _check_inplace(op, args, now) if is_inplace else args
         below = ks & AFTER_AUTOGRAD & op._mask
         entry = table.get(below)
         if entry is None:
@@ -289,11 +307,11 @@ def _make_kernel(op, formula):
                 if i < nargs:
                     v = saved_args[i]
                     edges.append(gradient_edge(v))
-                    if i in reads:
+                    if i in now:
                         vc = v._vc
                         saved.append((v, 0 if vc is None else vc.value))
         else:
-            edges, saved = _edges_and_saved(saved_args, tensor_pos, reads)
+            edges, saved = _edges_and_saved(saved_args, tensor_pos, now)
         for k in kw_tensors:
             v = kwargs.get(k)
             if v is not None:
@@ -343,16 +361,19 @@ def _make_kernel(op, formula):
                 ag = v._ag  # gradient_edge(v), inlined
                 if ag is None or not ag.requires_grad:
                     edges.append(None)
-                elif ag.grad_fn is not None:
+                elif ag.grad_fn is not None and v._view is None:  # views: Note [Stale views]
                     edges.append((ag.grad_fn, ag.output_nr))
                 elif ag.accumulator is not None:
                     edges.append((ag.accumulator, 0))
                 else:
                     edges.append(gradient_edge(v))
             saved = []
-            if saved_positions:
+            # two Tensor arguments, each gradient reading the other: what is needed
+            to_save = saved_positions if by_need is None else \
+                by_need[(edges[0] is not None) | (edges[1] is not None) << 1]
+            if to_save:
                 nargs = len(args)
-                for i in saved_positions:
+                for i in to_save:
                     if i < nargs:
                         v = args[i]
                         vc = v._vc
@@ -409,7 +430,20 @@ def _make_kernel(op, formula):
         return autograd_kernel_functional
 
     n_tensors = len(positions)
-    saved_positions = tuple(i for i in positions if i in reads)
+    by_need = None
+    if by_grad is None:
+        saved_positions = tuple(i for i in positions if i in reads)
+    elif n_tensors == 1:  # mul.Scalar: its one gradient reads the scalar
+        saved_positions = tuple(i for i in positions if i in by_grad.get(positions[0], ()))
+    elif n_tensors == 2:  # by which of the two edges are live (0b01: the first, ...)
+        saved_positions = None
+        by_need = tuple(
+            tuple(i for i in positions
+                  if any(i in by_grad.get(j, ()) for k, j in enumerate(positions)
+                         if mask >> k & 1))
+            for mask in range(4))
+    else:
+        return autograd_kernel, False
     node_class = MaskedNode if uses_mask else Node  # the real ``needs``, read when it runs
     factory.__qualname__ = f"autograd[{op.name}]"
     return factory, True
@@ -428,6 +462,18 @@ def _excluding_autograd(entry):
             tls.reset(token)
 
     return excluding_autograd
+
+
+def _needed_reads(by_grad, args, positions):
+    """The arguments read by the gradients this call needs (its inputs requiring grad)."""
+    out = set()
+    for i in positions:
+        if i < len(args):
+            v = args[i]
+            if (any(_requires_grad(t) for t in v) if isinstance(v, (list, tuple))
+                    else _requires_grad(v)):
+                out.update(by_grad.get(i, ()))
+    return out
 
 
 def _edges_and_saved(args, tensor_pos, reads):
@@ -474,7 +520,8 @@ def _check_inplace(op, args, reads):
     only its shape and dtype (Note [Saved inputs]), by an alias: no copy."""
     self = args[0]
     ag = self._ag
-    if ag is not None and ag.requires_grad and ag.grad_fn is None:
+    grad_fn = grad_fn_of(self)  # a stale view's history remade first (Note [Stale views])
+    if ag is not None and ag.requires_grad and grad_fn is None:
         if self._view is not None:
             raise RuntimeError(
                 f"{op.name}: a view of a leaf Variable that requires grad is being used in "
@@ -495,7 +542,7 @@ def _check_inplace(op, args, reads):
     else:
         old = self._device.wrap(self._data)  # outside autograd and version tracking
     if _requires_grad(self):
-        old._ag = AutogradMeta(requires_grad=True, grad_fn=self._ag.grad_fn,
+        old._ag = AutogradMeta(requires_grad=True, grad_fn=grad_fn,
                                output_nr=self._ag.output_nr)
         old._ks |= AUTOGRAD_FUNCTIONALITY
     # An argument that *is* self (``y.mul_(y)``) also means its value before the op.
@@ -503,15 +550,23 @@ def _check_inplace(op, args, reads):
 
 
 def _rebase(self, node) -> None:
-    """Point ``self``'s history at ``node``; for a view, rebase its base (CopySlices)."""
+    """Point ``self``'s history at ``node``; for a view, rebase its base (CopySlices) --
+    which then requires grad, even if it did not before (``x[0:2].add_(w)``)."""
+    ag = self._ag
+    old, old_nr = (None, 0) if ag is None else (ag.grad_fn, ag.output_nr)
     view = self._view
-    if view is not None and _requires_grad(view.base):
+    if view is not None:
         base = view.base
+        bag = base._ag
+        base_old = (None, 0) if bag is None else (bag.grad_fn, bag.output_nr)
         copy = CopySlicesNode(base, view.replay, node)
         attach(base, copy, 0)
-        attach(self, ViewNode(copy, view.replay, tuple(base.shape)), 0)
-        return
-    attach(self, node, 0)
+        move_retained(base, *base_old)
+        attach(self, ViewNode((copy, 0), view.replay, tuple(base._data.shape)), 0)
+        view.ag_version = self._vc.value  # Note [Stale views]: made at this version
+    else:
+        attach(self, node, 0)
+    move_retained(self, old, old_nr)
 
 
 class CopySlicesNode(Node):
@@ -547,24 +602,6 @@ class CopySlicesNode(Node):
 
             raise RuntimeError(_FREED)
         return self.formula(grads[0], None)
-
-
-class ViewNode(Node):
-    """Gradient of a view after its base was rebased: scatter into the base's shape."""
-
-    __slots__ = ("replay", "shape")
-
-    def __init__(self, base_node, replay, shape):
-        super().__init__("AsStridedBackward0", None, (), {}, None, (), [(base_node, 0)], 1)
-        self.replay = replay
-        self.shape = shape
-
-    def apply(self, grads):
-        from mdtensor.ops import aten_calls as aten
-
-        z = aten.zeros(self.shape, dtype=grads[0].dtype, device=grads[0].device)
-        aten.index_put_(self.replay(z), Ellipsis, grads[0])
-        return [z]
 
 
 def _fallback(op, ks, args, kwargs):
@@ -711,10 +748,10 @@ def _register_hook(self, hook):
         raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't "
                            "require gradient")
     ag = self._ag
-    if ag.grad_fn is None:
+    node = grad_fn_of(self)
+    if node is None:
         hooks = ag.hooks = ag.hooks or []
     else:
-        node = ag.grad_fn
         node.pre_hooks = node.pre_hooks or {}
         hooks = node.pre_hooks.setdefault(ag.output_nr, [])
     hooks.append(hook)
@@ -737,10 +774,10 @@ def _retain_grad(self):
         raise RuntimeError("retain_grad: can't retain_grad on Tensor that has "
                            "requires_grad=False")
     ag = self._ag
-    if ag.grad_fn is None:
+    node = grad_fn_of(self)
+    if node is None:
         return
     ag.retains_grad = True
-    node = ag.grad_fn
     node.retained = node.retained or {}
     node.retained[ag.output_nr] = weakref.ref(self)
 
@@ -767,6 +804,8 @@ def _install_tensor_methods() -> None:
     Tensor.detach = _detach
     Tensor.detach_ = _detach_
     Tensor.retains_grad = property(lambda self: self._ag is not None and self._ag.retains_grad)
+    Tensor.grad_fn = property(grad_fn_of, doc="The node that made this tensor (None for a "
+                              "leaf); a view's is remade after in-place changes to its base.")
 
 
 from .function import Function  # noqa: E402

@@ -17,6 +17,7 @@ its saved tensors after running; running it again raises PyTorch's error.  Witho
 
 from __future__ import annotations
 
+import weakref
 from itertools import repeat, zip_longest
 from operator import is_not
 
@@ -25,7 +26,8 @@ from mdtensor._tls import dispatch_tls
 
 from ._meta import AutogradMeta
 
-__all__ = ["AccumulateGrad", "MaskedNode", "Node", "gradient_edge", "run_backward"]
+__all__ = ["AccumulateGrad", "MaskedNode", "Node", "ViewNode", "grad_fn_of", "gradient_edge",
+           "move_retained", "run_backward"]
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the "
@@ -171,11 +173,93 @@ class AccumulateGrad:
         return "<AccumulateGrad>"
 
 
+class ViewNode(Node):
+    """The history of a view remade from its base's (PyTorch's AsStridedBackward0): the
+    gradient of ``replay`` (the view ops from the base to the view) at the base's shape,
+    computed by differentiating the replay itself, so every view op's own formula applies
+    (an ``expand`` sums, a slice scatters)."""
+
+    __slots__ = ("replay", "shape")
+
+    def __init__(self, base_edge, replay, shape):
+        super().__init__("AsStridedBackward0", None, (), {}, None, (), [base_edge], 1)
+        self.replay = replay
+        self.shape = shape
+
+    def apply(self, grads):
+        from . import enable_grad, grad
+
+        g = grads[0]
+        create_graph = bool(dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY)
+        with enable_grad():
+            b = (_aten or _ops()).zeros(self.shape, dtype=g.dtype, device=g.device)
+            b.requires_grad_(True)
+            (gb,) = grad(self.replay(b), b, g, create_graph=create_graph)
+        return [gb]
+
+
+# Note [Stale views]
+# ~~~~~~~~~~~~~~~~~~
+# A view's grad_fn records how it was made from its base *then*.  An in-place op on the
+# base, or on another view of it, changes the view's values and bumps the version counter
+# they share; the view's history must now lead to the base's new one.  As PyTorch does
+# (VariableHooks::grad_fn), the view remembers the version its history was made at
+# (``ViewInfo.ag_version``) and, when it is read at another version, remakes it from the
+# base's current history (``ViewNode``).  Everything that reads a view's history goes
+# through ``grad_fn_of``/``gradient_edge``: the autograd kernels, ``Tensor.grad_fn``,
+# ``register_hook``, ``retain_grad``, in-place checks.
+
+
+def grad_fn_of(t):
+    """``t``'s grad_fn, remade first if ``t`` is a stale view (Note [Stale views])."""
+    ag = t._ag
+    if ag is None:
+        return None
+    if t._view is not None:
+        _refresh_view(t, ag)
+    return ag.grad_fn
+
+
+def _refresh_view(t, ag) -> None:
+    view = t._view
+    vc = t._vc
+    version = 0 if vc is None else vc.value
+    if view.ag_version == version:
+        return
+    view.ag_version = version
+    base = view.base
+    bag = base._ag
+    if ag.grad_fn is None or bag is None or not bag.requires_grad:
+        return
+    old, old_nr = ag.grad_fn, ag.output_nr
+    ag.grad_fn = ViewNode(gradient_edge(base), view.replay, tuple(base._data.shape))
+    ag.output_nr = 0
+    move_retained(t, old, old_nr)
+
+
+def move_retained(t, old, old_nr) -> None:
+    """``retain_grad`` follows ``t`` to its new grad_fn (PyTorch keeps the gradient of a
+    tensor's latest version)."""
+    ag = t._ag
+    if not ag.retains_grad or old is None or ag.grad_fn is old:
+        return
+    retained = old.retained
+    if retained is not None:
+        ref = retained.get(old_nr)
+        if ref is not None and ref() is t:
+            del retained[old_nr]
+    node = ag.grad_fn
+    node.retained = node.retained or {}
+    node.retained[ag.output_nr] = weakref.ref(t)
+
+
 def gradient_edge(t):
     """Where the gradient of tensor ``t`` goes: ``(node, output_nr)`` or None."""
     ag = t._ag
     if ag is None or not ag.requires_grad:
         return None
+    if t._view is not None:
+        _refresh_view(t, ag)
     if ag.grad_fn is not None:
         return (ag.grad_fn, ag.output_nr)
     acc = ag.accumulator
