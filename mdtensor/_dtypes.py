@@ -168,7 +168,8 @@ def result_type(*args) -> DType:
     """The dtype of combining ``args`` (dtypes, tensors, or Python scalars).
 
     Python scalars are *weak*: they do not widen the dtype of an array operand of the same
-    kind (Array API 2024.12 rules, NEP 50).
+    or a higher kind (Array API 2024.12 rules, NEP 50); one of a higher kind gives its
+    kind's default dtype, as in PyTorch (Note [Scalars of a higher kind] below).
 
     Raises:
         TypeError: if no argument is given, or an argument is neither a dtype, a tensor nor
@@ -193,15 +194,30 @@ def result_type(*args) -> DType:
                 ) from None
     if not dtypes and not scalars:
         raise TypeError("result_type: at least one dtype, tensor or scalar is required")
-    if not dtypes:
-        return from_numpy_dtype(np.result_type(*scalars))
+    if not dtypes:  # scalars only: the default dtype of the highest kind
+        return _SCALAR_DEFAULT[max(_SCALAR_RANK[type(s)] for s in scalars)]
     out = dtypes[0]
     for d in dtypes[1:]:
         out = promote_types(out, d)
     if scalars:
+        # Note [Scalars of a higher kind]: PyTorch's rule.  A scalar of the tensors' kind
+        # or a lower one is weak (int8 + 1 is int8, float16 + 0.5 float16); one of a
+        # higher kind gives that kind's default dtype -- an int64 tensor plus 0.5 is
+        # float32, plus 1j complex64 (complex128 for a float64 tensor, its complex
+        # counterpart); NumPy would give float64 and complex128.
+        rank = max(_SCALAR_RANK[type(s)] for s in scalars)
+        if rank > _KIND_RANK[out.kind]:
+            if rank == 3 and out.kind == "f":
+                return complex128 if out is float64 else complex64
+            return _SCALAR_DEFAULT[rank]
         out = from_numpy_dtype(np.result_type(np.empty(0, out.numpy), *scalars))
     return out
 
 
 def can_cast(from_: DType, to: DType, casting: str = "same_kind") -> bool:
     return bool(np.can_cast(from_.numpy, to.numpy, casting=casting))
+
+
+_SCALAR_RANK = {bool: 0, int: 1, float: 2, complex: 3}
+_KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+_SCALAR_DEFAULT = {0: bool_, 1: int64, 2: float32, 3: complex64}

@@ -231,13 +231,20 @@ def _commit_plain(op, t: Tensor, value, inplace: bool) -> None:
     if info is None:
         base = t
         t._data = data
+    elif info.base._data.ndim == 0:  # every element of a view of a 0-d base aliases it
+        base = info.base
+        if data.size:  # the last write wins, as in scatter_set
+            base._data = xp.reshape(data, (-1,))[-1]
+        t._data = data
     else:
         base = info.base
         base._data = scatter_set(t._device, base._data, _plain_key(t), data, check=False)
         t._data = data
+    scalar_base = base._data.ndim == 0
     for v in _live_views(base._vc) if base._vc is not None else ():
         if v is not t:
-            v._data = base._data[_plain_key(v)]
+            v._data = xp.broadcast_to(base._data, tuple(v._data.shape)) if scalar_base \
+                else base._data[_plain_key(v)]
 
 
 def _plain_fallback(op, ks, args, kwargs):

@@ -281,6 +281,13 @@ def array_api_kernel(schema: FunctionSchema, impl: Callable, generic: Callable |
     return _generic_kernel(schema, impl, kind, tensor_args)
 
 
+#: the array dtype kinds a Python scalar is of a higher kind than: NumPy would promote
+#: such pairs by its own rule (int64 + 0.5 is float64), mdtensor by PyTorch's (Note
+#: [Scalars of a higher kind] in mdtensor/_dtypes.py), so the ufunc kernels send them to
+#: the generic impl, whose scalar promotion follows the Meta kernels
+_HIGHER = {int: "b", float: "biu", complex: "biuf"}
+
+
 def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Callable:
     name = schema.full_name
     fallback = array_api_kernel(schema, generic)
@@ -309,13 +316,15 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
         elif pos == (0,):
             def kernel(a, s, *rest, **kwargs):
                 x = a._data
-                if rest or kwargs or x.dtype.kind not in kinds:
+                k = x.dtype.kind
+                if rest or kwargs or k not in kinds or k in _HIGHER.get(type(s), ""):
                     return fallback(a, s, *rest, **kwargs)
                 return a._device.wrap(uf(x, s))
         else:
             def kernel(s, a, *rest, **kwargs):
                 x = a._data
-                if rest or kwargs or x.dtype.kind not in kinds:
+                k = x.dtype.kind
+                if rest or kwargs or k not in kinds or k in _HIGHER.get(type(s), ""):
                     return fallback(s, a, *rest, **kwargs)
                 return a._device.wrap(uf(s, x))
     elif pos == (0, 1):
@@ -336,14 +345,16 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
             return a._device.wrap(uf(a._data))
     elif pos == (0,):
         def kernel(a, s, *rest, **kwargs):
-            if rest or kwargs:
+            x = a._data
+            if rest or kwargs or x.dtype.kind in _HIGHER.get(type(s), ""):
                 return fallback(a, s, *rest, **kwargs)
-            return a._device.wrap(uf(a._data, s))
+            return a._device.wrap(uf(x, s))
     elif pos == (1,):
         def kernel(s, a, *rest, **kwargs):
-            if rest or kwargs:
+            x = a._data
+            if rest or kwargs or x.dtype.kind in _HIGHER.get(type(s), ""):
                 return fallback(s, a, *rest, **kwargs)
-            return a._device.wrap(uf(s, a._data))
+            return a._device.wrap(uf(s, x))
     else:
         raise ValueError(f"{name}: Ufunc kernels take one or two operands")
     kernel.__qualname__ = kernel.__name__ = f"ufunc[{name}]"

@@ -8,7 +8,8 @@ only next to an array, and only with an array of the scalar's kind or a higher o
 ``bool`` with a bool array, an ``int`` with an integer or floating array, a ``float`` with
 a floating array, a ``complex`` with a complex array.  NumPy and JAX accept the other pairs;
 array_api_strict raises TypeError.  mdtensor's result dtypes do not depend on the backend
-(the Meta kernels compute them with ``result_type``): an int64 tensor plus 0.5 is float64,
+(the Meta kernels compute them with ``result_type``, PyTorch's rule: Note [Scalars of a
+higher kind] in mdtensor/_dtypes.py): an int64 tensor plus 0.5 is float32,
 ``where(c, 1, 0)`` is int64.  So the generic kernels turn the other pairs into specified
 ones before the backend sees them:
 
@@ -24,7 +25,7 @@ binary op's operands: ``add.Scalar``, ``where.ScalarOther``) apply ``promote_sca
 those two arguments (``defop(promote_scalars=...)``); an impl that converts its operands
 itself (float functions, logical ops) opts out and calls it where it needs it, and ``alpha=``
 promotes the scalar it scaled once more.  The CPU ufunc kernels call NumPy directly and
-never get here.
+come here only for a scalar of a higher kind than its array (NumPy's rule differs there).
 """
 
 from __future__ import annotations

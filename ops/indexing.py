@@ -609,11 +609,26 @@ def _where(xp, condition, x, y):
     return xp.where(condition, x, y)
 
 
+_HIGHER = {int: "b", float: "biu", complex: "biuf"}  # as in ops/_decl.py
+
+
 def _np_where(xp, condition, x, y):
     # Note [NumPy fast impls]: np.where promotes Python scalars weakly, as the Meta kernels
     # do, so the CPU skips the generic scalar promotion (ops/_promotion.py) and
-    # array-api-compat's asarray for two scalars.
-    return np.where(condition, x, y)
+    # array-api-compat's asarray for two scalars -- except for a scalar of a higher kind
+    # than the array (or two scalars), where NumPy's rule differs from PyTorch's (Note
+    # [Scalars of a higher kind] in mdtensor/_dtypes.py): the result is cast to the Meta
+    # kernels' dtype.
+    r = np.where(condition, x, y)
+    tx, ty = type(x), type(y)
+    if tx is np.ndarray and ty is np.ndarray:
+        return r
+    if (tx is np.ndarray and x.dtype.kind not in _HIGHER.get(ty, "")) or \
+            (ty is np.ndarray and y.dtype.kind not in _HIGHER.get(tx, "")):
+        return r
+    want = dt.result_type(*(dt.from_numpy_dtype(v.dtype) if type(v) is np.ndarray else v
+                            for v in (x, y))).numpy
+    return r if r.dtype == want else r.astype(want)
 
 
 def _where_meta(c, x, y):

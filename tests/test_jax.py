@@ -264,3 +264,13 @@ def test_a_kernel_registered_for_jax_wins_over_the_jitted_one():
         lib._destroy()
     assert md.exp(x).tolist() == [pytest.approx(np.e)]
     assert _jax_kernel(md.ops.aten.exp.default)[0].name == "jax_jit[aten::exp]"
+
+
+def test_views_of_a_zero_d_base_follow_in_place_changes():
+    # Every element of a view of a 0-d base aliases it (Functionalize's write-back).
+    x = md.asarray(3.0, device="jax")
+    y, z = md.flatten(x), x[None]
+    x.add_(1.5)
+    assert y.tolist() == [4.5] and z.tolist() == [4.5]
+    y.mul_(2)
+    assert x.item() == 9.0 and z.tolist() == [9.0]
