@@ -63,6 +63,17 @@ def mark_view(out: Tensor, src: Tensor, replay) -> None:
         track_view(base, out)
 
 
+# Note [Cell variables]
+# ~~~~~~~~~~~~~~~~~~~~~
+# A local variable that a nested function, lambda or generator expression uses is a *cell*,
+# allocated when the enclosing function is entered -- on every call, whether or not the
+# nested code runs.  In a hot function that costs 0.05-0.15 us per call (measured: the view
+# kernel below went from 2.95 to 2.61 us, on a machine where calling it empty costs 0.24 us),
+# so hot functions keep their rare branches that need closures in separate helpers
+# (``_mark_views`` here, ``derivatives._broadcast_ones``).  Python 3.11 also builds a
+# function for every comprehension; 3.12 inlines list comprehensions, not generators.
+
+
 def _mutated_positions(schema):
     out = []
     for i, a in enumerate(schema.arguments):
@@ -116,9 +127,9 @@ def _view_kernel(op):
 
     def factory(kernel):
         def ad_view(*args, **kwargs):
-            result = kernel(*args, **kwargs)
+            result = kernel(*args, **kwargs) if kwargs else kernel(*args)
             src = args[0]  # a source given by keyword was made positional by the caller
-            if isinstance(result, Tensor):
+            if type(result) is Tensor or isinstance(result, Tensor):
                 if src._view is None and result is not src:
                     # mark_view's common case, inlined: ViewInfo(src, replay) without the
                     # class call; replay is built lazily from (op, args, kwargs)
@@ -135,20 +146,8 @@ def _view_kernel(op):
                     if src._ks & _FZ:
                         track_view(src, result)
                     return result
-                rest = args[1:]
-
-                def replay(b):
-                    return op(b, *rest, **kwargs)
-
-                mark_view(result, src, replay)
-                return result
-            rest = args[1:]
-
-            def replay(b):
-                return op(b, *rest, **kwargs)
-
-            for j, r in enumerate(result):  # several views (split, unbind): replay picks one
-                mark_view(r, src, lambda b, _j=j: replay(b)[_j])
+            # Not inlined: Note [Cell variables]
+            _mark_views(op, result, src, args[1:], kwargs)
             return result
 
         ad_view.__qualname__ = name
@@ -156,6 +155,18 @@ def _view_kernel(op):
 
     factory.__qualname__ = name
     return factory
+
+
+def _mark_views(op, result, src, rest, kwargs) -> None:
+    """ViewInfo for a view of a view, or for each of several views (split, unbind)."""
+    def replay(b):
+        return op(b, *rest, **kwargs)
+
+    if isinstance(result, Tensor):
+        mark_view(result, src, replay)
+        return
+    for j, r in enumerate(result):  # replay picks one of the views
+        mark_view(r, src, lambda b, _j=j: replay(b)[_j])
 
 
 def register_for(op) -> None:

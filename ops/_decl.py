@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from mdtensor import _ops
+from mdtensor._dtypes import can_cast
 from mdtensor._keys import DispatchKey
 from mdtensor._ops import Kernel
 from mdtensor._schema import FunctionSchema, parse_schema
@@ -368,6 +369,10 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
     (shape or casting; ``generic`` then raises PyTorch's message) -- takes ``generic``."""
     name = schema.full_name
     uf = spec.fn
+    if uf.nin == 2 and uf.__name__ in ("maximum", "minimum"):
+        # NumPy 2.4 deprecates a positional out= for these two (a third input, meant?)
+        def uf(a, b, out, _uf=uf):
+            return _uf(a, b, out=out)
     floats = spec.floats_only
     kinds = spec.kinds
     pos = tuple(i for i, a in enumerate(schema.arguments) if a.type.is_tensor_like)
@@ -631,8 +636,6 @@ def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
 
 
 def _check_inplace_result(name, self, r, backend) -> None:
-    from mdtensor._dtypes import can_cast
-
     if tuple(r.shape) != tuple(self._data.shape):
         raise RuntimeError(
             f"{name}: output with shape {_shape_str(self._data.shape)} doesn't match the "
@@ -702,8 +705,6 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
     name = schema.full_name
 
     def kernel(*args, out, **kwargs):
-        from mdtensor._dtypes import can_cast
-
         dev, rargs, rkwargs = unwrap(args, dict(kwargs))
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}: argument 'out' must be a Tensor, got "

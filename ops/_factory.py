@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mdtensor._device import as_device
+from mdtensor._device import Device, as_device
 from mdtensor._dtypes import DType, as_dtype
 from mdtensor._keys import AFTER_BACKEND_SELECT, DispatchKey
 from mdtensor._meta import MetaArray
@@ -88,9 +88,12 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
         import numpy as np
 
         def cpu_kernel(*args, dtype=None, device=None, requires_grad=False, **kwargs):
-            dev = as_device(device)  # a NumPy device, since the CPU key led here
-            t = dev.wrap(cpu_impl(np, *args, dtype=native_dtype(dev, dtype), device=None,
-                                  **kwargs))
+            # a NumPy device, since the CPU key led here (BackendSelect passes a Device)
+            dev = device if type(device) is Device else as_device(device)
+            if dtype is not None:
+                dtype = native_dtype(dev, dtype)
+            t = dev.wrap(cpu_impl(np, *args, dtype=dtype, device=None, **kwargs) if kwargs
+                         else cpu_impl(np, *args, dtype=dtype, device=None))
             if requires_grad:
                 _requires_grad(t)
             return t

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np_
+
 from mdtensor import _dtypes as dt
 
 from ._factory import deffactory
@@ -55,11 +57,27 @@ def _empty(xp, shape, *, dtype=None, device=None):
 def _np_fill(fn_name):
     """NumPy's own ``zeros``/``ones``/``empty`` (array-api-compat wraps them to check
     ``device=``, a third of the call on small shapes); ``xp`` is NumPy here."""
+    if fn_name == "ones":  # np.ones is Python (empty + copyto): empty + fill is C only
+        def impl(np, shape, *, dtype=None, device=None):
+            if type(shape) is not tuple:
+                shape = _shape(shape)
+            out = _np_empty(_check_shape(fn_name, shape), dtype=dtype or _float32)
+            out.fill(1)
+            return out
+        return impl
+    fill = getattr(np_, fn_name)
+
     def impl(np, shape, *, dtype=None, device=None):
         if type(shape) is not tuple:
             shape = _shape(shape)
-        return getattr(np, fn_name)(_check_shape(fn_name, shape), dtype=dtype or np.float32)
+        return fill(_check_shape(fn_name, shape), dtype=dtype or _float32)
     return impl
+
+
+_np_empty = np_.empty
+
+
+_float32 = np_.float32
 
 
 deffactory(f"zeros(SymInt[] shape, {_TAIL}) -> Tensor", _zeros, _fill_meta("zeros"),
@@ -245,4 +263,3 @@ def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
     return asarray(arr, device=device, copy=copy)
 
 
-import numpy as np_  # noqa: E402

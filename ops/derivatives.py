@@ -84,12 +84,18 @@ def sum_to(g, shape):
         return g
     lead = len(gshape) - len(shape)
     if 1 in shape:  # broadcast size-1 dimensions are summed and kept
-        ones = tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
+        ones = _broadcast_ones(gshape, shape, lead)
         if ones:
             g = aten.sum(g, ones, True)
     if lead:  # the broadcast leading dimensions go away
         g = aten.sum(g, _LEADING[lead] if lead < 8 else tuple(range(lead)))
     return g
+
+
+def _broadcast_ones(gshape, shape, lead):
+    # Not inline in sum_to: a generator there makes its locals cells, built on every call
+    # (Note [Cell variables] in mdtensor/_inplace_or_view.py).
+    return tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
 
 
 _LEADING = [tuple(range(n)) for n in range(8)]

@@ -11,6 +11,10 @@ import math
 
 import numpy as np
 
+from mdtensor import _dtypes
+from mdtensor._device import Device
+from mdtensor._ops import ops as _namespaces
+
 from . import _meta_fns as mf
 from . import _meta_shape as ms
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
@@ -170,6 +174,10 @@ _view_op = CATALOGUE["aten::view"].overloads[0]  # bound once: reshape's hot pat
 
 from mdtensor._dtypes import result_type as _result_type  # noqa: E402
 
+#: the aten operators as plain functions (``mdtensor.ops.aten_calls``, which is defined
+#: only once this package is imported): a function-level import costs ~1 us per call
+_aten = _namespaces.aten._calls
+
 from .elementwise import INTS, NUMERIC  # noqa: E402,F401
 
 
@@ -274,9 +282,7 @@ defop("t(Tensor(a) self) -> Tensor(a)", impl=_t, methods=("t",),
 
 
 def _copy_then_view(x, shape):
-    from mdtensor.ops import aten_calls as aten
-
-    return _view_op(aten.cat([x], axis=None), shape)
+    return _view_op(_aten.cat([x], axis=None), shape)
 
 
 def _reshape(x, shape, *, copy=None):
@@ -764,10 +770,7 @@ defop("to_device_copy(Tensor self, Device device) -> Tensor", explicit=_to_devic
 def to(self, *args, device=None, dtype=None, copy=False, non_blocking=False):
     """``x.to(device)``, ``x.to(dtype)``, ``x.to(device, dtype)``, keywords too (PyTorch);
     returns ``self`` when nothing changes and ``copy`` is False."""
-    from mdtensor.ops import aten_calls as aten
-
-    from mdtensor import _dtypes
-    from mdtensor._device import Device
+    aten = _aten
 
     for a in args:
         if isinstance(a, _dtypes.DType):
@@ -799,18 +802,14 @@ def to_device(self, device, /, *, stream=None):
 def _T(self):
     # Array API: ``x.T`` is for 2-D tensors only (PyTorch's reversal of other ndims is
     # deprecated there); ``mT``/``permute`` serve the other cases.
-    from mdtensor.ops import aten_calls as aten
-
-    if self.ndim != 2:
+    if self._data.ndim != 2:
         raise ValueError(f"Tensor.T: expected a 2-D tensor, got {self.ndim}-D; use "
                          f"x.mT for batched matrices or x.permute(...) to reverse dims")
-    return aten.permute(self, (1, 0))
+    return _aten.permute(self, (1, 0))
 
 
 def _mT(self):
-    from mdtensor.ops import aten_calls as aten
-
-    return aten.matrix_transpose(self)
+    return _aten.matrix_transpose(self)
 
 
 def install_tensor_methods(Tensor):

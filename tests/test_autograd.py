@@ -111,6 +111,36 @@ def test_backward_needs_scalar_or_gradient():
     np.testing.assert_allclose(to_numpy(x.grad), [2.0, 1.0])
 
 
+def test_backward_of_a_one_element_tensor_needs_no_gradient():
+    x = leaf([1.0, 2.0])
+    y = md.reshape(md.sum(x * 3), (1, 1))  # PyTorch: any one-element output
+    y.backward()
+    np.testing.assert_allclose(to_numpy(x.grad), [3.0, 3.0])
+
+
+def test_each_op_has_its_own_node_class():
+    # As in PyTorch, type(y.grad_fn).__name__ names the op's backward.
+    x = leaf([1.0, 2.0])
+    y = md.exp(x)
+    z = y * x
+    assert type(y.grad_fn).__name__ == "ExpBackward0" == y.grad_fn.name()
+    assert type(z.grad_fn).__name__ == "MulBackward0"
+    from mdtensor.autograd._graph import Node
+
+    assert isinstance(z.grad_fn, Node)
+    assert type(md.exp(x).grad_fn) is type(y.grad_fn)
+
+
+def test_saved_output_unpacked_with_its_history_under_create_graph():
+    # exp's gradient reads its output: under create_graph the output it reads has exp's
+    # history again, so the second derivative flows through it (d2/dx2 exp = exp).
+    x = leaf([0.5, 1.0])
+    y = md.exp(x)
+    (g,) = md.autograd.grad(md.sum(y), x, create_graph=True)
+    (gg,) = md.autograd.grad(md.sum(g), x)
+    np.testing.assert_allclose(to_numpy(gg), np.exp([0.5, 1.0]))
+
+
 def test_backward_on_tensor_without_grad_raises():
     with pytest.raises(RuntimeError, match="does not require grad"):
         md.asarray([1.0]).sum().backward()

@@ -7,6 +7,7 @@ compare results with NumPy on the same values.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -86,6 +87,35 @@ if xps is not None:
         got = md.sum(x, axis=axis, keepdims=keepdims)
         assert got.shape == expected.shape
         np.testing.assert_allclose(_np(got), expected, rtol=1e-4, atol=1e-4)
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.data())
+    def test_whole_sum_is_as_accurate_as_numpy(data):
+        # Small sums add in double precision (Note [Small sums] in ops/reductions.py): a
+        # float32 result is within float64 rounding of the exact sum plus one rounding to
+        # float32 -- tighter than NumPy's float32 pairwise sum.  Zeros (their sign too),
+        # inf and nan come out as NumPy's.
+        dtype = data.draw(xps.floating_dtypes(), label="dtype")
+        shape = data.draw(xps.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6))
+        x = data.draw(xps.arrays(dtype, shape), label="x")
+        if data.draw(st.booleans(), label="transposed") and x.ndim >= 2:
+            x = x.mT  # not contiguous
+        a = _np(x)
+        got = _np(md.sum(x))
+        assert got.shape == () and got.dtype == a.dtype
+        with np.errstate(all="ignore"):
+            expected = np.sum(a)
+            a64 = a.astype(np.float64)
+            exact = math.fsum(a64.ravel().tolist()) if np.isfinite(a64).all() else None
+        if not np.isfinite(expected) or exact is None or not np.isfinite(exact):
+            np.testing.assert_array_equal(got, expected)  # inf, -inf, nan as NumPy's
+        elif not a.any():  # all zeros
+            assert got == 0 and np.signbit(got) == np.signbit(expected)
+        else:
+            bound = a.size * np.finfo(np.float64).eps * np.abs(a64).sum()
+            if a.size > 32:  # NumPy's own sum
+                bound = a.size * np.finfo(a.dtype).eps * np.abs(a64).sum()
+            assert abs(float(got) - exact) <= bound + float(np.spacing(np.abs(got)))
 
     @settings(max_examples=40, deadline=None)
     @given(st.data())

@@ -14,6 +14,7 @@ Public API: ``backward``, ``grad``, ``no_grad``, ``enable_grad``, ``set_grad_ena
 from __future__ import annotations
 
 import functools
+import math
 import re
 import weakref
 
@@ -38,6 +39,7 @@ from ._graph import (
     gradient_edge,
     move_retained,
     run_backward,
+    save_output,
 )
 from ._meta import AutogradMeta
 
@@ -205,8 +207,9 @@ def _nondifferentiable(op) -> bool:
 # inlined: when the entry below is a leaf backend kernel (``_ops.LEAF_KERNELS``: it calls no
 # op) it is called directly; anything else (composites, modes, ADInplaceOrView) runs with
 # Autograd excluded from the thread-local state, so what it calls records nothing.  An
-# output saved for backward is an alias outside autograd (``_alias``), never the output
-# itself, which would make a reference cycle output -> grad_fn -> output.
+# output saved for backward is kept outside autograd (Note [Saved outputs] in _graph.py),
+# never as the output itself, which would make a reference cycle output -> grad_fn ->
+# output.
 
 
 # Note [Saved inputs]
@@ -320,8 +323,7 @@ def _make_kernel(op, formula):
         saved_out = None
         if uses_out:
             if single:
-                saved_out = _alias(out)
-                saved.append((saved_out, saved_out._vc.value))
+                saved_out = save_output(out)
             else:
                 saved_out = tuple(_alias(o) if isinstance(o, Tensor) else o for o in out)
                 saved.extend((o, o._vc.value) for o in saved_out if isinstance(o, Tensor))
@@ -356,17 +358,32 @@ def _make_kernel(op, formula):
             kind = getattr(out._data.dtype, "kind", None)  # out._is_floating(), inlined
             if not (kind in "fc" if kind is not None else out._is_floating()):
                 return out
-            edges = []
-            for v in args[:n_tensors]:
-                ag = v._ag  # gradient_edge(v), inlined
+            if many:
+                edges = [gradient_edge(v) for v in args[:n_tensors]]
+            else:  # gradient_edge(v) of the one or two Tensor arguments, inlined
+                v = args[0]
+                ag = v._ag
                 if ag is None or not ag.requires_grad:
-                    edges.append(None)
-                elif ag.grad_fn is not None and v._view is None:  # views: Note [Stale views]
-                    edges.append((ag.grad_fn, ag.output_nr))
+                    e = None
+                elif ag.grad_fn is not None and v._view is None:  # Note [Stale views]
+                    e = (ag.grad_fn, ag.output_nr)
                 elif ag.accumulator is not None:
-                    edges.append((ag.accumulator, 0))
+                    e = (ag.accumulator, 0)
                 else:
-                    edges.append(gradient_edge(v))
+                    e = gradient_edge(v)
+                if not two:
+                    edges = [e]
+                else:
+                    v = args[1]
+                    ag = v._ag
+                    if ag is None or not ag.requires_grad:
+                        edges = [e, None]
+                    elif ag.grad_fn is not None and v._view is None:
+                        edges = [e, (ag.grad_fn, ag.output_nr)]
+                    elif ag.accumulator is not None:
+                        edges = [e, (ag.accumulator, 0)]
+                    else:
+                        edges = [e, gradient_edge(v)]
             saved = []
             # two Tensor arguments, each gradient reading the other: what is needed
             to_save = saved_positions if by_need is None else \
@@ -380,13 +397,7 @@ def _make_kernel(op, formula):
                         saved.append((v, 0 if vc is None else vc.value))
             saved_out = None
             if uses_out:
-                # _alias(out), inlined (and VersionCounter() without the class call)
-                saved_out = _new(Tensor)
-                saved_out._data = out._data
-                saved_out._device = d = out._device
-                saved_out._ks = d.ks
-                saved_out._view = None
-                saved_out._ag = None
+                # save_output(out), inlined (VersionCounter() without the class call)
                 vc = out._vc
                 if vc is None:
                     if out._view is None:
@@ -396,19 +407,16 @@ def _make_kernel(op, formula):
                     else:
                         vc = counter(out)
                     out._vc = vc
-                saved_out._vc = vc
-                saved.append((saved_out, vc.value))
+                saved_out = (out._data, out._device, vc, vc.value)
             # Node.new(...), AutogradMeta.of_output(node, 0) and attach(out, node, 0),
-            # inlined: a frame each costs ~0.1 us on every recorded op (DESIGN.md section 8)
+            # inlined: a frame each costs ~0.1 us on every recorded op (DESIGN.md section 8);
+            # the node's class carries its name, formula and output count
             node = _new(node_class)
-            node._name = name
-            node.formula = formula
             node.args = args
             node.kwargs = kwargs
             node.out = saved_out
             node.saved = saved
             node.next_functions = edges
-            node.n_outputs = 1
             node.pre_hooks = None
             node.retained = None
             if out._ag is None:  # ``out`` is fresh from a functional kernel
@@ -430,6 +438,10 @@ def _make_kernel(op, formula):
         return autograd_kernel_functional
 
     n_tensors = len(positions)
+    if n_tensors == 0:
+        return autograd_kernel, False
+    two = n_tensors == 2
+    many = n_tensors > 2
     by_need = None
     if by_grad is None:
         saved_positions = tuple(i for i in positions if i in reads)
@@ -444,7 +456,12 @@ def _make_kernel(op, formula):
             for mask in range(4))
     else:
         return autograd_kernel, False
-    node_class = MaskedNode if uses_mask else Node  # the real ``needs``, read when it runs
+    # Note [Node classes]: the op's own Node subclass (``type(y.grad_fn).__name__`` is
+    # ``ExpBackward0``, as in PyTorch) holds what every node of the op shares; MaskedNode
+    # formulas read the real ``needs`` from the node's edges when it runs.
+    node_class = type(name, (MaskedNode if uses_mask else Node,),
+                      {"__slots__": (), "_name": name, "formula": staticmethod(formula),
+                       "n_outputs": 1, "__module__": "mdtensor.autograd"})
     factory.__qualname__ = f"autograd[{op.name}]"
     return factory, True
 
@@ -686,10 +703,12 @@ def _root_grads(outputs, grad_outputs, where):
             raise RuntimeError(f"{where}: element 0 of tensors does not require grad and "
                                f"does not have a grad_fn")
         if g is None:
-            if t.numel() != 1:
+            shape = tuple(t._data.shape)
+            if shape and math.prod(shape) != 1:
                 raise RuntimeError(f"{where}: grad can be implicitly created only for "
                                    f"scalar outputs")
-            g = aten.ones(tuple(t.shape), dtype=t.dtype, device=t.device)
+            # the overload itself: no resolution of the keyword call (3 us on 2-core EPYC)
+            g = aten.ones.op.default._caller(shape, dtype=t.dtype, device=t._device)
         elif tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(f"{where}: Mismatch in shape: grad_output has a shape of "
                                f"{tuple(g.shape)} and output has a shape of {tuple(t.shape)}")
