@@ -52,11 +52,11 @@ class ViewInfo:
     @property
     def replay(self):
         """``replay(base) -> view``.  A view op made directly from its base records only
-        ``(op, args, kwargs)`` and the function is built here, on first use (most views
-        are never replayed: building it on every view op cost ~0.2 us)."""
+        ``(op, args after the base, kwargs)`` and the function is built here, on first
+        use (most views are never replayed: building it on every view op cost ~0.2 us)."""
         r = self._replay
         if r is None:
-            op, rest, kwargs = self._op, self._args[1:], self._kwargs
+            op, rest, kwargs = self._op, self._args, self._kwargs
 
             def r(b):
                 return op(b, *rest, **kwargs)

@@ -459,6 +459,11 @@ def _fast_kernel(name, impl, pos, extra):
             except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
                 raise_named(name, e, a, b)
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
+    if pos == (0,):
+        # ``impl(xp, array, *rest, **kwargs)`` wrapped by ``device.wrap``, for a layer
+        # that fuses it into its own kernel (Note [Fused view kernels] in
+        # mdtensor/_inplace_or_view.py)
+        kernel.array_impl = impl
     return kernel
 
 
