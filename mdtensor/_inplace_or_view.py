@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ._functionalize import track_view
 from ._keys import DispatchKey
-from ._ops import Kernel, dispatcher, fallthrough_kernel, register_fallback
+from ._ops import _NO, Kernel, dispatcher, fallthrough_kernel, register_fallback
 from ._tensor import Tensor, VersionCounter, ViewInfo
 
 __all__ = ["bump_version", "install", "mark_view"]
@@ -172,10 +172,16 @@ def _view_kernel(op):
 
 
 def _fused_view_kernel(op, impl, name):
-    def ad_view_fused(src, *rest, **kwargs):
+    def ad_view_fused(src, b=_NO, /, *rest, **kwargs):  # Note [Star calls]
         d = src._device
-        result = d.wrap(impl(d.xp, src._data, *rest, **kwargs) if kwargs
-                        else impl(d.xp, src._data, *rest))
+        if b is _NO:
+            result = d.wrap(impl(d.xp, src._data, **kwargs))
+        elif rest or kwargs:
+            rest = (b, *rest)
+            result = d.wrap(impl(d.xp, src._data, *rest, **kwargs))
+        else:
+            result = d.wrap(impl(d.xp, src._data, b))
+            rest = (b,)
         if src._view is None:
             info = _new(ViewInfo)
             info.base = src

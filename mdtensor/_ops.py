@@ -295,7 +295,17 @@ class OpOverload:
                 return entry
             entry = _make_entry(self, kernel, k, key)
             gate = kernel.gate
-            if gate is not None:  # Note [Gated kernels]
+            if gate is not None:  # Note [Star calls]
+# ~~~~~~~~~~~~~~~~~
+# Forwarding ``*args, **kwargs`` is the dearest thing a forwarding function does: the call
+# ``f(a, *args, **kwargs)`` builds a fresh tuple and copies the dict (CALL_FUNCTION_EX), and
+# the callee packs them again.  A forwarder that names the argument instead --
+# ``def call(a, b=_NO, /, *args, **kwargs)`` calling ``kernel(a, b)`` -- costs 0.23 us
+# against 0.56 us for the star form (CPython 3.11, same machine).  ``md.sum(x, 0)``,
+# ``x[1:3]`` and ``x.transpose(0, 1)`` pass one argument after the Tensor through the
+# caller, the generic kernel and the view kernel, so each names it.
+
+# Note [Gated kernels]
                 below = self._entry(remove_key(k, key))
                 _GATED[(self, ks)] = (gate, entry, below)
                 if not gate[0]:
@@ -462,7 +472,24 @@ def _make_caller(op: OpOverload) -> Callable:
             kernel = miss(ks)
         return kernel(*args, **kwargs)
 
-    if pos == (0,):
+    if pos == (0,) and len(params) > 1 and not params[1].kwarg_only:
+        # One more positional parameter (sum's axis, the index of x[1:3]): a named
+        # parameter, so the commonest calls forward no *args (Note [Star calls]).
+        def call(a=_NO, b=_NO, /, *args, **kwargs):
+            inc, keep = tls_get()
+            try:
+                ks = (a._ks | inc) & keep & op._mask
+            except AttributeError:
+                return slow_call((a, b), args, kwargs)
+            kernel = table.get(ks)
+            if kernel is None:
+                kernel = miss(ks)
+            if b is _NO:
+                return kernel(a, **kwargs) if kwargs else kernel(a)
+            if args or kwargs:
+                return kernel(a, b, *args, **kwargs)
+            return kernel(a, b)
+    elif pos == (0,):
         def call(a=_NO, /, *args, **kwargs):
             inc, keep = tls_get()
             try:
@@ -753,17 +780,26 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
     cache = packet._resolution_cache  # both cleared in place, never replaced
     by_position = packet._by_position
 
-    def call(*args, **kwargs):
+    def call(a=_NO, b=_NO, /, *args, **kwargs):
         # Resolution keys (Note [The hot path]): one positional argument's key is its type
         # itself, no tuple; two positional arguments' a pair of types.  The common calls
-        # then call the caller with the arguments spread, not through *args.
+        # then call the caller with the arguments named, not through *args (Note [Star
+        # calls]).
+        if b is not _NO and not args and not kwargs:
+            caller = cache.get((type(a), type(b)))
+            if caller is not None:
+                return caller(a, b)
+        elif b is _NO and a is not _NO and not kwargs:
+            caller = cache.get(type(a))
+            if caller is not None:
+                return caller(a)
+        args = (a, b, *args) if b is not _NO else (a,) if a is not _NO else ()
         if kwargs:
             # Keyword names and *types* matter too: f(x, other=2) and f(x, other=x) differ.
             # Flat, and still unambiguous: argument types, then the names (strings, never
             # equal to a type), then as many value types as names.
             if len(args) == 1 and len(kwargs) == 1:  # md.sum(x, axis=0): the same key
                 (k,) = kwargs
-                a = args[0]
                 v = kwargs[k]
                 key = (type(a), k, type(v))
                 caller = by_position.get(key)  # the keyword is the next parameter
@@ -776,20 +812,7 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                 key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
         else:
             n = len(args)
-            if n == 1:
-                a = args[0]
-                caller = cache.get(type(a))
-                if caller is not None:
-                    return caller(a)
-                key = type(a)
-            elif n == 2:
-                a, b = args
-                caller = cache.get((type(a), type(b)))
-                if caller is not None:
-                    return caller(a, b)
-                key = (type(a), type(b))
-            else:
-                key = tuple(map(type, args))
+            key = type(a) if n == 1 else (type(a), type(b)) if n == 2 else tuple(map(type, args))
         caller = cache.get(key)
         if caller is None:
             from ._frontend import resolve

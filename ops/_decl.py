@@ -44,7 +44,7 @@ from typing import Any, NoReturn
 from mdtensor import _ops
 from mdtensor._dtypes import can_cast
 from mdtensor._keys import DispatchKey
-from mdtensor._ops import Kernel
+from mdtensor._ops import _NO, Kernel
 from mdtensor._schema import FunctionSchema, parse_schema
 from mdtensor._tensor import Tensor
 
@@ -440,11 +440,15 @@ def _fast_kernel(name, impl, pos, extra):
                 return d.wrap(impl(d.xp, a._data, **kwargs))
             return d.wrap(impl(d.xp, a._data))
     elif pos == (0,):
-        def kernel(a, *rest, **kwargs):
+        def kernel(a, b=_NO, /, *rest, **kwargs):  # Note [Star calls] in mdtensor/_ops.py
             d = a._device
+            if b is _NO:
+                if kwargs:
+                    return d.wrap(impl(d.xp, a._data, **kwargs))
+                return d.wrap(impl(d.xp, a._data))
             if rest or kwargs:
-                return d.wrap(impl(d.xp, a._data, *rest, **kwargs))
-            return d.wrap(impl(d.xp, a._data))
+                return d.wrap(impl(d.xp, a._data, b, *rest, **kwargs))
+            return d.wrap(impl(d.xp, a._data, b))
     elif pos == (1,):
         def kernel(s, a, *rest, **kwargs):
             d = a._device

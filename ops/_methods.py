@@ -115,10 +115,12 @@ def _method(packet, varargs: bool):
                     return packet(self)
                 return caller(self)
             if len(args) == 1:
-                key = (type(self), type(args[0]))
-            else:
-                key = (type(self), *map(type, args))
-            caller = cache.get(key)
+                (b,) = args
+                caller = cache.get((type(self), type(b)))
+                if caller is None:
+                    return packet(self, b)
+                return caller(self, b)  # Note [Star calls] in mdtensor/_ops.py
+            caller = cache.get((type(self), *map(type, args)))
             if caller is None:
                 return packet(self, *args)
             return caller(self, *args)
