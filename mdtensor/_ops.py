@@ -785,22 +785,12 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
         # itself, no tuple; two positional arguments' a pair of types.  The common calls
         # then call the caller with the arguments named, not through *args (Note [Star
         # calls]).
-        if b is not _NO and not args and not kwargs:
-            caller = cache.get((type(a), type(b)))
-            if caller is not None:
-                return caller(a, b)
-        elif b is _NO and a is not _NO and not kwargs:
-            caller = cache.get(type(a))
-            if caller is not None:
-                return caller(a)
-        args = (a, b, *args) if b is not _NO else (a,) if a is not _NO else ()
         if kwargs:
-            # Keyword names and *types* matter too: f(x, other=2) and f(x, other=x) differ.
-            # Flat, and still unambiguous: argument types, then the names (strings, never
-            # equal to a type), then as many value types as names.
-            if len(args) == 1 and len(kwargs) == 1:  # md.sum(x, axis=0): the same key
-                (k,) = kwargs
-                v = kwargs[k]
+            if b is _NO and a is not _NO and len(kwargs) == 1:  # md.sum(x, axis=0)
+                # Keyword names and *types* matter too: f(x, other=2) and f(x, other=x)
+                # differ.  Flat, and still unambiguous: argument types, then the names
+                # (strings, never equal to a type), then as many value types as names.
+                [(k, v)] = kwargs.items()
                 key = (type(a), k, type(v))
                 caller = by_position.get(key)  # the keyword is the next parameter
                 if caller is not None:
@@ -808,10 +798,20 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                 caller = cache.get(key)
                 if caller is not None:
                     return caller(a, **kwargs)
-            else:
-                key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+        elif b is not _NO:
+            if not args:
+                caller = cache.get((type(a), type(b)))
+                if caller is not None:
+                    return caller(a, b)
+        elif a is not _NO:
+            caller = cache.get(type(a))
+            if caller is not None:
+                return caller(a)
+        args = (a, b, *args) if b is not _NO else (a,) if a is not _NO else ()
+        n = len(args)
+        if kwargs:
+            key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
         else:
-            n = len(args)
             key = type(a) if n == 1 else (type(a), type(b)) if n == 2 else tuple(map(type, args))
         caller = cache.get(key)
         if caller is None:

@@ -613,8 +613,15 @@ def _matmul(needs, g, out, a, b):
     # is used as it is (no conj) and a real input of a mixed product gets the real part.
     need_a = needs is None or needs[0]
     need_b = needs is None or needs[1]
-    a_vec = a._data.ndim == 1
-    b_vec = b._data.ndim == 1
+    ad, bd = a._data, b._data
+    if ad.ndim == 2 and bd.ndim == 2 and getattr(ad.dtype, "kind", "c") == "f" and \
+            getattr(bd.dtype, "kind", "c") == "f":
+        # Real matrices (a layer's weights): no broadcast dimension to sum, no conjugate,
+        # no real part to take -- the two products alone.
+        return (aten.matmul(g, aten.matrix_transpose(b)) if need_a else None,
+                aten.matmul(aten.matrix_transpose(a), g) if need_b else None)
+    a_vec = ad.ndim == 1
+    b_vec = bd.ndim == 1
     if a_vec and b_vec:
         return (_as(aten.mul(g, _cj(b)), a) if need_a else None,
                 _as(aten.mul(g, _cj(a)), b) if need_b else None)

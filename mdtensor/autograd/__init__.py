@@ -212,6 +212,17 @@ def _nondifferentiable(op) -> bool:
 # output.
 
 
+# Note [Recording]
+# ~~~~~~~~~~~~~~~~
+# The kernel of the common case (one output, the Tensor arguments first) runs on every op
+# whose input requires grad, and its cost is counted in lines: about 0.05-0.1 us each on the
+# 2-core EPYC, with the op's own NumPy call at 1-3 us.  So what can be decided when the
+# kernel is made is: whether the op has one, two or more Tensor arguments, and which of
+# them each combination of live edges needs saved, as bits (bit 0 the first argument, bit 1
+# the second; ``save_bits[mask]`` for two arguments).  The call then computes the one or
+# two edges inline and builds ``saved`` as one tuple, with no loop, list or bounds check.
+
+
 # Note [Saved inputs]
 # ~~~~~~~~~~~~~~~~~~~
 # As in PyTorch, backward raises "modified by an inplace operation" only for a tensor whose
@@ -353,48 +364,58 @@ def _make_kernel(op, formula):
 
         def autograd_kernel_functional(*args, **kwargs):
             # autograd_kernel for the common case (one output, Tensor arguments first, not
-            # in-place): the same steps without the branches.
+            # in-place): the same steps without the branches (Note [Recording]).
             out = entry(*args, **kwargs) if kwargs else entry(*args)
             kind = getattr(out._data.dtype, "kind", None)  # out._is_floating(), inlined
             if not (kind in "fc" if kind is not None else out._is_floating()):
                 return out
-            if many:
-                edges = [gradient_edge(v) for v in args[:n_tensors]]
-            else:  # gradient_edge(v) of the one or two Tensor arguments, inlined
-                v = args[0]
-                ag = v._ag
+            # gradient_edge(v) of the first (and second) Tensor argument, inlined
+            v = args[0]
+            ag = v._ag
+            if ag is None or not ag.requires_grad:
+                e = None
+            elif ag.grad_fn is not None and v._view is None:  # Note [Stale views]
+                e = (ag.grad_fn, ag.output_nr)
+            elif ag.accumulator is not None:
+                e = (ag.accumulator, 0)
+            else:
+                e = gradient_edge(v)
+            if two:
+                w = args[1]
+                ag = w._ag
                 if ag is None or not ag.requires_grad:
-                    e = None
-                elif ag.grad_fn is not None and v._view is None:  # Note [Stale views]
-                    e = (ag.grad_fn, ag.output_nr)
+                    f = None
+                elif ag.grad_fn is not None and w._view is None:
+                    f = (ag.grad_fn, ag.output_nr)
                 elif ag.accumulator is not None:
-                    e = (ag.accumulator, 0)
+                    f = (ag.accumulator, 0)
                 else:
-                    e = gradient_edge(v)
-                if not two:
-                    edges = [e]
-                else:
-                    v = args[1]
-                    ag = v._ag
-                    if ag is None or not ag.requires_grad:
-                        edges = [e, None]
-                    elif ag.grad_fn is not None and v._view is None:
-                        edges = [e, (ag.grad_fn, ag.output_nr)]
-                    elif ag.accumulator is not None:
-                        edges = [e, (ag.accumulator, 0)]
-                    else:
-                        edges = [e, gradient_edge(v)]
-            saved = []
-            # two Tensor arguments, each gradient reading the other: what is needed
-            to_save = saved_positions if by_need is None else \
-                by_need[(edges[0] is not None) | (edges[1] is not None) << 1]
-            if to_save:
-                nargs = len(args)
-                for i in to_save:
-                    if i < nargs:
-                        v = args[i]
-                        vc = v._vc
-                        saved.append((v, 0 if vc is None else vc.value))
+                    f = gradient_edge(w)
+                edges = [e, f]
+                # what the live edges' gradients read: bit 0 the first argument, bit 1
+                # the second
+                save = save_bits[(e is not None) | (f is not None) << 1]
+            elif many:
+                edges = [e, *map(gradient_edge, args[1:n_tensors])]
+                save = -1
+            else:
+                edges = [e]
+                save = save_bits
+            if save == 0:
+                saved = ()
+            elif save == 1:
+                vc = v._vc
+                saved = ((v, 0 if vc is None else vc.value),)
+            elif save == 3:
+                vc = v._vc
+                wc = w._vc
+                saved = ((v, 0 if vc is None else vc.value),
+                         (w, 0 if wc is None else wc.value))
+            elif save == 2:
+                wc = w._vc
+                saved = ((w, 0 if wc is None else wc.value),)
+            else:
+                saved = tuple((t, t._version) for t in (args[i] for i in saved_positions))
             saved_out = None
             if uses_out:
                 # save_output(out), inlined (VersionCounter() without the class call)
@@ -442,20 +463,30 @@ def _make_kernel(op, formula):
         return autograd_kernel, False
     two = n_tensors == 2
     many = n_tensors > 2
-    by_need = None
     if by_grad is None:
         saved_positions = tuple(i for i in positions if i in reads)
     elif n_tensors == 1:  # mul.Scalar: its one gradient reads the scalar
         saved_positions = tuple(i for i in positions if i in by_grad.get(positions[0], ()))
     elif n_tensors == 2:  # by which of the two edges are live (0b01: the first, ...)
         saved_positions = None
-        by_need = tuple(
-            tuple(i for i in positions
-                  if any(i in by_grad.get(j, ()) for k, j in enumerate(positions)
-                         if mask >> k & 1))
-            for mask in range(4))
     else:
         return autograd_kernel, False
+
+    def bits(saved):  # positions 0 and 1 as bits 0 and 1 (Note [Recording])
+        return sum(1 << i for i in saved)
+
+    if saved_positions is None:
+        save_bits = tuple(
+            bits(i for i in positions
+                 if any(i in by_grad.get(j, ()) for k, j in enumerate(positions)
+                        if mask >> k & 1))
+            for mask in range(4))
+    elif many:
+        save_bits = -1
+    else:
+        save_bits = bits(saved_positions)
+        if two:
+            save_bits = (save_bits,) * 4
     # Note [Node classes]: the op's own Node subclass (``type(y.grad_fn).__name__`` is
     # ``ExpBackward0``, as in PyTorch) holds what every node of the op shares; MaskedNode
     # formulas read the real ``needs`` from the node's edges when it runs.
