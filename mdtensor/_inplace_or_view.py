@@ -90,8 +90,13 @@ def _inplace_kernel(op):
     name = f"ADInplaceOrView[{op.name}]"
     if mutated == [(0, op.schema.arguments[0].name, False, False)]:
         def factory(kernel):  # the common case: only ``self`` is mutated
-            def ad_inplace_self(self, *args, **kwargs):
-                result = kernel(self, *args, **kwargs) if kwargs else kernel(self, *args)
+            def ad_inplace_self(self, b=_NO, /, *args, **kwargs):  # Note [Star calls]
+                if b is _NO:
+                    result = kernel(self, **kwargs)
+                elif args or kwargs:
+                    result = kernel(self, b, *args, **kwargs)
+                else:
+                    result = kernel(self, b)
                 vc = self._vc
                 if vc is None:
                     vc = counter(self)
