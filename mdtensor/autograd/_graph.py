@@ -337,19 +337,22 @@ def _add(a, b):
 
 
 def _dependencies(roots):
+    """How many edges lead into each node reachable from ``roots``.  A node is walked when
+    its first incoming edge is counted (roots up front, once each), so each is pushed once."""
     deps: dict = {}
-    seen = set()
-    stack = [n for n, _ in roots]
+    stack = list(dict.fromkeys(n for n, _ in roots))
+    walked = set(stack)
     while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        for edge in node.next_functions:
+        for edge in stack.pop().next_functions:
             if edge is not None:
                 nxt = edge[0]
-                deps[nxt] = deps.get(nxt, 0) + 1
-                stack.append(nxt)
+                n = deps.get(nxt)
+                if n is not None:
+                    deps[nxt] = n + 1
+                else:
+                    deps[nxt] = 1
+                    if nxt not in walked:
+                        stack.append(nxt)
     return deps
 
 
