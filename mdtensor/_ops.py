@@ -543,6 +543,7 @@ def _make_caller(op: OpOverload) -> Callable:
             return kernel(*args, **kwargs)
     call.__name__ = op._schema.name
     call.__qualname__ = op._name
+    call.op = op  # for the Python operators' inline dispatch (ops/_methods.py)
     return call
 
 
@@ -708,6 +709,9 @@ class OpOverloadPacket:
         self._name = name
         self._overloads: dict[str, OpOverload] = {}
         self._resolution_cache: dict = {}
+        #: called whenever the overloads change (what was resolved is void): the Python
+        #: operators' inline dispatch (Note [Inline operators] in ops/_methods.py)
+        self._on_change: list = []
         #: keys (Tensor type, keyword name, value type) whose keyword is the parameter right
         #: after the Tensor: the overload's caller, to call as ``caller(x, value)``
         self._by_position: dict = {}
@@ -759,6 +763,8 @@ class OpOverloadPacket:
         self._resolution_cache.clear()
         self._by_position.clear()
         self.__dict__.pop("_plum_signatures", None)  # _frontend's, built from the overloads
+        for hook in self._on_change:
+            hook()
 
     def _remove_overload(self, op: OpOverload) -> None:
         name = op.schema.overload_name or "default"
@@ -768,6 +774,8 @@ class OpOverloadPacket:
         self._resolution_cache.clear()
         self._by_position.clear()
         self.__dict__.pop("_plum_signatures", None)
+        for hook in self._on_change:
+            hook()
 
 
 def _packet_function(packet: OpOverloadPacket) -> Callable:

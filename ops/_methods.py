@@ -11,6 +11,7 @@ from __future__ import annotations
 from mdtensor._frontend import resolve
 from mdtensor._ops import lookup
 from mdtensor._tensor import Tensor
+from mdtensor._tls import dispatch_tls
 
 from ._decl import CATALOGUE
 
@@ -56,26 +57,78 @@ OPERATORS: dict[str, tuple[str, str]] = {
 
 def _binary(packet, reflected: bool):
     cache = packet._resolution_cache
+    tls_get = dispatch_tls.get
+    # Note [Inline operators]: the overload ``Tensor op Tensor`` resolved to, for the
+    # dispatch inlined below; forgotten whenever the packet's overloads change.
+    tt_op = tt_table = None
+
+    def learn(caller):
+        nonlocal tt_op, tt_table
+        op = getattr(caller, "op", None)
+        if op is not None and getattr(op, "_fast_positions", None) == (0, 1):
+            tt_op, tt_table = op, op._table
+
+    def forget():
+        nonlocal tt_op, tt_table
+        tt_op = tt_table = None
+
+    packet._on_change.append(forget)
 
     if reflected:
         def operator(self, other):
-            caller = cache.get((type(other), type(self)))
+            if tt_op is not None and type(self) is Tensor and type(other) is Tensor:
+                inc, keep = tls_get()
+                ks = (other._ks | self._ks | inc) & keep & tt_op._mask
+                kernel = tt_table.get(ks)
+                if kernel is None:
+                    kernel = tt_op._miss(ks)
+                return kernel(other, self)
+            key = (type(other), type(self))
+            caller = cache.get(key)
             if caller is None:
                 try:
-                    caller = resolve(packet, (other, self), {}, (type(other), type(self)))
+                    caller = resolve(packet, (other, self), {}, key)
                 except TypeError:
                     return NotImplemented
+            if key == _TT:
+                learn(caller)
             return caller(other, self)
     else:
         def operator(self, other):
-            caller = cache.get((type(self), type(other)))
+            if tt_op is not None and type(self) is Tensor and type(other) is Tensor:
+                inc, keep = tls_get()
+                ks = (self._ks | other._ks | inc) & keep & tt_op._mask
+                kernel = tt_table.get(ks)
+                if kernel is None:
+                    kernel = tt_op._miss(ks)
+                return kernel(self, other)
+            key = (type(self), type(other))
+            caller = cache.get(key)
             if caller is None:
                 try:
-                    caller = resolve(packet, (self, other), {}, (type(self), type(other)))
+                    caller = resolve(packet, (self, other), {}, key)
                 except TypeError:
                     return NotImplemented
+            if key == _TT:
+                learn(caller)
             return caller(self, other)
     return operator
+
+
+_TT = (Tensor, Tensor)
+
+# Note [Inline operators]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# ``a * b`` on two Tensors is the commonest call there is.  Its operator would build the
+# key ``(Tensor, Tensor)``, find the overload's caller in the packet's resolution cache and
+# call it; instead, once the pair has been resolved, it runs the caller's four lines itself
+# (thread-local keys, key set, table entry, kernel): 2.56 -> 2.2 us for ``a * b`` on 8x8
+# float32 (2-core EPYC).  Only the exact pair (Tensor, Tensor) (a subclass resolves as
+# before), only an overload whose two leading parameters are its Tensors
+# (``_fast_positions == (0, 1)``), and forgotten when the packet's overloads change (the
+# packet's ``_on_change`` hooks, run where its resolution cache is cleared).  The table is
+# the overload's own (cleared in place on any registration change, never replaced), so
+# modes, autograd and traces see the call exactly as through the caller.
 
 
 def _unary(packet):

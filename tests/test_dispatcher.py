@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -315,3 +316,41 @@ def test_tensor_arguments_by_keyword():
         [5.0, 7.0], [6.0, 8.0]]
     assert md.ops.aten.add(self=x, other=x, alpha=2).tolist() == [[3.0, 6.0], [9.0, 12.0]]
     assert md.add(x, other=x).tolist() == [[2.0, 4.0], [6.0, 8.0]]
+
+
+def test_operators_dispatch_inline_through_the_same_table():
+    # Note [Inline operators]: once (Tensor, Tensor) is resolved, ``a * b`` dispatches
+    # itself -- a kernel registered afterwards, a mode and a changed set of overloads are
+    # all seen (a subclass resolves as before: test_modes).
+    a, b = md.asarray([1.0, 2.0]), md.asarray([3.0, 4.0])
+    assert (a * b).tolist() == [3.0, 8.0]  # resolves and learns the overload
+    lib = md.library.Library("aten", "IMPL")
+    seen = []
+
+    def my_mul(x, y):
+        seen.append("cpu")
+        return md.asarray(np.asarray(x._data) * np.asarray(y._data) + 1)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # replacing a built-in kernel warns
+        lib.impl("mul.Tensor", my_mul, "CPU")
+    try:
+        assert (a * b).tolist() == [4.0, 9.0] and seen == ["cpu"]
+        assert (b.__rmul__(a)).tolist() == [4.0, 9.0]
+    finally:
+        lib._destroy()
+    assert (a * b).tolist() == [3.0, 8.0]
+
+    class Recorder(md.modes.DispatchMode):
+        def __md_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.name)
+            return func(*args, **(kwargs or {}))
+
+    with Recorder():
+        a @ md.asarray([1.0, 1.0])
+    assert seen[-1] == "aten::matmul"
+
+    packet = md.ops.aten.mul
+    for hook in packet._on_change:  # as a new overload of aten::mul would
+        hook()
+    assert (a * b).tolist() == [3.0, 8.0]

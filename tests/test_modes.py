@@ -121,6 +121,10 @@ def test_tensor_subclass_dispatch_and_notimplemented():
     s = Scaled.wrap(md.asarray([1.0, 2.0]), 10.0)
     out = s * 2
     assert isinstance(out, Scaled) and out.inner.tolist() == [20.0, 40.0]
+    t = md.asarray([1.0, 1.0])
+    assert (t + t).tolist() == [2.0, 2.0]  # Tensor + Tensor: the inline operator path
+    out = s + t  # a subclass operand is resolved, not dispatched inline
+    assert isinstance(out, Scaled) and out.inner.tolist() == [11.0, 21.0]
     with pytest.raises(TypeError, match="returned NotImplemented"):
         md.exp(s)
 
