@@ -305,6 +305,19 @@ class OpOverload:
 # ``x[1:3]`` and ``x.transpose(0, 1)`` pass one argument after the Tensor through the
 # caller, the generic kernel and the view kernel, so each names it.
 
+# Note [Inline dispatch]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# ``md.exp(x)`` and ``aten.mul(g, y)`` in a formula call a packet function with one Tensor
+# or two.  Once ``_frontend.resolve`` has resolved the key ``Tensor`` or ``(Tensor,
+# Tensor)`` (its ``_on_resolve`` hooks), the packet function does the overload caller's
+# four lines itself -- thread-local keys, key set, table entry, kernel -- instead of
+# looking the caller up and calling it: one dict lookup and one frame less per op (0.2-0.3
+# us on the 2-core EPYC).  Only for the exact class Tensor (a subclass resolves as before)
+# and an overload whose Tensors are its leading positional parameters; forgotten when the
+# packet's overloads change (``_on_change``).  The table is the overload's own, so every
+# layer sees the call as before.  The Python operators do the same for ``a * b`` (Note
+# [Inline operators] in ops/_methods.py).
+
 # Note [Gated kernels]
                 below = self._entry(remove_key(k, key))
                 _GATED[(self, ks)] = (gate, entry, below)
@@ -712,6 +725,9 @@ class OpOverloadPacket:
         #: called whenever the overloads change (what was resolved is void): the Python
         #: operators' inline dispatch (Note [Inline operators] in ops/_methods.py)
         self._on_change: list = []
+        #: ``hook(key, caller)`` for each resolution ``_frontend.resolve`` caches (Note
+        #: [Inline dispatch])
+        self._on_resolve: list = []
         #: keys (Tensor type, keyword name, value type) whose keyword is the parameter right
         #: after the Tensor: the overload's caller, to call as ``caller(x, value)``
         self._by_position: dict = {}
@@ -788,6 +804,32 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
     cache = packet._resolution_cache  # both cleared in place, never replaced
     by_position = packet._by_position
 
+    tls_get = dispatch_tls.get
+    # Note [Inline dispatch]: the overloads that one Tensor and a pair of Tensors resolved
+    # to; the types stay None (matching no argument) until then, and again after the
+    # packet's overloads change.
+    one_type = one_op = one_table = None
+    two_type = two_op = two_table = None
+
+    def learn(key, caller):
+        nonlocal one_type, one_op, one_table, two_type, two_op, two_table
+        from ._tensor import Tensor
+
+        op = getattr(caller, "op", None)
+        if op is None:
+            return
+        if key is Tensor and op._fast_positions == (0,):
+            one_op, one_table, one_type = op, op._table, Tensor
+        elif key == (Tensor, Tensor) and op._fast_positions == (0, 1):
+            two_op, two_table, two_type = op, op._table, Tensor
+
+    def forget():
+        nonlocal one_type, one_op, one_table, two_type, two_op, two_table
+        one_type = one_op = one_table = two_type = two_op = two_table = None
+
+    packet._on_change.append(forget)
+    packet._on_resolve.append(learn)
+
     def call(a=_NO, b=_NO, /, *args, **kwargs):
         # Resolution keys (Note [The hot path]): one positional argument's key is its type
         # itself, no tuple; two positional arguments' a pair of types.  The common calls
@@ -808,9 +850,23 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                     return caller(a, **kwargs)
         elif b is not _NO:
             if not args:
+                if type(a) is two_type and type(b) is two_type:  # Note [Inline dispatch]
+                    inc, keep = tls_get()
+                    ks = (a._ks | b._ks | inc) & keep & two_op._mask
+                    kernel = two_table.get(ks)
+                    if kernel is None:
+                        kernel = two_op._miss(ks)
+                    return kernel(a, b)
                 caller = cache.get((type(a), type(b)))
                 if caller is not None:
                     return caller(a, b)
+        elif type(a) is one_type:  # Note [Inline dispatch]
+            inc, keep = tls_get()
+            ks = (a._ks | inc) & keep & one_op._mask
+            kernel = one_table.get(ks)
+            if kernel is None:
+                kernel = one_op._miss(ks)
+            return kernel(a)
         elif a is not _NO:
             caller = cache.get(type(a))
             if caller is not None:

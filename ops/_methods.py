@@ -62,10 +62,10 @@ def _binary(packet, reflected: bool):
     # dispatch inlined below; forgotten whenever the packet's overloads change.
     tt_op = tt_table = None
 
-    def learn(caller):
+    def learn(key, caller):
         nonlocal tt_op, tt_table
         op = getattr(caller, "op", None)
-        if op is not None and getattr(op, "_fast_positions", None) == (0, 1):
+        if key == _TT and op is not None and op._fast_positions == (0, 1):
             tt_op, tt_table = op, op._table
 
     def forget():
@@ -73,6 +73,9 @@ def _binary(packet, reflected: bool):
         tt_op = tt_table = None
 
     packet._on_change.append(forget)
+    packet._on_resolve.append(learn)
+    if _TT in cache:  # resolved before the operators were installed
+        learn(_TT, cache[_TT])
 
     if reflected:
         def operator(self, other):
@@ -90,8 +93,6 @@ def _binary(packet, reflected: bool):
                     caller = resolve(packet, (other, self), {}, key)
                 except TypeError:
                     return NotImplemented
-            if key == _TT:
-                learn(caller)
             return caller(other, self)
     else:
         def operator(self, other):
@@ -109,8 +110,6 @@ def _binary(packet, reflected: bool):
                     caller = resolve(packet, (self, other), {}, key)
                 except TypeError:
                     return NotImplemented
-            if key == _TT:
-                learn(caller)
             return caller(self, other)
     return operator
 

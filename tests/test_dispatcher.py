@@ -324,6 +324,7 @@ def test_operators_dispatch_inline_through_the_same_table():
     # all seen (a subclass resolves as before: test_modes).
     a, b = md.asarray([1.0, 2.0]), md.asarray([3.0, 4.0])
     assert (a * b).tolist() == [3.0, 8.0]  # resolves and learns the overload
+    assert md.mul(a, b).tolist() == [3.0, 8.0]  # the packet function: Note [Inline dispatch]
     lib = md.library.Library("aten", "IMPL")
     seen = []
 
@@ -337,6 +338,7 @@ def test_operators_dispatch_inline_through_the_same_table():
     try:
         assert (a * b).tolist() == [4.0, 9.0] and seen == ["cpu"]
         assert (b.__rmul__(a)).tolist() == [4.0, 9.0]
+        assert md.mul(a, b).tolist() == [4.0, 9.0]
     finally:
         lib._destroy()
     assert (a * b).tolist() == [3.0, 8.0]
@@ -353,4 +355,16 @@ def test_operators_dispatch_inline_through_the_same_table():
     packet = md.ops.aten.mul
     for hook in packet._on_change:  # as a new overload of aten::mul would
         hook()
-    assert (a * b).tolist() == [3.0, 8.0]
+    assert (a * b).tolist() == [3.0, 8.0] and md.mul(a, b).tolist() == [3.0, 8.0]
+
+    # One Tensor: md.exp(x) after a kernel is registered for it
+    assert md.exp(a).tolist() == pytest.approx(np.exp([1.0, 2.0]).tolist())
+    lib = md.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lib.impl("exp", lambda x: md.asarray([0.0, 0.0]), "CPU")
+    try:
+        assert md.exp(a).tolist() == [0.0, 0.0]
+    finally:
+        lib._destroy()
+    assert md.exp(a).tolist() == pytest.approx(np.exp([1.0, 2.0]).tolist())
