@@ -392,18 +392,33 @@ def layer_cases(libs) -> list[Case]:
 
 
 def import_times(repeats: int = 5) -> dict[str, float]:
-    """Median wall time of ``import X`` in a fresh interpreter, in seconds."""
+    """Median wall time of ``import X`` in a fresh interpreter, in seconds.
+
+    Measured with cached bytecode, as after ``pip install`` (which compiles it): the
+    interpreters get a private ``PYTHONPYCACHEPREFIX``, filled by one unmeasured import of
+    each module first, and ``PYTHONDONTWRITEBYTECODE`` is lifted.  Without that an
+    environment that sets it compiles mdtensor's source on every import (about half of the
+    time on the 2-core development machine) while numpy and torch load their installed
+    ``.pyc`` files.
+    """
+    import os
+    import tempfile
+
     out = {}
-    for mod in ("numpy", "mdtensor", "torch"):
-        times = []
-        for _ in range(repeats):
+    with tempfile.TemporaryDirectory(prefix="mdtensor-bench-pycache-") as cache:
+        env = dict(os.environ, PYTHONPYCACHEPREFIX=cache)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        for mod in ("numpy", "mdtensor", "torch"):
             code = (f"import time; t=time.perf_counter(); import {mod}; "
                     f"print(time.perf_counter()-t)")
-            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-            if r.returncode != 0:
-                break
-            times.append(float(r.stdout.strip().splitlines()[-1]))
-        if times:
-            times.sort()
-            out[mod] = times[len(times) // 2]
+            times = []
+            for _ in range(repeats + 1):  # the first one writes the bytecode
+                r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                   text=True, env=env)
+                if r.returncode != 0:
+                    break
+                times.append(float(r.stdout.strip().splitlines()[-1]))
+            times = sorted(times[1:])
+            if times:
+                out[mod] = times[len(times) // 2]
     return out
