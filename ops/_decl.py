@@ -241,7 +241,9 @@ def _wrap_out(dev, kind: str, schema: FunctionSchema):
     if kind == "tuple":
         flags = [ret.type.is_tensor for ret in schema.returns]
         result_type = _result_tuple(schema)
-        return lambda r: result_type(*(wrap(x) if f else x for x, f in zip(r, flags)))
+        # None is an undefined output (matmul_backward's masked-out gradient)
+        return lambda r: result_type(*(wrap(x) if f and x is not None else x
+                                       for x, f in zip(r, flags)))
     return lambda r: r
 
 
@@ -927,7 +929,7 @@ def _meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
                 return make(spec)
             if kind == "list":
                 return [make(s) for s in spec]
-            return tuple(make(s) for s in spec)
+            return tuple(make(s) if s is not None else None for s in spec)
 
     kernel.__qualname__ = kernel.__name__ = f"meta[{name}]"
     return kernel

@@ -17,6 +17,11 @@ import math
 
 from mdtensor.ops import aten_calls as aten
 
+from mdtensor._keys import AUTOGRAD_FUNCTIONALITY as _AUTOGRAD
+from mdtensor._tls import dispatch_tls
+
+_tls_get = dispatch_tls.get
+
 __all__ = ["DERIVATIVES", "NONDIFFERENTIABLE", "reads", "sum_to", "uses_mask", "uses_out"]
 
 DERIVATIVES: dict = {}
@@ -609,6 +614,16 @@ def _cumsum(g, out, x, axis=None, *, dtype=None, include_initial=False):
 @reads({0: (1,), 1: (0,)})
 @uses_mask
 def _matmul(needs, g, out, a, b):
+    # Note [matmul_backward] in ops/linalg.py: one op when backward records nothing
+    if _tls_get()[1] & _AUTOGRAD:  # create_graph: composed of differentiable ops
+        return _matmul_composite(needs, g, a, b)
+    return aten.matmul_backward(g, a, b, needs or _BOTH)
+
+
+_BOTH = (True, True)
+
+
+def _matmul_composite(needs, g, a, b):
     # Complex operands: ga = g @ b^H, gb = a^H @ g (PyTorch's convention); a real operand
     # is used as it is (no conj) and a real input of a mixed product gets the real part.
     need_a = needs is None or needs[0]
@@ -644,6 +659,37 @@ def _matmul(needs, g, out, a, b):
             gb = aten.squeeze(gb, -1)
         gb = _as(sum_to(gb, b._data.shape), b)
     return ga, gb
+
+
+@rule("matmul_backward")
+def _matmul_backward(c, out, g, a, b, mask):
+    # Note [matmul_backward]: each product is linear in each of its factors, so the
+    # gradient with respect to one factor is the vector-Jacobian product of the composite
+    # formula at a zero leaf put in its place, the other factors kept as they are (with
+    # their history, so that create_graph differentiates further).  Rarely run: matmul's
+    # own formula composes ops whenever backward records.
+    from mdtensor.autograd import enable_grad, grad
+
+    create_graph = bool(_tls_get()[1] & _AUTOGRAD)
+    cots = c if isinstance(c, (tuple, list)) else (c, None)
+    mask = tuple(mask)
+
+    def vjp(i):
+        args = [g, a, b]
+        leaf = aten.zeros_like(args[i])
+        leaf.requires_grad_(True)
+        args[i] = leaf
+        with enable_grad():
+            outs = _matmul_composite(mask, *args)
+        pairs = [(o, t) for o, t in zip(outs, cots)
+                 if o is not None and t is not None and o.requires_grad]
+        if not pairs:
+            return None
+        (gx,) = grad([o for o, _ in pairs], [leaf], [t for _, t in pairs],
+                     create_graph=create_graph, allow_unused=True)
+        return gx
+
+    return vjp(0), vjp(1), vjp(2), None
 
 
 # -- shape and view ops -------------------------------------------------------------------

@@ -71,7 +71,8 @@ def test_leaf_grad_does_not_alias_the_callers_gradient():
 
 
 def test_matmul_backward_skips_the_gradient_of_a_constant_input():
-    # derivatives.uses_mask: only W needs a gradient, so backward runs one matmul.
+    # derivatives.uses_mask: only W needs a gradient, so backward asks matmul_backward for
+    # that one product (Note [matmul_backward]); the other comes back undefined (None).
     x = md.asarray(np.arange(6.0).reshape(2, 3))
     w = leaf(np.ones((3, 4)))
     y = (x @ w).sum()
@@ -79,17 +80,49 @@ def test_matmul_backward_skips_the_gradient_of_a_constant_input():
 
     class Count(md.DispatchMode):
         def __md_dispatch__(self, func, types, args=(), kwargs=None):
-            calls.append(func.name)
-            return func(*args, **(kwargs or {}))
+            out = func(*args, **(kwargs or {}))
+            calls.append((func.name, args[-1] if func.name == "aten::matmul_backward" else None,
+                          out))
+            return out
 
     with Count():
         y.backward()
-    assert calls.count("aten::matmul") == 1
+    [(_, mask, (gx, gw))] = [c for c in calls if c[0] == "aten::matmul_backward"]
+    assert tuple(mask) == (False, True) and gx is None and gw is not None
+    assert not any(name in ("aten::matmul", "aten::matrix_transpose") for name, _, _ in calls)
     np.testing.assert_allclose(to_numpy(w.grad), np.arange(6.0).reshape(2, 3).T @ np.ones((2, 4)))
     a, b = leaf(np.ones((2, 3))), leaf(np.ones((3, 4)))
     ga, gb = md.autograd.grad((a @ b).sum(), [a, b])  # both needed: both computed
     np.testing.assert_allclose(to_numpy(ga), np.full((2, 3), 4.0))
     np.testing.assert_allclose(to_numpy(gb), np.full((3, 4), 2.0))
+
+
+def test_matmul_backward_composes_ops_when_backward_records():
+    # create_graph: the gradient is made of matmul and matrix_transpose, which have formulas
+    # of their own, so it can be differentiated again (Note [matmul_backward]).
+    a, b = leaf(np.arange(6.0).reshape(2, 3)), leaf(np.ones((3, 4)))
+    names = []
+
+    class Names(md.DispatchMode):
+        def __md_dispatch__(self, func, types, args=(), kwargs=None):
+            names.append(func.name)
+            return func(*args, **(kwargs or {}))
+
+    with Names():
+        (ga,) = md.autograd.grad((a @ b).sum(), [a], create_graph=True)
+    assert "aten::matmul_backward" not in names and "aten::matmul" in names
+    (gb,) = md.autograd.grad(ga.sum(), [b])  # d/db sum(ones @ b^T) = ones(3, 4) * 2
+    np.testing.assert_allclose(to_numpy(gb), np.full((3, 4), 2.0))
+
+
+def test_matmul_backward_checks_its_mask_and_leaves_its_inputs_alone():
+    g, a, b = (md.asarray(np.ones(s)) for s in ((2, 4), (2, 3), (3, 4)))
+    before = [(t._version, to_numpy(t).copy()) for t in (g, a, b)]
+    with pytest.raises(ValueError, match="matmul_backward: mask must have 2 entries"):
+        md.ops.aten.matmul_backward(g, a, b, [True])
+    for t, (v, data) in zip((g, a, b), before):
+        assert t._version == v
+        np.testing.assert_array_equal(to_numpy(t), data)
 
 
 def test_second_backward_raises_unless_retain_graph():
@@ -100,6 +133,30 @@ def test_second_backward_raises_unless_retain_graph():
     np.testing.assert_allclose(to_numpy(x.grad), 4 * np.exp([1.0, 2.0]))
     with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
         y.backward()
+
+
+@pytest.mark.parametrize("retain_graph", [False, True])
+def test_a_failed_backward_has_freed_the_nodes_it_ran_unless_retain_graph(retain_graph):
+    # PyTorch's engine frees a node's saved values as soon as the node ran: when a later
+    # node fails, the ones before it are gone (and .grad is untouched).
+    x = leaf([1.0, 2.0])
+    y = x.exp()
+    loss = (y * y).sum()
+
+    def boom(g):
+        raise ValueError("boom")
+
+    handle = y.register_hook(boom)  # runs after SumBackward0 and MulBackward0
+    with pytest.raises(ValueError, match="boom"):
+        loss.backward(retain_graph=retain_graph)
+    assert x.grad is None
+    handle.remove()
+    if retain_graph:
+        loss.backward()
+        np.testing.assert_allclose(to_numpy(x.grad), 2 * np.exp([2.0, 4.0]))
+    else:
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            loss.backward()
 
 
 def test_backward_needs_scalar_or_gradient():

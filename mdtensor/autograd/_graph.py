@@ -11,7 +11,8 @@ Note [Engine]
 it; a node runs once all of them delivered their gradient (summed per output).  Leaf
 gradients are collected and only written to ``.grad`` after the whole pass succeeded, so a
 failed backward leaves every ``.grad`` as it was.  Without ``retain_graph`` each node drops
-its saved tensors after running; running it again raises PyTorch's error.  Without
+its saved tensors as soon as it ran (so a backward that fails half-way has freed the nodes
+it ran, as in PyTorch); running one again raises PyTorch's error.  Without
 ``create_graph`` formulas run with autograd excluded (they record nothing).
 """
 
@@ -393,7 +394,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
         ready = [n for n in dict.fromkeys(n for n, _ in root_nodes) if deps.get(n, 0) == 0]
     captured = [None] * (len(capture) if capture else 0)
     leaf_grads: dict = {}
-    executed = []
+    release = not retain_graph
     token = None
     if not create_graph:  # ExcludeGuard(AUTOGRAD_FUNCTIONALITY), inlined
         inc, keep = dispatch_tls.get()
@@ -447,7 +448,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                     break
             else:
                 in_grads = [None] * len(node.next_functions)
-            executed.append(node)
+            if release:  # as soon as it ran, as PyTorch's engine does
+                node.release()
             # A formula may return entries past its last edge (non-Tensor arguments) or,
             # for trailing optional Tensors, fewer than the edges: pair them up to the
             # longer of the two so every edge is counted.
@@ -468,12 +470,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
     finally:
         if token is not None:
             dispatch_tls.reset(token)
-    # Only now, with the whole pass done, touch .grad and free the graph.
+    # Only now, with the whole pass done, touch .grad.
     if leaf_grads:
         _accumulate(leaf_grads, roots, create_graph)
-    if not retain_graph:
-        for node in executed:
-            node.release()
     return captured
 
 
