@@ -8,7 +8,7 @@ from mdtensor import _dtypes
 from mdtensor._keys import DispatchKey
 
 from . import _meta_fns as mf
-from ._decl import CATALOGUE, OpInfo, SampleInput, Ufunc, _register_leaf, defop
+from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, defop
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC
 
@@ -25,9 +25,43 @@ def _matmul_samples(dtype, rng):
 
 
 defop("matmul(Tensor self, Tensor other) -> Tensor", impl=_matmul, structured=True,
-      cpu_impl=Ufunc(np.matmul),  # Note [NumPy fast impls]: compat wraps matmul
       meta=mf.matmul, methods=("matmul",),
       info=OpInfo(ref=np.matmul, dtypes=NUMERIC, samples=_matmul_samples))
+
+
+# Note [Matrix products through np.dot]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The CPU kernel of matmul (Note [NumPy fast impls]: array-api-compat wraps matmul).  For
+# operands of one or two dimensions whose inner sizes agree, ``np.dot`` computes what
+# ``np.matmul`` computes (the same BLAS call for real matrices) without the generalized
+# ufunc's set-up: an 8x8 float32 product takes 1.1 us against 2.6 us (NumPy 2.4, one BLAS
+# thread).  Batched operands, 0-d ones (``np.dot`` would multiply) and mismatched sizes
+# (whose error is matmul's) take ``np.matmul``.
+
+
+def _cpu_matmul():
+    from ._decl import device_mismatch, raise_named
+
+    name = "aten::matmul"
+    dot, matmul = np.dot, np.matmul
+
+    def kernel(a, b):
+        d = a._device
+        if b._device is not d:
+            raise device_mismatch(name, d, b._device)
+        x, y = a._data, b._data
+        try:
+            if 0 < x.ndim <= 2 and 0 < y.ndim <= 2 and x.shape[-1] == y.shape[0]:
+                return d.wrap(dot(x, y))
+            return d.wrap(matmul(x, y))
+        except ValueError as e:
+            raise_named(name, e, a, b)
+
+    kernel.__qualname__ = kernel.__name__ = "cpu[aten::matmul]"
+    return kernel
+
+
+_register_leaf(CATALOGUE["aten::matmul"].functional[0], _cpu_matmul(), DispatchKey.CPU)
 
 
 # Note [matmul_backward]
@@ -111,9 +145,9 @@ def _cpu_matmul_backward(generic):
         d = g._device
         if (len(mask) == 2 and ad.ndim == 2 and bd.ndim == 2 and ad.dtype.kind == "f"
                 and bd.dtype.kind == "f" and a._device is d and b._device is d):
-            wrap = d.wrap
-            return (wrap(np.matmul(gd, bd.swapaxes(-1, -2))) if mask[0] else None,
-                    wrap(np.matmul(ad.swapaxes(-1, -2), gd)) if mask[1] else None)
+            wrap = d.wrap  # Note [Matrix products through np.dot]
+            return (wrap(np.dot(gd, bd.T)) if mask[0] else None,
+                    wrap(np.dot(ad.T, gd)) if mask[1] else None)
         return generic(g, a, b, mask)
 
     kernel.__qualname__ = kernel.__name__ = "cpu[aten::matmul_backward]"

@@ -309,12 +309,35 @@ def test_cpu_ufunc_kernels_compute_what_the_generic_kernels_compute():
             stack = op._kernels.get(DispatchKey.CPU)
             if stack and stack[-1].fn.__name__.startswith("ufunc["):
                 direct.add(decl.name)
-    assert {"add", "mul", "exp", "matmul", "div"} <= direct
+    assert {"add", "mul", "exp", "div"} <= direct
     for name in dir(compat):
         fn = getattr(np, name, None)
         if isinstance(fn, np.ufunc) and getattr(compat, name) is not fn:
             assert name in COMPAT_WRAPPED | {"matmul"}, name
     assert not COMPAT_WRAPPED & direct
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "float32", "float64", "complex64"])
+def test_cpu_matmul_kernel_computes_what_np_matmul_computes(dtype):
+    # Note [Matrix products through np.dot]: 1-D and 2-D operands take np.dot, the rest
+    # np.matmul; results, dtypes and errors are np.matmul's.
+    rng = np.random.default_rng(0)
+    shapes = [((3, 4), (4, 2)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)), ((0, 4), (4, 3)),
+              ((2, 3, 4), (4, 5)), ((4, 3), (4, 5))]
+    for sa, sb in shapes:
+        a = (rng.standard_normal(sa) * 3).astype(dtype)
+        b = (rng.standard_normal(sb) * 3).astype(dtype)
+        if sa == (4, 3):
+            a = a.T  # a transposed view
+        got = md.asarray(a) @ md.asarray(b)
+        want = np.matmul(a, b)
+        assert to_numpy(got).dtype == want.dtype and got.shape == want.shape, (sa, sb)
+        np.testing.assert_allclose(to_numpy(got), want, rtol=1e-5, atol=1e-5)
+    x = md.asarray(np.ones((3, 4), dtype))
+    with pytest.raises(ValueError, match="aten::matmul: .*mismatch in its core dimension"):
+        x @ md.asarray(np.ones((5, 2), dtype))
+    with pytest.raises(ValueError, match="aten::matmul: .*does not have enough dimensions"):
+        x @ md.asarray(np.ones((), dtype))
 
 
 @pytest.mark.parametrize("name", ["div", "exp", "sub"])
