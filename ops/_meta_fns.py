@@ -46,6 +46,11 @@ def _shape(x):
     return tuple(x.shape) if hasattr(x, "shape") else ()
 
 
+def real_dtype(d: DType) -> DType:
+    """The real dtype of complex ``d`` (``d`` itself when it is not complex)."""
+    return {_dtypes.complex64: _dtypes.float32, _dtypes.complex128: _dtypes.float64}.get(d, d)
+
+
 def same(x, *args, **kwargs):
     """Same shape and dtype as ``x``."""
     return x.shape, x.dtype

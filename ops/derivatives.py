@@ -671,8 +671,6 @@ def _matmul_backward(c, out, g, a, b, mask):
     from mdtensor.autograd import enable_grad, grad
 
     create_graph = bool(_tls_get()[1] & _AUTOGRAD)
-    cots = c if isinstance(c, (tuple, list)) else (c, None)
-    mask = tuple(mask)
 
     def vjp(i):
         args = [g, a, b]
@@ -681,7 +679,7 @@ def _matmul_backward(c, out, g, a, b, mask):
         args[i] = leaf
         with enable_grad():
             outs = _matmul_composite(mask, *args)
-        pairs = [(o, t) for o, t in zip(outs, cots)
+        pairs = [(o, t) for o, t in zip(outs, c)  # c: the two outputs' gradients
                  if o is not None and t is not None and o.requires_grad]
         if not pairs:
             return None

@@ -547,8 +547,7 @@ unary("signbit", meta=mf.compare_unary, dtypes=FLOATS, structured=False)
 
 
 def _real_meta(x, *args, **kwargs):
-    d = x.dtype
-    return x.shape, {dt.complex64: dt.float32, dt.complex128: dt.float64}.get(d, d)
+    return x.shape, mf.real_dtype(x.dtype)
 
 
 def _xp_call(name):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from mdtensor import _dtypes
 from mdtensor._keys import DispatchKey
 
 from . import _meta_fns as mf
@@ -155,11 +154,9 @@ def _cpu_matmul_backward(generic):
 
 
 def _matmul_backward_meta(g, a, b, mask):
-    def grad_dtype(x, other):
+    def grad_dtype(x, other):  # a real operand gets the real part (as _real_for)
         dt = mf.result_type(g, other)
-        if dt.kind == "c" and x.dtype.kind != "c":
-            dt = _dtypes.float32 if dt is _dtypes.complex64 else _dtypes.float64
-        return dt
+        return dt if x.dtype.kind == "c" else mf.real_dtype(dt)
 
     _check_mask(mask)
     return ((tuple(a.shape), grad_dtype(a, b)) if mask[0] else None,
