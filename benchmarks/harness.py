@@ -3,7 +3,10 @@
 Each case is a set of zero-argument callables, one per implementation (``numpy``,
 ``mdtensor``, ``torch``, ...). Implementations whose library is missing are "n/a". Repeats
 are interleaved round-robin across implementations so that machine noise hits them alike;
-the reported figure is the median time per call.
+the reported time is the median time per call.
+
+A ratio between two implementations is the median of the per-round ratios (Note [Paired
+ratios]), not the ratio of the two medians.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -29,6 +33,31 @@ class Case:
     impls: dict[str, Callable[[], object]] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)  # impl -> why not available
     medians: dict[str, float] = field(default_factory=dict)  # impl -> seconds per call
+    samples: dict[str, list[float]] = field(default_factory=dict)  # impl -> one per round
+
+    def ratio(self, impl: str, ref: str) -> float | None:
+        """``impl``'s time over ``ref``'s: the median of the rounds' ratios."""
+        a, b = self.samples.get(impl), self.samples.get(ref)
+        if not a or not b:
+            return None
+        return statistics.median(x / y for x, y in zip(a, b))
+
+
+# Note [Paired ratios]
+# ~~~~~~~~~~~~~~~~~~~~
+# The development machines are shared virtual machines whose speed drifts by tens of
+# percent within seconds (8-element np.add took 0.6 us in one run and 1.2 us in the next).
+# A round runs every implementation back to back, so the two times of one round saw nearly
+# the same machine: their ratio cancels the drift that the ratio of two medians, each
+# taken over the whole run, keeps.  Short rounds (many of them) make the pairs closer in
+# time.  The table's ratio columns are medians of these per-round ratios; the times are
+# plain medians.
+#
+# Each round runs the implementations in a new (seeded) random order: where an
+# implementation runs in a round, and after which other one, matters by itself.  With a
+# fixed order, exp on 4M float32 elements measured 1.02-1.11x NumPy when mdtensor ran right
+# after NumPy and 0.95-1.00x when it ran first, for the same np.exp call; rotating the
+# order kept mdtensor after NumPy in most rounds and still gave 0.96-1.06x.
 
 
 def _calibrate(fn: Callable[[], object], target: float) -> int:
@@ -55,13 +84,17 @@ def run_case(case: Case, repeats: int, target: float) -> None:
             case.missing[impl] = f"error: {type(e).__name__}: {e}"
             del case.impls[impl]
     samples: dict[str, list[float]] = {impl: [] for impl in case.impls}
+    order = list(case.impls.items())
+    shuffle = random.Random(0).shuffle
     for _ in range(repeats):
-        for impl, fn in case.impls.items():
+        shuffle(order)  # Note [Paired ratios]: no fixed place or neighbour in a round
+        for impl, fn in order:
             n = numbers[impl]
             t0 = time.perf_counter()
             for _ in range(n):
                 fn()
             samples[impl].append((time.perf_counter() - t0) / n)
+    case.samples = samples
     case.medians = {impl: statistics.median(v) for impl, v in samples.items()}
 
 
@@ -75,19 +108,21 @@ def fmt(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
-def ratio(a: float | None, b: float | None) -> str:
-    return "" if a is None or b is None else f"{a / b:.2f}x"
+def fmt_ratio(r: float | None) -> str:
+    return "" if r is None else f"{r:.2f}x"
 
 
 def table(cases: list[Case]) -> str:
-    """A markdown table of medians and the mdtensor/torch, mdtensor/numpy ratios."""
-    head = ["case", *IMPLS, "md/torch", "md/numpy"]
+    """A markdown table of medians and mdtensor's ratios to torch, numpy and eager
+    jax.numpy (Note [Paired ratios])."""
+    head = ["case", *IMPLS, "md/torch", "md/numpy", "md/jax"]
     rows = [head, ["---"] * len(head)]
     for c in cases:
         m = c.medians
         rows.append([c.name, *(fmt(m.get(i)) if i in m else "n/a" for i in IMPLS),
-                     ratio(m.get("mdtensor"), m.get("torch")),
-                     ratio(m.get("mdtensor"), m.get("numpy"))])
+                     fmt_ratio(c.ratio("mdtensor", "torch")),
+                     fmt_ratio(c.ratio("mdtensor", "numpy")),
+                     fmt_ratio(c.ratio("mdtensor", "jax"))])
     return "\n".join("| " + " | ".join(r) + " |" for r in rows)
 
 
@@ -123,6 +158,10 @@ def write_json(path: str, cases: list[Case], extra: dict) -> None:
     record = {
         "machine": machine_info(),
         "cases": [{"name": c.name, "group": c.group, "seconds": c.medians,
+                   "ratios": {f"mdtensor/{ref}": c.ratio("mdtensor", ref)
+                              for ref in IMPLS if ref != "mdtensor" and ref in c.samples
+                              and "mdtensor" in c.samples},
+                   "rounds": len(c.samples.get("mdtensor", ())),
                    "missing": c.missing} for c in cases],
         **extra,
     }

@@ -1,0 +1,45 @@
+"""The benchmark harness: rounds, paired ratios, the table (no timings are asserted)."""
+
+import pytest
+
+from benchmarks.harness import Case, run_case, table
+
+
+def test_ratio_is_the_median_of_per_round_ratios():
+    # Round 3 was slow for both: the ratio of medians (2.0) would keep that drift.
+    c = Case("x", "small", samples={"mdtensor": [1.0, 2.0, 10.0], "numpy": [1.0, 1.0, 10.0]})
+    assert c.ratio("mdtensor", "numpy") == 1.0
+    assert c.ratio("mdtensor", "torch") is None  # not measured
+    assert c.ratio("torch", "numpy") is None
+
+
+def test_run_case_records_one_sample_per_round_and_reports_failures():
+    calls = {"numpy": 0, "mdtensor": 0}
+
+    def counting(name):
+        def fn():
+            calls[name] += 1
+        return fn
+
+    def broken():
+        raise ValueError("no such op")
+
+    c = Case("x", "small", impls={"numpy": counting("numpy"), "mdtensor": counting("mdtensor"),
+                                  "torch": broken})
+    run_case(c, repeats=4, target=1e-4)
+    assert set(c.samples) == {"numpy", "mdtensor"}
+    assert all(len(v) == 4 and min(v) > 0 for v in c.samples.values())
+    assert c.missing["torch"] == "error: ValueError: no such op"
+    assert calls["numpy"] > 4 and calls["mdtensor"] > 4
+    row = table([c]).splitlines()[2]
+    assert row.startswith("| x |") and row.count("x |") >= 2  # md/numpy filled in
+
+
+@pytest.mark.parametrize("missing", ["numpy", "mdtensor"])
+def test_table_leaves_a_ratio_empty_when_a_side_is_missing(missing):
+    samples = {"numpy": [1.0], "mdtensor": [2.0]}
+    del samples[missing]
+    c = Case("x", "small", samples=samples,
+             medians={k: v[0] for k, v in samples.items()})
+    row = table([c]).splitlines()[2].split("|")
+    assert row[-4:-1] == ["  ", "  ", "  "]
