@@ -222,6 +222,82 @@ def test_grad_allow_unused():
     assert gz is None and gx.tolist() == [2.0]
 
 
+def test_grad_of_an_input_given_twice():
+    x = leaf([1.0, 2.0])
+    g1, g2 = md.autograd.grad((x * 3).sum(), [x, x])
+    assert g1.tolist() == g2.tolist() == [3.0, 3.0]
+
+
+def test_grad_runs_only_the_nodes_its_inputs_need():
+    # As PyTorch (Note [Needed nodes]): the branch of b is not run, so its hook does not
+    # fire; the branch of a does.
+    a, b = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    p, q = a * 2, b * 3
+    fired = []
+    p.register_hook(lambda g: fired.append("p"))
+    q.register_hook(lambda g: fired.append("q"))
+    s = (p + q).sum()
+    (ga,) = md.autograd.grad(s, [a], retain_graph=True)
+    assert ga.tolist() == [2.0, 2.0] and fired == ["p"]
+    # the branch that did not run kept its saved state: a later full backward works
+    s.backward()
+    assert sorted(fired) == ["p", "p", "q"] and b.grad.tolist() == [3.0, 3.0]
+
+
+def test_grad_of_a_non_leaf_stops_at_it():
+    x = leaf([1.0, 2.0])
+    y = x * x
+    fired = []
+    x.register_hook(lambda g: fired.append("x"))
+    (gy,) = md.autograd.grad((y * 5).sum(), [y])
+    assert gy.tolist() == [5.0, 5.0] and fired == [] and x.grad is None
+
+
+def test_backward_inputs_accumulates_only_into_them():
+    x, w = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    loss = (x * w).sum()
+    loss.backward(inputs=[x], retain_graph=True)
+    assert x.grad.tolist() == [3.0, 4.0] and w.grad is None
+    loss.backward(inputs=w, retain_graph=True)  # a single tensor too
+    assert x.grad.tolist() == [3.0, 4.0] and w.grad.tolist() == [1.0, 2.0]
+    md.autograd.backward([loss], inputs=[x, x])  # once, however often it is named
+    assert x.grad.tolist() == [6.0, 8.0]
+
+
+def test_backward_inputs_non_leaf_gets_its_grad_and_keeps_retaining():
+    # As PyTorch: a non-leaf input is retain_grad()-ed, so its .grad is filled now and on
+    # later backward calls; the leaves behind it get nothing.
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    z = (y * y).sum()
+    z.backward(inputs=[y], retain_graph=True)
+    assert y.grad.tolist() == [4.0, 8.0] and x.grad is None and y.retains_grad
+    z.backward()
+    assert y.grad.tolist() == [8.0, 16.0] and x.grad.tolist() == [8.0, 16.0]
+
+
+def test_backward_inputs_unused_input_gets_no_grad():
+    x, u = leaf([1.0]), leaf([2.0])
+    (x * 2).sum().backward(inputs=[u, x])
+    assert u.grad is None and x.grad.tolist() == [2.0]
+
+
+def test_backward_inputs_errors_leave_everything_as_it_was():
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    loss = (y * 3).sum()
+    with pytest.raises(RuntimeError, match="`inputs` argument to `backward\\(\\)` cannot be "
+                                           "empty"):
+        loss.backward(inputs=[])
+    with pytest.raises(RuntimeError, match="backward: one of the inputs does not require grad"):
+        loss.backward(inputs=[y, md.asarray([1.0])])
+    with pytest.raises(TypeError, match="backward: inputs must be Tensors, got list"):
+        loss.backward(inputs=[[1.0]])
+    assert not y.retains_grad and x.grad is None
+    loss.backward()  # the graph is intact
+    assert x.grad.tolist() == [6.0, 6.0]
+
+
 def test_no_grad_and_enable_grad_are_thread_local():
     x = leaf([1.0])
     with md.no_grad():

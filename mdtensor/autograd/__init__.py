@@ -749,12 +749,32 @@ def _root_grads(outputs, grad_outputs, where):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              inputs=None) -> None:
-    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves."""
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves, or only of
+    ``inputs`` (tensors, leaves or not) when given: then only the nodes on the way to them
+    run (Note [Needed nodes])."""
     tensors = _as_list(tensors)
+    nodes = None
+    if inputs is not None:
+        inputs = _as_list(inputs)
+        if not inputs:
+            raise RuntimeError("backward: `inputs` argument to `backward()` cannot be empty.")
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"backward: inputs must be Tensors, got {type(t).__name__}")
+            if not _requires_grad(t):
+                raise RuntimeError("backward: one of the inputs does not require grad (can't "
+                                   "retain_grad on Tensor that has requires_grad=False)")
     roots = _root_grads(tensors, grad_tensors, "backward")
+    if inputs is not None:
+        # As PyTorch: a non-leaf input keeps its gradient from now on (retain_grad).
+        nodes = set()
+        for t in inputs:
+            if grad_fn_of(t) is not None:
+                _retain_grad(t)
+            nodes.add(gradient_edge(t)[0])
     if retain_graph is None:
         retain_graph = create_graph
-    run_backward(roots, retain_graph, create_graph)
+    run_backward(roots, retain_graph, create_graph, inputs=nodes)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -763,15 +783,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     outputs = _as_list(outputs)
     inputs_l = _as_list(inputs)
     roots = _root_grads(outputs, grad_outputs, "grad")
-    capture = {}
-    for i, t in enumerate(inputs_l):
+    capture = {}  # one capture per distinct edge: an input given twice gets it twice
+    where = []
+    for t in inputs_l:
         edge = gradient_edge(t)
         if edge is None:
             raise RuntimeError("grad: One of the differentiated Tensors does not require grad")
-        capture[edge] = i
+        where.append(capture.setdefault(edge, len(capture)))
     if retain_graph is None:
         retain_graph = create_graph
     got = run_backward(roots, retain_graph, create_graph, capture=capture, accumulate=False)
+    got = [got[k] for k in where]
     for i, g in enumerate(got):
         if g is None and not allow_unused:
             raise RuntimeError(
@@ -787,8 +809,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-    """Compute the gradient of this tensor w.r.t. the graph leaves (into ``.grad``)."""
-    backward([self], None if gradient is None else [gradient], retain_graph, create_graph)
+    """Compute the gradient of this tensor w.r.t. the graph leaves, or ``inputs``, into
+    their ``.grad``."""
+    backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
+             inputs)
 
 
 def _register_hook(self, hook):

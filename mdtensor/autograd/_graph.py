@@ -357,6 +357,39 @@ def _dependencies(roots):
     return deps
 
 
+def _needed(roots, targets) -> set:
+    """The nodes reachable from ``roots`` that have a path of one or more edges to a node
+    of ``targets`` (PyTorch's ``exec_info``: the nodes ``autograd.grad`` and
+    ``backward(inputs=...)`` must run).  An iterative depth-first walk: a node is needed
+    once one of its edges leads to a target or to a needed node."""
+    needed: dict = {}
+    for root in dict.fromkeys(n for n, _ in roots):
+        if root in needed:
+            continue
+        needed[root] = False
+        stack = [(root, iter(root.next_functions))]
+        while stack:
+            node, edges = stack[-1]
+            for edge in edges:
+                if edge is None:
+                    continue
+                nxt = edge[0]
+                if nxt in targets:
+                    needed[node] = True
+                seen = needed.get(nxt)
+                if seen is None:  # first visit: walk it before going on with ``node``
+                    needed[nxt] = False
+                    stack.append((nxt, iter(nxt.next_functions)))
+                    break
+                if seen:
+                    needed[node] = True
+            else:
+                stack.pop()
+                if stack and needed[node]:
+                    needed[stack[-1][0]] = True
+    return {n for n, v in needed.items() if v}
+
+
 def _stealable(g, taken: set) -> bool:
     """Whether a leaf may keep gradient ``g`` itself as ``.grad`` (Note [Leaf gradients])."""
     if g._view is not None or id(g._data) in taken:
@@ -366,7 +399,7 @@ def _stealable(g, taken: set) -> bool:
 
 
 def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
-                 accumulate: bool = True):
+                 accumulate: bool = True, inputs=None):
     """Run the engine (Note [Engine]).
 
     Args:
@@ -374,6 +407,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
         capture: ``{edge: index}``: gradients arriving at these edges are returned
             (``autograd.grad``) instead of, or besides, being accumulated.
         accumulate: write leaf gradients into ``.grad``.
+        inputs: the nodes of ``backward(inputs=...)``: only they, and the nodes on the
+            way to them, run (Note [Needed nodes]).
 
     Returns:
         the list of captured gradients (None where nothing arrived).
@@ -387,11 +422,22 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
         buf[nr] = _add(buf[nr], g)
         root_nodes.append((node, nr))
     deps = _dependencies(root_nodes)
+    needed = run = None
+    if capture or inputs:  # Note [Needed nodes]
+        targets = {edge[0] for edge in capture} if capture else set()
+        if inputs:
+            targets |= inputs
+        needed = _needed(root_nodes, targets)
+        run = needed | targets
+        if inputs:
+            needed |= inputs
     if len(root_nodes) == 1:  # loss.backward()
         node = root_nodes[0][0]
         ready = [node] if deps.get(node, 0) == 0 else []
     else:
         ready = [n for n in dict.fromkeys(n for n, _ in root_nodes) if deps.get(n, 0) == 0]
+    if run is not None:
+        ready = [n for n in ready if n in run]
     captured = [None] * (len(capture) if capture else 0)
     leaf_grads: dict = {}
     release = not retain_graph
@@ -442,6 +488,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                     if t is not None and grads[nr] is not None:
                         leaf_grads[id(t)] = (t, _add(leaf_grads.get(id(t), (t, None))[1],
                                                      grads[nr]))
+            if needed is not None and node not in needed:
+                continue  # captured, not on the way to another target: it does not run
             for g in grads:
                 if g is not None:
                     in_grads = node.apply(grads)
@@ -457,6 +505,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                 if edge is None:
                     continue
                 nxt, nr = edge
+                if run is not None and nxt not in run:
+                    continue
                 if g is not None:
                     buf = buffers.get(nxt)
                     if buf is None:
@@ -474,6 +524,19 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
     if leaf_grads:
         _accumulate(leaf_grads, roots, create_graph)
     return captured
+
+
+# Note [Needed nodes]
+# ~~~~~~~~~~~~~~~~~~~
+# ``autograd.grad(outputs, inputs)`` and ``backward(inputs=...)`` run only what the inputs'
+# gradients need, as PyTorch's engine does (``GraphTask::init_to_execute``): the target
+# nodes (the nodes of the inputs' gradient edges) and the nodes with a path to one.  A
+# captured node that leads to no other target is not run: its gradient is taken (after
+# its tensor hooks) and the walk stops there; a node of ``backward(inputs=...)`` runs (a
+# non-leaf input's gradient reaches ``.grad`` as a retained gradient, a leaf's through its
+# accumulator).  Edges into nodes off these paths are dropped, so their hooks do not fire,
+# their leaves get no gradient and their saved tensors are not released.  A plain
+# ``backward()`` has no targets and runs every node it reaches.
 
 
 # Note [Leaf gradients]
