@@ -323,7 +323,12 @@ class Tensor:
     @property
     def grad(self):
         ag = self._ag
-        return None if ag is None else ag.grad
+        if ag is None:
+            return None
+        g = ag.grad
+        if g is None and ag.grad_fn is not None and not ag.retains_grad:
+            _warn_non_leaf_grad()
+        return g
 
     @grad.setter
     def grad(self, value) -> None:
@@ -350,6 +355,17 @@ class Tensor:
     def data(self) -> Tensor:
         """A tensor sharing this one's storage, outside autograd (like ``detach``)."""
         return self.detach()
+
+
+def _warn_non_leaf_grad() -> None:
+    import warnings
+
+    warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                  "accessed. Its .grad attribute won't be populated during backward(). If "
+                  "you indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                  ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
+                  "by mistake, make sure you access the leaf Tensor instead.", UserWarning,
+                  stacklevel=3)
 
 
 class _Size(int):

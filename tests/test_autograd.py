@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -296,6 +297,36 @@ def test_backward_inputs_errors_leave_everything_as_it_was():
     assert not y.retains_grad and x.grad is None
     loss.backward()  # the graph is intact
     assert x.grad.tolist() == [6.0, 6.0]
+
+
+@pytest.mark.parametrize("hook, error, message", [
+    (lambda g: g.sum(), RuntimeError, r"hook '<lambda>' has changed the size of value \(was "
+                                      r"\(2,\), got \(\)\)"),
+    (lambda g: g.to(dtype=md.float64), RuntimeError,
+     "hook '<lambda>' has changed the type of value \\(was float32 on cpu, got float64"),
+    (lambda g: 3, TypeError, "hook '<lambda>' returned int; expected a Tensor or None"),
+])
+@pytest.mark.parametrize("on_leaf", [False, True])
+def test_a_hook_may_not_change_the_gradient_shape_dtype_or_type(hook, error, message,
+                                                                on_leaf):
+    # As PyTorch's check of a hook's result; .grad stays as it was.
+    x = md.asarray([1.0, 2.0], dtype=md.float32, requires_grad=True)
+    y = x * 2
+    (x if on_leaf else y).register_hook(hook)
+    with pytest.raises(error, match="backward: " + message):
+        y.sum().backward()
+    assert x.grad is None
+
+
+def test_reading_grad_of_a_non_leaf_warns_as_in_pytorch():
+    x = leaf([1.0])
+    y = x * 2
+    with pytest.warns(UserWarning, match="not a leaf Tensor is being accessed"):
+        assert y.grad is None
+    y.retain_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert y.grad is None and x.grad is None  # retained, and a leaf: no warning
 
 
 def test_no_grad_and_enable_grad_are_thread_local():

@@ -357,6 +357,23 @@ def _dependencies(roots):
     return deps
 
 
+def _hook_result(hook, new, old):
+    """A tensor hook's replacement gradient ``new`` for ``old``, checked as PyTorch checks
+    it: a Tensor of the same shape, dtype and device."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if not hasattr(new, "_ks"):
+        raise TypeError(f"backward: hook '{name}' returned {type(new).__name__}; expected a "
+                        f"Tensor or None")
+    if tuple(new.shape) != tuple(old.shape):
+        raise RuntimeError(f"backward: hook '{name}' has changed the size of value (was "
+                           f"{tuple(old.shape)}, got {tuple(new.shape)})")
+    if new.dtype != old.dtype or new._device != old._device:
+        raise RuntimeError(f"backward: hook '{name}' has changed the type of value (was "
+                           f"{old.dtype.name} on {old._device}, got {new.dtype.name} on "
+                           f"{new._device})")
+    return new
+
+
 def _needed(roots, targets) -> set:
     """The nodes reachable from ``roots`` that have a path of one or more edges to a node
     of ``targets`` (PyTorch's ``exec_info``: the nodes ``autograd.grad`` and
@@ -461,7 +478,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                             for hook in hooks:
                                 new = hook(g)
                                 if new is not None:
-                                    g = new
+                                    g = _hook_result(hook, new, g)
                     if idx is not None:
                         captured[idx] = _add(captured[idx], g)
                     if accumulate:
@@ -476,7 +493,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                         if grads[nr] is not None:
                             new = hook(grads[nr])
                             if new is not None:
-                                grads[nr] = new
+                                grads[nr] = _hook_result(hook, new, grads[nr])
             if capture:
                 for nr in range(node.n_outputs):
                     idx = capture.get((node, nr))
