@@ -38,6 +38,7 @@ from ._graph import (
     grad_fn_of,
     gradient_edge,
     move_retained,
+    next_seq,
     run_backward,
     save_output,
 )
@@ -440,6 +441,7 @@ def _make_kernel(op, formula):
             node.next_functions = edges
             node.pre_hooks = None
             node.retained = None
+            node.seq = next_seq()  # Note [Engine]
             if out._ag is None:  # ``out`` is fresh from a functional kernel
                 meta = _new(AutogradMeta)
                 meta.requires_grad = True

@@ -7,8 +7,14 @@ formula uses it, each with its version at save time), and one *edge* per Tensor 
 
 Note [Engine]
 ~~~~~~~~~~~~~
-``run_backward`` counts, for every node reachable from the roots, how many edges lead into
-it; a node runs once all of them delivered their gradient (summed per output).  Leaf
+Every node gets a sequence number when it is made, newer nodes smaller ones (``seq``), and
+an edge always leads to an older node (an op's inputs exist before its node).
+``run_backward`` keeps the nodes that received a gradient in a heap and always runs the
+newest: every node that can still send it a gradient is newer, reachable only through a
+node in the heap that is newer still, so it has run -- a node runs once, with all its
+gradients summed per output, and no dependency count is needed (PyTorch's engine orders
+its ready queue by the same sequence numbers, and counts dependencies besides).  A node
+that receives no gradient does not run.  Leaf
 gradients are collected and only written to ``.grad`` after the whole pass succeeded, so a
 failed backward leaves every ``.grad`` as it was.  Without ``retain_graph`` each node drops
 its saved tensors as soon as it ran (so a backward that fails half-way has freed the nodes
@@ -19,7 +25,8 @@ it ran, as in PyTorch); running one again raises PyTorch's error.  Without
 from __future__ import annotations
 
 import weakref
-from itertools import repeat, zip_longest
+from heapq import heappop, heappush
+from itertools import count, repeat
 from operator import is_not
 
 from mdtensor._keys import AUTOGRAD_FUNCTIONALITY
@@ -38,14 +45,16 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 
 
 _new = object.__new__
-_NONE = repeat(None)  # endless: map(is_not, edges, _NONE) stops with the edges
+_NONE = repeat(None)
+#: the next node's sequence number: -1, -2, ... (newer nodes first in a min-heap)
+next_seq = count(-1, -1).__next__  # endless: map(is_not, edges, _NONE) stops with the edges
 
 
 class Node:
     """One recorded op: its derivative formula, saved values and input edges."""
 
     __slots__ = ("_name", "formula", "args", "kwargs", "out", "saved", "next_functions",
-                 "n_outputs", "pre_hooks", "retained", "__weakref__")
+                 "n_outputs", "pre_hooks", "retained", "seq", "__weakref__")
 
     #: The formula takes first ``needs``, which edges are live (MaskedNode).
     masked = False
@@ -61,6 +70,7 @@ class Node:
         self.n_outputs = n_outputs
         self.pre_hooks = None
         self.retained = None
+        self.seq = next_seq()
 
     @staticmethod
     def new(name, formula, args, kwargs, out, saved, edges, n_outputs):
@@ -77,6 +87,7 @@ class Node:
         node.n_outputs = n_outputs
         node.pre_hooks = None
         node.retained = None
+        node.seq = next_seq()
         return node
 
     def name(self) -> str:
@@ -193,7 +204,7 @@ def _modified_message(t, node, expected) -> str:
 class AccumulateGrad:
     """The node of a leaf: its gradient goes to ``leaf.grad``."""
 
-    __slots__ = ("variable", "__weakref__")
+    __slots__ = ("variable", "seq", "__weakref__")
     next_functions = ()
     n_outputs = 1
     pre_hooks = None
@@ -201,6 +212,7 @@ class AccumulateGrad:
 
     def __init__(self, variable):
         self.variable = variable
+        self.seq = next_seq()
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -337,26 +349,6 @@ def _add(a, b):
     return (_aten or _ops()).add(a, b)
 
 
-def _dependencies(roots):
-    """How many edges lead into each node reachable from ``roots``.  A node is walked when
-    its first incoming edge is counted (roots up front, once each), so each is pushed once."""
-    deps: dict = {}
-    stack = list(dict.fromkeys(n for n, _ in roots))
-    walked = set(stack)
-    while stack:
-        for edge in stack.pop().next_functions:
-            if edge is not None:
-                nxt = edge[0]
-                n = deps.get(nxt)
-                if n is not None:
-                    deps[nxt] = n + 1
-                else:
-                    deps[nxt] = 1
-                    if nxt not in walked:
-                        stack.append(nxt)
-    return deps
-
-
 def _hook_result(hook, new, old):
     """A tensor hook's replacement gradient ``new`` for ``old``, checked as PyTorch checks
     it: a Tensor of the same shape, dtype and device."""
@@ -430,16 +422,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
     Returns:
         the list of captured gradients (None where nothing arrived).
     """
-    buffers: dict = {}
-    root_nodes = []
-    for (node, nr), g in roots:
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * node.n_outputs
-        buf[nr] = _add(buf[nr], g)
-        root_nodes.append((node, nr))
-    deps = _dependencies(root_nodes)
-    needed = run = None
+    root_nodes = [edge for edge, _ in roots]
+    run = needed = None
     if capture or inputs:  # Note [Needed nodes]
         targets = {edge[0] for edge in capture} if capture else set()
         if inputs:
@@ -448,13 +432,16 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
         run = needed | targets
         if inputs:
             needed |= inputs
-    if len(root_nodes) == 1:  # loss.backward()
-        node = root_nodes[0][0]
-        ready = [node] if deps.get(node, 0) == 0 else []
-    else:
-        ready = [n for n in dict.fromkeys(n for n, _ in root_nodes) if deps.get(n, 0) == 0]
-    if run is not None:
-        ready = [n for n in ready if n in run]
+    buffers: dict = {}
+    heap: list = []  # (seq, node): the newest node first (Note [Engine])
+    for (node, nr), g in roots:
+        buf = buffers.get(node)
+        if buf is None:
+            if run is not None and node not in run:
+                continue
+            buf = buffers[node] = [None] * node.n_outputs
+            heappush(heap, (node.seq, node))
+        buf[nr] = _add(buf[nr], g)
     captured = [None] * (len(capture) if capture else 0)
     leaf_grads: dict = {}
     release = not retain_graph
@@ -463,9 +450,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
         inc, keep = dispatch_tls.get()
         token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
     try:
-        while ready:
-            node = ready.pop()
-            grads = buffers.pop(node, None) or [None] * node.n_outputs
+        while heap:
+            node = heappop(heap)[1]
+            grads = buffers.pop(node)
             if node.__class__ is AccumulateGrad:
                 g = grads[0]
                 if g is not None:
@@ -507,33 +494,25 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                                                      grads[nr]))
             if needed is not None and node not in needed:
                 continue  # captured, not on the way to another target: it does not run
-            for g in grads:
-                if g is not None:
-                    in_grads = node.apply(grads)
-                    break
-            else:
-                in_grads = [None] * len(node.next_functions)
+            in_grads = node.apply(grads)
             if release:  # as soon as it ran, as PyTorch's engine does
                 node.release()
             # A formula may return entries past its last edge (non-Tensor arguments) or,
-            # for trailing optional Tensors, fewer than the edges: pair them up to the
-            # longer of the two so every edge is counted.
-            for edge, g in zip_longest(node.next_functions, in_grads):
-                if edge is None:
+            # for trailing optional Tensors, fewer than the edges.
+            for edge, g in zip(node.next_functions, in_grads):
+                if g is None or edge is None:
                     continue
                 nxt, nr = edge
-                if run is not None and nxt not in run:
-                    continue
-                if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * nxt.n_outputs
+                buf = buffers.get(nxt)
+                if buf is None:
+                    if run is not None and nxt not in run:
+                        continue
+                    buf = buffers[nxt] = [None] * nxt.n_outputs
+                    heappush(heap, (nxt.seq, nxt))
+                    buf[nr] = g
+                else:
                     prev = buf[nr]
                     buf[nr] = g if prev is None else _add(prev, g)
-                left = deps[nxt] - 1
-                deps[nxt] = left
-                if left == 0:
-                    ready.append(nxt)
     finally:
         if token is not None:
             dispatch_tls.reset(token)
