@@ -1,9 +1,9 @@
 """Timing harness: interleaved repeats, medians, a table and a JSON record.
 
 Each case is a set of zero-argument callables, one per implementation (``numpy``,
-``mdtensor``, ``torch``, ...). Implementations whose library is missing are "n/a". Repeats
-are interleaved round-robin across implementations so that machine noise hits them alike;
-the reported time is the median time per call.
+``mdtensor``, ``torch``, ...). Implementations whose library is missing are "n/a". Rounds
+run every implementation once each, in a shuffled order, so that machine noise hits them
+alike; the reported time is the median time per call.
 
 A ratio between two implementations is the median of the per-round ratios (Note [Paired
 ratios]), not the ratio of the two medians.
@@ -158,9 +158,9 @@ def write_json(path: str, cases: list[Case], extra: dict) -> None:
     record = {
         "machine": machine_info(),
         "cases": [{"name": c.name, "group": c.group, "seconds": c.medians,
-                   "ratios": {f"mdtensor/{ref}": c.ratio("mdtensor", ref)
-                              for ref in IMPLS if ref != "mdtensor" and ref in c.samples
-                              and "mdtensor" in c.samples},
+                   "ratios": {f"mdtensor/{ref}": r for ref in IMPLS
+                              if (r := c.ratio("mdtensor", ref)) is not None
+                              and ref != "mdtensor"},
                    "rounds": len(c.samples.get("mdtensor", ())),
                    "missing": c.missing} for c in cases],
         **extra,

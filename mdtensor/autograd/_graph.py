@@ -45,9 +45,9 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 
 
 _new = object.__new__
-_NONE = repeat(None)
+_NONE = repeat(None)  # endless: map(is_not, edges, _NONE) stops with the edges
 #: the next node's sequence number: -1, -2, ... (newer nodes first in a min-heap)
-next_seq = count(-1, -1).__next__  # endless: map(is_not, edges, _NONE) stops with the edges
+next_seq = count(-1, -1).__next__
 
 
 class Node:
