@@ -860,6 +860,16 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                 caller = cache.get((type(a), type(b)))
                 if caller is not None:
                     return caller(a, b)
+            elif len(args) == 1:  # the backward ops' (grad, self, dim) and the like
+                c = args[0]
+                caller = cache.get((type(a), type(b), type(c)))
+                if caller is not None:
+                    return caller(a, b, c)
+            elif len(args) == 2:
+                c, d = args
+                caller = cache.get((type(a), type(b), type(c), type(d)))
+                if caller is not None:
+                    return caller(a, b, c, d)
         elif type(a) is one_type:  # Note [Inline dispatch]
             inc, keep = tls_get()
             ks = (a._ks | inc) & keep & one_op._mask

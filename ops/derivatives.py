@@ -87,6 +87,10 @@ def sum_to(g, shape):
     shape = tuple(shape)
     if gshape == shape:
         return g
+    return _reduce_to(g, gshape, shape)
+
+
+def _reduce_to(g, gshape, shape):
     lead = len(gshape) - len(shape)
     if 1 in shape:  # broadcast size-1 dimensions are summed and kept
         ones = _broadcast_ones(gshape, shape, lead)
@@ -113,11 +117,20 @@ def _shape(x):
 def _g(g, x):
     """``g`` reduced to the shape of argument ``x`` (None for non-tensor ``x``); a real
     ``x`` gets the real part of a complex gradient, as in PyTorch."""
-    if not hasattr(x, "_ks"):
+    try:
+        xd = x._data
+    except AttributeError:  # not a Tensor
         return None
-    if g._data.dtype != x._data.dtype and g.dtype.kind == "c" and x.dtype.kind != "c":
+    gd = g._data
+    if gd.dtype != xd.dtype and g.dtype.kind == "c" and x.dtype.kind != "c":
         g = aten.real(g)
-    return sum_to(g, x._data.shape)
+        gd = g._data
+    # Shapes are tuples on every backend mdtensor wraps (Array API: a tuple of ints)
+    shape = xd.shape
+    gshape = gd.shape
+    if gshape == shape:
+        return g
+    return _reduce_to(g, tuple(gshape), tuple(shape))
 
 
 def _is_complex(x) -> bool:

@@ -343,8 +343,16 @@ def _expand_shape(x, shape):
     if lead < 0:
         raise ValueError(f"expand: the number of sizes provided ({len(shape)}) must be greater "
                          f"or equal to the number of dimensions in the tensor ({x.ndim})")
-    full = tuple(x.shape[i - lead] if (s == -1 and i >= lead) else s
-                 for i, s in enumerate(shape))
+    full = shape
+    if shape and min(shape) < 0:  # -1 keeps an existing size
+        full = tuple(x.shape[i - lead] if (s == -1 and i >= lead) else s
+                     for i, s in enumerate(shape))
+        for i, s in enumerate(full):
+            if s < 0:
+                where = "in a leading, non-existing dimension" if i < lead else "here"
+                raise ValueError(f"expand: the expanded size of the tensor ({s}) isn't "
+                                 f"allowed {where} (dimension {i}); target sizes: "
+                                 f"{list(shape)}, tensor sizes: {list(x.shape)}")
     for i, d in enumerate(x.shape):
         if d != 1 and d != full[i + lead]:
             raise ValueError(
@@ -360,12 +368,15 @@ def _expand(xp, x, shape):
 
 def _np_expand(xp, x, shape):
     full, lead = _expand_shape(x, shape)
-    if not x.flags.c_contiguous or x.size == 0:
-        return np.broadcast_to(x, full)
     # A read-only strided view over x's own buffer, as np.broadcast_to makes.
-    strides = (0,) * lead + tuple(0 if d != f else s for d, f, s
-                                  in zip(x.shape, full[lead:], x.strides))
-    out = np.ndarray(full, x.dtype, x, 0, strides)
+    if not x.ndim:  # a 0-d gradient of a full reduction (sum's formula): every stride 0
+        out = np.ndarray(full, x.dtype, x, 0, (0,) * lead)
+    elif not x.flags.c_contiguous or x.size == 0:
+        return np.broadcast_to(x, full)
+    else:
+        strides = (0,) * lead + tuple(0 if d != f else s for d, f, s
+                                      in zip(x.shape, full[lead:], x.strides))
+        out = np.ndarray(full, x.dtype, x, 0, strides)
     out.setflags(write=False)
     return out
 
@@ -374,7 +385,8 @@ defop("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", impl=_expand, cpu_im
       meta=mf.view_meta(lambda a, s: _expand(np, a, s)), methods=("expand",), varargs=True,
       names=("expand",),
       info=OpInfo(ref=lambda x, s: _expand(np, x, s), dtypes=ALL,
-                  samples=_s(((3, 1), ((3, 4),), {}), ((3,), ((2, -1),), {}))))
+                  samples=_s(((3, 1), ((3, 4),), {}), ((3,), ((2, -1),), {}),
+                             ((), ((2, 3),), {}))))
 defop("broadcast_to(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
       impl=lambda xp, x, shape: xp.broadcast_to(x, _ints(shape)),
       meta=mf.view_meta(lambda a, s: np.broadcast_to(a, _ints(s))),

@@ -90,6 +90,7 @@ def _log_softmax(xp, x, dim=-1):
 # which skip np.max/np.sum's Python-level dispatch (several microseconds on small inputs).
 _max_reduce = np.maximum.reduce
 _sum_reduce = np.add.reduce
+_mul, _sub, _exp, _ndarray = np.multiply, np.subtract, np.exp, np.ndarray
 
 
 def _np_softmax(xp, x, dim=-1):
@@ -153,11 +154,13 @@ def _tanh_backward(xp, g, y):
 
 
 def _np_tanh_backward(xp, g, y):
-    t = np.multiply(y, y)
-    if type(t) is not np.ndarray or t.dtype != g.dtype or t.shape != g.shape:
+    t = _mul(y, y)
+    dt = t.dtype
+    if type(t) is not _ndarray or dt != g.dtype or t.shape != g.shape:
         return _tanh_backward(np, g, y)
-    np.subtract(_one(t.dtype), t, out=t)
-    return np.multiply(g, t, out=t)
+    one = _ONES.get(dt)
+    _sub(_one(dt) if one is None else one, t, t)  # positional out: cheaper than out=
+    return _mul(g, t, t)
 
 
 def _sigmoid_backward(xp, g, y):
@@ -165,11 +168,13 @@ def _sigmoid_backward(xp, g, y):
 
 
 def _np_sigmoid_backward(xp, g, y):
-    t = np.subtract(_one(y.dtype), y)
-    if type(t) is not np.ndarray or t.dtype != g.dtype or t.shape != g.shape:
+    dt = y.dtype
+    one = _ONES.get(dt)
+    t = _sub(_one(dt) if one is None else one, y)
+    if type(t) is not _ndarray or t.dtype != g.dtype or t.shape != g.shape:
         return _sigmoid_backward(np, g, y)
-    np.multiply(y, t, out=t)
-    return np.multiply(g, t, out=t)
+    _mul(y, t, t)
+    return _mul(g, t, t)
 
 
 # A ufunc given a Python scalar converts it on every call (NEP 50's weak scalars): on 128
@@ -196,11 +201,11 @@ def _log_softmax_backward_data(xp, g, y, dim):
 
 
 def _np_log_softmax_backward_data(xp, g, y, dim):
-    t = np.exp(y)
-    if type(t) is not np.ndarray or t.dtype != g.dtype or t.shape != g.shape:
+    t = _exp(y)
+    if type(t) is not _ndarray or t.dtype != g.dtype or t.shape != g.shape:
         return _log_softmax_backward_data(np, g, y, dim)
-    np.multiply(t, _sum_reduce(g, dim, keepdims=True), out=t)
-    return np.subtract(g, t, out=t)
+    _mul(t, _sum_reduce(g, dim, keepdims=True), t)
+    return _sub(g, t, t)
 
 
 def _pair_samples(dtype, rng):

@@ -227,6 +227,11 @@ def test_broadcast_arrays_star_and_list():
     (lambda x: x.permute(0, 0), ValueError, "permute: duplicate axes"),
     (lambda x: x.permute(0), ValueError, r"permute: the number of dims \(1\) must equal"),
     (lambda x: x.expand(3), ValueError, "expand: the number of sizes provided"),
+    (lambda x: x.expand(-1, 2, 3), ValueError, r"expand: the expanded size of the tensor "
+     r"\(-1\) isn't allowed in a leading, non-existing dimension \(dimension 0\)"),
+    (lambda x: x.expand(2, -2), ValueError, r"expand: the expanded size of the tensor "
+     r"\(-2\) isn't allowed here \(dimension 1\)"),
+    (lambda x: x.sum().expand(-1, 3), ValueError, "leading, non-existing dimension"),
     (lambda x: x.narrow(1, 2, 5), IndexError, "narrow: start"),
     (lambda x: x.repeat(2), ValueError, "repeat: number of repeat dims"),
     (lambda x: x.transpose(0, 5), IndexError, "out of range"),
