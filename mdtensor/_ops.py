@@ -312,7 +312,9 @@ class OpOverload:
 # Tensor)`` (its ``_on_resolve`` hooks), the packet function does the overload caller's
 # four lines itself -- thread-local keys, key set, table entry, kernel -- instead of
 # looking the caller up and calling it: one dict lookup and one frame less per op (0.2-0.3
-# us on the 2-core EPYC).  Only for the exact class Tensor (a subclass resolves as before)
+# us on the 2-core EPYC).  A Tensor and one argument of another type (``sum(g, (0,))``,
+# ``div(g, 8)``: a formula's reductions and scalars) are learned the same way, by that
+# argument's type.  Only for the exact class Tensor (a subclass resolves as before)
 # and an overload whose Tensors are its leading positional parameters; forgotten when the
 # packet's overloads change (``_on_change``).  The table is the overload's own, so every
 # layer sees the call as before.  The Python operators do the same for ``a * b`` (Note
@@ -810,9 +812,14 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
     # packet's overloads change.
     one_type = one_op = one_table = None
     two_type = two_op = two_table = None
+    # And the overloads of a Tensor and one argument of another type (``sum(g, (0,))``,
+    # ``div(g, 8)``), by that type: {type: (op, table)}; ``mixed_first`` is Tensor once
+    # one is known.
+    mixed: dict = {}
+    mixed_first = None
 
     def learn(key, caller):
-        nonlocal one_type, one_op, one_table, two_type, two_op, two_table
+        nonlocal one_type, one_op, one_table, two_type, two_op, two_table, mixed_first
         from ._tensor import Tensor
 
         op = getattr(caller, "op", None)
@@ -822,10 +829,16 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
             one_op, one_table, one_type = op, op._table, Tensor
         elif key == (Tensor, Tensor) and op._fast_positions == (0, 1):
             two_op, two_table, two_type = op, op._table, Tensor
+        elif (type(key) is tuple and len(key) == 2 and key[0] is Tensor
+                and isinstance(key[1], type) and not issubclass(key[1], Tensor)
+                and op._fast_positions == (0,)):
+            mixed[key[1]] = (op, op._table)
+            mixed_first = Tensor
 
     def forget():
-        nonlocal one_type, one_op, one_table, two_type, two_op, two_table
-        one_type = one_op = one_table = two_type = two_op = two_table = None
+        nonlocal one_type, one_op, one_table, two_type, two_op, two_table, mixed_first
+        one_type = one_op = one_table = two_type = two_op = two_table = mixed_first = None
+        mixed.clear()
 
     packet._on_change.append(forget)
     packet._on_resolve.append(learn)
@@ -857,6 +870,16 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                     if kernel is None:
                         kernel = two_op._miss(ks)
                     return kernel(a, b)
+                if type(a) is mixed_first:  # Note [Inline dispatch]: (Tensor, not a Tensor)
+                    hit = mixed.get(type(b))
+                    if hit is not None:
+                        op, table = hit
+                        inc, keep = tls_get()
+                        ks = (a._ks | inc) & keep & op._mask
+                        kernel = table.get(ks)
+                        if kernel is None:
+                            kernel = op._miss(ks)
+                        return kernel(a, b)
                 caller = cache.get((type(a), type(b)))
                 if caller is not None:
                     return caller(a, b)

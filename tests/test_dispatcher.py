@@ -368,3 +368,37 @@ def test_operators_dispatch_inline_through_the_same_table():
     finally:
         lib._destroy()
     assert md.exp(a).tolist() == pytest.approx(np.exp([1.0, 2.0]).tolist())
+
+
+def test_packet_function_inlines_a_tensor_and_another_argument():
+    # Note [Inline dispatch]: md.sum(x, 0) and md.sum(x, (0,)) learn their overloads by
+    # the second argument's type; a kernel registered afterwards, a mode and a change of
+    # the packet's overloads are all seen, and a bool is not taken for an int.
+    x = md.asarray([[1.0, 2.0], [3.0, 4.0]])
+    assert md.sum(x, 0).tolist() == [4.0, 6.0]
+    assert md.sum(x, (1,)).tolist() == [3.0, 7.0]
+    packet = md.ops.aten.sum
+    assert md.sum(x, 0).tolist() == [4.0, 6.0]  # inline now
+    lib = md.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lib.impl("sum", lambda t, *a, **k: md.asarray([-1.0]), "CPU")
+    try:
+        assert md.sum(x, 0).tolist() == [-1.0] and md.sum(x, (1,)).tolist() == [-1.0]
+    finally:
+        lib._destroy()
+    seen = []
+
+    class Recorder(md.modes.DispatchMode):
+        def __md_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.name)
+            return func(*args, **(kwargs or {}))
+
+    with Recorder():
+        assert md.sum(x, 0).tolist() == [4.0, 6.0]
+    assert seen == ["aten::sum"]
+    for hook in packet._on_change:  # as a new overload of aten::sum would
+        hook()
+    assert md.sum(x, (0,)).tolist() == [4.0, 6.0] and md.sum(x, 1).tolist() == [3.0, 7.0]
+    with pytest.raises(TypeError):
+        md.sum(x, 1.5)
