@@ -151,6 +151,8 @@ def resolve(packet, args, kwargs, key):
             inner = getattr(caller, "positional_of", None)
             if inner is not None and len(args) == 1 and len(kwargs) == 1:
                 packet._by_position[key] = inner
+                for hook in packet._on_resolve:  # Note [Inline dispatch] in _ops.py
+                    hook(key, inner)
             if not kwargs:
                 for hook in packet._on_resolve:  # Note [Inline dispatch] in _ops.py
                     hook(key, caller)

@@ -813,8 +813,9 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
     one_type = one_op = one_table = None
     two_type = two_op = two_table = None
     # And the overloads of a Tensor and one argument of another type (``sum(g, (0,))``,
-    # ``div(g, 8)``), by that type: {type: (op, table)}; ``mixed_first`` is Tensor once
-    # one is known.
+    # ``div(g, 8)``), by that type, or given by the keyword of the next parameter
+    # (``sum(x, axis=0)``), by (name, type): {type or (name, type): (op, table)};
+    # ``mixed_first`` is Tensor once one is known.
     mixed: dict = {}
     mixed_first = None
 
@@ -833,6 +834,11 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                 and isinstance(key[1], type) and not issubclass(key[1], Tensor)
                 and op._fast_positions == (0,)):
             mixed[key[1]] = (op, op._table)
+            mixed_first = Tensor
+        elif (type(key) is tuple and len(key) == 3 and key[0] is Tensor
+                and type(key[1]) is str and isinstance(key[2], type)
+                and not issubclass(key[2], Tensor) and op._fast_positions == (0,)):
+            mixed[key[1:]] = (op, op._table)  # by_position's calls (Note [Inline dispatch])
             mixed_first = Tensor
 
     def forget():
@@ -854,6 +860,16 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                 # differ.  Flat, and still unambiguous: argument types, then the names
                 # (strings, never equal to a type), then as many value types as names.
                 [(k, v)] = kwargs.items()
+                if type(a) is mixed_first:  # Note [Inline dispatch], by keyword
+                    hit = mixed.get((k, type(v)))
+                    if hit is not None:
+                        op, table = hit
+                        inc, keep = tls_get()
+                        ks = (a._ks | inc) & keep & op._mask
+                        kernel = table.get(ks)
+                        if kernel is None:
+                            kernel = op._miss(ks)
+                        return kernel(a, v)
                 key = (type(a), k, type(v))
                 caller = by_position.get(key)  # the keyword is the next parameter
                 if caller is not None:

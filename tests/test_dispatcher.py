@@ -402,3 +402,25 @@ def test_packet_function_inlines_a_tensor_and_another_argument():
     assert md.sum(x, (0,)).tolist() == [4.0, 6.0] and md.sum(x, 1).tolist() == [3.0, 7.0]
     with pytest.raises(TypeError):
         md.sum(x, 1.5)
+
+
+def test_packet_function_inlines_a_keyword_for_the_next_parameter():
+    # md.sum(x, axis=0) is md.sum(x, 0) (the keyword names the next parameter): learned
+    # by (name, type) and dispatched through the same table
+    x = md.asarray([[1.0, 2.0], [3.0, 4.0]])
+    assert md.sum(x, axis=0).tolist() == [4.0, 6.0]
+    assert md.sum(x, axis=0).tolist() == [4.0, 6.0]  # inline now
+    assert md.sum(x, axis=(1,)).tolist() == [3.0, 7.0]
+    lib = md.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lib.impl("sum", lambda t, *a, **k: md.asarray([-1.0]), "CPU")
+    try:
+        assert md.sum(x, axis=0).tolist() == [-1.0]
+    finally:
+        lib._destroy()
+    y = md.asarray([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    md.sum(y, axis=0).sum().backward()  # Autograd still sees the call
+    assert y.grad.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    with pytest.raises(TypeError, match="keepdim|no overload|sum"):
+        md.sum(x, bogus=0)

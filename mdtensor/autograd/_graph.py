@@ -399,14 +399,6 @@ def _needed(roots, targets) -> set:
     return {n for n, v in needed.items() if v}
 
 
-def _stealable(g, taken: set) -> bool:
-    """Whether a leaf may keep gradient ``g`` itself as ``.grad`` (Note [Leaf gradients])."""
-    if g._view is not None or id(g._data) in taken:
-        return False
-    flags = getattr(g._data, "flags", None)  # NumPy/CuPy: a writeable dense array
-    return flags is None or (flags.writeable and flags.c_contiguous)
-
-
 def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                  accumulate: bool = True, inputs=None):
     """Run the engine (Note [Engine]).
@@ -546,8 +538,10 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
 
 
 def _accumulate(leaf_grads, roots, create_graph: bool) -> None:
-    aten = _ops()
-    taken = {id(g._data) for _, g in roots if g is not None}
+    taken = set()  # the arrays already given away: root gradients the caller holds...
+    for _, g in roots:
+        if g is not None:
+            taken.add(id(g._data))
     for t, g in leaf_grads.values():
         if g is None:
             continue
@@ -555,11 +549,14 @@ def _accumulate(leaf_grads, roots, create_graph: bool) -> None:
         if ag.grad is not None:
             ag.grad = _add(ag.grad, g if create_graph else g.detach())
             continue
-        if not _stealable(g, taken):
-            g = aten.clone(g)
+        data = g._data
+        flags = getattr(data, "flags", None)  # NumPy/CuPy: a writeable dense array
+        if g._view is not None or id(data) in taken or (
+                flags is not None and not (flags.writeable and flags.c_contiguous)):
+            g = _ops().clone(g)  # not stealable (Note [Leaf gradients])
             if not create_graph and g._ag is not None:
                 g = g.detach()
         elif not create_graph and g._ag is not None:  # a hook's or the caller's tensor
             g = g.detach()
-        taken.add(id(g._data))
+        taken.add(id(g._data))  # ...and the other leaves' gradients
         ag.grad = g
