@@ -55,6 +55,8 @@ def _np_sum(xp, x, axis=None, keepdims=False, *, dtype=None):
         return np.array(sum((x if x.ndim == 1 else x.reshape(-1)).tolist()), x.dtype)
     if axis is not None and type(axis) is not int:
         axis = tuple(axis)
+    if dtype is None and not keepdims:  # fewer arguments to parse: ~0.1 us less
+        return _add_reduce(x, axis)
     return _add_reduce(x, axis, dtype and _native(np, dtype), None, keepdims)
 
 
