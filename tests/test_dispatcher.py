@@ -322,7 +322,7 @@ def test_operators_dispatch_inline_through_the_same_table():
     # Note [Inline operators]: once (Tensor, Tensor) is resolved, ``a * b`` dispatches
     # itself -- a kernel registered afterwards, a mode and a changed set of overloads are
     # all seen (a subclass resolves as before: test_modes).
-    a, b = md.asarray([1.0, 2.0]), md.asarray([3.0, 4.0])
+    a, b = md.asarray([1.0, 2.0], device="cpu"), md.asarray([3.0, 4.0], device="cpu")
     assert (a * b).tolist() == [3.0, 8.0]  # resolves and learns the overload
     assert md.mul(a, b).tolist() == [3.0, 8.0]  # the packet function: Note [Inline dispatch]
     lib = md.library.Library("aten", "IMPL")
@@ -349,7 +349,7 @@ def test_operators_dispatch_inline_through_the_same_table():
             return func(*args, **(kwargs or {}))
 
     with Recorder():
-        a @ md.asarray([1.0, 1.0])
+        a @ md.asarray([1.0, 1.0], device="cpu")
     assert seen[-1] == "aten::matmul"
 
     packet = md.ops.aten.mul
@@ -374,7 +374,7 @@ def test_packet_function_inlines_a_tensor_and_another_argument():
     # Note [Inline dispatch]: md.sum(x, 0) and md.sum(x, (0,)) learn their overloads by
     # the second argument's type; a kernel registered afterwards, a mode and a change of
     # the packet's overloads are all seen, and a bool is not taken for an int.
-    x = md.asarray([[1.0, 2.0], [3.0, 4.0]])
+    x = md.asarray([[1.0, 2.0], [3.0, 4.0]], device="cpu")
     assert md.sum(x, 0).tolist() == [4.0, 6.0]
     assert md.sum(x, (1,)).tolist() == [3.0, 7.0]
     packet = md.ops.aten.sum
@@ -407,7 +407,7 @@ def test_packet_function_inlines_a_tensor_and_another_argument():
 def test_packet_function_inlines_a_keyword_for_the_next_parameter():
     # md.sum(x, axis=0) is md.sum(x, 0) (the keyword names the next parameter): learned
     # by (name, type) and dispatched through the same table
-    x = md.asarray([[1.0, 2.0], [3.0, 4.0]])
+    x = md.asarray([[1.0, 2.0], [3.0, 4.0]], device="cpu")
     assert md.sum(x, axis=0).tolist() == [4.0, 6.0]
     assert md.sum(x, axis=0).tolist() == [4.0, 6.0]  # inline now
     assert md.sum(x, axis=(1,)).tolist() == [3.0, 7.0]
@@ -419,7 +419,7 @@ def test_packet_function_inlines_a_keyword_for_the_next_parameter():
         assert md.sum(x, axis=0).tolist() == [-1.0]
     finally:
         lib._destroy()
-    y = md.asarray([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = md.asarray([[1.0, 2.0], [3.0, 4.0]], device="cpu", requires_grad=True)
     md.sum(y, axis=0).sum().backward()  # Autograd still sees the call
     assert y.grad.tolist() == [[1.0, 1.0], [1.0, 1.0]]
     with pytest.raises(TypeError, match="keepdim|no overload|sum"):
