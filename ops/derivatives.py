@@ -154,13 +154,9 @@ def _real_floats(a, b) -> bool:
 def _cj(v):
     """The complex conjugate of a multiplier (PyTorch's convention: a gradient is the
     conjugate Wirtinger derivative, so products use the conjugate of the other factor)."""
-    try:
-        kind = v._data.dtype.kind  # a Tensor with a NumPy-style native dtype
-    except AttributeError:
-        if hasattr(v, "_ks"):
-            return aten.conj(v) if _is_complex(v) else v
-        return v.conjugate() if isinstance(v, complex) else v
-    return aten.conj(v) if kind == "c" else v
+    if hasattr(v, "_ks"):
+        return aten.conj(v) if _is_complex(v) else v
+    return v.conjugate() if isinstance(v, complex) else v
 
 
 def _as(gx, x):
@@ -175,9 +171,6 @@ def _as(gx, x):
 # -- arithmetic -------------------------------------------------------------------------
 
 
-_BOTH = (True, True)  # needs=None: every argument
-
-
 def _need(needs, i) -> bool:
     """Whether Tensor argument ``i`` needs a gradient (``uses_mask`` formulas)."""
     return needs is None or (i < len(needs) and needs[i])
@@ -187,47 +180,37 @@ def _need(needs, i) -> bool:
 @reads()
 @uses_mask
 def _add(needs, g, out, a, b, alpha=1):
-    # _need(needs, i), inlined in the four arithmetic formulas (a frame each per node)
-    if needs is None:
-        needs = _BOTH
     gb = None
-    if len(needs) > 1 and needs[1]:
+    if _need(needs, 1):
         gb = _g(g if alpha == 1 else aten.mul(g, alpha), b)
-    return (_g(g, a) if needs[0] else None), gb, None
+    return (_g(g, a) if _need(needs, 0) else None), gb, None
 
 
 @rule("sub")
 @reads()
 @uses_mask
 def _sub(needs, g, out, a, b, alpha=1):
-    if needs is None:
-        needs = _BOTH
     gb = None
-    if len(needs) > 1 and needs[1]:
+    if _need(needs, 1):
         gb = _g(aten.neg(g) if alpha == 1 else aten.mul(g, -alpha), b)
-    return (_g(g, a) if needs[0] else None), gb, None
+    return (_g(g, a) if _need(needs, 0) else None), gb, None
 
 
 @rule("mul")
 @reads({0: (1,), 1: (0,)})
 @uses_mask
 def _mul(needs, g, out, a, b):
-    if needs is None:
-        needs = _BOTH
-    return (_g(aten.mul(g, _cj(b)), a) if needs[0] and hasattr(a, "_ks") else None,
-            _g(aten.mul(g, _cj(a)), b) if len(needs) > 1 and needs[1] and hasattr(b, "_ks")
-            else None)
+    return (_g(aten.mul(g, _cj(b)), a) if _need(needs, 0) and hasattr(a, "_ks") else None,
+            _g(aten.mul(g, _cj(a)), b) if _need(needs, 1) and hasattr(b, "_ks") else None)
 
 
 @rule("div")
 @reads({0: (1,), 1: (0, 1)})
 @uses_mask
 def _div(needs, g, out, a, b):
-    if needs is None:
-        needs = _BOTH
-    ga = _g(aten.div(g, _cj(b)), a) if needs[0] and hasattr(a, "_ks") else None
+    ga = _g(aten.div(g, _cj(b)), a) if _need(needs, 0) and hasattr(a, "_ks") else None
     gb = None
-    if len(needs) > 1 and needs[1] and hasattr(b, "_ks"):
+    if _need(needs, 1) and hasattr(b, "_ks"):
         gb = _g(aten.neg(aten.div(aten.mul(g, _cj(a)), _cj(aten.mul(b, b)))), b)
     return ga, gb
 
@@ -660,6 +643,8 @@ def _matmul(needs, g, out, a, b):
         return _matmul_composite(needs, g, a, b)
     return aten.matmul_backward(g, a, b, needs or _BOTH)
 
+
+_BOTH = (True, True)
 
 
 def _matmul_composite(needs, g, a, b):
