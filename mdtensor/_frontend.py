@@ -148,14 +148,13 @@ def resolve(packet, args, kwargs, key):
                                                                    caller})
         else:
             packet._resolution_cache[key] = caller
+            learned = None if kwargs else caller
             inner = getattr(caller, "positional_of", None)
             if inner is not None and len(args) == 1 and len(kwargs) == 1:
-                packet._by_position[key] = inner
+                packet._by_position[key] = learned = inner
+            if learned is not None:
                 for hook in packet._on_resolve:  # Note [Inline dispatch] in _ops.py
-                    hook(key, inner)
-            if not kwargs:
-                for hook in packet._on_resolve:  # Note [Inline dispatch] in _ops.py
-                    hook(key, caller)
+                    hook(key, learned)
     return caller
 
 

@@ -830,15 +830,11 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
             one_op, one_table, one_type = op, op._table, Tensor
         elif key == (Tensor, Tensor) and op._fast_positions == (0, 1):
             two_op, two_table, two_type = op, op._table, Tensor
-        elif (type(key) is tuple and len(key) == 2 and key[0] is Tensor
-                and isinstance(key[1], type) and not issubclass(key[1], Tensor)
-                and op._fast_positions == (0,)):
-            mixed[key[1]] = (op, op._table)
-            mixed_first = Tensor
-        elif (type(key) is tuple and len(key) == 3 and key[0] is Tensor
-                and type(key[1]) is str and isinstance(key[2], type)
-                and not issubclass(key[2], Tensor) and op._fast_positions == (0,)):
-            mixed[key[1:]] = (op, op._table)  # by_position's calls (Note [Inline dispatch])
+        elif (type(key) is tuple and key[0] is Tensor and op._fast_positions == (0,)
+                and (len(key) == 2 or (len(key) == 3 and type(key[1]) is str))
+                and isinstance(key[-1], type) and not issubclass(key[-1], Tensor)):
+            # (Tensor, type) positionally, or (Tensor, name, type) for by_position's calls
+            mixed[key[1] if len(key) == 2 else key[1:]] = (op, op._table)
             mixed_first = Tensor
 
     def forget():
@@ -854,29 +850,24 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
         # itself, no tuple; two positional arguments' a pair of types.  The common calls
         # then call the caller with the arguments named, not through *args (Note [Star
         # calls]).
+        hit = None  # a Tensor and one other argument: Note [Inline dispatch]
         if kwargs:
             if b is _NO and a is not _NO and len(kwargs) == 1:  # md.sum(x, axis=0)
                 # Keyword names and *types* matter too: f(x, other=2) and f(x, other=x)
                 # differ.  Flat, and still unambiguous: argument types, then the names
                 # (strings, never equal to a type), then as many value types as names.
-                [(k, v)] = kwargs.items()
-                if type(a) is mixed_first:  # Note [Inline dispatch], by keyword
-                    hit = mixed.get((k, type(v)))
-                    if hit is not None:
-                        op, table = hit
-                        inc, keep = tls_get()
-                        ks = (a._ks | inc) & keep & op._mask
-                        kernel = table.get(ks)
-                        if kernel is None:
-                            kernel = op._miss(ks)
-                        return kernel(a, v)
-                key = (type(a), k, type(v))
-                caller = by_position.get(key)  # the keyword is the next parameter
-                if caller is not None:
-                    return caller(a, v)
-                caller = cache.get(key)
-                if caller is not None:
-                    return caller(a, **kwargs)
+                [(k, b)] = kwargs.items()
+                if type(a) is mixed_first:
+                    hit = mixed.get((k, type(b)))
+                if hit is None:
+                    key = (type(a), k, type(b))
+                    caller = by_position.get(key)  # the keyword is the next parameter
+                    if caller is not None:
+                        return caller(a, b)
+                    caller = cache.get(key)
+                    if caller is not None:
+                        return caller(a, **kwargs)
+                    b = _NO
         elif b is not _NO:
             if not args:
                 if type(a) is two_type and type(b) is two_type:  # Note [Inline dispatch]
@@ -886,19 +877,12 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                     if kernel is None:
                         kernel = two_op._miss(ks)
                     return kernel(a, b)
-                if type(a) is mixed_first:  # Note [Inline dispatch]: (Tensor, not a Tensor)
+                if type(a) is mixed_first:
                     hit = mixed.get(type(b))
-                    if hit is not None:
-                        op, table = hit
-                        inc, keep = tls_get()
-                        ks = (a._ks | inc) & keep & op._mask
-                        kernel = table.get(ks)
-                        if kernel is None:
-                            kernel = op._miss(ks)
-                        return kernel(a, b)
-                caller = cache.get((type(a), type(b)))
-                if caller is not None:
-                    return caller(a, b)
+                if hit is None:
+                    caller = cache.get((type(a), type(b)))
+                    if caller is not None:
+                        return caller(a, b)
             elif len(args) == 1:  # the backward ops' (grad, self, dim) and the like
                 c = args[0]
                 caller = cache.get((type(a), type(b), type(c)))
@@ -920,6 +904,14 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
             caller = cache.get(type(a))
             if caller is not None:
                 return caller(a)
+        if hit is not None:  # (Tensor, value), positionally or by keyword
+            op, table = hit
+            inc, keep = tls_get()
+            ks = (a._ks | inc) & keep & op._mask
+            kernel = table.get(ks)
+            if kernel is None:
+                kernel = op._miss(ks)
+            return kernel(a, b)
         args = (a, b, *args) if b is not _NO else (a,) if a is not _NO else ()
         n = len(args)
         if kwargs:

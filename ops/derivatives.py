@@ -125,12 +125,12 @@ def _g(g, x):
     if gd.dtype != xd.dtype and g.dtype.kind == "c" and x.dtype.kind != "c":
         g = aten.real(g)
         gd = g._data
-    # Shapes are tuples on every backend mdtensor wraps (Array API: a tuple of ints)
-    shape = xd.shape
+    # sum_to(g, xd.shape) without its frame: the backends' shapes compare as they come
+    # (tuples: Array API), and only a gradient to reduce has them made tuples
     gshape = gd.shape
-    if gshape == shape:
+    if gshape == xd.shape:
         return g
-    return _reduce_to(g, tuple(gshape), tuple(shape))
+    return _reduce_to(g, tuple(gshape), tuple(xd.shape))
 
 
 def _is_complex(x) -> bool:
