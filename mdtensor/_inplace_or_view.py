@@ -26,7 +26,6 @@ from ._tensor import Tensor, VersionCounter, ViewInfo
 __all__ = ["bump_version", "install", "mark_view"]
 
 _FZ = DispatchKey.Functionalize.value
-_new = object.__new__
 
 
 def counter(t: Tensor) -> VersionCounter:
@@ -37,6 +36,8 @@ def counter(t: Tensor) -> VersionCounter:
             vc = counter(base)
         else:
             vc = VersionCounter()
+            vc.value = 0
+            vc.views = None
         t._vc = vc
     return vc
 
@@ -58,7 +59,7 @@ def mark_view(out: Tensor, src: Tensor, replay) -> None:
         def full(b, _prev=prev, _replay=replay):
             return _replay(_prev(b))
     vc = out._vc = base._vc or counter(base)
-    out._view = ViewInfo(base, full, vc.value)
+    out._view = ViewInfo.of(base, full, vc.value)
     if base._ks & _FZ:
         track_view(base, out)
 
@@ -140,9 +141,9 @@ def _view_kernel(op):
             src = args[0]  # a source given by keyword was made positional by the caller
             if type(result) is Tensor or isinstance(result, Tensor):
                 if src._view is None and result is not src:
-                    # mark_view's common case, inlined: ViewInfo(src, replay) without the
-                    # class call; replay is built lazily from (op, args, kwargs)
-                    info = _new(ViewInfo)
+                    # mark_view's common case, inlined: replay is built lazily from
+                    # (op, args, kwargs)
+                    info = ViewInfo()
                     info.base = src
                     info._replay = None
                     info._op = op
@@ -188,7 +189,7 @@ def _fused_view_kernel(op, impl, name):
             result = d.wrap(impl(d.xp, src._data, b))
             rest = (b,)
         if src._view is None:
-            info = _new(ViewInfo)
+            info = ViewInfo()
             info.base = src
             info._replay = None
             info._op = op

@@ -241,7 +241,6 @@ def _nondifferentiable(op) -> bool:
 
 
 new_node = Node.new
-_new = object.__new__
 
 
 def _make_kernel(op, formula):
@@ -419,11 +418,11 @@ def _make_kernel(op, formula):
                 saved = tuple((t, t._version) for t in (args[i] for i in saved_positions))
             saved_out = None
             if uses_out:
-                # save_output(out), inlined (VersionCounter() without the class call)
+                # save_output(out), inlined
                 vc = out._vc
                 if vc is None:
                     if out._view is None:
-                        vc = _new(VersionCounter)
+                        vc = VersionCounter()
                         vc.value = 0
                         vc.views = None
                     else:
@@ -433,7 +432,7 @@ def _make_kernel(op, formula):
             # Node.new(...), AutogradMeta.of_output(node, 0) and attach(out, node, 0),
             # inlined: a frame each costs ~0.1 us on every recorded op (DESIGN.md section 8);
             # the node's class carries its name, formula and output count
-            node = _new(node_class)
+            node = node_class()
             node.args = args
             node.kwargs = kwargs
             node.out = saved_out
@@ -443,7 +442,7 @@ def _make_kernel(op, formula):
             node.retained = None
             node.seq = next_seq()  # Note [Engine]
             if out._ag is None:  # ``out`` is fresh from a functional kernel
-                meta = _new(AutogradMeta)
+                meta = AutogradMeta()
                 meta.requires_grad = True
                 meta.grad = None
                 meta.grad_fn = node
@@ -592,8 +591,8 @@ def _check_inplace(op, args, reads):
     else:
         old = self._device.wrap(self._data)  # outside autograd and version tracking
     if _requires_grad(self):
-        old._ag = AutogradMeta(requires_grad=True, grad_fn=grad_fn,
-                               output_nr=self._ag.output_nr)
+        old._ag = AutogradMeta.make(requires_grad=True, grad_fn=grad_fn,
+                                    output_nr=self._ag.output_nr)
         old._ks |= AUTOGRAD_FUNCTIONALITY
     # An argument that *is* self (``y.mul_(y)``) also means its value before the op.
     return (old, *(old if a is self else a for a in args[1:]))
@@ -626,8 +625,8 @@ class CopySlicesNode(Node):
     __slots__ = ("replay",)
 
     def __init__(self, base, replay, inner):
-        super().__init__("CopySlices", None, (), {}, None, (), [gradient_edge(base),
-                                                                *inner.next_functions[1:]], 1)
+        self._fill("CopySlices", None, (), {}, None, (),
+                   [gradient_edge(base), *inner.next_functions[1:]], 1)
         self.replay = replay
         self.formula = self._formula(inner)
         self.args = ()
@@ -673,8 +672,8 @@ def _fallback(op, ks, args, kwargs):
     def not_implemented(g, o, *a, **k):
         raise NotImplementedError(f"the derivative for '{name}' is not implemented")
 
-    node = Node(_node_name(op), not_implemented, (), {}, None, (),
-                [gradient_edge(t) for t in inputs], 1)
+    node = Node.new(_node_name(op), not_implemented, (), {}, None, (),
+                    [gradient_edge(t) for t in inputs], 1)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     for k, o in enumerate(outs):
         if isinstance(o, Tensor) and _is_float(o):

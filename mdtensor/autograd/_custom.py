@@ -38,8 +38,8 @@ def register_autograd(op, backward, setup_context, lib):
             res = res if isinstance(res, tuple) else (res,)
             return [res[i] if i < len(res) else None for i in tensor_pos]
 
-        node = Node(f"{schema.name}Backward", None, (), {}, None, (),
-                    [gradient_edge(t) for t in inputs], 1)
+        node = Node.new(f"{schema.name}Backward", None, (), {}, None, (),
+                        [gradient_edge(t) for t in inputs], 1)
         node.formula = lambda g, o, *a, **k: formula(g, o)
         outs = out if isinstance(out, tuple) else (out,)
         for k, o in enumerate(outs):

@@ -44,7 +44,6 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "you need to access saved tensors after calling backward.")
 
 
-_new = object.__new__
 _NONE = repeat(None)  # endless: map(is_not, edges, _NONE) stops with the edges
 #: the next node's sequence number: -1, -2, ... (newer nodes first in a min-heap)
 next_seq = count(-1, -1).__next__
@@ -59,7 +58,17 @@ class Node:
     #: The formula takes first ``needs``, which edges are live (MaskedNode).
     masked = False
 
-    def __init__(self, name, formula, args, kwargs, out, saved, edges, n_outputs):
+    # No ``__init__`` (Note [Class calls] in mdtensor/_tensor.py): the autograd kernels
+    # fill the slots of ``node_class()`` themselves; elsewhere ``new``, and subclasses
+    # with an ``__init__`` of their own call ``_fill``.
+
+    @classmethod
+    def new(cls, name, formula, args, kwargs, out, saved, edges, n_outputs):
+        node = cls()
+        node._fill(name, formula, args, kwargs, out, saved, edges, n_outputs)
+        return node
+
+    def _fill(self, name, formula, args, kwargs, out, saved, edges, n_outputs):
         self._name = name
         self.formula = formula
         self.args = args
@@ -71,24 +80,6 @@ class Node:
         self.pre_hooks = None
         self.retained = None
         self.seq = next_seq()
-
-    @staticmethod
-    def new(name, formula, args, kwargs, out, saved, edges, n_outputs):
-        """``Node(...)`` for the autograd kernels: ``object.__new__`` plus the slots costs
-        half of a class call with ``__init__`` (about 0.2 us per recorded op)."""
-        node = _new(Node)
-        node._name = name
-        node.formula = formula
-        node.args = args
-        node.kwargs = kwargs
-        node.out = out
-        node.saved = saved
-        node.next_functions = edges
-        node.n_outputs = n_outputs
-        node.pre_hooks = None
-        node.retained = None
-        node.seq = next_seq()
-        return node
 
     def name(self) -> str:
         """PyTorch-style name: ``AddBackward0`` for ``aten::add``."""
@@ -165,7 +156,7 @@ def _unpack_output(record, node):
     if vc.value != version:
         raise RuntimeError(_modified_message(t, node, version))
     if dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
-        t._ag = AutogradMeta(True, node, 0)
+        t._ag = AutogradMeta.of_output(node, 0)
         t._ks |= AUTOGRAD_FUNCTIONALITY
     return t
 
@@ -186,7 +177,7 @@ def _with_history(out, node):
 def _alias_of(t, node, output_nr):
     a = t._device.wrap(t._data)
     a._vc = t._vc
-    a._ag = AutogradMeta(True, node, output_nr)
+    a._ag = AutogradMeta.of_output(node, output_nr)
     a._ks |= AUTOGRAD_FUNCTIONALITY
     return a
 
@@ -230,7 +221,7 @@ class ViewNode(Node):
     __slots__ = ("replay", "shape")
 
     def __init__(self, base_edge, replay, shape):
-        super().__init__("AsStridedBackward0", None, (), {}, None, (), [base_edge], 1)
+        self._fill("AsStridedBackward0", None, (), {}, None, (), [base_edge], 1)
         self.replay = replay
         self.shape = shape
 

@@ -29,19 +29,25 @@ class AutogradMeta:
     __slots__ = ("requires_grad", "grad", "grad_fn", "output_nr", "retains_grad", "hooks",
                  "accumulator")
 
-    def __init__(self, requires_grad=False, grad_fn=None, output_nr=0):
-        self.requires_grad = requires_grad
-        self.grad = None
-        self.grad_fn = grad_fn
-        self.output_nr = output_nr
-        self.retains_grad = False
-        self.hooks = None
-        self.accumulator = None  # the leaf's AccumulateGrad node, made on first use
+    # No ``__init__`` (Note [Class calls] in mdtensor/_tensor.py): ``AutogradMeta()``
+    # then every slot, or ``make``.
+
+    @staticmethod
+    def make(requires_grad=False, grad_fn=None, output_nr=0):
+        meta = AutogradMeta()
+        meta.requires_grad = requires_grad
+        meta.grad = None
+        meta.grad_fn = grad_fn
+        meta.output_nr = output_nr
+        meta.retains_grad = False
+        meta.hooks = None
+        meta.accumulator = None  # the leaf's AccumulateGrad node, made on first use
+        return meta
 
     @staticmethod
     def of_output(grad_fn, output_nr):
-        """``AutogradMeta(True, grad_fn, output_nr)`` without the class call (hot path)."""
-        meta = _new(AutogradMeta)
+        """``make(True, grad_fn, output_nr)`` without the keyword defaults (hot path)."""
+        meta = AutogradMeta()
         meta.requires_grad = True
         meta.grad = None
         meta.grad_fn = grad_fn
@@ -52,7 +58,6 @@ class AutogradMeta:
         return meta
 
 
-_new = object.__new__
 
 
 def set_requires_grad(t, flag: bool) -> None:
@@ -74,7 +79,7 @@ def set_requires_grad(t, flag: bool) -> None:
                 f"require gradients, got {t.dtype.name}"
             )
         if ag is None:
-            t._ag = AutogradMeta(requires_grad=True)
+            t._ag = AutogradMeta.make(requires_grad=True)
         else:
             ag.requires_grad = True
         t._ks |= AUTOGRAD_FUNCTIONALITY
@@ -101,5 +106,5 @@ def set_grad(t, value) -> None:
     if ag is None:
         if value is None:
             return
-        ag = t._ag = AutogradMeta()
+        ag = t._ag = AutogradMeta.make()
     ag.grad = value

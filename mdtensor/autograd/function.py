@@ -108,8 +108,8 @@ class Function:
         if not any(needs):
             return out
         outs = out if isinstance(out, tuple) else (out,)
-        node = _FunctionNode(f"{cls.__name__}Backward", None, (), {}, None, (),
-                             [gradient_edge(args[i]) for i in tensor_pos], len(outs))
+        node = _FunctionNode.new(f"{cls.__name__}Backward", None, (), {}, None, (),
+                                 [gradient_edge(args[i]) for i in tensor_pos], len(outs))
         node.args = ()
         node.ctx = ctx
         node.cls = cls
