@@ -645,12 +645,15 @@ class CopySlicesNode(Node):
             return [g_base, *inner_grads[1:]]
         return formula
 
-    def apply(self, grads):
+    def apply(self, grads, release=False):
         if self.args is None:
             from ._graph import _FREED
 
             raise RuntimeError(_FREED)
-        return self.formula(grads[0], None)
+        in_grads = self.formula(grads[0], None)
+        if release:
+            self.release()
+        return in_grads
 
 
 def _fallback(op, ks, args, kwargs):

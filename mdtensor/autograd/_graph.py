@@ -88,9 +88,12 @@ class Node:
     def __repr__(self) -> str:
         return f"<{self._name}>"
 
-    def apply(self, grads):
-        """Input gradients (a list aligned with ``next_functions``) from output grads."""
-        if self.args is None:
+    def apply(self, grads, release=False):
+        """Input gradients (a list aligned with ``next_functions``) from output grads;
+        with ``release``, the saved values are dropped once the formula has run (the
+        engine's ``retain_graph=False``; ``release()`` inlined, a frame per node)."""
+        args = self.args
+        if args is None:
             raise RuntimeError(_FREED)
         for t, version in self.saved:
             vc = t._vc  # t._version, inlined
@@ -99,16 +102,28 @@ class Node:
         out = self.out
         if self.n_outputs == 1:
             g = grads[0]
-            if out is not None:
-                out = _unpack_output(out, self)
+            if out is not None:  # the saved output (Note [Saved outputs])
+                data, device, vc, version = out
+                out = device.wrap(data)
+                out._vc = vc
+                if vc.value != version:
+                    raise RuntimeError(_modified_message(out, self, version))
+                if dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
+                    out._ag = AutogradMeta.of_output(self, 0)
+                    out._ks |= AUTOGRAD_FUNCTIONALITY
         else:
             g = tuple(grads)
             if out is not None and dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
                 out = _with_history(out, self)  # create_graph: Note [Saved outputs]
         if self.masked:
             needs = tuple(map(is_not, self.next_functions, _NONE))
-            return self.formula(needs, g, out, *self.args, **self.kwargs)
-        return self.formula(g, out, *self.args, **self.kwargs)
+            in_grads = self.formula(needs, g, out, *args, **self.kwargs)
+        else:
+            in_grads = self.formula(g, out, *args, **self.kwargs)
+        if release:
+            self.args = self.kwargs = self.out = None
+            self.saved = ()
+        return in_grads
 
     def release(self) -> None:
         self.args = self.kwargs = self.out = None
@@ -147,18 +162,6 @@ def save_output(out):
     if vc is None:
         vc = out._vc = _counter(out)
     return (out._data, out._device, vc, vc.value)
-
-
-def _unpack_output(record, node):
-    data, device, vc, version = record
-    t = device.wrap(data)
-    t._vc = vc
-    if vc.value != version:
-        raise RuntimeError(_modified_message(t, node, version))
-    if dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
-        t._ag = AutogradMeta.of_output(node, 0)
-        t._ks |= AUTOGRAD_FUNCTIONALITY
-    return t
 
 
 def _counter(t):
@@ -225,7 +228,7 @@ class ViewNode(Node):
         self.replay = replay
         self.shape = shape
 
-    def apply(self, grads):
+    def apply(self, grads, release=False):
         from . import enable_grad, grad
 
         g = grads[0]
@@ -234,6 +237,8 @@ class ViewNode(Node):
             b = (_aten or _ops()).zeros(self.shape, dtype=g.dtype, device=g.device)
             b.requires_grad_(True)
             (gb,) = grad(self.replay(b), b, g, create_graph=create_graph)
+        if release:
+            self.release()
         return [gb]
 
 
@@ -477,9 +482,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                                                      grads[nr]))
             if needed is not None and node not in needed:
                 continue  # captured, not on the way to another target: it does not run
-            in_grads = node.apply(grads)
-            if release:  # as soon as it ran, as PyTorch's engine does
-                node.release()
+            # with release, the node drops its saved values as soon as it ran, as
+            # PyTorch's engine does
+            in_grads = node.apply(grads, release)
             # A formula may return entries past its last edge (non-Tensor arguments) or,
             # for trailing optional Tensors, fewer than the edges.
             for edge, g in zip(node.next_functions, in_grads):

@@ -64,7 +64,7 @@ class FunctionCtx:
 class _FunctionNode(Node):
     __slots__ = ("ctx", "cls", "n_inputs_pos")
 
-    def apply(self, grads):
+    def apply(self, grads, release=False):
         ctx = self.ctx
         if ctx._freed:
             raise RuntimeError(_FREED)
@@ -77,6 +77,8 @@ class _FunctionNode(Node):
         res = self.cls.backward(ctx, *grads)
         if not isinstance(res, tuple):
             res = (res,)
+        if release:
+            self.release()
         return [res[i] if i < len(res) else None for i in self.n_inputs_pos]
 
     def release(self) -> None:
