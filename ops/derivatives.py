@@ -45,9 +45,10 @@ def uses_out(fn):
 
 def uses_mask(fn):
     """Mark a formula that takes first ``needs``: which of its Tensor arguments need a
-    gradient (a tuple of bools, or None for all; PyTorch's output mask), so it can skip
-    the work for the others -- matmul's backward need not compute the gradient of a
-    constant input."""
+    gradient (PyTorch's output mask), so it can skip the work for the others -- matmul's
+    backward need not compute the gradient of a constant input.  ``needs`` is a tuple of
+    bools with an entry per Tensor argument and a False after them (``needs[1]`` is False
+    for ``add(x, 2)``), all True when the caller does not know."""
     fn.uses_mask = True
     return fn
 
@@ -171,19 +172,14 @@ def _as(gx, x):
 # -- arithmetic -------------------------------------------------------------------------
 
 
-def _need(needs, i) -> bool:
-    """Whether Tensor argument ``i`` needs a gradient (``uses_mask`` formulas)."""
-    return needs is None or (i < len(needs) and needs[i])
-
-
 @rule("add")
 @reads()
 @uses_mask
 def _add(needs, g, out, a, b, alpha=1):
     gb = None
-    if _need(needs, 1):
+    if needs[1]:
         gb = _g(g if alpha == 1 else aten.mul(g, alpha), b)
-    return (_g(g, a) if _need(needs, 0) else None), gb, None
+    return (_g(g, a) if needs[0] else None), gb, None
 
 
 @rule("sub")
@@ -191,26 +187,26 @@ def _add(needs, g, out, a, b, alpha=1):
 @uses_mask
 def _sub(needs, g, out, a, b, alpha=1):
     gb = None
-    if _need(needs, 1):
+    if needs[1]:
         gb = _g(aten.neg(g) if alpha == 1 else aten.mul(g, -alpha), b)
-    return (_g(g, a) if _need(needs, 0) else None), gb, None
+    return (_g(g, a) if needs[0] else None), gb, None
 
 
 @rule("mul")
 @reads({0: (1,), 1: (0,)})
 @uses_mask
 def _mul(needs, g, out, a, b):
-    return (_g(aten.mul(g, _cj(b)), a) if _need(needs, 0) and hasattr(a, "_ks") else None,
-            _g(aten.mul(g, _cj(a)), b) if _need(needs, 1) and hasattr(b, "_ks") else None)
+    return (_g(aten.mul(g, _cj(b)), a) if needs[0] and hasattr(a, "_ks") else None,
+            _g(aten.mul(g, _cj(a)), b) if needs[1] and hasattr(b, "_ks") else None)
 
 
 @rule("div")
 @reads({0: (1,), 1: (0, 1)})
 @uses_mask
 def _div(needs, g, out, a, b):
-    ga = _g(aten.div(g, _cj(b)), a) if _need(needs, 0) and hasattr(a, "_ks") else None
+    ga = _g(aten.div(g, _cj(b)), a) if needs[0] and hasattr(a, "_ks") else None
     gb = None
-    if _need(needs, 1) and hasattr(b, "_ks"):
+    if needs[1] and hasattr(b, "_ks"):
         gb = _g(aten.neg(aten.div(aten.mul(g, _cj(a)), _cj(aten.mul(b, b)))), b)
     return ga, gb
 
@@ -641,17 +637,13 @@ def _matmul(needs, g, out, a, b):
     # Note [matmul_backward] in ops/linalg.py: one op when backward records nothing
     if _tls_get()[1] & _AUTOGRAD:  # create_graph: composed of differentiable ops
         return _matmul_composite(needs, g, a, b)
-    return aten.matmul_backward(g, a, b, needs or _BOTH)
-
-
-_BOTH = (True, True)
+    return aten.matmul_backward(g, a, b, needs[:2])
 
 
 def _matmul_composite(needs, g, a, b):
     # Complex operands: ga = g @ b^H, gb = a^H @ g (PyTorch's convention); a real operand
     # is used as it is (no conj) and a real input of a mixed product gets the real part.
-    need_a = needs is None or needs[0]
-    need_b = needs is None or needs[1]
+    need_a, need_b = needs[0], needs[1]
     ad, bd = a._data, b._data
     if ad.ndim == 2 and bd.ndim == 2 and getattr(ad.dtype, "kind", "c") == "f" and \
             getattr(bd.dtype, "kind", "c") == "f":

@@ -241,6 +241,7 @@ def _nondifferentiable(op) -> bool:
 
 
 new_node = Node.new
+_ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 
 
 def _make_kernel(op, formula):
@@ -276,9 +277,9 @@ def _make_kernel(op, formula):
     # whose Tensor arguments are the leading positional ones is used as it is.
     prefix = simple and positions == tuple(range(len(positions))) and not kw_tensors
     # A formula taking ``needs`` (derivatives.uses_mask) gets the real mask on the common
-    # path below, and None ("all") elsewhere.
+    # path below (MaskedNode), and "all" elsewhere.
     uses_mask = getattr(formula, "uses_mask", False)
-    plain = functools.partial(formula, None) if uses_mask else formula
+    plain = functools.partial(formula, _ALL_NEEDED) if uses_mask else formula
     flat_formula = plain if prefix else _flatten_formula(plain, tensor_pos, kw_tensors)
     table = op._table
     miss = op._miss

@@ -116,7 +116,8 @@ class Node:
             if out is not None and dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
                 out = _with_history(out, self)  # create_graph: Note [Saved outputs]
         if self.masked:
-            needs = tuple(map(is_not, self.next_functions, _NONE))
+            # an entry per edge and one False more (derivatives.uses_mask)
+            needs = (*map(is_not, self.next_functions, _NONE), False)
             in_grads = self.formula(needs, g, out, *args, **self.kwargs)
         else:
             in_grads = self.formula(g, out, *args, **self.kwargs)
