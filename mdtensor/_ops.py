@@ -813,10 +813,11 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
     one_type = one_op = one_table = None
     two_type = two_op = two_table = None
     # And the overloads of a Tensor and one argument of another type (``sum(g, (0,))``,
-    # ``div(g, 8)``), by that type, or given by the keyword of the next parameter
-    # (``sum(x, axis=0)``), by (name, type): {type or (name, type): (op, table)};
+    # ``div(g, 8)``), by that type, {type: (op, table)}, or given by the keyword of the
+    # next parameter (``sum(x, axis=0)``), by name and type, {name: {type: (op, table)}};
     # ``mixed_first`` is Tensor once one is known.
     mixed: dict = {}
+    mixed_kw: dict = {}
     mixed_first = None
 
     def learn(key, caller):
@@ -834,13 +835,17 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                 and (len(key) == 2 or (len(key) == 3 and type(key[1]) is str))
                 and isinstance(key[-1], type) and not issubclass(key[-1], Tensor)):
             # (Tensor, type) positionally, or (Tensor, name, type) for by_position's calls
-            mixed[key[1] if len(key) == 2 else key[1:]] = (op, op._table)
+            if len(key) == 2:
+                mixed[key[1]] = (op, op._table)
+            else:
+                mixed_kw.setdefault(key[1], {})[key[2]] = (op, op._table)
             mixed_first = Tensor
 
     def forget():
         nonlocal one_type, one_op, one_table, two_type, two_op, two_table, mixed_first
         one_type = one_op = one_table = two_type = two_op = two_table = mixed_first = None
         mixed.clear()
+        mixed_kw.clear()
 
     packet._on_change.append(forget)
     packet._on_resolve.append(learn)
@@ -856,14 +861,20 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                 # Keyword names and *types* matter too: f(x, other=2) and f(x, other=x)
                 # differ.  Flat, and still unambiguous: argument types, then the names
                 # (strings, never equal to a type), then as many value types as names.
-                [(k, b)] = kwargs.items()
+                # ``kwargs`` is this call's own dict: popping its one item is the
+                # cheapest way to read it (0.4K instructions against 1K for unpacking
+                # ``items()``), and it is put back if the call goes on.
+                k, b = kwargs.popitem()
                 if type(a) is mixed_first:
-                    hit = mixed.get((k, type(b)))
+                    by_type = mixed_kw.get(k)
+                    if by_type is not None:
+                        hit = by_type.get(type(b))
                 if hit is None:
                     key = (type(a), k, type(b))
                     caller = by_position.get(key)  # the keyword is the next parameter
                     if caller is not None:
                         return caller(a, b)
+                    kwargs[k] = b
                     caller = cache.get(key)
                     if caller is not None:
                         return caller(a, **kwargs)
