@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdtensor._keys import DispatchKey
+
 from . import _meta_fns as mf
-from ._decl import OpInfo, SampleInput, defop
+from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, defop
 from ._samples import make_array, unary_samples
 from .elementwise import FLOATING, FLOATS, NUMERIC, REAL
 
@@ -46,21 +48,32 @@ def _sum_meta(x, axis=None, keepdims=False, *, dtype=None):
     return shape, d
 
 
-def _np_sum(xp, x, axis=None, keepdims=False, *, dtype=None):
-    # Note [NumPy fast impls]: ufunc.reduce skips np.sum's Python-level dispatch.
-    # Positional: reduce(array, axis, dtype, out, keepdims).
-    if axis is None and x.size <= _SMALL_SUM and x.dtype.char in "fd" and not (
-            keepdims or dtype):
-        # Note [Small sums]
-        return np.array(sum((x if x.ndim == 1 else x.reshape(-1)).tolist()), x.dtype)
-    if axis is not None and type(axis) is not int:
-        axis = tuple(axis)
-    if dtype is None and not keepdims:  # fewer arguments to parse: ~0.1 us less
-        return _add_reduce(x, axis)
-    return _add_reduce(x, axis, dtype and _native(np, dtype), None, keepdims)
+def _cpu_sum():
+    """The CPU kernel of sum: ``np.add.reduce`` (Note [NumPy fast impls]: it skips
+    ``np.sum``'s Python-level dispatch), in the kernel's own frame -- the generic kernel
+    over an impl is one frame more, on the commonest reduction of a backward pass (a
+    bias's gradient)."""
+    add_reduce = np.add.reduce
 
+    def kernel(a, axis=None, keepdims=False, *, dtype=None):
+        x = a._data
+        if axis is None and x.size <= _SMALL_SUM and x.dtype.char in "fd" and not (
+                keepdims or dtype):
+            # Note [Small sums]
+            r = np.array(sum((x if x.ndim == 1 else x.reshape(-1)).tolist()), x.dtype)
+        else:
+            if axis is not None and type(axis) is not int:
+                axis = tuple(axis)
+            # Positional: reduce(array, axis, dtype, out, keepdims); the fewer, the faster
+            if dtype is None and not keepdims:
+                r = add_reduce(x, axis)
+            else:
+                r = add_reduce(x, axis, dtype and _native(np, dtype), None, keepdims)
+        return a._device.wrap(r)
 
-_add_reduce = np.add.reduce
+    kernel.__qualname__ = kernel.__name__ = "cpu[aten::sum]"
+    return kernel
+
 
 # Note [Small sums]
 # ~~~~~~~~~~~~~~~~~
@@ -81,12 +94,15 @@ _SMALL_SUM = 32
 _REDUCE_SAMPLES = unary_samples(None, kwargs=({}, {"axis": 0}, {"axis": -1, "keepdims": True}))
 
 defop("sum(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? dtype=None)"
-      " -> Tensor", impl=_sum, cpu_impl=_np_sum, meta=_sum_meta, tags=("reduction",),
+      " -> Tensor", impl=_sum, meta=_sum_meta, tags=("reduction",),
       methods=("sum",),
       kwarg_aliases=_ALIASES,
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.sum(x, axis=axis,
                                                                   keepdims=keepdims),
                   dtypes=NUMERIC, samples=_REDUCE_SAMPLES))
+
+
+_register_leaf(CATALOGUE["aten::sum"].functional[0], _cpu_sum(), DispatchKey.CPU)
 
 
 def _mean(xp, x, axis=None, keepdims=False):
