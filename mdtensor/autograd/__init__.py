@@ -430,7 +430,7 @@ def _make_kernel(op, formula):
                         vc = counter(out)
                     out._vc = vc
                 saved_out = (out._data, out._device, vc, vc.value)
-            # Node.new(...), AutogradMeta.of_output(node, 0) and attach(out, node, 0),
+            # Node.new(...), AutogradMeta.make(True, node, 0) and attach(out, node, 0),
             # inlined: a frame each costs ~0.1 us on every recorded op (DESIGN.md section 8);
             # the node's class carries its name, formula and output count
             node = node_class()

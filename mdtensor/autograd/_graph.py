@@ -109,7 +109,7 @@ class Node:
                 if vc.value != version:
                     raise RuntimeError(_modified_message(out, self, version))
                 if dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
-                    out._ag = AutogradMeta.of_output(self, 0)
+                    out._ag = AutogradMeta.make(True, self, 0)
                     out._ks |= AUTOGRAD_FUNCTIONALITY
         else:
             g = tuple(grads)
@@ -181,7 +181,7 @@ def _with_history(out, node):
 def _alias_of(t, node, output_nr):
     a = t._device.wrap(t._data)
     a._vc = t._vc
-    a._ag = AutogradMeta.of_output(node, output_nr)
+    a._ag = AutogradMeta.make(True, node, output_nr)
     a._ks |= AUTOGRAD_FUNCTIONALITY
     return a
 
@@ -317,7 +317,7 @@ def attach(out, node, output_nr: int) -> None:
     """Make ``out`` an output of ``node`` (requires grad, has grad_fn)."""
     ag = out._ag
     if ag is None:
-        out._ag = AutogradMeta.of_output(node, output_nr)
+        out._ag = AutogradMeta.make(True, node, output_nr)
     else:
         ag.requires_grad = True
         ag.grad_fn = node

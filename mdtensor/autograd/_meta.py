@@ -44,21 +44,6 @@ class AutogradMeta:
         meta.accumulator = None  # the leaf's AccumulateGrad node, made on first use
         return meta
 
-    @staticmethod
-    def of_output(grad_fn, output_nr):
-        """``make(True, grad_fn, output_nr)`` without the keyword defaults (hot path)."""
-        meta = AutogradMeta()
-        meta.requires_grad = True
-        meta.grad = None
-        meta.grad_fn = grad_fn
-        meta.output_nr = output_nr
-        meta.retains_grad = False
-        meta.hooks = None
-        meta.accumulator = None
-        return meta
-
-
-
 
 def set_requires_grad(t, flag: bool) -> None:
     """``t.requires_grad_(flag)`` with PyTorch's checks."""
