@@ -128,7 +128,7 @@ def _kernel_for(decl, jax, jnp):
     """The jitted kernel of ``decl``'s first (functional) overload, or None."""
     import functools
 
-    from mdtensor.ops._decl import device_mismatch, raise_named
+    from mdtensor.ops._decl import axis_check, axis_error, device_mismatch, raise_named
 
     from mdtensor._keys import DispatchKey
     from mdtensor._tensor import Tensor
@@ -154,11 +154,16 @@ def _kernel_for(decl, jax, jnp):
     n_positional = sum(1 for a in args if not a.kwarg_only)
     if "reduction" in tags and tensors == (0,):
         with_args = jax.jit(_with_static(impl, jnp), static_argnums=(1, 2))
+        check = axis_check(schema)
 
         def kernel(a, *rest, **kwargs):
             if rest or kwargs:
-                return a._device.wrap(with_args(a._data, _hashable(rest),
-                                                _hashable_kw(kwargs)))
+                try:
+                    return a._device.wrap(with_args(a._data, _hashable(rest),
+                                                    _hashable_kw(kwargs)))
+                except Exception as e:  # Note [Axis errors] in ops/_decl.py
+                    axis_error(check, e, a._data.ndim, rest, kwargs)
+                    raise
             return a._device.wrap(traced(a._data))
     elif tensors == (0,) and len(args) == 1:
         def kernel(a):  # no **kwargs: an empty dict per call shows (Note [JAX kernels])

@@ -48,6 +48,7 @@ from mdtensor._ops import _NO, Kernel
 from mdtensor._schema import FunctionSchema, parse_schema
 from mdtensor._tensor import Tensor
 
+from ._meta_fns import normalize_axes
 from ._promotion import with_scalar_promotion
 
 __all__ = [
@@ -187,6 +188,67 @@ def raise_named(op_name: str, exc: Exception, *operands) -> NoReturn:
     raise type(exc)(f"{op_name}: {msg}") from None
 
 
+#: ops whose ``axis`` is an axis of their result (one dimension more than ``self``)
+_RESULT_AXIS = frozenset({"unsqueeze", "unsqueeze_copy"})
+#: ops that take an axis more than once (``roll(x, (1, 1), axis=(0, 0))``, as PyTorch)
+_REPEATS = frozenset({"roll"})
+
+
+def axis_check(schema: FunctionSchema) -> Callable | None:
+    """``check(ndim, rest, kwargs)`` for an op whose ``axis``/``dim`` argument is an axis of
+    its first argument, a Tensor of ``ndim`` dimensions (None for other ops): it raises
+    PyTorch's IndexError naming the op when that axis is out of range (``sum: axis 5 is
+    out of range for a tensor of dimension 2 (expected to be in range [-2, 1])``), a
+    ValueError naming it for repeated axes, and returns otherwise.  ``rest`` and
+    ``kwargs`` are the arguments after the Tensor.
+
+    Note [Axis errors]: the backend kernels do not check axes before computing.  One
+    whose backend failed calls ``axis_error`` in its ``except`` block, which runs the
+    check; when the axis is in range the kernel re-raises the original error.  So an axis
+    out of range gives the same error, naming the op, whatever the backend raised (NumPy:
+    AxisError, JAX: ValueError, an impl's own shape arithmetic: IndexError), as PyTorch
+    checks dimensions before anything else; and a call that succeeds pays nothing.  The
+    Meta kernels check first, as they compute nothing.
+    """
+    args = schema.arguments
+    if not args or not args[0].type.is_tensor or schema.name in _RESULT_AXIS:
+        return None
+    found = [(i, a) for i, a in enumerate(args)
+             if a.name in ("axis", "dim") and a.type.base == "int"]
+    if not found:
+        return None
+    i, a = found[0]
+    op = schema.name
+    name = a.name
+    pos = None if a.kwarg_only else i - 1  # index into ``rest``
+    default = a.default
+    repeats = op in _REPEATS
+
+    def check(ndim: int, rest, kwargs) -> None:
+        if pos is not None and pos < len(rest):
+            axis = rest[pos]
+        else:
+            axis = kwargs.get(name, default)
+        if isinstance(axis, int):
+            normalize_axes(op, axis, ndim)
+        elif isinstance(axis, (list, tuple)) and all(isinstance(v, int) for v in axis):
+            if repeats:
+                for v in axis:
+                    normalize_axes(op, v, ndim)
+            else:
+                normalize_axes(op, axis, ndim)
+
+    return check
+
+
+def axis_error(check: Callable | None, exc: Exception, ndim: int, rest, kwargs) -> None:
+    """In a kernel's ``except`` block: raise the op's axis error when the axis is out of
+    range (Note [Axis errors]); return when it is not, for the kernel to re-raise
+    ``exc``."""
+    if check is not None:
+        check(ndim, rest, kwargs)
+
+
 def _shape_str(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
@@ -280,7 +342,8 @@ def array_api_kernel(schema: FunctionSchema, impl: Callable, generic: Callable |
               if not (a.kwarg_only or a.type.is_tensor_list or a.type.optional or a.has_default)]
     if kind == "tensor" and len(simple) == len(tensor_args) and simple in ([0], [1], [0, 1]):
         n_positional = sum(1 for a in schema.arguments if not a.kwarg_only)
-        return _fast_kernel(name, impl, tuple(simple), extra=n_positional > len(simple))
+        return _fast_kernel(name, impl, tuple(simple), extra=n_positional > len(simple),
+                            check=axis_check(schema))
     return _generic_kernel(schema, impl, kind, tensor_args)
 
 
@@ -427,12 +490,13 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
     return kernel
 
 
-def _fast_kernel(name, impl, pos, extra):
+def _fast_kernel(name, impl, pos, extra, check=None):
     """Kernels for the common shapes of schema (Note [The hot path] in mdtensor/_ops.py).
 
     ``extra``: the schema has positional non-Tensor arguments after the tensors, so the
     kernel forwards ``*rest``; without them it avoids building the tuple, and it calls
-    ``impl`` without ``**kwargs`` when none were given.
+    ``impl`` without ``**kwargs`` when none were given.  ``check``: the op's
+    ``axis_check`` (Note [Axis errors]).
     """
     if pos == (0, 1) and not extra:
         def kernel(a, b, **kwargs):
@@ -443,24 +507,36 @@ def _fast_kernel(name, impl, pos, extra):
                 if kwargs:
                     return d.wrap(impl(d.xp, a._data, b._data, **kwargs))
                 return d.wrap(impl(d.xp, a._data, b._data))
-            except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
-                raise_named(name, e, a, b)
+            except Exception as e:
+                axis_error(check, e, len(a._data.shape), (b,), kwargs)  # Note [Axis errors]
+                if not isinstance(e, (ValueError, TypeError)):
+                    raise
+                raise_named(name, e, a, b)  # Note [Broadcasting errors]
     elif pos == (0,) and not extra:
         def kernel(a, **kwargs):
             d = a._device
-            if kwargs:
-                return d.wrap(impl(d.xp, a._data, **kwargs))
-            return d.wrap(impl(d.xp, a._data))
-    elif pos == (0,):
-        def kernel(a, b=_NO, /, *rest, **kwargs):  # Note [Star calls] in mdtensor/_ops.py
-            d = a._device
-            if b is _NO:
+            try:
                 if kwargs:
                     return d.wrap(impl(d.xp, a._data, **kwargs))
                 return d.wrap(impl(d.xp, a._data))
-            if rest or kwargs:
-                return d.wrap(impl(d.xp, a._data, b, *rest, **kwargs))
-            return d.wrap(impl(d.xp, a._data, b))
+            except Exception as e:
+                axis_error(check, e, len(a._data.shape), (), kwargs)
+                raise
+    elif pos == (0,):
+        def kernel(a, b=_NO, /, *rest, **kwargs):  # Note [Star calls] in mdtensor/_ops.py
+            d = a._device
+            try:
+                if b is _NO:
+                    if kwargs:
+                        return d.wrap(impl(d.xp, a._data, **kwargs))
+                    return d.wrap(impl(d.xp, a._data))
+                if rest or kwargs:
+                    return d.wrap(impl(d.xp, a._data, b, *rest, **kwargs))
+                return d.wrap(impl(d.xp, a._data, b))
+            except Exception as e:
+                axis_error(check, e, len(a._data.shape), () if b is _NO else (b, *rest),
+                           kwargs)
+                raise
     elif pos == (1,):
         def kernel(s, a, *rest, **kwargs):
             d = a._device
@@ -472,8 +548,11 @@ def _fast_kernel(name, impl, pos, extra):
                 raise device_mismatch(name, d, b._device)
             try:
                 return d.wrap(impl(d.xp, a._data, b._data, *rest, **kwargs))
-            except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
-                raise_named(name, e, a, b)
+            except Exception as e:
+                axis_error(check, e, len(a._data.shape), (b, *rest), kwargs)
+                if not isinstance(e, (ValueError, TypeError)):
+                    raise
+                raise_named(name, e, a, b)  # Note [Broadcasting errors]
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
     if pos == (0,):
         # ``impl(xp, array, *rest, **kwargs)`` wrapped by ``device.wrap``, for a layer
@@ -544,6 +623,7 @@ def _generic_kernel(schema, impl, kind, tensor_args):
     unwrap = _unwrapper(schema, tensor_args)
     operands = _operands(schema, tensor_args)
     name = schema.full_name
+    check = axis_check(schema)
 
     def kernel(*args, **kwargs):
         kwargs = dict(kwargs)
@@ -552,10 +632,12 @@ def _generic_kernel(schema, impl, kind, tensor_args):
             raise TypeError(f"{name}: needs at least one tensor argument")
         try:
             r = impl(dev.xp, *args, **kwargs)
-        except (ValueError, TypeError) as e:  # Note [Broadcasting errors]
-            if "broadcast" not in str(e).lower():
+        except Exception as e:
+            if check is not None and args:  # Note [Axis errors]
+                axis_error(check, e, len(args[0].shape), args[1:], kwargs)
+            if "broadcast" not in str(e).lower() or not isinstance(e, (ValueError, TypeError)):
                 raise
-            raise_named(name, e, *operands(args, kwargs))
+            raise_named(name, e, *operands(args, kwargs))  # Note [Broadcasting errors]
         return _wrap_out(dev, kind, schema)(r)
 
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
@@ -903,6 +985,7 @@ def _meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
 
     name = schema.full_name
     kind = _returns_kind(schema)
+    check = axis_check(schema)
 
     def make(spec):
         shape, dtype = spec
@@ -924,6 +1007,8 @@ def _meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
             return out
     else:
         def kernel(*args, **kwargs):
+            if check is not None and args:  # Note [Axis errors]: the op's name
+                check(len(args[0].shape), args[1:], kwargs)
             spec = meta(*args, **kwargs)
             if kind == "tensor":
                 return make(spec)

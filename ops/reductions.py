@@ -14,7 +14,7 @@ import numpy as np
 from mdtensor._keys import DispatchKey
 
 from . import _meta_fns as mf
-from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, defop
+from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, axis_check, axis_error, defop
 from ._samples import make_array, unary_samples
 from .elementwise import FLOATING, FLOATS, NUMERIC, REAL
 
@@ -54,6 +54,7 @@ def _cpu_sum():
     over an impl is one frame more, on the commonest reduction of a backward pass (a
     bias's gradient)."""
     add_reduce = np.add.reduce
+    check = axis_check(CATALOGUE["aten::sum"].functional[0].schema)
 
     def kernel(a, axis=None, keepdims=False, *, dtype=None):
         x = a._data
@@ -64,11 +65,16 @@ def _cpu_sum():
         else:
             if axis is not None and type(axis) is not int:
                 axis = tuple(axis)
-            # Positional: reduce(array, axis, dtype, out, keepdims); the fewer, the faster
-            if dtype is None and not keepdims:
-                r = add_reduce(x, axis)
-            else:
-                r = add_reduce(x, axis, dtype and _native(np, dtype), None, keepdims)
+            try:
+                # Positional: reduce(array, axis, dtype, out, keepdims); the fewer, the
+                # faster
+                if dtype is None and not keepdims:
+                    r = add_reduce(x, axis)
+                else:
+                    r = add_reduce(x, axis, dtype and _native(np, dtype), None, keepdims)
+            except Exception as e:
+                axis_error(check, e, x.ndim, (axis,), {})  # Note [Axis errors] in _decl.py
+                raise
         return a._device.wrap(r)
 
     kernel.__qualname__ = kernel.__name__ = "cpu[aten::sum]"
@@ -138,14 +144,14 @@ def _nonempty(op, x, axis):
         raise ValueError(f"{op}: cannot reduce over a zero-size dimension (no identity)")
 
 
-def _max(xp, x, axis=None, keepdims=False):
-    _nonempty("max", x, axis)
-    return xp.max(x, axis=_axis(axis), keepdims=keepdims)
+def _extreme(name, which):
+    def impl(xp, x, axis=None, keepdims=False):
+        _nonempty(name, x, axis)
+        return getattr(xp, which)(x, axis=_axis(axis), keepdims=keepdims)
+    return impl
 
 
-def _min(xp, x, axis=None, keepdims=False):
-    _nonempty("min", x, axis)
-    return xp.min(x, axis=_axis(axis), keepdims=keepdims)
+_max, _min = _extreme("max", "max"), _extreme("min", "min")
 
 
 def _reduce_nonempty_samples(dtype, rng):
@@ -177,7 +183,8 @@ for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
 
     defop(f"{_n}.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, "
           f"Tensor indices)", impl=_dim_impl, meta=_dim_meta, decl=_d)
-    defop(f"a{_n}(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", impl=_f,
+    defop(f"a{_n}(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",
+          impl=_extreme(f"a{_n}", _n),
           meta=mf.reduction, tags=("reduction",), methods=(f"a{_n}",), kwarg_aliases=_ALIASES,
           info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: getattr(np, _n)(
               x, axis=axis, keepdims=keepdims), dtypes=REAL, samples=_reduce_nonempty_samples))
