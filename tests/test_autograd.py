@@ -566,6 +566,27 @@ def test_hooks_and_retain_grad():
     np.testing.assert_allclose(to_numpy(x.grad), [1.0, 1.0])
 
 
+def test_a_leaf_reached_twice_gets_one_sum_with_or_without_hooks():
+    # Note [Leaves without hooks]: the hooked leaf's gradients meet in its AccumulateGrad
+    # node, so its hook runs once on the sum; the other leaf's are summed as they arrive.
+    x, w = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    seen = []
+    x.register_hook(lambda g: seen.append(g.tolist()))
+    y = x * w + x * 2 + w * w
+    y.sum().backward()
+    assert seen == [[5.0, 6.0]]
+    np.testing.assert_allclose(to_numpy(x.grad), [5.0, 6.0])
+    np.testing.assert_allclose(to_numpy(w.grad), [7.0, 10.0])
+    # backward(inputs=...) and autograd.grad keep taking the nodes' path
+    x.grad = w.grad = None
+    y = x * w + w * w
+    y.sum().backward(inputs=[w])
+    assert x.grad is None
+    np.testing.assert_allclose(to_numpy(w.grad), [7.0, 10.0])
+    (gw,) = md.autograd.grad((x * w + w * w).sum(), [w])
+    np.testing.assert_allclose(to_numpy(gw), [7.0, 10.0])
+
+
 def test_autograd_grad_returns_gradients_after_tensor_hooks():
     w = leaf([1.0, 2.0])
     x = w * 2
