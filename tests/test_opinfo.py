@@ -320,14 +320,15 @@ def test_cpu_ufunc_kernels_compute_what_the_generic_kernels_compute():
 @pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "float32", "float64", "complex64"])
 def test_cpu_matmul_kernel_computes_what_np_matmul_computes(dtype):
     # Note [Matrix products through np.dot]: 1-D and 2-D operands take np.dot, the rest
-    # np.matmul; results, dtypes and errors are np.matmul's.
+    # np.matmul, and so do large products (Note [Large products through np.matmul]);
+    # results, dtypes and errors are np.matmul's.
     rng = np.random.default_rng(0)
     shapes = [((3, 4), (4, 2)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)), ((0, 4), (4, 3)),
-              ((2, 3, 4), (4, 5)), ((4, 3), (4, 5))]
+              ((2, 3, 4), (4, 5)), ((4, 3), (4, 5)), ((64, 7), (7, 64)), ((7, 64), (7, 80))]
     for sa, sb in shapes:
         a = (rng.standard_normal(sa) * 3).astype(dtype)
         b = (rng.standard_normal(sb) * 3).astype(dtype)
-        if sa == (4, 3):
+        if sa in ((4, 3), (7, 64)):
             a = a.T  # a transposed view
         got = md.asarray(a) @ md.asarray(b)
         want = np.matmul(a, b)
@@ -338,6 +339,21 @@ def test_cpu_matmul_kernel_computes_what_np_matmul_computes(dtype):
         x @ md.asarray(np.ones((5, 2), dtype))
     with pytest.raises(ValueError, match="aten::matmul: .*does not have enough dimensions"):
         x @ md.asarray(np.ones((), dtype))
+
+
+@pytest.mark.parametrize("m", [8, 80])
+def test_cpu_matmul_backward_kernel_small_and_large(m):
+    # both paths of the CPU matmul_backward kernel (np.dot below 4096 output elements,
+    # np.matmul from there): the weights' gradient is x.T @ g, the input's g @ w.T
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((m, 60)).astype(np.float32)
+    w = rng.standard_normal((60, 70)).astype(np.float32)
+    g = rng.standard_normal((m, 70)).astype(np.float32)
+    xt, wt = md.asarray(x, requires_grad=True), md.asarray(w, requires_grad=True)
+    (xt @ wt).backward(md.asarray(g))
+    np.testing.assert_allclose(to_numpy(wt.grad), x.T @ g, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(xt.grad), g @ w.T, rtol=1e-5, atol=1e-4)
+    assert to_numpy(wt.grad).flags.writeable
 
 
 @pytest.mark.parametrize("name", ["div", "exp", "sub"])
