@@ -56,13 +56,6 @@ _np_matmul = np.matmul
 _LARGE = 4096
 
 
-def _product(x, y):
-    """``x @ y`` for NumPy matrices (or a matrix and a vector) whose inner sizes agree."""
-    if x.ndim == 2 and y.ndim == 2 and x.shape[0] * y.shape[1] >= _LARGE:
-        return _np_matmul(x, y)
-    return _np_dot(x, y)
-
-
 def _cpu_matmul():
     from ._decl import device_mismatch, raise_named
 
@@ -171,9 +164,15 @@ def _cpu_matmul_backward(generic):
         d = g._device
         if (len(mask) == 2 and ad.ndim == 2 and bd.ndim == 2 and ad.dtype.kind == "f"
                 and bd.dtype.kind == "f" and a._device is d and b._device is d):
-            wrap = d.wrap  # Note [Matrix products through np.dot]
-            return (wrap(_product(gd, bd.T)) if mask[0] else None,
-                    wrap(_product(ad.T, gd)) if mask[1] else None)
+            # Note [Matrix products through np.dot], and [Large products through
+            # np.matmul]: the gradients have the shapes of a and b
+            wrap = d.wrap
+            ga = gb = None
+            if mask[0]:
+                ga = wrap((_np_matmul if ad.size >= _LARGE else _np_dot)(gd, bd.T))
+            if mask[1]:
+                gb = wrap((_np_matmul if bd.size >= _LARGE else _np_dot)(ad.T, gd))
+            return ga, gb
         return generic(g, a, b, mask)
 
     kernel.__qualname__ = kernel.__name__ = "cpu[aten::matmul_backward]"
