@@ -188,8 +188,9 @@ def raise_named(op_name: str, exc: Exception, *operands) -> NoReturn:
     raise type(exc)(f"{op_name}: {msg}") from None
 
 
-#: ops whose ``axis`` is an axis of their result (one dimension more than ``self``)
-_RESULT_AXIS = frozenset({"unsqueeze", "unsqueeze_copy"})
+#: ops whose ``axis`` is not an axis of their first Tensor: of their result (one dimension
+#: more than ``self``), or of their operands' broadcast shape (Array API vecdot, cross)
+_NOT_SELF_AXIS = frozenset({"unsqueeze", "unsqueeze_copy", "vecdot", "linalg_cross"})
 #: ops that take an axis more than once (``roll(x, (1, 1), axis=(0, 0))``, as PyTorch)
 _REPEATS = frozenset({"roll"})
 
@@ -211,7 +212,7 @@ def axis_check(schema: FunctionSchema) -> Callable | None:
     Meta kernels check first, as they compute nothing.
     """
     args = schema.arguments
-    if not args or not args[0].type.is_tensor or schema.name in _RESULT_AXIS:
+    if not args or not args[0].type.is_tensor or schema.name in _NOT_SELF_AXIS:
         return None
     found = [(i, a) for i, a in enumerate(args)
              if a.name in ("axis", "dim") and a.type.base == "int"]
