@@ -70,3 +70,25 @@ def skip_on(*devices: str, reason: str):
 
 NO_EINSUM = ("einsum is not in the Array API standard: array_api_strict has none, and "
              "mdtensor's einsum raises NotImplementedError there by design (ops/linalg.py)")
+
+
+def sample_on(v, device: str):
+    """An OpInfo sample argument on ``device``: a NumPy array (or a list or tuple of them)
+    becomes a tensor (a copy), anything else stays as it is."""
+    import numpy as np
+
+    import mdtensor as md
+
+    if isinstance(v, np.ndarray):
+        return md.asarray(v.copy(), device=device)
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, np.ndarray) for x in v):
+        return type(v)(md.asarray(x.copy(), device=device) for x in v)
+    return v
+
+
+def backend_installed(device: str) -> bool:
+    """Whether the backend plug-in of ``device`` is installed and loads."""
+    import mdtensor as md
+
+    row = next((r for r in md.backends.available() if r["device_type"] == device), None)
+    return row is not None and row["installed"]

@@ -12,22 +12,17 @@ import importlib.util
 
 import numpy as np
 import pytest
+from _helpers import backend_installed, sample_on
 from mdtensor.ops import CATALOGUE
 from mdtensor.ops._decl import axis_check
 
 import mdtensor as md
 
-
-def _available(device):
-    row = next((r for r in md.backends.available() if r["device_type"] == device), None)
-    return row is not None and row["installed"]
-
-
 DEVICES = [
     "cpu",
     "meta",
     pytest.param("loopback", marks=pytest.mark.skipif(
-        not _available("loopback"),
+        not backend_installed("loopback"),
         reason="loopback plug-in not installed (pip install -e plugins/mdtensor_loopback)")),
     pytest.param("jax", marks=pytest.mark.skipif(
         importlib.util.find_spec("jax") is None, reason="JAX not installed")),
@@ -81,20 +76,13 @@ def _bad_call(decl):
     pytest.skip(f"{decl.name}: no sample with a Tensor first")
 
 
-def _to(v, device):
-    if isinstance(v, np.ndarray):
-        return md.asarray(v.copy(), device=device)
-    if isinstance(v, (list, tuple)) and v and all(isinstance(x, np.ndarray) for x in v):
-        return type(v)(md.asarray(x.copy(), device=device) for x in v)
-    return v
-
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("decl", AXIS_OPS)
 def test_axis_out_of_range_names_the_op(decl, device):
     args, kwargs, bad, ndim = _bad_call(decl)
-    args = [_to(v, device) for v in args]
-    kwargs = {k: _to(v, device) for k, v in kwargs.items()}
+    args = [sample_on(v, device) for v in args]
+    kwargs = {k: sample_on(v, device) for k, v in kwargs.items()}
     x = args[0]
     version = x._version
     before = None if device == "meta" else np.asarray(x.to("cpu").numpy(force=True)).copy()

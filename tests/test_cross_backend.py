@@ -12,6 +12,7 @@ import importlib.util
 
 import numpy as np
 import pytest
+from _helpers import backend_installed, sample_on
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -19,15 +20,9 @@ from mdtensor.ops import CATALOGUE
 
 import mdtensor as md
 
-
-def _available(device):
-    row = next((r for r in md.backends.available() if r["device_type"] == device), None)
-    return row is not None and row["installed"]
-
-
 BACKENDS = [
     pytest.param("loopback", marks=pytest.mark.skipif(
-        not _available("loopback"),
+        not backend_installed("loopback"),
         reason="loopback plug-in not installed (pip install -e plugins/mdtensor_loopback)")),
     pytest.param("jax", marks=pytest.mark.skipif(
         importlib.util.find_spec("jax") is None, reason="JAX not installed")),
@@ -57,13 +52,6 @@ def _decls():
         out.append(pytest.param(decl, id=decl.name))
     return out
 
-
-def _to(v, device):
-    if isinstance(v, np.ndarray):
-        return md.asarray(v.copy(), device=device)
-    if isinstance(v, (list, tuple)) and v and all(isinstance(x, np.ndarray) for x in v):
-        return type(v)(md.asarray(x.copy(), device=device) for x in v)
-    return v
 
 
 def _host(x):
@@ -99,14 +87,14 @@ def test_op_matches_numpy_backend(decl, device):
     # JAX compiles every new (primitive, shape, dtype) eagerly: fewer dtypes keep it fast.
     for dtype in decl.info.dtypes[:3 if device == "jax" else 6]:
         for sample in decl.info.samples(dtype, rng):
-            args_cpu = [_to(a, "cpu") for a in sample.args]
-            kw_cpu = {k: _to(v, "cpu") for k, v in sample.kwargs.items()}
+            args_cpu = [sample_on(a, "cpu") for a in sample.args]
+            kw_cpu = {k: sample_on(v, "cpu") for k, v in sample.kwargs.items()}
             try:
                 expected = packet(*args_cpu, **kw_cpu)
             except Exception:  # noqa: BLE001 - samples the NumPy backend rejects
                 continue
-            args = [_to(a, device) for a in sample.args]
-            kw = {k: _to(v, device) for k, v in sample.kwargs.items()}
+            args = [sample_on(a, device) for a in sample.args]
+            kw = {k: sample_on(v, device) for k, v in sample.kwargs.items()}
             got = packet(*args, **kw)
             what = f"{decl.name}[{dtype.name}] on {device}, sample {sample.name}"
             outs = got if isinstance(got, (tuple, list)) else (got,)
@@ -183,7 +171,7 @@ def _grads_of(packet, sample, device):
             t = md.asarray(v.copy(), device=device, requires_grad=True)
             leaves.append(t)
             return t
-        return _to(v, device)
+        return sample_on(v, device)
 
     args = [conv(a) for a in sample.args]
     kw = {k: conv(v) for k, v in sample.kwargs.items()}
