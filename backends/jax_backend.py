@@ -128,7 +128,7 @@ def _kernel_for(decl, jax, jnp):
     """The jitted kernel of ``decl``'s first (functional) overload, or None."""
     import functools
 
-    from mdtensor.ops._decl import axis_check, axis_error, device_mismatch, raise_named
+    from mdtensor.ops._decl import axis_check, device_mismatch, raise_named
 
     from mdtensor._keys import DispatchKey
     from mdtensor._tensor import Tensor
@@ -161,8 +161,9 @@ def _kernel_for(decl, jax, jnp):
                 try:
                     return a._device.wrap(with_args(a._data, _hashable(rest),
                                                     _hashable_kw(kwargs)))
-                except Exception as e:  # Note [Axis errors] in ops/_decl.py
-                    axis_error(check, e, a._data.ndim, rest, kwargs)
+                except Exception:  # Note [Axis errors] in ops/_decl.py
+                    if check is not None:
+                        check(a._data.ndim, rest, kwargs)
                     raise
             return a._device.wrap(traced(a._data))
     elif tensors == (0,) and len(args) == 1:

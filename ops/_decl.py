@@ -204,8 +204,8 @@ def axis_check(schema: FunctionSchema) -> Callable | None:
     ``kwargs`` are the arguments after the Tensor.
 
     Note [Axis errors]: the backend kernels do not check axes before computing.  One
-    whose backend failed calls ``axis_error`` in its ``except`` block, which runs the
-    check; when the axis is in range the kernel re-raises the original error.  So an axis
+    whose backend failed runs the check in its ``except`` block; when the axis is in range
+    the kernel re-raises the original error.  So an axis
     out of range gives the same error, naming the op, whatever the backend raised (NumPy:
     AxisError, JAX: ValueError, an impl's own shape arithmetic: IndexError), as PyTorch
     checks dimensions before anything else; and a call that succeeds pays nothing.  The
@@ -241,13 +241,6 @@ def axis_check(schema: FunctionSchema) -> Callable | None:
 
     return check
 
-
-def axis_error(check: Callable | None, exc: Exception, ndim: int, rest, kwargs) -> None:
-    """In a kernel's ``except`` block: raise the op's axis error when the axis is out of
-    range (Note [Axis errors]); return when it is not, for the kernel to re-raise
-    ``exc``."""
-    if check is not None:
-        check(ndim, rest, kwargs)
 
 
 def _shape_str(shape) -> str:
@@ -509,7 +502,8 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                     return d.wrap(impl(d.xp, a._data, b._data, **kwargs))
                 return d.wrap(impl(d.xp, a._data, b._data))
             except Exception as e:
-                axis_error(check, e, len(a._data.shape), (b,), kwargs)  # Note [Axis errors]
+                if check is not None:  # Note [Axis errors]
+                    check(len(a._data.shape), (b,), kwargs)
                 if not isinstance(e, (ValueError, TypeError)):
                     raise
                 raise_named(name, e, a, b)  # Note [Broadcasting errors]
@@ -520,8 +514,9 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                 if kwargs:
                     return d.wrap(impl(d.xp, a._data, **kwargs))
                 return d.wrap(impl(d.xp, a._data))
-            except Exception as e:
-                axis_error(check, e, len(a._data.shape), (), kwargs)
+            except Exception:
+                if check is not None:
+                    check(len(a._data.shape), (), kwargs)
                 raise
     elif pos == (0,):
         def kernel(a, b=_NO, /, *rest, **kwargs):  # Note [Star calls] in mdtensor/_ops.py
@@ -534,9 +529,9 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                 if rest or kwargs:
                     return d.wrap(impl(d.xp, a._data, b, *rest, **kwargs))
                 return d.wrap(impl(d.xp, a._data, b))
-            except Exception as e:
-                axis_error(check, e, len(a._data.shape), () if b is _NO else (b, *rest),
-                           kwargs)
+            except Exception:
+                if check is not None:
+                    check(len(a._data.shape), () if b is _NO else (b, *rest), kwargs)
                 raise
     elif pos == (1,):
         def kernel(s, a, *rest, **kwargs):
@@ -550,7 +545,8 @@ def _fast_kernel(name, impl, pos, extra, check=None):
             try:
                 return d.wrap(impl(d.xp, a._data, b._data, *rest, **kwargs))
             except Exception as e:
-                axis_error(check, e, len(a._data.shape), (b, *rest), kwargs)
+                if check is not None:
+                    check(len(a._data.shape), (b, *rest), kwargs)
                 if not isinstance(e, (ValueError, TypeError)):
                     raise
                 raise_named(name, e, a, b)  # Note [Broadcasting errors]
@@ -635,7 +631,7 @@ def _generic_kernel(schema, impl, kind, tensor_args):
             r = impl(dev.xp, *args, **kwargs)
         except Exception as e:
             if check is not None and args:  # Note [Axis errors]
-                axis_error(check, e, len(args[0].shape), args[1:], kwargs)
+                check(len(args[0].shape), args[1:], kwargs)
             if "broadcast" not in str(e).lower() or not isinstance(e, (ValueError, TypeError)):
                 raise
             raise_named(name, e, *operands(args, kwargs))  # Note [Broadcasting errors]

@@ -499,7 +499,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                     t = nxt.variable
                     if not t._ag.hooks:
                         prev = leaf_grads.get(id(t))
-                        leaf_grads[id(t)] = (t, g) if prev is None else (t, _add(prev[1], g))
+                        leaf_grads[id(t)] = (t, g if prev is None else _add(prev[1], g))
                         continue
                 buf = buffers.get(nxt)
                 if buf is None:
