@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ._functionalize import track_view
 from ._keys import DispatchKey
-from ._ops import _NO, Kernel, dispatcher, fallthrough_kernel, register_fallback
+from ._ops import _NO, Kernel, dispatcher, fallthrough_kernel, own_code, register_fallback
 from ._tensor import Tensor, VersionCounter, ViewInfo
 
 __all__ = ["bump_version", "install", "mark_view"]
@@ -104,6 +104,7 @@ def _inplace_kernel(op):
                 vc.value += 1
                 return result
 
+            ad_inplace_self = own_code(ad_inplace_self)  # Note [Own code objects] in mdtensor/_ops.py
             ad_inplace_self.__qualname__ = name
             return ad_inplace_self
     else:
@@ -119,6 +120,7 @@ def _inplace_kernel(op):
                             bump_version(t)
                 return result
 
+            ad_inplace = own_code(ad_inplace)  # Note [Own code objects] in mdtensor/_ops.py
             ad_inplace.__qualname__ = name
             return ad_inplace
 
@@ -160,6 +162,7 @@ def _view_kernel(op):
             _mark_views(op, result, src, args[1:], kwargs)
             return result
 
+        ad_view = own_code(ad_view)  # Note [Own code objects] in mdtensor/_ops.py
         ad_view.__qualname__ = name
         return ad_view
 
@@ -205,6 +208,7 @@ def _fused_view_kernel(op, impl, name):
         _mark_views(op, result, src, rest, kwargs)
         return result
 
+    ad_view_fused = own_code(ad_view_fused)  # Note [Own code objects] in mdtensor/_ops.py
     ad_view_fused.__qualname__ = name
     return ad_view_fused
 

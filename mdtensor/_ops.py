@@ -91,6 +91,34 @@ __all__ = [
 LEAF_KERNELS: set = set()
 
 
+# Note [Own code objects]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# CPython 3.11 specializes each instruction of a code object for what it has seen there: a
+# call site for the one function it calls (CALL_PY_EXACT_ARGS checks the function's
+# version), an attribute site for one type (LOAD_ATTR_SLOT checks the type's version).  A
+# site that sees many functions or types misses, falls back to the generic instruction
+# (``PyObject_GetAttr``, ``_PyType_Lookup``, ``_PyFunction_Vectorcall``) and, after enough
+# misses, is respecialized for whatever comes next.  The hot path is made of closures
+# built once per op -- the packet function, the overload's caller, the backend kernel, the
+# Autograd kernel -- and every closure of one ``def`` shares that ``def``'s code object:
+# ``kernel(a, b)`` in the caller, ``node.args = args`` in the Autograd kernel saw every
+# op's kernel and every op's Node class, and missed on most calls.  ``own_code(fn)`` gives
+# a closure a copy of its code object, so its sites see its own op only and stay
+# specialized.  Measured on the 16-16-16-4 MLP training step (cachegrind, fixed hash
+# seed): the Autograd kernel alone 968.6K -> 924.9K instructions.
+
+
+def own_code(fn):
+    """``fn`` with a code object of its own (Note [Own code objects]): the same closure,
+    defaults and attributes."""
+    copy = type(fn)(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__,
+                    fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__qualname__ = fn.__qualname__
+    copy.__dict__.update(fn.__dict__)
+    return copy
+
+
 def fallthrough_kernel(*args, **kwargs):
     """Marker kernel: the dispatcher skips a key whose kernel is this, at no per-call cost."""
     raise AssertionError("fallthrough_kernel is a marker and is never called")
@@ -556,6 +584,7 @@ def _make_caller(op: OpOverload) -> Callable:
             if kernel is None:
                 kernel = miss(ks)
             return kernel(*args, **kwargs)
+    call = own_code(call)  # Note [Own code objects]
     call.__name__ = op._schema.name
     call.__qualname__ = op._name
     call.op = op  # for the Python operators' inline dispatch (ops/_methods.py)
@@ -936,6 +965,7 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
             caller = resolve(packet, args, kwargs, key)
         return caller(*args, **kwargs)
 
+    call = own_code(call)  # Note [Own code objects]
     call.__name__ = call.__qualname__ = packet._name
     call.op = packet
     call.__wrapped__ = packet  # inspect.signature(md.sum): the packet's __signature__

@@ -44,7 +44,7 @@ from typing import Any, NoReturn
 from mdtensor import _ops
 from mdtensor._dtypes import can_cast
 from mdtensor._keys import DispatchKey
-from mdtensor._ops import _NO, Kernel
+from mdtensor._ops import _NO, Kernel, own_code
 from mdtensor._schema import FunctionSchema, parse_schema
 from mdtensor._tensor import Tensor
 
@@ -427,6 +427,7 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
             return a._device.wrap(uf(s, x))
     else:
         raise ValueError(f"{name}: Ufunc kernels take one or two operands")
+    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
     kernel.__qualname__ = kernel.__name__ = f"ufunc[{name}]"
     return kernel
 
@@ -480,6 +481,7 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
             return self
     else:
         return generic
+    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
     kernel.__qualname__ = kernel.__name__ = f"ufunc_inplace[{name}]"
     return kernel
 
@@ -550,6 +552,7 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                 if not isinstance(e, (ValueError, TypeError)):
                     raise
                 raise_named(name, e, a, b)  # Note [Broadcasting errors]
+    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
     if pos == (0,):
         # ``impl(xp, array, *rest, **kwargs)`` wrapped by ``device.wrap``, for a layer
@@ -637,6 +640,7 @@ def _generic_kernel(schema, impl, kind, tensor_args):
             raise_named(name, e, *operands(args, kwargs))  # Note [Broadcasting errors]
         return _wrap_out(dev, kind, schema)(r)
 
+    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
     kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
     return kernel
 
@@ -697,6 +701,7 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
         backend.copy_into(self._data, r)
         return self
 
+    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
     kernel.__qualname__ = kernel.__name__ = f"array_api_inplace[{name}]"
     return kernel
 
@@ -731,6 +736,7 @@ def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
         backend.copy_into(self._data, r)
         return self
 
+    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
     kernel.__qualname__ = kernel.__name__ = f"array_api_inplace[{name}]"
     return kernel
 
@@ -833,6 +839,7 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
             out, "_data", dev.xp.astype(r, out._data.dtype))
         return out
 
+    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
     kernel.__qualname__ = kernel.__name__ = f"array_api_out[{name}]"
     return kernel
 
@@ -1013,5 +1020,6 @@ def _meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
                 return [make(s) for s in spec]
             return tuple(make(s) if s is not None else None for s in spec)
 
+    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
     kernel.__qualname__ = kernel.__name__ = f"meta[{name}]"
     return kernel

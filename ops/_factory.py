@@ -15,6 +15,7 @@ from mdtensor._device import Device, as_device
 from mdtensor._dtypes import DType, as_dtype
 from mdtensor._keys import AFTER_BACKEND_SELECT, DispatchKey
 from mdtensor._meta import MetaArray
+from mdtensor._ops import own_code
 
 from ._decl import OpInfo, _register, defop
 
@@ -42,6 +43,7 @@ def _backend_select(op):
             kernel = miss(ks)
         return kernel(*args, device=dev, **kwargs)
 
+    backend_select = own_code(backend_select)  # Note [Own code objects]
     backend_select.__qualname__ = f"backend_select[{op.name}]"
     return backend_select
 
@@ -81,6 +83,7 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
                                f"can require gradients, got {t.dtype.name}")
         t.requires_grad_(True)
 
+    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
     kernel.__qualname__ = kernel.__name__ = f"factory[{name}]"
     _register(op, _backend_select(op), DispatchKey.BackendSelect, with_keyset=True)
     _register(op, kernel, DispatchKey.CompositeExplicitAutograd)
@@ -98,6 +101,7 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
                 _requires_grad(t)
             return t
 
+        cpu_kernel = own_code(cpu_kernel)
         cpu_kernel.__qualname__ = cpu_kernel.__name__ = f"factory_cpu[{name}]"
         _register(op, cpu_kernel, DispatchKey.CPU)
     decl.meta = meta

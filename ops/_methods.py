@@ -9,7 +9,7 @@ operators from the one table below.
 from __future__ import annotations
 
 from mdtensor._frontend import resolve
-from mdtensor._ops import lookup
+from mdtensor._ops import lookup, own_code
 from mdtensor._tensor import Tensor
 from mdtensor._tls import dispatch_tls
 
@@ -111,7 +111,7 @@ def _binary(packet, reflected: bool):
                 except TypeError:
                     return NotImplemented
             return caller(self, other)
-    return operator
+    return own_code(operator)  # Note [Own code objects] in mdtensor/_ops.py
 
 
 _TT = (Tensor, Tensor)
@@ -176,6 +176,7 @@ def _method(packet, varargs: bool):
             if caller is None:
                 return packet(self, *args)
             return caller(self, *args)
+    method = own_code(method)  # Note [Own code objects] in mdtensor/_ops.py
     method.__name__ = packet._name
     method.__doc__ = packet.__doc__
     return method

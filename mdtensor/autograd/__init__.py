@@ -24,7 +24,7 @@ from mdtensor._keys import (
     AUTOGRAD_FUNCTIONALITY,
     DispatchKey,
 )
-from mdtensor._ops import LEAF_KERNELS, Kernel, dispatcher, register_fallback
+from mdtensor._ops import LEAF_KERNELS, Kernel, dispatcher, own_code, register_fallback
 from mdtensor._tensor import Tensor, VersionCounter
 from mdtensor._tls import ExcludeGuard, dispatch_tls
 
@@ -351,6 +351,7 @@ def _make_kernel(op, formula):
                     attach(o, node, k)
         return out
 
+    autograd_kernel = own_code(autograd_kernel)  # Note [Own code objects]
     autograd_kernel.__qualname__ = f"autograd[{op.name}]"
     if is_inplace or is_out or not prefix or n_outputs != 1 or \
             not schema.returns[0].type.is_tensor or schema.returns[0].type.is_tensor_list:
@@ -457,6 +458,8 @@ def _make_kernel(op, formula):
                 attach(out, node, 0)
             return out
 
+        # Note [Own code objects] (mdtensor/_ops.py): the op's own call and slot sites
+        autograd_kernel_functional = own_code(autograd_kernel_functional)
         autograd_kernel_functional.__qualname__ = f"autograd[{op.name}]"
         return autograd_kernel_functional
 
@@ -492,9 +495,12 @@ def _make_kernel(op, formula):
     # Note [Node classes]: the op's own Node subclass (``type(y.grad_fn).__name__`` is
     # ``ExpBackward0``, as in PyTorch) holds what every node of the op shares; MaskedNode
     # formulas read the real ``needs`` from the node's edges when it runs.
+    # Its ``apply`` has a code object of its own, whose slot and call sites see this class
+    # and this formula only (Note [Own code objects] in mdtensor/_ops.py).
     node_class = type(name, (MaskedNode if uses_mask else Node,),
                       {"__slots__": (), "_name": name, "formula": staticmethod(formula),
-                       "n_outputs": 1, "__module__": "mdtensor.autograd"})
+                       "n_outputs": 1, "__module__": "mdtensor.autograd",
+                       "apply": own_code(Node.apply)})
     factory.__qualname__ = f"autograd[{op.name}]"
     return factory, True
 

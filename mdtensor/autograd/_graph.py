@@ -445,7 +445,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
         while heap:
             node = heappop(heap)[1]
             grads = buffers.pop(node)
-            if node.__class__ is AccumulateGrad:
+            if type(node) is AccumulateGrad:
                 g = grads[0]
                 if g is not None:
                     # A leaf's hooks run before its gradient is accumulated or captured.
@@ -495,7 +495,7 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                 if g is None or edge is None:
                     continue
                 nxt, nr = edge
-                if direct and nxt.__class__ is AccumulateGrad:
+                if direct and type(nxt) is AccumulateGrad:
                     t = nxt.variable
                     if not t._ag.hooks:
                         prev = leaf_grads.get(id(t))
