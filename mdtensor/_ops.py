@@ -105,7 +105,9 @@ LEAF_KERNELS: set = set()
 # op's kernel and every op's Node class, and missed on most calls.  ``own_code(fn)`` gives
 # a closure a copy of its code object, so its sites see its own op only and stay
 # specialized.  Measured on the 16-16-16-4 MLP training step (cachegrind, fixed hash
-# seed): the Autograd kernel alone 968.6K -> 924.9K instructions.
+# seed, mean over three memory layouts, which move it by +-4%): 938K -> 908K instructions
+# with the engine's ``type(node)`` tests; the 784-256-256-10 step went from 1.157x to
+# 1.141x NumPy's.  A copy starts unspecialized: it warms up on its own op's calls.
 
 
 def own_code(fn):
