@@ -566,6 +566,32 @@ def test_hooks_and_retain_grad():
     np.testing.assert_allclose(to_numpy(x.grad), [1.0, 1.0])
 
 
+def test_node_hooks_live_as_long_as_their_node():
+    # Note [Node hooks]: a non-leaf's hooks and retained gradient are kept beside its node,
+    # weakly: they neither keep the graph alive nor outlive it, and a second graph built
+    # meanwhile sees none of them.
+    import gc
+    import weakref
+
+    from mdtensor.autograd._graph import _HOOKS
+
+    before = len(_HOOKS)
+    x = leaf([1.0, 2.0])
+    y = x * 3
+    y.retain_grad()
+    y.register_hook(lambda g: g * 2)
+    assert len(_HOOKS) == before + 1
+    other = (x * 5).sum()
+    other.backward()
+    np.testing.assert_allclose(to_numpy(x.grad), [5.0, 5.0])  # y's hook is not on this path
+    node = weakref.ref(y.grad_fn)
+    y.sum().backward()
+    np.testing.assert_allclose(to_numpy(y.grad), [2.0, 2.0])
+    del y
+    gc.collect()
+    assert node() is None and len(_HOOKS) == before
+
+
 def test_a_leaf_reached_twice_gets_one_sum_with_or_without_hooks():
     # Note [Leaves without hooks]: the hooked leaf's gradients meet in its AccumulateGrad
     # node, so its hook runs once on the sum; the other leaf's are summed as they arrive.

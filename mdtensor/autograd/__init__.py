@@ -37,6 +37,7 @@ from ._graph import (
     attach,
     grad_fn_of,
     gradient_edge,
+    hooks_of,
     move_retained,
     next_seq,
     run_backward,
@@ -440,8 +441,6 @@ def _make_kernel(op, formula):
             node.out = saved_out
             node.saved = saved
             node.next_functions = edges
-            node.pre_hooks = None
-            node.retained = None
             node.seq = next_seq()  # Note [Engine]
             if out._ag is None:  # ``out`` is fresh from a functional kernel
                 meta = AutogradMeta()
@@ -836,9 +835,8 @@ def _register_hook(self, hook):
     node = grad_fn_of(self)
     if node is None:
         hooks = ag.hooks = ag.hooks or []
-    else:
-        node.pre_hooks = node.pre_hooks or {}
-        hooks = node.pre_hooks.setdefault(ag.output_nr, [])
+    else:  # Note [Node hooks] in _graph.py
+        hooks = hooks_of(node, create=True).pre_hooks.setdefault(ag.output_nr, [])
     hooks.append(hook)
     return _HookHandle(hooks, hook)
 
@@ -863,8 +861,7 @@ def _retain_grad(self):
     if node is None:
         return
     ag.retains_grad = True
-    node.retained = node.retained or {}
-    node.retained[ag.output_nr] = weakref.ref(self)
+    hooks_of(node, create=True).retained[ag.output_nr] = weakref.ref(self)
 
 
 def _detach(self):

@@ -35,7 +35,7 @@ from mdtensor._tls import dispatch_tls
 from ._meta import AutogradMeta
 
 __all__ = ["AccumulateGrad", "MaskedNode", "Node", "ViewNode", "grad_fn_of", "gradient_edge",
-           "move_retained", "run_backward"]
+           "hooks_of", "move_retained", "run_backward"]
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the "
@@ -53,7 +53,7 @@ class Node:
     """One recorded op: its derivative formula, saved values and input edges."""
 
     __slots__ = ("_name", "formula", "args", "kwargs", "out", "saved", "next_functions",
-                 "n_outputs", "pre_hooks", "retained", "seq", "__weakref__")
+                 "n_outputs", "seq", "__weakref__")
 
     #: The formula takes first ``needs``, which edges are live (MaskedNode).
     masked = False
@@ -77,8 +77,6 @@ class Node:
         self.saved = saved
         self.next_functions = edges
         self.n_outputs = n_outputs
-        self.pre_hooks = None
-        self.retained = None
         self.seq = next_seq()
 
     def name(self) -> str:
@@ -202,8 +200,6 @@ class AccumulateGrad:
     __slots__ = ("variable", "seq", "__weakref__")
     next_functions = ()
     n_outputs = 1
-    pre_hooks = None
-    retained = None
 
     def __init__(self, variable):
         self.variable = variable
@@ -282,20 +278,49 @@ def _refresh_view(t, ag) -> None:
     move_retained(t, old, old_nr)
 
 
+# Note [Node hooks]
+# ~~~~~~~~~~~~~~~~~
+# The tensor hooks of a node's outputs (``register_hook`` on a non-leaf) and the outputs
+# whose gradient is retained (``retain_grad``) are kept outside the node, in ``_HOOKS``,
+# weakly keyed by node: most graphs have neither, and a pass over a graph that has none
+# tests one dict per node instead of reading two attributes of every node (attributes of
+# the per-op Node classes, a generic load each: Note [Own code objects] in
+# mdtensor/_ops.py), and recording stores nothing for them.
+
+
+class _Hooks:
+    """The hooks and retained gradients of one node's outputs (Note [Node hooks])."""
+
+    __slots__ = ("pre_hooks", "retained")
+
+    def __init__(self):
+        self.pre_hooks = {}  # output_nr -> [hook]
+        self.retained = {}  # output_nr -> weakref to the tensor
+
+
+_HOOKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def hooks_of(node, create: bool = False):
+    """``node``'s ``_Hooks`` (made when ``create``), or None (Note [Node hooks])."""
+    h = _HOOKS.get(node)
+    if h is None and create:
+        h = _HOOKS[node] = _Hooks()
+    return h
+
+
 def move_retained(t, old, old_nr) -> None:
     """``retain_grad`` follows ``t`` to its new grad_fn (PyTorch keeps the gradient of a
     tensor's latest version)."""
     ag = t._ag
     if not ag.retains_grad or old is None or ag.grad_fn is old:
         return
-    retained = old.retained
-    if retained is not None:
-        ref = retained.get(old_nr)
+    h = hooks_of(old)
+    if h is not None:
+        ref = h.retained.get(old_nr)
         if ref is not None and ref() is t:
-            del retained[old_nr]
-    node = ag.grad_fn
-    node.retained = node.retained or {}
-    node.retained[ag.output_nr] = weakref.ref(t)
+            del h.retained[old_nr]
+    hooks_of(ag.grad_fn, create=True).retained[ag.output_nr] = weakref.ref(t)
 
 
 def gradient_edge(t):
@@ -436,6 +461,8 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
     # a gradient for a leaf without hooks goes straight to leaf_grads when no gradient
     # is captured and every node runs (Note [Leaves without hooks])
     direct = accumulate and run is None and not capture
+    plain = not capture and needed is None
+    hooked = _HOOKS.data  # truthy while some node has hooks (Note [Node hooks])
     release = not retain_graph
     token = None
     if not create_graph:  # ExcludeGuard(AUTOGRAD_FUNCTIONALITY), inlined
@@ -464,28 +491,30 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                         prev = leaf_grads.get(id(t))
                         leaf_grads[id(t)] = (t, g if prev is None else _add(prev[1], g))
                 continue
-            # Tensor hooks of the node's outputs first: autograd.grad's captured
-            # gradients and retain_grad see what the hooks returned, as in PyTorch.
-            if node.pre_hooks:
-                for nr, hooks in node.pre_hooks.items():
-                    for hook in hooks:
-                        if grads[nr] is not None:
-                            new = hook(grads[nr])
-                            if new is not None:
-                                grads[nr] = _hook_result(hook, new, grads[nr])
-            if capture:
-                for nr in range(node.n_outputs):
-                    idx = capture.get((node, nr))
-                    if idx is not None:
-                        captured[idx] = _add(captured[idx], grads[nr])
-            if node.retained and accumulate:
-                for nr, ref in node.retained.items():
-                    t = ref()
-                    if t is not None and grads[nr] is not None:
-                        leaf_grads[id(t)] = (t, _add(leaf_grads.get(id(t), (t, None))[1],
-                                                     grads[nr]))
-            if needed is not None and node not in needed:
-                continue  # captured, not on the way to another target: it does not run
+            if hooked or not plain:
+                h = _HOOKS.get(node) if hooked else None
+                # Tensor hooks of the node's outputs first: autograd.grad's captured
+                # gradients and retain_grad see what the hooks returned, as in PyTorch.
+                if h is not None and h.pre_hooks:
+                    for nr, hooks in list(h.pre_hooks.items()):
+                        for hook in list(hooks):
+                            if grads[nr] is not None:
+                                new = hook(grads[nr])
+                                if new is not None:
+                                    grads[nr] = _hook_result(hook, new, grads[nr])
+                if capture:
+                    for nr in range(node.n_outputs):
+                        idx = capture.get((node, nr))
+                        if idx is not None:
+                            captured[idx] = _add(captured[idx], grads[nr])
+                if h is not None and h.retained and accumulate:
+                    for nr, ref in h.retained.items():
+                        t = ref()
+                        if t is not None and grads[nr] is not None:
+                            leaf_grads[id(t)] = (t, _add(leaf_grads.get(id(t), (t, None))[1],
+                                                         grads[nr]))
+                if needed is not None and node not in needed:
+                    continue  # captured, not on the way to another target: it does not run
             # with release, the node drops its saved values as soon as it ran, as
             # PyTorch's engine does
             in_grads = node.apply(grads, release)
