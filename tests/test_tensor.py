@@ -128,6 +128,35 @@ def test_inplace_keeps_buffer_and_bumps_version():
     assert x.tolist() == [4.0, 6.0]
 
 
+@pytest.mark.parametrize("grad", [False, True], ids=["plain", "recorded"])
+def test_inplace_ops_on_large_tensors_allocate_no_buffer(grad):
+    # DESIGN.md section 8: in-place ops allocate nothing on NumPy (4M float32 elements,
+    # 16 MB; NumPy reports its buffers to tracemalloc).  Recorded: an in-place op on a
+    # non-leaf that requires grad, whose formula reads nothing (add_, sub_) or the other
+    # operand (mul_), which already exists.
+    import tracemalloc
+
+    n = 1 << 22
+    y = md.ones(n)
+    for op in ("add_", "iadd", "add_scalar", "mul_", "sub_"):
+        w = md.zeros(n, requires_grad=grad)
+        x = w * 1 if grad else w
+        buf, version = x._data, x._version
+        tracemalloc.start()
+        try:
+            if op == "iadd":
+                x += y
+            elif op == "add_scalar":
+                x.add_(2)
+            else:
+                getattr(x, op)(y)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert x._data is buf and x._version == version + 1, op
+        assert peak < n, f"{op}: {peak} bytes allocated for an in-place op on {4 * n}"
+
+
 def test_inplace_dtype_error_leaves_tensor_unchanged():
     x = md.asarray([1, 2])
     with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired "
