@@ -575,6 +575,7 @@ def test_node_hooks_live_as_long_as_their_node():
 
     from mdtensor.autograd._graph import _HOOKS
 
+    gc.collect()  # earlier tests' graphs
     before = len(_HOOKS)
     x = leaf([1.0, 2.0])
     y = x * 3

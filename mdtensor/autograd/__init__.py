@@ -24,7 +24,7 @@ from mdtensor._keys import (
     AUTOGRAD_FUNCTIONALITY,
     DispatchKey,
 )
-from mdtensor._ops import LEAF_KERNELS, Kernel, dispatcher, own_code, register_fallback
+from mdtensor._ops import _NO, LEAF_KERNELS, Kernel, dispatcher, own_code, register_fallback
 from mdtensor._tensor import Tensor, VersionCounter
 from mdtensor._tls import ExcludeGuard, dispatch_tls
 
@@ -365,15 +365,24 @@ def _make_kernel(op, formula):
         if entry not in leaf:
             entry = _excluding_autograd(entry)
 
-        def autograd_kernel_functional(*args, **kwargs):
+        def autograd_kernel_functional(v, b=_NO, /, *rest, **kwargs):
             # autograd_kernel for the common case (one output, Tensor arguments first, not
-            # in-place): the same steps without the branches (Note [Recording]).
-            out = entry(*args, **kwargs) if kwargs else entry(*args)
+            # in-place): the same steps without the branches (Note [Recording]).  The
+            # first two arguments are named, so the common calls reach ``entry`` without
+            # a star call (Note [Star calls] in mdtensor/_ops.py).
+            if b is _NO:
+                args = (v,)
+                out = entry(v, **kwargs) if kwargs else entry(v)
+            elif rest or kwargs:
+                args = (v, b, *rest)
+                out = entry(*args, **kwargs)
+            else:
+                args = (v, b)
+                out = entry(v, b)
             kind = getattr(out._data.dtype, "kind", None)  # out._is_floating(), inlined
             if not (kind in "fc" if kind is not None else out._is_floating()):
                 return out
             # gradient_edge(v) of the first (and second) Tensor argument, inlined
-            v = args[0]
             ag = v._ag
             if ag is None or not ag.requires_grad:
                 e = None
@@ -384,7 +393,7 @@ def _make_kernel(op, formula):
             else:
                 e = gradient_edge(v)
             if two:
-                w = args[1]
+                w = b
                 ag = w._ag
                 if ag is None or not ag.requires_grad:
                     f = None
