@@ -42,6 +42,7 @@ from ._graph import (
     next_seq,
     run_backward,
     save_output,
+    single_output_apply,
 )
 from ._meta import AutogradMeta
 
@@ -503,12 +504,11 @@ def _make_kernel(op, formula):
     # Note [Node classes]: the op's own Node subclass (``type(y.grad_fn).__name__`` is
     # ``ExpBackward0``, as in PyTorch) holds what every node of the op shares; MaskedNode
     # formulas read the real ``needs`` from the node's edges when it runs.
-    # Its ``apply`` has a code object of its own, whose slot and call sites see this class
-    # and this formula only (Note [Own code objects] in mdtensor/_ops.py).
+    # Its ``apply`` is the op's own (``single_output_apply``).
     node_class = type(name, (MaskedNode if uses_mask else Node,),
                       {"__slots__": (), "_name": name, "formula": staticmethod(formula),
                        "n_outputs": 1, "__module__": "mdtensor.autograd",
-                       "apply": own_code(Node.apply)})
+                       "apply": single_output_apply(formula, uses_mask)})
     factory.__qualname__ = f"autograd[{op.name}]"
     return factory, True
 

@@ -30,6 +30,7 @@ from itertools import count, repeat
 from operator import is_not
 
 from mdtensor._keys import AUTOGRAD_FUNCTIONALITY
+from mdtensor._ops import own_code
 from mdtensor._tls import dispatch_tls
 
 from ._meta import AutogradMeta
@@ -131,6 +132,56 @@ class Node:
     def register_hook(self, fn) -> None:
         """``fn(grad_inputs, grad_outputs)`` after the node ran (PyTorch's Node hooks)."""
         raise NotImplementedError("Node.register_hook: use Tensor.register_hook")
+
+
+def single_output_apply(formula, masked: bool):
+    """The ``apply`` of an op's own Node class (Note [Node classes] in __init__.py):
+    ``Node.apply`` for one output, with the formula a closure variable called with its
+    arguments spread when they are one or two and no keywords.  Made once per op and given
+    a code object of its own (Note [Own code objects] in mdtensor/_ops.py), so its call of
+    the formula is specialized for that formula, where ``self.formula(g, out, *args,
+    **self.kwargs)`` looked up a static method and made a star call on every node."""
+
+    def apply(self, grads, release=False):
+        args = self.args
+        if args is None:
+            raise RuntimeError(_FREED)
+        for t, version in self.saved:
+            vc = t._vc  # t._version, inlined
+            if (0 if vc is None else vc.value) != version:
+                raise RuntimeError(_modified_message(t, self, version))
+        g = grads[0]
+        out = self.out
+        if out is not None:  # the saved output (Note [Saved outputs])
+            data, device, vc, version = out
+            out = device.wrap(data)
+            out._vc = vc
+            if vc.value != version:
+                raise RuntimeError(_modified_message(out, self, version))
+            if dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
+                out._ag = AutogradMeta.make(True, self, 0)
+                out._ks |= AUTOGRAD_FUNCTIONALITY
+        kwargs = self.kwargs
+        n = len(args)
+        if masked:
+            # an entry per edge and one False more (derivatives.uses_mask)
+            needs = (*map(is_not, self.next_functions, _NONE), False)
+            if kwargs or n != 2:
+                in_grads = formula(needs, g, out, *args, **kwargs)
+            else:
+                in_grads = formula(needs, g, out, args[0], args[1])
+        elif kwargs or n > 2:
+            in_grads = formula(g, out, *args, **kwargs)
+        elif n == 1:
+            in_grads = formula(g, out, args[0])
+        else:
+            in_grads = formula(g, out, args[0], args[1])
+        if release:
+            self.args = self.kwargs = self.out = None
+            self.saved = ()
+        return in_grads
+
+    return own_code(apply)
 
 
 class MaskedNode(Node):
