@@ -21,6 +21,9 @@ import numpy as np
 
 from mdtensor import _dtypes as dt
 from mdtensor._tensor import Tensor
+from mdtensor._tls import dispatch_tls
+
+_tls_get = dispatch_tls.get
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
@@ -525,7 +528,15 @@ defop("index_put.Scalar(Tensor self, Any key, Scalar value) -> Tensor",
 def getitem(self, key):
     """``Tensor.__getitem__`` (Note [Indexing ops])."""
     if type(key) is slice or is_basic_key(key):
-        return _basic_index_call(self, key)
+        # the overload's caller, inlined (Note [Inline dispatch] in mdtensor/_ops.py):
+        # ``self`` is a Tensor, so its key set is all the call needs
+        inc, keep = _tls_get()
+        op = _basic_index_op
+        ks = (self._ks | inc) & keep & op._mask
+        kernel = _basic_index_table.get(ks)
+        if kernel is None:
+            kernel = op._miss(ks)
+        return kernel(self, key)
     return _index_op(self, key)
 
 
@@ -707,6 +718,6 @@ _mfd.inplace = list(_mf.overloads)
 
 # Bound once (Note [The hot path] in mdtensor/_ops.py): x[k] skips the namespace lookup.
 _basic_index_op = CATALOGUE["aten::basic_index"].overloads[0]
-_basic_index_call = _basic_index_op._caller  # the overload's entry point, without __call__
+_basic_index_table = _basic_index_op._table  # cleared in place, never replaced
 _index_op = CATALOGUE["aten::index"].overloads[0]
 _index_put_op = _ip.overloads[0].overloadpacket  # Tensor or Scalar value: the packet picks
