@@ -370,6 +370,28 @@ def test_operators_dispatch_inline_through_the_same_table():
     assert md.exp(a).tolist() == pytest.approx(np.exp([1.0, 2.0]).tolist())
 
 
+def test_getitem_dispatches_inline_through_the_same_table():
+    # Tensor.__getitem__ runs basic_index's table itself: a kernel registered after the
+    # table was filled, a mode and autograd all see x[1:3].
+    x = md.asarray([1.0, 2.0, 3.0, 4.0], device="cpu")
+    assert x[1:3].tolist() == [2.0, 3.0]  # fills the table
+    lib = md.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # replacing a built-in kernel warns
+        lib.impl("basic_index", lambda t, key: md.asarray([9.0]), "CPU")
+    try:
+        assert x[1:3].tolist() == [9.0]
+    finally:
+        lib._destroy()
+    assert x[1:3].tolist() == [2.0, 3.0]
+    with md.modes.LoggingMode() as m:
+        x[::2]
+    assert [line.split("(")[0] for line in m.log] == ["aten::basic_index"]
+    w = md.asarray([1.0, 2.0, 3.0], requires_grad=True)
+    v = w[1:]
+    assert v.grad_fn.name() == "BasicIndexBackward0" and v._base is w
+
+
 def test_packet_function_inlines_a_tensor_and_another_argument():
     # Note [Inline dispatch]: md.sum(x, 0) and md.sum(x, (0,)) learn their overloads by
     # the second argument's type; a kernel registered afterwards, a mode and a change of
