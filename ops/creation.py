@@ -217,9 +217,30 @@ def _like_meta(x, *args, dtype=None, **kwargs):
     return tuple(x.shape), dt.as_dtype(dtype) if dtype is not None else x.dtype
 
 
+def _np_like(factory):
+    """The CPU kernel of ``<factory>_like``: NumPy's ``empty_like`` (C; ``np.ones_like`` and
+    ``np.zeros_like`` are Python over it) of the same shape, dtype and memory layout, as
+    PyTorch's ``preserve_format``; a call with ``dtype=``, ``device=`` or
+    ``requires_grad=`` takes the composite.  The engine's root gradient is ``ones_like``
+    (as PyTorch's ``_make_grads``): 2.6 -> 1.2 us for a 0-d float32 tensor."""
+    explicit = _like(factory)
+    empty_like = np_.empty_like
+
+    def kernel(x, **kwargs):
+        if kwargs:
+            return explicit(x, **kwargs)
+        a = empty_like(x._data)
+        if factory != "empty":
+            a.fill(factory == "ones")
+        return x._device.wrap(a)
+
+    kernel.__name__ = f"np_{factory}_like"
+    return kernel
+
+
 for _f in ("zeros", "ones", "empty"):
     defop(f"{_f}_like(Tensor self, {_LIKE_TAIL}) -> Tensor", explicit=_like(_f),
-          meta=_like_meta, tags=("factory",))
+          kernels={"CPU": _np_like(_f)}, meta=_like_meta, tags=("factory",))
 defop(f"full_like(Tensor self, Scalar fill_value, {_LIKE_TAIL}) -> Tensor",
       explicit=_like("full"), meta=_like_meta, tags=("factory",))
 

@@ -661,6 +661,30 @@ def test_integer_outputs_do_not_require_grad():
     assert not (x > 1).requires_grad
 
 
+def test_non_differentiable_ops_record_nothing():
+    # Note [Non-differentiable ops]: their Autograd entry is the kernel below (a leaf) or
+    # that kernel with Autograd excluded (a composite): floating outputs never require
+    # grad, and what a composite calls records nothing, as under the old boxed fallback.
+    x = leaf([[3.0, -1.0], [0.5, 2.0]])
+    for y in (md.ones_like(x), md.zeros_like(x), md.sign(x), md.floor(x),
+              md.ones_like(x, dtype=md.float32), md.full_like(x, 2.0)):
+        assert y.dtype.kind == "f" and not y.requires_grad and y.grad_fn is None
+    assert md.ones_like(x).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert "autograd_nondifferentiable" in md.library.dump("aten::ones_like")
+
+
+def test_backward_starts_from_a_dispatched_ones_like():
+    # As PyTorch's _make_grads: the root gradient of a scalar is ones_like(output), which
+    # a mode sees as the first op of the backward pass.
+    x = leaf([1.0, 2.0])
+    loss = (x * x).sum()
+    with md.modes.LoggingMode() as m:
+        loss.backward()
+    names = [line.split("(")[0] for line in m.log]
+    assert names[0] == "aten::ones_like", names
+    assert x.grad.tolist() == [2.0, 4.0]
+
+
 def test_custom_function():
     class Cube(md.autograd.Function):
         @staticmethod

@@ -220,3 +220,23 @@ def test_namespace_basics():
     assert md.iinfo(md.int8).max == 127
     with pytest.raises(TypeError, match="finfo: expected a floating-point dtype"):
         md.finfo(md.int32)
+
+
+@pytest.mark.parametrize("name", ["zeros_like", "ones_like", "empty_like"])
+def test_like_factories_keep_shape_dtype_and_device(name):
+    # The CPU kernels fill NumPy's empty_like; a call with dtype=/device=/requires_grad=
+    # takes the composite (factory of the shape on the target device).
+    base = np.arange(12, dtype=np.float64).reshape(3, 4)
+    for a in (base, np.asfortranarray(base), base[:, ::2], np.float32(2.5) * np.ones(()),
+              np.array([True, False]), np.array([1, 2], dtype=np.int8),
+              np.array([1 + 2j], dtype=np.complex64)):
+        x = md.asarray(a)
+        y = getattr(md, name)(x)
+        assert y.shape == x.shape and y.dtype is x.dtype and y.device == x.device
+        assert y._data is not a and not np.shares_memory(y._data, x._data)
+        if name != "empty_like":
+            ref = getattr(np, name)(a)
+            assert y.tolist() == ref.tolist()
+    x = md.asarray([1, 2, 3])
+    y = getattr(md, name)(x, dtype=md.float32, requires_grad=True)
+    assert y.dtype is md.float32 and y.requires_grad and y.shape == (3,)

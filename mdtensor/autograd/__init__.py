@@ -699,11 +699,31 @@ def _fallback(op, ks, args, kwargs):
     return out
 
 
+# Note [Non-differentiable ops]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An op in ``derivatives.NONDIFFERENTIABLE`` (comparisons, ``argmax``, the ``*_like``
+# factories, ...) records nothing: its outputs never require grad.  Called on a tensor that
+# requires grad it still reaches the Autograd key, where the boxed fallback used to pass it
+# through (thread-local guard, a boxed redispatch, a test of the op's name: 2-3 us).  It
+# gets a wrapper kernel instead (Note [Wrapper kernels] in mdtensor/_ops.py) whose entry is
+# the entry below Autograd itself when that is a leaf backend kernel -- which computes on
+# arrays and returns tensors without autograd state -- and that entry with the Autograd key
+# excluded otherwise (a composite's inner ops record nothing), as the fallback did.
+
+
+def _nondifferentiable_factory(entry):
+    return entry if entry in LEAF_KERNELS else _excluding_autograd(entry)
+
+
 def register_for(op) -> None:
     if op.schema.namespace != "aten":
         return
     formula = _formula_for(op)
     if formula is None:
+        if _nondifferentiable(op):  # Note [Non-differentiable ops]
+            op._push_kernel(Kernel(_nondifferentiable_factory, DispatchKey.Autograd,
+                                   wrapper=True, leaf=True,
+                                   name=f"autograd_nondifferentiable[{op.name}]"))
         return
     kernel, wrapper = _make_kernel(op, formula)  # Note [Wrapper kernels]
     op._push_kernel(Kernel(kernel, DispatchKey.Autograd, with_keyset=not wrapper,
@@ -739,31 +759,32 @@ def _as_list(x):
 
 
 def _root_grads(outputs, grad_outputs, where):
-    aten = _ops()
-    roots = []
     grads = _as_list(grad_outputs) or [None] * len(outputs)
     if len(grads) != len(outputs):
         raise RuntimeError(f"{where}: got {len(grads)} grad_outputs for {len(outputs)} "
                            f"outputs")
-    for t, g in zip(outputs, grads):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{where}: expected Tensors, got {type(t).__name__}")
-        edge = gradient_edge(t)
-        if edge is None:
-            raise RuntimeError(f"{where}: element 0 of tensors does not require grad and "
-                               f"does not have a grad_fn")
-        if g is None:
-            shape = tuple(t._data.shape)
-            if shape and math.prod(shape) != 1:
-                raise RuntimeError(f"{where}: grad can be implicitly created only for "
-                                   f"scalar outputs")
-            # the overload itself: no resolution of the keyword call (3 us on 2-core EPYC)
-            g = aten.ones.op.default._caller(shape, dtype=t.dtype, device=t._device)
-        elif tuple(g.shape) != tuple(t.shape):
-            raise RuntimeError(f"{where}: Mismatch in shape: grad_output has a shape of "
-                               f"{tuple(g.shape)} and output has a shape of {tuple(t.shape)}")
-        roots.append((edge, g))
-    return roots
+    return [_root(t, g, where) for t, g in zip(outputs, grads)]
+
+
+def _root(t, g, where):
+    """``(edge, gradient)`` where the engine starts from output ``t``: ``g``, or for a
+    scalar ``ones_like(t)``, dispatched (a mode sees it), as PyTorch's ``_make_grads``."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{where}: expected Tensors, got {type(t).__name__}")
+    edge = gradient_edge(t)
+    if edge is None:
+        raise RuntimeError(f"{where}: element 0 of tensors does not require grad and "
+                           f"does not have a grad_fn")
+    if g is None:
+        shape = t._data.shape
+        if shape and math.prod(shape) != 1:
+            raise RuntimeError(f"{where}: grad can be implicitly created only for "
+                               f"scalar outputs")
+        g = _ops().ones_like(t)
+    elif tuple(g.shape) != tuple(t.shape):
+        raise RuntimeError(f"{where}: Mismatch in shape: grad_output has a shape of "
+                           f"{tuple(g.shape)} and output has a shape of {tuple(t.shape)}")
+    return edge, g
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
@@ -830,6 +851,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Compute the gradient of this tensor w.r.t. the graph leaves, or ``inputs``, into
     their ``.grad``."""
+    if inputs is None:  # backward() without its list handling: one output, every leaf
+        run_backward([_root(self, gradient, "backward")],
+                     create_graph if retain_graph is None else retain_graph, create_graph)
+        return
     backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
              inputs)
 
