@@ -137,9 +137,9 @@ def test_inplace_ops_on_large_tensors_allocate_no_buffer(grad):
     import tracemalloc
 
     n = 1 << 22
-    y = md.ones(n)
+    y = md.ones(n, device="cpu")
     for op in ("add_", "iadd", "add_scalar", "mul_", "sub_"):
-        w = md.zeros(n, requires_grad=grad)
+        w = md.zeros(n, requires_grad=grad, device="cpu")
         x = w * 1 if grad else w
         buf, version = x._data, x._version
         tracemalloc.start()
