@@ -486,6 +486,59 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
     return kernel
 
 
+def _ufunc_out_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Callable:
+    """``op(x, y, out=o)`` on NumPy as ``ufunc(x, y, o)``: the result written into ``out``
+    directly, where the generic out= kernel computes a new array and copies it (a 4M-element
+    ``add`` allocated 16 MB).  NumPy's ``same_kind`` casting into ``out`` is PyTorch's rule
+    for out= as for in-place ops (``_ufunc_inplace_kernel``).  An operand of ``out``'s shape
+    is required (then NumPy writes only a result of exactly that shape, where PyTorch would
+    resize a smaller ``out``); keywords, other devices, non-floating operands of a float
+    function and whatever NumPy refuses take ``generic``, which raises PyTorch's messages."""
+    name = schema.full_name
+    uf = spec.fn
+    if uf.nin == 2 and uf.__name__ in ("maximum", "minimum"):
+        def uf(a, b, out, _uf=uf):  # a positional out= is deprecated for these two
+            return _uf(a, b, out=out)
+    floats = spec.floats_only
+    kinds = spec.kinds
+    pos = tuple(i for i, a in enumerate(schema.arguments)
+                if a.type.is_tensor_like and a.name != "out")
+    n_positional = sum(1 for a in schema.arguments if not a.kwarg_only)
+    if pos == (0, 1) and n_positional == 2:  # keywords (add's alpha=) take ``generic``
+        def kernel(a, b, *, out=None, **kwargs):
+            if kwargs or type(out) is not Tensor:
+                return generic(a, b, out=out, **kwargs)
+            d = out._device
+            x, y, o = a._data, b._data, out._data
+            if (a._device is not d or b._device is not d
+                    or (floats and (x.dtype.kind not in kinds or y.dtype.kind not in kinds))
+                    or (x.shape != o.shape and y.shape != o.shape)):
+                return generic(a, b, out=out)
+            try:
+                uf(x, y, o)
+            except (TypeError, ValueError):
+                return generic(a, b, out=out)
+            return out
+    elif pos == (0,) and n_positional == 1:
+        def kernel(a, *, out=None, **kwargs):
+            if kwargs or type(out) is not Tensor:
+                return generic(a, out=out, **kwargs)
+            x, o = a._data, out._data
+            if (a._device is not out._device or (floats and x.dtype.kind not in kinds)
+                    or x.shape != o.shape):
+                return generic(a, out=out)
+            try:
+                uf(x, o)
+            except (TypeError, ValueError):
+                return generic(a, out=out)
+            return out
+    else:
+        return generic
+    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
+    kernel.__qualname__ = kernel.__name__ = f"ufunc_out[{name}]"
+    return kernel
+
+
 def _fast_kernel(name, impl, pos, extra, check=None):
     """Kernels for the common shapes of schema (Note [The hot path] in mdtensor/_ops.py).
 
@@ -951,6 +1004,10 @@ def defop(
         # ``out``, where PyTorch's in-place rule wants an error.
         generic = _inplace_kernel(fschema, kimpl, inplace_impl, tensor_args)
         _register_leaf(op, _ufunc_inplace_kernel(fschema, cpu_impl, generic), DispatchKey.CPU)
+    elif (isinstance(cpu_impl, Ufunc) and fschema.is_out and impl is not None
+          and cpu_impl.fn.signature is None):
+        generic = _out_kernel(fschema, kimpl, inplace_impl, tensor_args)
+        _register_leaf(op, _ufunc_out_kernel(fschema, cpu_impl, generic), DispatchKey.CPU)
     if composite is not None:
         _register(op, composite, DispatchKey.CompositeImplicitAutograd)
     if explicit is not None:

@@ -330,15 +330,15 @@ def test_cpu_matmul_kernel_computes_what_np_matmul_computes(dtype):
         b = (rng.standard_normal(sb) * 3).astype(dtype)
         if sa in ((4, 3), (7, 64)):
             a = a.T  # a transposed view
-        got = md.asarray(a) @ md.asarray(b)
+        got = md.asarray(a, device="cpu") @ md.asarray(b, device="cpu")
         want = np.matmul(a, b)
         assert to_numpy(got).dtype == want.dtype and got.shape == want.shape, (sa, sb)
         np.testing.assert_allclose(to_numpy(got), want, rtol=1e-5, atol=1e-5)
-    x = md.asarray(np.ones((3, 4), dtype))
+    x = md.asarray(np.ones((3, 4), dtype), device="cpu")
     with pytest.raises(ValueError, match="aten::matmul: .*mismatch in its core dimension"):
-        x @ md.asarray(np.ones((5, 2), dtype))
+        x @ md.asarray(np.ones((5, 2), dtype), device="cpu")
     with pytest.raises(ValueError, match="aten::matmul: .*does not have enough dimensions"):
-        x @ md.asarray(np.ones((), dtype))
+        x @ md.asarray(np.ones((), dtype), device="cpu")
 
 
 @pytest.mark.parametrize("m", [8, 80])

@@ -157,6 +157,40 @@ def test_inplace_ops_on_large_tensors_allocate_no_buffer(grad):
         assert peak < n, f"{op}: {peak} bytes allocated for an in-place op on {4 * n}"
 
 
+def test_out_variants_of_elementwise_ops_write_into_out():
+    # DESIGN.md section 8, no extra copies: on NumPy an elementwise op's out= variant
+    # computes into ``out`` (it used to compute a new array and copy it), with PyTorch's
+    # rules for what NumPy cannot write: a dtype out cannot hold, a resize.
+    import tracemalloc
+
+    n = 1 << 22
+    x, y, o = (md.ones(n, device="cpu") for _ in range(3))
+    for name, call in (("add", lambda: md.add(x, y, out=o)),
+                       ("mul", lambda: md.multiply(x, y, out=o)),
+                       ("exp", lambda: md.exp(x, out=o)), ("sqrt", lambda: md.sqrt(x, out=o))):
+        buf, version = o._data, o._version
+        tracemalloc.start()
+        try:
+            assert call() is o
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert o._data is buf and o._version == version + 1, name
+        assert peak < n, f"{name}: {peak} bytes allocated for an out= op on {4 * n}"
+    a = md.asarray([[1.0, 2.0], [3.0, 4.0]], device="cpu")
+    b = md.asarray([10.0, 20.0], device="cpu")
+    out = md.empty((2, 2), device="cpu")
+    assert md.add(a, b, out=out).tolist() == [[11.0, 22.0], [13.0, 24.0]]
+    ints = md.asarray([1, 2], device="cpu")
+    assert md.add(ints, ints, out=md.empty(2, device="cpu")).tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError, match="add.out: result type float32 can't be cast to the "
+                                           "desired output type int64"):
+        md.add(a, b, out=md.empty((2, 2), dtype=md.int64, device="cpu"))
+    small = md.empty((2,), device="cpu")
+    with pytest.warns(UserWarning, match="resized"):
+        assert md.add(a, b, out=small).shape == (2, 2)
+
+
 def test_inplace_dtype_error_leaves_tensor_unchanged():
     x = md.asarray([1, 2])
     with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired "
