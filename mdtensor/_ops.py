@@ -110,14 +110,17 @@ LEAF_KERNELS: set = set()
 # 1.141x NumPy's.  A copy starts unspecialized: it warms up on its own op's calls.
 
 
-def own_code(fn):
+def own_code(fn, name: str | None = None):
     """``fn`` with a code object of its own (Note [Own code objects]): the same closure,
-    defaults and attributes."""
+    defaults and attributes; named ``name`` when given (``__name__`` and ``__qualname__``,
+    as kernels are: ``"ufunc[aten::exp]"``)."""
     copy = type(fn)(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__,
                     fn.__closure__)
     copy.__kwdefaults__ = fn.__kwdefaults__
     copy.__qualname__ = fn.__qualname__
     copy.__dict__.update(fn.__dict__)
+    if name is not None:
+        copy.__name__ = copy.__qualname__ = name
     return copy
 
 

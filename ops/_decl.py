@@ -427,9 +427,18 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
             return a._device.wrap(uf(s, x))
     else:
         raise ValueError(f"{name}: Ufunc kernels take one or two operands")
-    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
-    kernel.__qualname__ = kernel.__name__ = f"ufunc[{name}]"
+    kernel = own_code(kernel, f"ufunc[{name}]")  # Note [Own code objects]
     return kernel
+
+
+def _positional_out(uf):
+    """``uf`` callable as ``uf(*inputs, out)``: NumPy 2.4 deprecates a positional out= for
+    maximum and minimum (a third input, meant?), which get a keyword one."""
+    if uf.nin == 2 and uf.__name__ in ("maximum", "minimum"):
+        def with_out(a, b, out):
+            return uf(a, b, out=out)
+        return with_out
+    return uf
 
 
 def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Callable:
@@ -439,10 +448,7 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
     (shape or casting; ``generic`` then raises PyTorch's message) -- takes ``generic``."""
     name = schema.full_name
     uf = spec.fn
-    if uf.nin == 2 and uf.__name__ in ("maximum", "minimum"):
-        # NumPy 2.4 deprecates a positional out= for these two (a third input, meant?)
-        def uf(a, b, out, _uf=uf):
-            return _uf(a, b, out=out)
+    uf = _positional_out(uf)
     floats = spec.floats_only
     kinds = spec.kinds
     pos = tuple(i for i, a in enumerate(schema.arguments) if a.type.is_tensor_like)
@@ -481,8 +487,7 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
             return self
     else:
         return generic
-    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
-    kernel.__qualname__ = kernel.__name__ = f"ufunc_inplace[{name}]"
+    kernel = own_code(kernel, f"ufunc_inplace[{name}]")  # Note [Own code objects]
     return kernel
 
 
@@ -496,9 +501,7 @@ def _ufunc_out_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) ->
     function and whatever NumPy refuses take ``generic``, which raises PyTorch's messages."""
     name = schema.full_name
     uf = spec.fn
-    if uf.nin == 2 and uf.__name__ in ("maximum", "minimum"):
-        def uf(a, b, out, _uf=uf):  # a positional out= is deprecated for these two
-            return _uf(a, b, out=out)
+    uf = _positional_out(uf)
     floats = spec.floats_only
     kinds = spec.kinds
     pos = tuple(i for i, a in enumerate(schema.arguments)
@@ -534,8 +537,7 @@ def _ufunc_out_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) ->
             return out
     else:
         return generic
-    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
-    kernel.__qualname__ = kernel.__name__ = f"ufunc_out[{name}]"
+    kernel = own_code(kernel, f"ufunc_out[{name}]")  # Note [Own code objects]
     return kernel
 
 
@@ -605,8 +607,7 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                 if not isinstance(e, (ValueError, TypeError)):
                     raise
                 raise_named(name, e, a, b)  # Note [Broadcasting errors]
-    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
-    kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
+    kernel = own_code(kernel, f"array_api[{name}]")  # Note [Own code objects]
     if pos == (0,):
         # ``impl(xp, array, *rest, **kwargs)`` wrapped by ``device.wrap``, for a layer
         # that fuses it into its own kernel (Note [Fused view kernels] in
@@ -693,8 +694,7 @@ def _generic_kernel(schema, impl, kind, tensor_args):
             raise_named(name, e, *operands(args, kwargs))  # Note [Broadcasting errors]
         return _wrap_out(dev, kind, schema)(r)
 
-    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
-    kernel.__qualname__ = kernel.__name__ = f"array_api[{name}]"
+    kernel = own_code(kernel, f"array_api[{name}]")  # Note [Own code objects]
     return kernel
 
 
@@ -754,8 +754,7 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
         backend.copy_into(self._data, r)
         return self
 
-    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
-    kernel.__qualname__ = kernel.__name__ = f"array_api_inplace[{name}]"
+    kernel = own_code(kernel, f"array_api_inplace[{name}]")  # Note [Own code objects]
     return kernel
 
 
@@ -789,8 +788,7 @@ def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
         backend.copy_into(self._data, r)
         return self
 
-    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
-    kernel.__qualname__ = kernel.__name__ = f"array_api_inplace[{name}]"
+    kernel = own_code(kernel, f"array_api_inplace[{name}]")  # Note [Own code objects]
     return kernel
 
 
@@ -892,8 +890,7 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
             out, "_data", dev.xp.astype(r, out._data.dtype))
         return out
 
-    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
-    kernel.__qualname__ = kernel.__name__ = f"array_api_out[{name}]"
+    kernel = own_code(kernel, f"array_api_out[{name}]")  # Note [Own code objects]
     return kernel
 
 
@@ -1077,6 +1074,5 @@ def _meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
                 return [make(s) for s in spec]
             return tuple(make(s) if s is not None else None for s in spec)
 
-    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
-    kernel.__qualname__ = kernel.__name__ = f"meta[{name}]"
+    kernel = own_code(kernel, f"meta[{name}]")  # Note [Own code objects]
     return kernel

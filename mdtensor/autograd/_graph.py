@@ -87,43 +87,10 @@ class Node:
     def __repr__(self) -> str:
         return f"<{self._name}>"
 
-    def apply(self, grads, release=False):
-        """Input gradients (a list aligned with ``next_functions``) from output grads;
-        with ``release``, the saved values are dropped once the formula has run (the
-        engine's ``retain_graph=False``; ``release()`` inlined, a frame per node)."""
-        args = self.args
-        if args is None:
-            raise RuntimeError(_FREED)
-        for t, version in self.saved:
-            vc = t._vc  # t._version, inlined
-            if (0 if vc is None else vc.value) != version:
-                raise RuntimeError(_modified_message(t, self, version))
-        out = self.out
-        if self.n_outputs == 1:
-            g = grads[0]
-            if out is not None:  # the saved output (Note [Saved outputs])
-                data, device, vc, version = out
-                out = device.wrap(data)
-                out._vc = vc
-                if vc.value != version:
-                    raise RuntimeError(_modified_message(out, self, version))
-                if dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
-                    out._ag = AutogradMeta.make(True, self, 0)
-                    out._ks |= AUTOGRAD_FUNCTIONALITY
-        else:
-            g = tuple(grads)
-            if out is not None and dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
-                out = _with_history(out, self)  # create_graph: Note [Saved outputs]
-        if self.masked:
-            # an entry per edge and one False more (derivatives.uses_mask)
-            needs = (*map(is_not, self.next_functions, _NONE), False)
-            in_grads = self.formula(needs, g, out, *args, **self.kwargs)
-        else:
-            in_grads = self.formula(g, out, *args, **self.kwargs)
-        if release:
-            self.args = self.kwargs = self.out = None
-            self.saved = ()
-        return in_grads
+    # ``apply(grads, release=False)``: the input gradients (a list aligned with
+    # ``next_functions``) from the output gradients; with ``release``, the saved values are
+    # dropped once the formula has run (the engine's ``retain_graph=False``).  Made by
+    # ``_make_apply`` below, which also makes each op's own.
 
     def release(self) -> None:
         self.args = self.kwargs = self.out = None
@@ -134,13 +101,14 @@ class Node:
         raise NotImplementedError("Node.register_hook: use Tensor.register_hook")
 
 
-def single_output_apply(formula, masked: bool):
-    """The ``apply`` of an op's own Node class (Note [Node classes] in __init__.py):
-    ``Node.apply`` for one output, with the formula a closure variable called with its
-    arguments spread when they are one or two and no keywords.  Made once per op and given
-    a code object of its own (Note [Own code objects] in mdtensor/_ops.py), so its call of
-    the formula is specialized for that formula, where ``self.formula(g, out, *args,
-    **self.kwargs)`` looked up a static method and made a star call on every node."""
+def _make_apply(formula=None, masked: bool = False):
+    """A Node class's ``apply``.  Without ``formula``, ``Node.apply``: the node's own
+    formula, any number of outputs.  With it, the ``apply`` of an op's own Node class
+    (``single_output_apply``): one output, and the formula a closure variable called with
+    its arguments spread when they are one or two and no keywords -- specialized for that
+    formula, where ``self.formula(g, out, *args, **self.kwargs)`` looks up a static method
+    and makes a star call on every node."""
+    generic = formula is None
 
     def apply(self, grads, release=False):
         args = self.args
@@ -150,29 +118,39 @@ def single_output_apply(formula, masked: bool):
             vc = t._vc  # t._version, inlined
             if (0 if vc is None else vc.value) != version:
                 raise RuntimeError(_modified_message(t, self, version))
-        g = grads[0]
         out = self.out
-        if out is not None:  # the saved output (Note [Saved outputs])
-            data, device, vc, version = out
-            out = device.wrap(data)
-            out._vc = vc
-            if vc.value != version:
-                raise RuntimeError(_modified_message(out, self, version))
-            if dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
-                out._ag = AutogradMeta.make(True, self, 0)
-                out._ks |= AUTOGRAD_FUNCTIONALITY
+        if generic and self.n_outputs != 1:
+            g = tuple(grads)
+            if out is not None and dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
+                out = _with_history(out, self)  # create_graph: Note [Saved outputs]
+        else:
+            g = grads[0]
+            if out is not None:  # the saved output (Note [Saved outputs])
+                data, device, vc, version = out
+                out = device.wrap(data)
+                out._vc = vc
+                if vc.value != version:
+                    raise RuntimeError(_modified_message(out, self, version))
+                if dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
+                    out._ag = AutogradMeta.make(True, self, 0)
+                    out._ks |= AUTOGRAD_FUNCTIONALITY
         kwargs = self.kwargs
-        n = len(args)
-        if masked:
-            # an entry per edge and one False more (derivatives.uses_mask)
+        if generic:
+            if self.masked:
+                # an entry per edge and one False more (derivatives.uses_mask)
+                needs = (*map(is_not, self.next_functions, _NONE), False)
+                in_grads = self.formula(needs, g, out, *args, **kwargs)
+            else:
+                in_grads = self.formula(g, out, *args, **kwargs)
+        elif masked:
             needs = (*map(is_not, self.next_functions, _NONE), False)
-            if kwargs or n != 2:
+            if kwargs or len(args) != 2:
                 in_grads = formula(needs, g, out, *args, **kwargs)
             else:
                 in_grads = formula(needs, g, out, args[0], args[1])
-        elif kwargs or n > 2:
+        elif kwargs or len(args) > 2:
             in_grads = formula(g, out, *args, **kwargs)
-        elif n == 1:
+        elif len(args) == 1:
             in_grads = formula(g, out, args[0])
         else:
             in_grads = formula(g, out, args[0], args[1])
@@ -181,7 +159,16 @@ def single_output_apply(formula, masked: bool):
             self.saved = ()
         return in_grads
 
-    return own_code(apply)
+    return apply
+
+
+Node.apply = _make_apply()
+
+
+def single_output_apply(formula, masked: bool):
+    """The ``apply`` of an op's own Node class (Note [Node classes] in __init__.py), with a
+    code object of its own (Note [Own code objects] in mdtensor/_ops.py)."""
+    return own_code(_make_apply(formula, masked))
 
 
 class MaskedNode(Node):
