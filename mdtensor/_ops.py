@@ -118,6 +118,7 @@ def own_code(fn, name: str | None = None):
                     fn.__closure__)
     copy.__kwdefaults__ = fn.__kwdefaults__
     copy.__qualname__ = fn.__qualname__
+    copy.__doc__ = fn.__doc__
     copy.__dict__.update(fn.__dict__)
     if name is not None:
         copy.__name__ = copy.__qualname__ = name

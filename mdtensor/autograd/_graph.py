@@ -159,6 +159,9 @@ def _make_apply(formula=None, masked: bool = False):
             self.saved = ()
         return in_grads
 
+    apply.__doc__ = (
+        "Input gradients (a list aligned with ``next_functions``) from the output gradients; "
+        "with ``release``, the saved values are dropped once the formula has run.")
     return apply
 
 
