@@ -380,8 +380,11 @@ def _make_kernel(op, formula):
             else:
                 args = (v, b)
                 out = entry(v, b)
-            kind = getattr(out._data.dtype, "kind", None)  # out._is_floating(), inlined
-            if not (kind in "fc" if kind is not None else out._is_floating()):
+            try:  # out._is_floating(), inlined for dtypes with NumPy's ``kind``
+                floating = out._data.dtype.kind in "fc"
+            except AttributeError:  # (array_api_strict's have none)
+                floating = out._is_floating()
+            if not floating:
                 return out
             # gradient_edge(v) of the first (and second) Tensor argument, inlined
             ag = v._ag
