@@ -566,6 +566,49 @@ def test_hooks_and_retain_grad():
     np.testing.assert_allclose(to_numpy(x.grad), [1.0, 1.0])
 
 
+def test_leaves_are_freed_without_the_cycle_collector():
+    # Note [Leaf references]: a leaf's AccumulateGrad node refers to it weakly, so a leaf and
+    # the graph built on it are freed as soon as the user drops them, without waiting for
+    # gc.  A graph that does not save the leaf (a Function saving nothing) lets it go before
+    # backward, which then drops its gradient; a leaf with hooks is held by its node, as
+    # PyTorch's is, and its hooks run.
+    import gc
+    import weakref
+
+    class Double(md.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    gc.collect()
+    gc.disable()
+    try:
+        x = leaf([1.0, 2.0])
+        z = x * 2
+        acc = z.grad_fn.next_functions[0][0]
+        assert acc.name() == "AccumulateGrad" and acc.variable is x
+        gone, node = weakref.ref(x), weakref.ref(z.grad_fn)
+        del x, z
+        assert gone() is None and node() is None and acc.variable is None
+
+        x, w = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+        y = Double.apply(x) + Double.apply(w)
+        seen = []
+        w.register_hook(lambda g: seen.append(to_numpy(g)))
+        gone, held = weakref.ref(x), weakref.ref(w)
+        del x, w
+        assert gone() is None and held() is not None
+        y.sum().backward()  # x's gradient has nowhere to go; w's hook runs
+        np.testing.assert_allclose(seen[0], [2.0, 2.0])
+        np.testing.assert_allclose(to_numpy(held().grad), [2.0, 2.0])
+    finally:
+        gc.enable()
+
+
 def test_node_hooks_live_as_long_as_their_node():
     # Note [Node hooks]: a non-leaf's hooks and retained gradient are kept beside its node,
     # weakly: they neither keep the graph alive nor outlive it, and a second graph built

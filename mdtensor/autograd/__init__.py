@@ -872,6 +872,8 @@ def _register_hook(self, hook):
     node = grad_fn_of(self)
     if node is None:
         hooks = ag.hooks = ag.hooks or []
+        if ag.accumulator is not None:  # Note [Leaf references] in _graph.py
+            ag.accumulator._hold = self
     else:  # Note [Node hooks] in _graph.py
         hooks = hooks_of(node, create=True).pre_hooks.setdefault(ag.output_nr, [])
     hooks.append(hook)

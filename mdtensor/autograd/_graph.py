@@ -236,21 +236,43 @@ def _modified_message(t, node, expected) -> str:
 
 
 class AccumulateGrad:
-    """The node of a leaf: its gradient goes to ``leaf.grad``."""
+    """The node of a leaf: its gradient goes to ``leaf.grad``.  It refers to the leaf
+    weakly, and holds it only while the leaf has hooks (Note [Leaf references])."""
 
-    __slots__ = ("variable", "seq", "__weakref__")
+    __slots__ = ("_ref", "_hold", "seq", "__weakref__")
     next_functions = ()
     n_outputs = 1
 
     def __init__(self, variable):
-        self.variable = variable
+        self._ref = weakref.ref(variable)
+        self._hold = variable if variable._ag.hooks else None
         self.seq = next_seq()
+
+    @property
+    def variable(self):
+        """The leaf (None once it is gone: Note [Leaf references])."""
+        return self._ref()
 
     def name(self) -> str:
         return "AccumulateGrad"
 
     def __repr__(self) -> str:
         return "<AccumulateGrad>"
+
+
+# Note [Leaf references]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf keeps its AccumulateGrad node (``AutogradMeta.accumulator``: the hot path reads it
+# on every op with the leaf as input, so it is a plain reference) and the graph's edges keep
+# the node.  Were the node to hold the leaf too, every leaf used by an op would sit in a
+# reference cycle and its array would outlive ``del x`` until the cycle collector ran.
+# PyTorch breaks the cycle on the other side (the tensor's grad accumulator is a weak
+# pointer, remade when it expired); here the node refers to its leaf weakly, which costs
+# only the engine a weak-reference call per leaf gradient.  A gradient that reaches the node
+# of a leaf that is gone is dropped: nothing can read that ``.grad``.  The one observable
+# difference would be a hook registered on the leaf, which PyTorch runs even when the leaf
+# is otherwise unreachable: so while a leaf has hooks, its node holds it (``_hold``), as
+# PyTorch's does.
 
 
 class ViewNode(Node):
@@ -518,7 +540,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                 if g is not None:
                     # A leaf's hooks run before its gradient is accumulated or captured.
                     idx = capture.get((node, 0)) if capture else None
-                    t = node.variable
+                    t = node._ref()
+                    if t is None:  # Note [Leaf references]
+                        continue
                     if accumulate or idx is not None:
                         hooks = t._ag.hooks
                         if hooks:
@@ -566,7 +590,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
                     continue
                 nxt, nr = edge
                 if direct and type(nxt) is AccumulateGrad:
-                    t = nxt.variable
+                    t = nxt._ref()
+                    if t is None:  # Note [Leaf references]
+                        continue
                     if not t._ag.hooks:
                         prev = leaf_grads.get(id(t))
                         leaf_grads[id(t)] = (t, g if prev is None else _add(prev[1], g))
