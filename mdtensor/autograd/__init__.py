@@ -392,8 +392,8 @@ def _make_kernel(op, formula):
                 e = None
             elif ag.grad_fn is not None and v._view is None:  # Note [Stale views]
                 e = (ag.grad_fn, ag.output_nr)
-            elif ag.accumulator is not None:
-                e = (ag.accumulator, 0)
+            elif ag.leaf_edge is not None:
+                e = ag.leaf_edge
             else:
                 e = gradient_edge(v)
             if two:
@@ -403,8 +403,8 @@ def _make_kernel(op, formula):
                     f = None
                 elif ag.grad_fn is not None and w._view is None:
                     f = (ag.grad_fn, ag.output_nr)
-                elif ag.accumulator is not None:
-                    f = (ag.accumulator, 0)
+                elif ag.leaf_edge is not None:
+                    f = ag.leaf_edge
                 else:
                     f = gradient_edge(w)
                 edges = [e, f]
@@ -463,7 +463,7 @@ def _make_kernel(op, formula):
                 meta.output_nr = 0
                 meta.retains_grad = False
                 meta.hooks = None
-                meta.accumulator = None
+                meta.leaf_edge = None
                 out._ag = meta
                 out._ks |= AUTOGRAD_FUNCTIONALITY
             else:
@@ -872,8 +872,8 @@ def _register_hook(self, hook):
     node = grad_fn_of(self)
     if node is None:
         hooks = ag.hooks = ag.hooks or []
-        if ag.accumulator is not None:  # Note [Leaf references] in _graph.py
-            ag.accumulator._hold = self
+        if ag.leaf_edge is not None:  # Note [Leaf references] in _graph.py
+            ag.leaf_edge[0]._hold = self
     else:  # Note [Node hooks] in _graph.py
         hooks = hooks_of(node, create=True).pre_hooks.setdefault(ag.output_nr, [])
     hooks.append(hook)

@@ -262,8 +262,9 @@ class AccumulateGrad:
 
 # Note [Leaf references]
 # ~~~~~~~~~~~~~~~~~~~~~~~
-# A leaf keeps its AccumulateGrad node (``AutogradMeta.accumulator``: the hot path reads it
-# on every op with the leaf as input, so it is a plain reference) and the graph's edges keep
+# A leaf keeps its AccumulateGrad node (in ``AutogradMeta.leaf_edge``, the edge
+# ``(node, 0)`` itself: the hot path reads it on every op with the leaf as input, so it is
+# a plain reference, and recording builds no edge tuple) and the graph's edges keep
 # the node.  Were the node to hold the leaf too, every leaf used by an op would sit in a
 # reference cycle and its array would outlive ``del x`` until the cycle collector ran.
 # PyTorch breaks the cycle on the other side (the tensor's grad accumulator is a weak
@@ -395,10 +396,10 @@ def gradient_edge(t):
         _refresh_view(t, ag)
     if ag.grad_fn is not None:
         return (ag.grad_fn, ag.output_nr)
-    acc = ag.accumulator
-    if acc is None:
-        acc = ag.accumulator = AccumulateGrad(t)
-    return (acc, 0)
+    edge = ag.leaf_edge
+    if edge is None:
+        edge = ag.leaf_edge = (AccumulateGrad(t), 0)
+    return edge
 
 
 def attach(out, node, output_nr: int) -> None:

@@ -24,10 +24,12 @@ class AutogradMeta:
         output_nr: which output of ``grad_fn`` this tensor is.
         retains_grad: ``retain_grad()`` was called on this non-leaf.
         hooks: gradient hooks (``register_hook``), called in registration order.
+        leaf_edge: a leaf's edge ``(AccumulateGrad node, 0)``, made on first use (one
+            tuple, shared by every node that records the leaf).
     """
 
     __slots__ = ("requires_grad", "grad", "grad_fn", "output_nr", "retains_grad", "hooks",
-                 "accumulator")
+                 "leaf_edge")
 
     # No ``__init__`` (Note [Class calls] in mdtensor/_tensor.py): ``AutogradMeta()``
     # then every slot, or ``make``.
@@ -41,7 +43,7 @@ class AutogradMeta:
         meta.output_nr = output_nr
         meta.retains_grad = False
         meta.hooks = None
-        meta.accumulator = None  # the leaf's AccumulateGrad node, made on first use
+        meta.leaf_edge = None  # (the leaf's AccumulateGrad node, 0), made on first use
         return meta
 
 
