@@ -104,7 +104,8 @@ def _inplace_kernel(op):
                 vc.value += 1
                 return result
 
-            ad_inplace_self = own_code(ad_inplace_self)  # Note [Own code objects] in mdtensor/_ops.py
+            # Note [Own code objects] in mdtensor/_ops.py
+            ad_inplace_self = own_code(ad_inplace_self)
             ad_inplace_self.__qualname__ = name
             return ad_inplace_self
     else:

@@ -449,8 +449,7 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
     keywords, a non-floating operand of a float function, a result NumPy refuses to write
     (shape or casting; ``generic`` then raises PyTorch's message) -- takes ``generic``."""
     name = schema.full_name
-    uf = spec.fn
-    uf = _positional_out(uf)
+    uf = _positional_out(spec.fn)
     floats = spec.floats_only
     kinds = spec.kinds
     pos = tuple(i for i, a in enumerate(schema.arguments) if a.type.is_tensor_like)
@@ -502,8 +501,7 @@ def _ufunc_out_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) ->
     resize a smaller ``out``); keywords, other devices, non-floating operands of a float
     function and whatever NumPy refuses take ``generic``, which raises PyTorch's messages."""
     name = schema.full_name
-    uf = spec.fn
-    uf = _positional_out(uf)
+    uf = _positional_out(spec.fn)
     floats = spec.floats_only
     kinds = spec.kinds
     pos = tuple(i for i, a in enumerate(schema.arguments)

@@ -83,8 +83,7 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
                                f"can require gradients, got {t.dtype.name}")
         t.requires_grad_(True)
 
-    kernel = own_code(kernel)  # Note [Own code objects] in mdtensor/_ops.py
-    kernel.__qualname__ = kernel.__name__ = f"factory[{name}]"
+    kernel = own_code(kernel, f"factory[{name}]")  # Note [Own code objects] in mdtensor/_ops.py
     _register(op, _backend_select(op), DispatchKey.BackendSelect, with_keyset=True)
     _register(op, kernel, DispatchKey.CompositeExplicitAutograd)
     if cpu_impl is not None:
@@ -101,8 +100,7 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
                 _requires_grad(t)
             return t
 
-        cpu_kernel = own_code(cpu_kernel)
-        cpu_kernel.__qualname__ = cpu_kernel.__name__ = f"factory_cpu[{name}]"
+        cpu_kernel = own_code(cpu_kernel, f"factory_cpu[{name}]")
         _register(op, cpu_kernel, DispatchKey.CPU)
     decl.meta = meta
     return decl

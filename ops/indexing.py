@@ -23,8 +23,6 @@ from mdtensor import _dtypes as dt
 from mdtensor._tensor import Tensor
 from mdtensor._tls import dispatch_tls
 
-_tls_get = dispatch_tls.get
-
 from . import _meta_fns as mf
 from . import _meta_shape as ms
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop, device_mismatch
@@ -719,5 +717,6 @@ _mfd.inplace = list(_mf.overloads)
 # Bound once (Note [The hot path] in mdtensor/_ops.py): x[k] skips the namespace lookup.
 _basic_index_op = CATALOGUE["aten::basic_index"].overloads[0]
 _basic_index_table = _basic_index_op._table  # cleared in place, never replaced
+_tls_get = dispatch_tls.get
 _index_op = CATALOGUE["aten::index"].overloads[0]
 _index_put_op = _ip.overloads[0].overloadpacket  # Tensor or Scalar value: the packet picks

@@ -78,7 +78,7 @@ def _run(lib, program, base, only_first=False):
                     # modified through another view (x + 0 -> p = .T; p[1:].add_(w);
                     # p.register_hook) unless the view's stale grad_fn was remade first;
                     # reading grad_fn does that and changes nothing else.
-                    a.grad_fn
+                    _ = a.grad_fn
                 a.register_hook(lambda g: g * 2)
             continue
         elif step == "retain":
