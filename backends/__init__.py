@@ -22,14 +22,16 @@ from importlib.metadata import entry_points
 
 from mdtensor import _keys
 
-from ._base import Backend, BackendInfo, Capabilities
+from ._base import Backend, BackendInfo, Capabilities, push_backend_kernel
 
 __all__ = [
     "Backend",
     "BackendInfo",
     "Capabilities",
     "available",
+    "device_type_for_dlpack",
     "get",
+    "push_backend_kernel",
     "register",
     "rename_privateuse1",
 ]
@@ -55,9 +57,11 @@ _discovered = False
 # Built-ins are known without metadata too, so a source checkout that was never installed
 # (no entry points) still finds them.
 _BUILTIN = {
-    "numpy": ("mdtensor.backends.numpy_backend", BackendInfo("numpy", "cpu", "CPU", ("numpy",))),
+    "numpy": ("mdtensor.backends.numpy_backend",
+              BackendInfo("numpy", "cpu", "CPU", ("numpy",), dlpack_device_types=(1,))),
     "jax": ("mdtensor.backends.jax_backend", BackendInfo("jax", "jax", "JAX", ("jax",))),
-    "cupy": ("mdtensor.backends.cupy_backend", BackendInfo("cupy", "cuda", "CUDA", ("cupy",))),
+    "cupy": ("mdtensor.backends.cupy_backend",
+             BackendInfo("cupy", "cuda", "CUDA", ("cupy",), dlpack_device_types=(2,))),
 }
 
 
@@ -247,6 +251,16 @@ def available() -> list[dict]:
             "error": e.error,
         })
     return rows
+
+
+def device_type_for_dlpack(dlpack_type: int) -> str | None:
+    """The device type whose backend imports arrays of DLPack device type ``dlpack_type``
+    as its own (``BackendInfo.dlpack_device_types``), or None; loads no backend."""
+    _discover()
+    for e in _by_name.values():
+        if dlpack_type in e.info.dlpack_device_types:
+            return e.info.device_type
+    return None
 
 
 def loaded() -> list[Backend]:

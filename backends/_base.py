@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Backend", "BackendInfo", "Capabilities"]
+__all__ = ["Backend", "BackendInfo", "Capabilities", "push_backend_kernel"]
 
 
 class Capabilities:
@@ -21,11 +21,12 @@ class Capabilities:
             (JAX) get the Functionalize key on every tensor.
         ufunc_out: elementwise functions accept ``out=`` (in-place ops allocate nothing).
         float64 / complex128: the 64-bit dtypes are available.
-        fancy_setitem: ``x[key] = v`` takes integer index arrays (several, mixed with
-            slices, as NumPy's does), so mdtensor passes such writes on as they are.  The
-            Array API specifies only basic keys and a sole boolean mask; without this,
-            mdtensor computes such writes itself, with bounds checks (Note [Writes through
-            index arrays] in ops/indexing.py).
+        fancy_setitem: ``x[key] = v`` takes integer index arrays with NumPy's semantics
+            (several, mixed with slices; an index out of bounds raises IndexError; of
+            repeated indices the last write wins), so mdtensor passes such writes on as
+            they are.  The Array API specifies only basic keys and a sole boolean mask;
+            without this, mdtensor computes such writes itself, with those semantics (Note
+            [Writes through index arrays] in ops/indexing.py).
     """
 
     def __init__(self, *, views=True, inplace=True, ufunc_out=False, float64=True,
@@ -50,13 +51,20 @@ class BackendInfo:
         device_type: the device string it serves (``'cpu'``, ``'cuda'``, ``'jax'``).
         key: its backend component (``'CPU'``, ``'CUDA'``, ``'JAX'`` or ``'PrivateUseN'``).
         requires: import names of the packages it needs (to report "installed or not").
+        dlpack_device_types: the DLPack device types (``__dlpack_device__()[0]``: 1 CPU,
+            2 CUDA, ...) whose arrays this backend imports as its own, with the same device
+            index: ``md.from_dlpack(x)`` puts ``x`` on this backend's device.  Empty for a
+            backend that claims none (JAX's arrays live on CPUs or GPUs of other
+            backends' types).
     """
 
-    def __init__(self, name: str, device_type: str, key: str, requires: tuple[str, ...] = ()):
+    def __init__(self, name: str, device_type: str, key: str, requires: tuple[str, ...] = (),
+                 dlpack_device_types: tuple[int, ...] = ()):
         self.name = name
         self.device_type = device_type
         self.key = key
         self.requires = tuple(requires)
+        self.dlpack_device_types = tuple(dlpack_device_types)
 
     def __repr__(self) -> str:
         return f"BackendInfo({self.name!r}, device_type={self.device_type!r}, key={self.key!r})"
@@ -67,8 +75,8 @@ class Backend:
 
     Required: ``name``, ``device_type``, ``key``, ``namespace()``, ``array_type``.
     Optional, with defaults: ``capabilities``, ``device_count``, ``device_index``,
-    ``asarray``, ``to_numpy``, ``from_dlpack``, ``ensure_array``, ``native_dtype`` /
-    ``dtype_from_native``, ``copy_into``, ``default_float``.
+    ``asarray``, ``to_numpy``, ``from_dlpack``, ``ensure_array``, ``owns_dense``,
+    ``native_dtype`` / ``dtype_from_native``, ``copy_into``, ``default_float``.
     """
 
     name: str = ""
@@ -113,6 +121,14 @@ class Backend:
     def from_dlpack(self, obj, index: int = 0):
         return self.namespace().from_dlpack(obj)
 
+    def owns_dense(self, array) -> bool:
+        """Whether ``array`` is dense and writable: C-contiguous, no broadcast (zero)
+        strides, not read-only, so that it may become a leaf's ``.grad`` without a copy
+        (Note [Leaf gradients] in mdtensor/autograd/_graph.py).  The default reads NumPy-style
+        ``flags`` where the array has them (an immutable array has nothing to protect)."""
+        flags = getattr(array, "flags", None)
+        return flags is None or (flags.c_contiguous and getattr(flags, "writeable", True))
+
     def copy_into(self, dst, src) -> None:
         """Write ``src`` into ``dst`` in place (mutable backends only)."""
         dst[...] = src
@@ -142,3 +158,15 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"<backend {self.name} device_type={self.device_type!r} key={self.key}>"
+
+
+def push_backend_kernel(op, fn, key: str, origin: str) -> None:
+    """Register ``fn`` as a backend's own kernel of ``op`` for the backend key ``key``
+    (rung 1 of the ladder): a leaf kernel that computes on raw arrays and calls no op, as
+    the catalogue's own kernels are, so a kernel a user registers for the key later still
+    wins.  Used by the built-in backends (the JAX backend's jitted kernels, the CuPy
+    backend's vectorised ones) when they load."""
+    from mdtensor._keys import DispatchKey
+    from mdtensor._ops import Kernel
+
+    op._push_kernel(Kernel(fn, DispatchKey[key], origin=origin, leaf=True))

@@ -1,23 +1,27 @@
 """The CuPy backend: device ``"cuda"`` / ``"cuda:N"``, backend component CUDA.
 
 CuPy arrays behave like NumPy's: views share memory and elementwise functions take
-``out=``, so in-place ops write into the existing buffer.  Its tests skip when no GPU (or
-no CuPy) is present.
+``out=``, so in-place ops write into the existing buffer.  The hot elementwise cases run
+kernels of the backend's own (Note [Vectorised elementwise kernels] in cupy_kernels.py).
+Its tests skip when no GPU (or no CuPy) is present; ``tools/gpu_check.sh`` runs them on a
+GPU machine.
 """
 
 from __future__ import annotations
 
 from ._base import Backend, BackendInfo, Capabilities
 
-INFO = BackendInfo("cupy", "cuda", "CUDA", requires=("cupy",))
+INFO = BackendInfo("cupy", "cuda", "CUDA", requires=("cupy",), dlpack_device_types=(2,))
 
 
 class CuPyBackend(Backend):
     name = "cupy"
     device_type = "cuda"
     key = "CUDA"
-    capabilities = Capabilities(views=True, inplace=True, ufunc_out=True,
-                                fancy_setitem=True)
+    # Note: no fancy_setitem: CuPy's ``x[index_arrays] = v`` wraps indices out of bounds
+    # around and leaves which of repeated indices wins undefined, so such writes take
+    # mdtensor's own scatter (Note [Writes through index arrays] in ops/indexing.py).
+    capabilities = Capabilities(views=True, inplace=True, ufunc_out=True)
 
     def __init__(self):
         import array_api_compat.cupy as xp
@@ -27,6 +31,7 @@ class CuPyBackend(Backend):
         self._xp = xp
         self.array_type = cupy.ndarray
         self._count = cupy.cuda.runtime.getDeviceCount()
+        _install_kernels(cupy)
 
     def namespace(self):
         return self._xp
@@ -55,13 +60,30 @@ class CuPyBackend(Backend):
         return self._cupy.asnumpy(array)
 
     def from_dlpack(self, obj, index: int = 0):
-        return self._cupy.from_dlpack(obj)
+        with self._cupy.cuda.Device(index):
+            return self._cupy.from_dlpack(obj)
+
+    def owns_dense(self, array) -> bool:
+        # CuPy's flags have no ``writeable`` (its arrays are always writable); a broadcast
+        # view's zero strides make it not C-contiguous.
+        return array._c_contiguous  # flags.c_contiguous, without a Flags object
 
     def copy_into(self, dst, src) -> None:
         self._cupy.copyto(dst, src, casting="same_kind")
 
     def native_dtype(self, dtype):
         return dtype.numpy
+
+
+_installed: list = []
+
+
+def _install_kernels(cupy) -> None:
+    if not _installed:
+        from .cupy_kernels import install
+
+        install(cupy)
+        _installed.append(True)
 
 
 backend = CuPyBackend

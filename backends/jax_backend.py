@@ -30,11 +30,26 @@ ops/elementwise.py) and, for reductions, ``jnp.sum``'s Python wrapper (about 3 u
   Dense key, below Functionalize, Python, ADInplaceOrView and Autograd), are leaf kernels
   (``_ops.LEAF_KERNELS``) like it, and a kernel a user registers for the JAX key still
   wins (it is pushed on top).
+
+
+Note [JAX on GPUs]
+~~~~~~~~~~~~~~~~~~
+Two of JAX's defaults on a GPU differ from what mdtensor (and PyTorch) promise, so the
+backend changes them when it loads, for the whole process, as it turns on 64-bit types:
+
+* XLA takes 75% of the GPU's memory when JAX starts, leaving the CuPy backend (or a
+  second process: pytest's workers) out of memory.  Unless the variable is set (or JAX
+  has used a device already), the backend sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false``:
+  JAX then allocates as it goes.
+* float32 matrix products run in TF32 (a 10-bit mantissa: 3.5e-4 relative error in a
+  complex64 matmul's gradient on an H200), where PyTorch and CuPy compute in float32.  The
+  backend sets ``jax_default_matmul_precision`` to ``"highest"``: every backend gives
+  float32 products.  (No effect on CPUs.)
 """
 
 from __future__ import annotations
 
-from ._base import Backend, BackendInfo, Capabilities
+from ._base import Backend, BackendInfo, Capabilities, push_backend_kernel
 
 INFO = BackendInfo("jax", "jax", "JAX", requires=("jax",))
 
@@ -46,9 +61,14 @@ class JAXBackend(Backend):
     capabilities = Capabilities(views=False, inplace=False, ufunc_out=False)
 
     def __init__(self):
+        import os
+
+        # Note [JAX on GPUs] (read when JAX first uses a device, so imported or not)
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         import jax
 
         jax.config.update("jax_enable_x64", True)
+        jax.config.update("jax_default_matmul_precision", "highest")
         import jax.numpy as jnp
 
         self._jax = jax
@@ -109,17 +129,12 @@ def _install_kernels(jax, jnp) -> None:
         return
     from mdtensor.ops._decl import CATALOGUE
 
-    from mdtensor._keys import DispatchKey
-    from mdtensor._ops import Kernel
-
-    key = DispatchKey.JAX
     for decl in list(CATALOGUE.values()):
         fn = _kernel_for(decl, jax, jnp)
         if fn is not None:
             op = decl.overloads[0]
-            kernel = Kernel(fn, key, origin="mdtensor (JAX backend)", leaf=True)
-            op._push_kernel(kernel)
-            _installed.append((op, kernel))
+            push_backend_kernel(op, fn, "JAX", "mdtensor (JAX backend)")
+            _installed.append(op)
     if not _installed:
         _installed.append(None)
 

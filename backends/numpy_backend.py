@@ -10,7 +10,7 @@ import numpy as np
 
 from ._base import Backend, BackendInfo, Capabilities
 
-INFO = BackendInfo("numpy", "cpu", "CPU", requires=("numpy",))
+INFO = BackendInfo("numpy", "cpu", "CPU", requires=("numpy",), dlpack_device_types=(1,))
 
 
 def _by_numpy():
@@ -59,6 +59,10 @@ class NumPyBackend(Backend):
         # writable, so that case is copied (the copy PyTorch's cross-device .to makes too).
         arr = np.from_dlpack(obj)
         return arr if arr.flags.writeable else arr.copy()
+
+    def owns_dense(self, array) -> bool:
+        flags = array.flags  # broadcast_to's views are read-only
+        return flags.writeable and flags.c_contiguous
 
     def copy_into(self, dst, src) -> None:
         np.copyto(dst, src, casting="same_kind")

@@ -1,7 +1,8 @@
-"""``python -m benchmarks [--quick] [--json PATH] [--filter TEXT] [--check]``.
+"""``python -m benchmarks [--quick] [--json PATH] [--filter TEXT] [--check] [--device cuda]``.
 
 Pins BLAS/OpenMP threads to 1 before any array library is imported, runs every case with
-interleaved repeats, prints a markdown table and writes a JSON record.
+interleaved repeats, prints a markdown table and writes a JSON record.  ``--device cuda``
+runs the GPU cases instead (benchmarks/gpu.py: mdtensor on CUDA against CuPy and PyTorch).
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ def main(argv=None) -> int:
     p.add_argument("--filter", default="", help="only cases whose name contains TEXT")
     p.add_argument("--check", action="store_true",
                    help="check the hand-written NumPy MLP gradients against torch first")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                   help="cpu: the CPU cases; cuda: the GPU cases (needs CuPy and a GPU)")
     args = p.parse_args(argv)
+    if args.device == "cuda":
+        return _main_gpu(args)
 
     libs = C.libraries()
     for name, lib in libs.items():
@@ -53,6 +58,33 @@ def main(argv=None) -> int:
     print("import time: " + ", ".join(f"{k} {fmt(v)}" for k, v in imports.items()))
     write_json(args.json, selected, {"import_seconds": imports})
     print(f"\n(JSON written to {args.json})")
+    return 0
+
+
+def _main_gpu(args) -> int:
+    from . import gpu
+
+    libs = gpu.libraries()
+    for name, lib in libs.items():
+        if isinstance(lib, Exception):
+            print(f"# {name}: n/a ({type(lib).__name__}: {lib})")
+    if isinstance(libs["cupy"], Exception) or isinstance(libs["mdtensor"], Exception):
+        print("no usable GPU: --device cuda needs mdtensor, CuPy and a CUDA device",
+              file=sys.stderr)
+        return 1
+    name = gpu.gpu_name(libs)
+    print(f"# GPU: {name}")
+    print("# MLP gradient check:", gpu.check_mlp(libs))
+    repeats, target = (5, 0.01) if args.quick else (11, 0.03)
+    selected = [c for c in gpu.cases(libs) if args.filter in c.name]
+    for case in selected:
+        run_case(case, repeats, target)
+        print(f"# {case.name}: " + ", ".join(f"{k}={fmt(v)}" for k, v in case.medians.items()),
+              file=sys.stderr)
+    print(table(selected, gpu.IMPLS, gpu.REFS))
+    path = args.json.replace("latest.json", "latest_cuda.json")
+    write_json(path, selected, {"gpu": name}, gpu.IMPLS)
+    print(f"\n(JSON written to {path})")
     return 0
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from .harness import Case
 
 
-def _try_import(name: str):
+def try_import(name: str):
     try:
         return importlib.import_module(name)
     except Exception as e:  # noqa: BLE001 - reported as n/a
@@ -25,20 +25,22 @@ def _try_import(name: str):
 
 def libraries() -> dict:
     libs = {"numpy": np}
-    md = _try_import("mdtensor")
+    md = try_import("mdtensor")
     libs["mdtensor"] = md
-    torch = _try_import("torch")
+    torch = try_import("torch")
     if not isinstance(torch, Exception):
         torch.set_num_threads(1)
     libs["torch"] = torch
-    libs["autograd"] = _try_import("autograd")
-    jax = _try_import("jax")
+    libs["autograd"] = try_import("autograd")
+    jax = try_import("jax")
     libs["jax"] = jax
     return libs
 
 
-def _case(name, group, libs, builders: dict[str, Callable]) -> Case:
-    case = Case(name, group)
+def make_case(name, group, libs, builders: dict[str, Callable], sync=None) -> Case:
+    """A case of the implementations whose library is in ``libs``; the others (and those
+    whose setup fails) are reported as missing."""
+    case = Case(name, group, sync=sync)
     for impl, build in builders.items():
         lib_name = "jax" if impl == "jax-jit" else impl
         lib = libs.get(lib_name)
@@ -56,7 +58,7 @@ def _case(name, group, libs, builders: dict[str, Callable]) -> Case:
 # Small and large ops
 
 
-def _data(shape, seed=0):
+def random_data(shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
@@ -72,8 +74,8 @@ def _data(shape, seed=0):
 
 def _op_builders(libs, fn_name, shape_a, shape_b=None, grad=False, share=False):
     """``share``: the implementations read the same input arrays (Note [Shared inputs])."""
-    a_np = _data(shape_a, 0)
-    b_np = _data(shape_b, 1) if shape_b else None
+    a_np = random_data(shape_a, 0)
+    b_np = random_data(shape_b, 1) if shape_b else None
     md = libs["mdtensor"]
     torch = libs["torch"]
     jax = libs["jax"]
@@ -178,18 +180,20 @@ def small_op_cases(libs) -> list[Case]:
                 continue  # in-place on a leaf that requires grad is an error
             sa, sb = _SMALL_SHAPES.get(name, ((8,), (8,)))
             label = f"{name} [8 f32{', grad' if grad else ''}]"
-            cases.append(_case(label, "small", libs,
-                               _op_builders(libs, name, sa, sb, grad=grad)))
+            cases.append(make_case(label, "small", libs,
+                                   _op_builders(libs, name, sa, sb, grad=grad)))
     return cases
 
 
 def large_op_cases(libs) -> list[Case]:
     n = 4 * 1024 * 1024
     return [
-        _case("add [4M f32]", "large", libs, _op_builders(libs, "a + b", (n,), (n,), share=True)),
-        _case("exp [4M f32]", "large", libs, _op_builders(libs, "exp(a)", (n,), share=True)),
-        _case("matmul [1024x1024 f32]", "large", libs,
-              _op_builders(libs, "a @ b", (1024, 1024), (1024, 1024), share=True)),
+        make_case("add [4M f32]", "large", libs,
+                  _op_builders(libs, "a + b", (n,), (n,), share=True)),
+        make_case("exp [4M f32]", "large", libs,
+                  _op_builders(libs, "exp(a)", (n,), share=True)),
+        make_case("matmul [1024x1024 f32]", "large", libs,
+                  _op_builders(libs, "a @ b", (1024, 1024), (1024, 1024), share=True)),
     ]
 
 
@@ -197,7 +201,7 @@ def large_op_cases(libs) -> list[Case]:
 # MLP training step: forward + backward of every weight and bias
 
 
-def _mlp_data(sizes, batch, seed=0):
+def mlp_data(sizes, batch, seed=0):
     rng = np.random.default_rng(seed)
     params = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
@@ -210,17 +214,18 @@ def _mlp_data(sizes, batch, seed=0):
     return params, x, onehot
 
 
-def numpy_mlp_step(params, x, onehot):
-    """Forward and hand-written backward; returns (loss, grads)."""
+def numpy_mlp_step(params, x, onehot, xp=np):
+    """Forward and hand-written backward; returns (loss, grads).  ``xp``: NumPy, or a
+    library with its array methods (CuPy for the GPU cases)."""
     W1, b1, W2, b2, W3, b3 = params
     batch = x.shape[0]
-    h1 = np.tanh(x @ W1 + b1)
-    h2 = np.tanh(h1 @ W2 + b2)
+    h1 = xp.tanh(x @ W1 + b1)
+    h2 = xp.tanh(h1 @ W2 + b2)
     z = h2 @ W3 + b3
     zmax = z.max(axis=-1, keepdims=True)
-    e = np.exp(z - zmax)
+    e = xp.exp(z - zmax)
     s = e.sum(axis=-1, keepdims=True)
-    logp = z - zmax - np.log(s)
+    logp = z - zmax - xp.log(s)
     loss = -(onehot * logp).sum() / batch
     dz = (e / s - onehot) / batch
     dW3 = h2.T @ dz
@@ -234,7 +239,7 @@ def numpy_mlp_step(params, x, onehot):
     return loss, [dW1, db1, dW2, db2, dW3, db3]
 
 
-def _mlp_loss(lib, log_softmax, params, x, onehot):
+def mlp_loss(lib, log_softmax, params, x, onehot):
     W1, b1, W2, b2, W3, b3 = params
     h1 = lib.tanh(x @ W1 + b1)
     h2 = lib.tanh(h1 @ W2 + b2)
@@ -242,8 +247,20 @@ def _mlp_loss(lib, log_softmax, params, x, onehot):
     return -lib.sum(onehot * log_softmax(z)) / x.shape[0]
 
 
+def training_step(lib, params, x, onehot):
+    """An MLP training step of an autograd library with torch's API (mdtensor, PyTorch):
+    clear the gradients, forward, backward."""
+    def step():
+        for p in params:
+            p.grad = None
+        loss = mlp_loss(lib, lambda z: lib.log_softmax(z, dim=-1), params, x, onehot)
+        loss.backward()
+        return loss
+    return step
+
+
 def mlp_builders(libs, sizes, batch):
-    params_np, x_np, onehot_np = _mlp_data(sizes, batch)
+    params_np, x_np, onehot_np = mlp_data(sizes, batch)
 
     def numpy():
         return lambda: numpy_mlp_step(params_np, x_np, onehot_np)
@@ -251,28 +268,12 @@ def mlp_builders(libs, sizes, batch):
     def mdt():
         md = libs["mdtensor"]
         params = [md.asarray(p.copy(), requires_grad=True) for p in params_np]
-        x, onehot = md.asarray(x_np), md.asarray(onehot_np)
-
-        def step():
-            for p in params:
-                p.grad = None
-            loss = _mlp_loss(md, lambda z: md.log_softmax(z, dim=-1), params, x, onehot)
-            loss.backward()
-            return loss
-        return step
+        return training_step(md, params, md.asarray(x_np), md.asarray(onehot_np))
 
     def tor():
         torch = libs["torch"]
         params = [torch.tensor(p.copy(), requires_grad=True) for p in params_np]
-        x, onehot = torch.tensor(x_np), torch.tensor(onehot_np)
-
-        def step():
-            for p in params:
-                p.grad = None
-            loss = _mlp_loss(torch, lambda z: torch.log_softmax(z, dim=-1), params, x, onehot)
-            loss.backward()
-            return loss
-        return step
+        return training_step(torch, params, torch.tensor(x_np), torch.tensor(onehot_np))
 
     def hips():
         import autograd
@@ -282,7 +283,7 @@ def mlp_builders(libs, sizes, batch):
             zmax = anp.max(z, axis=-1, keepdims=True)
             return z - zmax - anp.log(anp.sum(anp.exp(z - zmax), axis=-1, keepdims=True))
 
-        grad = autograd.grad(lambda ps: _mlp_loss(anp, log_softmax, ps, x_np, onehot_np))
+        grad = autograd.grad(lambda ps: mlp_loss(anp, log_softmax, ps, x_np, onehot_np))
         return lambda: grad(list(params_np))
 
     def _jax_grad():
@@ -291,7 +292,7 @@ def mlp_builders(libs, sizes, batch):
 
         params = [jnp.asarray(p) for p in params_np]
         x, onehot = jnp.asarray(x_np), jnp.asarray(onehot_np)
-        g = jax.grad(lambda ps: _mlp_loss(jnp, lambda z: jax.nn.log_softmax(z, axis=-1),
+        g = jax.grad(lambda ps: mlp_loss(jnp, lambda z: jax.nn.log_softmax(z, axis=-1),
                                           ps, x, onehot))
         return jax, g, params
 
@@ -313,10 +314,10 @@ def check_numpy_mlp(libs) -> str:
     torch = libs["torch"]
     if isinstance(torch, Exception):
         return "skipped (torch not installed)"
-    params_np, x_np, onehot_np = _mlp_data((16, 16, 16, 4), 8)
+    params_np, x_np, onehot_np = mlp_data((16, 16, 16, 4), 8)
     loss, grads = numpy_mlp_step(params_np, x_np, onehot_np)
     params = [torch.tensor(p, requires_grad=True) for p in params_np]
-    tl = _mlp_loss(torch, lambda z: torch.log_softmax(z, dim=-1), params,
+    tl = mlp_loss(torch, lambda z: torch.log_softmax(z, dim=-1), params,
                    torch.tensor(x_np), torch.tensor(onehot_np))
     tl.backward()
     worst = max(float(np.abs(g - p.grad.numpy()).max()) for g, p in zip(grads, params))
@@ -326,9 +327,9 @@ def check_numpy_mlp(libs) -> str:
 
 def mlp_cases(libs) -> list[Case]:
     return [
-        _case("MLP 16-16-16-4, batch 8", "mlp", libs, mlp_builders(libs, (16, 16, 16, 4), 8)),
-        _case("MLP 784-256-256-10, batch 64", "mlp", libs,
-              mlp_builders(libs, (784, 256, 256, 10), 64)),
+        make_case("MLP 16-16-16-4, batch 8", "mlp", libs, mlp_builders(libs, (16, 16, 16, 4), 8)),
+        make_case("MLP 784-256-256-10, batch 64", "mlp", libs,
+                  mlp_builders(libs, (784, 256, 256, 10), 64)),
     ]
 
 
@@ -339,7 +340,7 @@ def mlp_cases(libs) -> list[Case]:
 def layer_cases(libs) -> list[Case]:
     md = libs["mdtensor"]
     cases = []
-    a_np, b_np = _data((8,), 0), _data((8,), 1)
+    a_np, b_np = random_data((8,), 0), random_data((8,), 1)
 
     # Note: a mode must be active only while its own case runs, so these cases time 100
     # ops per call, entering the mode inside the call (its cost amortised over the 100).
@@ -365,9 +366,9 @@ def layer_cases(libs) -> list[Case]:
                 hundred_adds(a, b)
         return run
 
-    cases.append(_case("100 x (a + b), no mode [8 f32]", "layers", libs, {"mdtensor": plain}))
-    cases.append(_case("100 x (a + b), active no-op DispatchMode", "layers", libs,
-                       {"mdtensor": with_mode}))
+    cases.append(make_case("100 x (a + b), no mode [8 f32]", "layers", libs, {"mdtensor": plain}))
+    cases.append(make_case("100 x (a + b), active no-op DispatchMode", "layers", libs,
+                           {"mdtensor": with_mode}))
 
     def step(x, w):
         y = x * w
@@ -383,9 +384,9 @@ def layer_cases(libs) -> list[Case]:
         f = md.func.functionalize(step)
         return lambda: f(x, w)
 
-    cases.append(_case("x*w; add_(1); sum(): plain", "layers", libs, {"mdtensor": plain_step}))
-    cases.append(_case("x*w; add_(1); sum(): functionalized", "layers", libs,
-                       {"mdtensor": functional_step}))
+    cases.append(make_case("x*w; add_(1); sum(): plain", "layers", libs, {"mdtensor": plain_step}))
+    cases.append(make_case("x*w; add_(1); sum(): functionalized", "layers", libs,
+                           {"mdtensor": functional_step}))
 
     def md_jax(op):
         def build():
@@ -405,8 +406,8 @@ def layer_cases(libs) -> list[Case]:
         return build
 
     for op in ("add", "exp", "sum"):
-        cases.append(_case(f"JAX backend {op} [8 f32]", "layers", libs,
-                           {"mdtensor": md_jax(op), "jax": raw_jax(op)}))
+        cases.append(make_case(f"JAX backend {op} [8 f32]", "layers", libs,
+                               {"mdtensor": md_jax(op), "jax": raw_jax(op)}))
     return cases
 
 

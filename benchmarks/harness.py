@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 IMPLS = ("numpy", "mdtensor", "torch", "autograd", "jax", "jax-jit")
+#: the columns of the CPU table's ratios (mdtensor over each)
+REFS = ("torch", "numpy", "jax")
 
 
 @dataclass
@@ -34,6 +36,9 @@ class Case:
     missing: dict[str, str] = field(default_factory=dict)  # impl -> why not available
     medians: dict[str, float] = field(default_factory=dict)  # impl -> seconds per call
     samples: dict[str, list[float]] = field(default_factory=dict)  # impl -> one per round
+    #: called after each timed loop (a GPU case waits for its queued work: Note [Timing
+    #: asynchronous devices])
+    sync: Callable[[], object] | None = None
 
     def ratio(self, impl: str, ref: str) -> float | None:
         """``impl``'s time over ``ref``'s: the median of the rounds' ratios."""
@@ -60,14 +65,30 @@ class Case:
 # order kept mdtensor after NumPy in most rounds and still gave 0.96-1.06x.
 
 
-def _calibrate(fn: Callable[[], object], target: float) -> int:
+# Note [Timing asynchronous devices]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A GPU call returns once its kernels are queued.  A case on such a device has a ``sync``
+# (wait for the device to finish everything queued) run after every timed loop of ``n``
+# calls, inside the timed region: the loop's time is then the device's time for ``n`` calls
+# or the host's time to queue them, whichever is longer -- the per-call cost a program
+# that calls the op in a loop pays.  Small ops measure the host side (dispatch and launch),
+# large ones the kernels.
+
+
+def _timed_loop(fn: Callable[[], object], n: int, sync) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    if sync is not None:
+        sync()
+    return time.perf_counter() - t0
+
+
+def _calibrate(fn: Callable[[], object], target: float, sync=None) -> int:
     """How many calls take about ``target`` seconds."""
     n = 1
     while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
+        dt = _timed_loop(fn, n, sync)
         if dt >= target / 4 or n >= 1 << 22:
             return max(1, int(n * target / max(dt, 1e-9)))
         n *= 4
@@ -79,7 +100,7 @@ def run_case(case: Case, repeats: int, target: float) -> None:
     for impl, fn in list(case.impls.items()):
         try:
             fn()  # warm up (first-call resolution, compilation)
-            numbers[impl] = _calibrate(fn, target)
+            numbers[impl] = _calibrate(fn, target, case.sync)
         except Exception as e:  # noqa: BLE001 - report and go on
             case.missing[impl] = f"error: {type(e).__name__}: {e}"
             del case.impls[impl]
@@ -90,10 +111,7 @@ def run_case(case: Case, repeats: int, target: float) -> None:
         shuffle(order)  # Note [Paired ratios]: no fixed place or neighbour in a round
         for impl, fn in order:
             n = numbers[impl]
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            samples[impl].append((time.perf_counter() - t0) / n)
+            samples[impl].append(_timed_loop(fn, n, case.sync) / n)
     case.samples = samples
     case.medians = {impl: statistics.median(v) for impl, v in samples.items()}
 
@@ -112,17 +130,15 @@ def fmt_ratio(r: float | None) -> str:
     return "" if r is None else f"{r:.2f}x"
 
 
-def table(cases: list[Case]) -> str:
-    """A markdown table of medians and mdtensor's ratios to torch, numpy and eager
-    jax.numpy (Note [Paired ratios])."""
-    head = ["case", *IMPLS, "md/torch", "md/numpy", "md/jax"]
+def table(cases: list[Case], impls=IMPLS, refs=REFS) -> str:
+    """A markdown table of medians and mdtensor's ratios to each of ``refs`` (Note [Paired
+    ratios]); by default torch, numpy and eager jax.numpy."""
+    head = ["case", *impls, *(f"md/{r}" for r in refs)]
     rows = [head, ["---"] * len(head)]
     for c in cases:
         m = c.medians
-        rows.append([c.name, *(fmt(m.get(i)) if i in m else "n/a" for i in IMPLS),
-                     fmt_ratio(c.ratio("mdtensor", "torch")),
-                     fmt_ratio(c.ratio("mdtensor", "numpy")),
-                     fmt_ratio(c.ratio("mdtensor", "jax"))])
+        rows.append([c.name, *(fmt(m.get(i)) if i in m else "n/a" for i in impls),
+                     *(fmt_ratio(c.ratio("mdtensor", r)) for r in refs)])
     return "\n".join("| " + " | ".join(r) + " |" for r in rows)
 
 
@@ -137,7 +153,7 @@ def machine_info() -> dict:
     except OSError:
         pass
     versions = {}
-    for mod in ("numpy", "mdtensor", "torch", "autograd", "jax", "plum"):
+    for mod in ("numpy", "mdtensor", "torch", "autograd", "jax", "plum", "cupy"):
         m = sys.modules.get(mod)
         if m is not None:
             versions[mod] = getattr(m, "__version__", "?")
@@ -153,12 +169,12 @@ def machine_info() -> dict:
     }
 
 
-def write_json(path: str, cases: list[Case], extra: dict) -> None:
+def write_json(path: str, cases: list[Case], extra: dict, impls=IMPLS) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     record = {
         "machine": machine_info(),
         "cases": [{"name": c.name, "group": c.group, "seconds": c.medians,
-                   "ratios": {f"mdtensor/{ref}": r for ref in IMPLS
+                   "ratios": {f"mdtensor/{ref}": r for ref in impls
                               if (r := c.ratio("mdtensor", ref)) is not None
                               and ref != "mdtensor"},
                    "rounds": len(c.samples.get("mdtensor", ())),

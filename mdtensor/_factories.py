@@ -84,6 +84,12 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False) 
         return out
     dev = as_device(device)
     backend = dev.backend
+    if not isinstance(obj, (np.ndarray, list, tuple)) and _foreign(obj, backend):
+        # Note [Arrays of other devices]
+        from mdtensor.ops.creation import from_dlpack
+
+        return asarray(from_dlpack(obj), dtype=dtype, device=dev,
+                       copy=None if copy is None else copy, requires_grad=requires_grad)
     if dtype is None and not hasattr(obj, "__array_namespace__") and not isinstance(
             obj, np.ndarray) and not isinstance(obj, np.generic):
         dtype = _py_default_dtype(obj)
@@ -100,6 +106,37 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False) 
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+# Note [Arrays of other devices]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``md.asarray(cupy_array)`` with the CPU as default device, or ``md.asarray(numpy_array,
+# device="cuda")``: the target backend's own ``asarray`` takes what lives where it
+# computes, but NumPy refuses device memory ("implicit conversion to a NumPy array is not
+# allowed").  An array that says (``__dlpack_device__``) it lives on another backend's
+# device is imported there first, sharing its memory (``from_dlpack``), then moved with
+# ``to`` -- the copy PyTorch's ``torch.asarray(x, device=...)`` makes too.
+
+
+def _foreign(obj, backend) -> bool:
+    """Whether ``obj`` is an array that another loadable backend's device holds."""
+    dev = getattr(obj, "__dlpack_device__", None)
+    if dev is None or isinstance(obj, (Tensor, backend.array_type)):
+        return False
+    try:
+        dl_type = int(dev()[0])
+    except Exception:  # noqa: BLE001 - not a usable DLPack producer: the backend decides
+        return False
+    from mdtensor import backends
+
+    kind = backends.device_type_for_dlpack(dl_type)
+    if kind in (None, backend.device_type):
+        return False
+    try:
+        backends.get(kind)
+    except (RuntimeError, ValueError):  # not installed here: the target backend decides
+        return False
+    return True
 
 
 def _flat(seq):

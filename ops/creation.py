@@ -279,14 +279,38 @@ defop("meshgrid(Tensor[] tensors, *, str indexing=\"xy\") -> Tensor[]", impl=_me
 
 
 def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
-    """Array API ``from_dlpack``: a tensor from any object with ``__dlpack__``."""
+    """Array API ``from_dlpack``: a tensor from any object with ``__dlpack__``.
+
+    Without ``device=`` the tensor is on the device ``x`` lives on (a CuPy array or a JAX
+    array on a GPU gives a ``"cuda"`` tensor, a NumPy array a ``"cpu"`` one), sharing its
+    memory unless ``copy=True``; with ``device=``, on that device (a copy when it is
+    another one).
+
+    Raises:
+        TypeError: ``x`` has no ``__dlpack__``.
+        BufferError: no installed backend serves ``x``'s device.
+        ValueError: ``copy=False`` but ``device=`` names another device.
+    """
+    from mdtensor import backends
+    from mdtensor._device import Device, as_device
     from mdtensor._factories import asarray
 
     if isinstance(x, Tensor):
         return asarray(x, device=device, copy=copy)
-    import numpy
-
-    arr = numpy.from_dlpack(x) if device is None or str(device) == "cpu" else x
-    return asarray(arr, device=device, copy=copy)
-
-
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError(f"from_dlpack: expected an object with __dlpack__ and "
+                        f"__dlpack_device__, got {type(x).__name__}")
+    dl_type, dl_index = x.__dlpack_device__()
+    kind = backends.device_type_for_dlpack(int(dl_type))
+    if kind is None:
+        raise BufferError(f"from_dlpack: no mdtensor backend imports arrays of DLPack "
+                          f"device type {int(dl_type)} (a {type(x).__name__})")
+    src = Device(f"{kind}:{int(dl_index)}")
+    dst = as_device(device) if device is not None else src
+    if dst is not src and copy is False:
+        raise ValueError(f"from_dlpack: copy=False, but the array is on {src} and "
+                         f"device={dst} was asked for")
+    t = src.wrap(src.backend.from_dlpack(x, src.index))
+    if dst is not src:
+        return t.to(dst)
+    return t.clone() if copy else t

@@ -432,8 +432,9 @@ def _scatter(xp, data, key, value, op, check=True):
     The Array API's ``__setitem__`` takes basic keys and a sole boolean mask only, and
     array_api_strict enforces it; JAX's ``.at[key].set`` takes index arrays but drops
     out-of-bounds updates silently.  Backends whose arrays take index arrays in
-    ``__setitem__`` declare ``Capabilities(fancy_setitem=True)`` (NumPy, CuPy) and get the
-    key as it is; on the others a write through index arrays is computed here, out of place:
+    ``__setitem__`` with NumPy's semantics declare ``Capabilities(fancy_setitem=True)``
+    (NumPy) and get the key as it is (CuPy's wrap indices out of bounds and leave repeated
+    ones undefined); on the others a write through index arrays is computed here, out of place:
 
     1. ``positions = arange(data.size).reshape(data.shape)[key]``, by the generic gather
        (Note [Advanced indexing]: bounds checked, NumPy's key semantics), names the element
@@ -551,11 +552,24 @@ def setitem(self, key, value) -> None:
 # take, take_along_axis, where, masked_fill
 
 
+# Note [Gathers check their indices]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# NumPy's take raises IndexError for an index out of bounds; CuPy's wraps it around and
+# JAX's returns NaN (or clamps): a program that is wrong on one backend would compute
+# garbage on the others.  ``take``, ``take_along_axis`` (``gather``) and ``index_select``
+# check their indices themselves on every backend, with one message (``_in_bounds``, as
+# advanced indexing does: Note [Advanced indexing]), and hand the backend indices made
+# non-negative.  On a GPU the check reads two numbers back (a synchronisation), as
+# PyTorch's CPU kernels check and its CUDA kernels assert.
+
+
 def _take(xp, x, indices, axis=None):
     if axis is None:
         if x.ndim != 1:
             raise ValueError(f"take: axis is required for a tensor of dimension {x.ndim}")
         axis = 0
+    if -x.ndim <= axis < x.ndim:  # else the backend raises (Note [Axis errors])
+        indices = _in_bounds(xp, indices, axis % x.ndim, x.shape[axis], False, "take")
     return xp.take(x, indices, axis=axis)
 
 
@@ -572,6 +586,10 @@ defop("take(Tensor self, Tensor indices, *, int? axis=None) -> Tensor", impl=_ta
 
 
 def _take_along_axis(xp, x, indices, axis=-1):
+    # Note [Gathers check their indices]
+    if indices.ndim == x.ndim and -x.ndim <= axis < x.ndim:  # Note [Axis errors]
+        indices = _in_bounds(xp, indices, axis % x.ndim, x.shape[axis], False,
+                             "take_along_axis")
     return xp.take_along_axis(x, indices, axis=axis)
 
 
@@ -584,6 +602,8 @@ defop("take_along_axis(Tensor self, Tensor indices, int axis=-1) -> Tensor",
 
 def _index_select(xp, x, dim, index):
     ms.index_select(x, dim, _IndexSpec(index))  # the meta function's checks, same messages
+    size = x.shape[dim % x.ndim] if x.ndim else 1  # Note [Gathers check their indices]
+    index = _in_bounds(xp, index, dim % max(x.ndim, 1), size, False, "index_select")
     if x.ndim == 0:
         return xp.reshape(xp.take(xp.reshape(x, (1,)), xp.reshape(index, (-1,)), axis=0), ())
     return xp.take(x, xp.reshape(index, (-1,)), axis=dim)

@@ -36,6 +36,31 @@ def writes_in_place(t) -> bool:
     return t.device.backend.capabilities.inplace
 
 
+def shares_memory(t, u) -> bool:
+    """Whether tensors ``t`` and ``u`` share memory: NumPy's exact check on host arrays;
+    for CuPy's (whose memory NumPy cannot read, and whose ``shares_memory`` answers wrongly
+    for 0-d arrays in CuPy 14.2) whether their byte ranges overlap."""
+    a, b = t._data, u._data
+    if type(a).__module__.split(".")[0] == "cupy":
+        (lo_a, hi_a), (lo_b, hi_b) = _byte_range(a), _byte_range(b)
+        return lo_a < hi_b and lo_b < hi_a
+    import numpy as np
+
+    return bool(np.shares_memory(a, b))
+
+
+def _byte_range(a) -> tuple[int, int]:
+    lo = hi = a.data.ptr
+    if a.size == 0:
+        return lo, lo
+    for n, stride in zip(a.shape, a.strides):
+        if stride < 0:
+            lo += (n - 1) * stride
+        else:
+            hi += (n - 1) * stride
+    return lo, hi + a.itemsize
+
+
 def shares_views(t) -> bool:
     """Whether views of ``t`` share its buffer (``capabilities.views``); on JAX a view is a
     copy kept in sync by Functionalize."""

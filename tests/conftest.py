@@ -15,10 +15,17 @@ itself (memory shared with NumPy, user kernels registered for ``"CPU"``) pin
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from _helpers import TEST_DEVICE
 
 TEST_BACKEND = None if TEST_DEVICE == "cpu" else TEST_DEVICE
+
+# On a GPU machine each test worker's JAX would take 75% of the GPU's memory when it starts
+# (Note [JAX on GPUs] in backends/jax_backend.py); tests that use JAX directly, before
+# mdtensor's JAX backend loads, need this as much as the backend does.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
 def pytest_configure(config):

@@ -43,3 +43,25 @@ def test_table_leaves_a_ratio_empty_when_a_side_is_missing(missing):
              medians={k: v[0] for k, v in samples.items()})
     row = table([c]).splitlines()[2].split("|")
     assert row[-4:-1] == ["  ", "  ", "  "]
+
+
+def test_a_case_sync_runs_after_every_timed_loop_inside_the_timing():
+    # Note [Timing asynchronous devices]: each loop's time includes the wait for the device.
+    import time
+
+    calls, loops = [0], []
+
+    def fn():
+        calls[0] += 1
+
+    def sync():  # a device still busy for 2 ms with what the loop queued
+        loops.append(calls[0])
+        calls[0] = 0
+        time.sleep(0.002)
+
+    c = Case("x", "gpu", impls={"mdtensor": fn}, sync=sync)
+    run_case(c, repeats=3, target=1e-4)
+    timed = loops[-3:]  # the rounds' loops (the first ones calibrated)
+    assert len(loops) > 3 and calls[0] == 0  # no call left outside a synchronised loop
+    for n, per_call in zip(timed, c.samples["mdtensor"]):
+        assert per_call * n >= 0.002  # the wait is inside the timed region

@@ -246,3 +246,36 @@ def test_uint64_values_above_int64_keep_their_value(device):
     for values in ([big, 1], big):
         x = md.asarray(values, dtype=md.uint64, device=device)
         assert x.dtype is md.uint64 and x.tolist() == values
+
+
+_GATHERS = {
+    "take": lambda x, i: md.take(x, i, axis=1),
+    "take_along_axis": lambda x, i: md.take_along_axis(x, md.broadcast_to(i, (2, 2)), axis=1),
+    "index_select": lambda x, i: md.index_select(x, 1, i),
+    "getitem": lambda x, i: x[:, i],
+    "setitem": lambda x, i: x.__setitem__((slice(None), i), 0.0),
+}
+
+
+@pytest.mark.parametrize("device", BACKENDS + ["cpu"])
+@pytest.mark.parametrize("name", list(_GATHERS))
+@settings(max_examples=25, deadline=None)
+@given(index=st.integers(-8, 8))
+def test_out_of_bounds_indices_raise_on_every_backend(device, name, index):
+    # Note [Gathers check their indices]: CuPy wraps, JAX returns NaN or clamps; every
+    # backend raises NumPy's IndexError, named, and leaves its input as it was.
+    x = md.asarray(np.arange(6.0).reshape(2, 3), device=device)
+    i = md.asarray([0, index], device=device)
+    if -3 <= index < 3:
+        _GATHERS[name](x, i)
+        if name != "setitem":
+            got = np.asarray(_host(_GATHERS[name](x, i)))
+            want = np.asarray(_host(_GATHERS[name](md.asarray(_host(x)), md.asarray([0, index]))))
+            np.testing.assert_array_equal(got, want)
+        return
+    version = x._version
+    with pytest.raises(IndexError, match=f"index {index} is out of bounds for dimension 1 "
+                                         f"with size 3"):
+        _GATHERS[name](x, i)
+    assert x._version == version
+    np.testing.assert_array_equal(_host(x), np.arange(6.0).reshape(2, 3))

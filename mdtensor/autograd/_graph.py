@@ -665,9 +665,8 @@ def _accumulate(leaf_grads, roots, create_graph: bool) -> None:
             ag.grad = _add(ag.grad, g if create_graph else g.detach())
             continue
         data = g._data
-        flags = getattr(data, "flags", None)  # NumPy/CuPy: a writeable dense array
-        if g._view is not None or id(data) in taken or (
-                flags is not None and not (flags.writeable and flags.c_contiguous)):
+        if (g._view is not None or id(data) in taken
+                or not g._device.backend.owns_dense(data)):
             g = _ops().clone(g)  # not stealable (Note [Leaf gradients])
             if not create_graph and g._ag is not None:
                 g = g.detach()
