@@ -25,6 +25,7 @@ it ran, as in PyTorch); running one again raises PyTorch's error.  Without
 from __future__ import annotations
 
 import weakref
+from contextvars import ContextVar
 from heapq import heappop, heappush
 from itertools import count, repeat
 from operator import is_not
@@ -35,8 +36,9 @@ from mdtensor._tls import dispatch_tls
 
 from ._meta import AutogradMeta
 
-__all__ = ["AccumulateGrad", "MaskedNode", "Node", "ViewNode", "grad_fn_of", "gradient_edge",
-           "hooks_of", "move_retained", "run_backward"]
+__all__ = ["AccumulateGrad", "MaskedNode", "Node", "ViewNode", "accumulate_grads",
+           "grad_fn_of", "grad_sink", "gradient_edge", "hooks_of", "move_retained",
+           "run_backward"]
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the "
@@ -613,13 +615,18 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
             dispatch_tls.reset(token)
     # Only now, with the whole pass done, touch .grad.
     if leaf_grads:
-        _accumulate(leaf_grads, roots, create_graph)
+        held = tuple(g for _, g in roots if g is not None)
+        sink = grad_sink.get()
+        if sink is None:
+            accumulate_grads(leaf_grads.values(), held, create_graph)
+        else:  # Note [Gradient sinks]
+            sink(tuple(leaf_grads.values()), held, create_graph)
     return captured
 
 
 # Note [Leaves without hooks]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A leaf's AccumulateGrad node only sums what arrives and hands it to ``_accumulate`` after
+# A leaf's AccumulateGrad node only sums what arrives and hands it to ``accumulate_grads`` after
 # the pass; only its tensor hooks, a capture (``autograd.grad``) or a restricted run
 # (``inputs=``) make it more.  Without them the engine sums a leaf's gradients into
 # ``leaf_grads`` as they arrive, instead of pushing the node on the heap and popping it
@@ -652,12 +659,25 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
 # (and is cloned the same way, differentiably).
 
 
-def _accumulate(leaf_grads, roots, create_graph: bool) -> None:
-    taken = set()  # the arrays already given away: root gradients the caller holds...
-    for _, g in roots:
-        if g is not None:
-            taken.add(id(g._data))
-    for t, g in leaf_grads.values():
+# Note [Gradient sinks]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# Writing ``.grad`` is the one effect of a backward pass that is not an op: a program
+# recorder (``md.func.trace``) would miss it, and a replay would compute the gradients and
+# drop them.  While ``grad_sink`` holds a function, the engine hands it the pass's leaf
+# gradients instead of writing them, and the sink calls ``accumulate_grads`` itself (the
+# recorder records that call as a step of the program, with the gradients' names, so the
+# replay accumulates the replayed gradients into the leaves' ``.grad`` then).
+
+#: None, or ``sink(pairs, held, create_graph)`` called instead of ``accumulate_grads``.
+grad_sink: ContextVar = ContextVar("mdtensor_grad_sink", default=None)
+
+
+def accumulate_grads(pairs, held=(), create_graph: bool = False) -> None:
+    """Add each ``(tensor, gradient)`` of ``pairs`` into ``tensor.grad`` as AccumulateGrad
+    does (Note [Leaf gradients]); ``held`` are the root gradients the caller holds (never
+    stolen)."""
+    taken = {id(g._data) for g in held}  # the arrays already given away: root gradients...
+    for t, g in pairs:
         if g is None:
             continue
         ag = t._ag
