@@ -3,6 +3,14 @@
 ``gradcheck(fn, inputs)`` compares the analytical gradient (reverse mode, one backward per
 output element) with central finite differences in float64, and raises ``GradcheckError``
 naming the first mismatching element (input, index, numerical and analytical values).
+
+Note [Complex outputs]
+~~~~~~~~~~~~~~~~~~~~~~
+A complex output is checked as two real outputs, its real and its imaginary part, as
+PyTorch's gradcheck does: a backward that is right for one part only (``md.real(g)`` for
+``x * (1 + 2j)``) fails.  The parts are taken with ``md.real``/``md.imag``, whose own
+formulas carry the output gradient into the function's backward (for the imaginary part,
+``g = 1j * seed``), so every output element is seeded through both parts.
 """
 
 from __future__ import annotations
@@ -22,8 +30,18 @@ def _np(t):
 
 
 def _outputs(fn, inputs):
+    """``fn``'s outputs, a complex one as its real and imaginary parts (Note [Complex
+    outputs])."""
+    import mdtensor as md
+
     out = fn(*inputs)
-    return out if isinstance(out, (tuple, list)) else (out,)
+    outs = []
+    for o in out if isinstance(out, (tuple, list)) else (out,):
+        if isinstance(o, md.Tensor) and o.dtype.kind == "c":
+            outs += [md.real(o), md.imag(o)]
+        else:
+            outs.append(o)
+    return outs
 
 
 def _numerical(fn, inputs, i, eps):
@@ -43,7 +61,7 @@ def _numerical(fn, inputs, i, eps):
             # (gradgradcheck); outputs are read detached.
             xs[i] = md.asarray(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
                                requires_grad=x.requires_grad)
-            vals.append([np.asarray(_np(o), dtype=np.float64).reshape(-1)
+            vals.append([_np(o).astype(np.float64).reshape(-1)
                          for o in _outputs(fn, xs)])
         for j in range(len(outs0)):
             jac[j][k] = (vals[0][j] - vals[1][j]) / (2 * eps)
@@ -66,7 +84,11 @@ def _analytical(fn, inputs):
                                      allow_unused=True)
             for i, gi in enumerate(grads):
                 if gi is not None:
-                    jacs[i][j][:, m] = np.asarray(_np(gi), dtype=np.float64).reshape(-1)
+                    if gi.dtype.kind == "c" and inputs[i].dtype.kind != "c":
+                        raise GradcheckError(
+                            f"gradcheck: the gradient of input {i} ({inputs[i].dtype.name}) "
+                            f"is {gi.dtype.name}; a real input's gradient must be real")
+                    jacs[i][j][:, m] = _np(gi).astype(np.float64).reshape(-1)
     return jacs
 
 
@@ -107,7 +129,7 @@ def gradgradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: fl
     inputs = tuple(inputs)
 
     def first(*xs):
-        outs = _outputs(fn, xs)
+        outs = _outputs(fn, xs)  # a complex output as two real ones
         total = outs[0].sum()
         for o in outs[1:]:
             total = total + o.sum()

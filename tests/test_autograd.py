@@ -834,3 +834,28 @@ def test_random_compositions_match_finite_differences(ops, seed):
     # |f| ~ 1e5), so the absolute tolerance scales with the value.
     scale = max(1.0, abs(f(leaf(a_np), leaf(b_np)).item()))
     assert md.testing.gradcheck(f, [leaf(a_np), leaf(b_np)], atol=1e-6 * scale, rtol=1e-4)
+
+
+def test_gradcheck_checks_the_imaginary_part_of_complex_outputs():
+    # issue 25 item 2: a backward right for the real part only must fail (PyTorch's gradcheck
+    # checks real and imaginary parts of a complex output)
+    from mdtensor.testing import GradcheckError, gradcheck
+
+    def function(backward_fn):
+        class Scale(md.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * (1 + 2j)
+
+            @staticmethod
+            def backward(ctx, g):
+                return backward_fn(g)
+
+        return Scale.apply
+
+    x = md.asarray([0.5, -1.5], dtype=md.float64, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning either
+        with pytest.raises(GradcheckError, match="output 1"):
+            gradcheck(function(md.real), (x,))
+        assert gradcheck(function(lambda g: md.real(g * (1 - 2j))), (x,))
