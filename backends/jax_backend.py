@@ -146,7 +146,7 @@ def _kernel_for(decl, jax, jnp):
     from mdtensor.ops._decl import axis_check, device_mismatch, raise_named
 
     from mdtensor._keys import DispatchKey
-    from mdtensor._tensor import Tensor
+    from mdtensor._tensor import Tensor, new_counter
 
     new = object.__new__
     op = decl.overloads[0]
@@ -190,7 +190,8 @@ def _kernel_for(decl, jax, jnp):
             t._data = traced(a._data)
             t._ks = d.ks
             t._device = d
-            t._vc = t._view = t._ag = None
+            t._view = t._ag = None
+            t._vc = new_counter()  # Note [Inference tensors] in mdtensor/_tensor.py
             return t
     elif tensors == (0,) and n_positional == 1:
         def kernel(a, **kwargs):
@@ -210,7 +211,8 @@ def _kernel_for(decl, jax, jnp):
             t._data = data
             t._ks = d.ks
             t._device = d
-            t._vc = t._view = t._ag = None
+            t._view = t._ag = None
+            t._vc = new_counter()  # Note [Inference tensors] in mdtensor/_tensor.py
             return t
     elif tensors == (0, 1) and n_positional == 2:
         def kernel(a, b, **kwargs):

@@ -72,6 +72,7 @@ from .autograd import (  # noqa: E402,F401
     enable_grad,
     inference_mode,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
 )

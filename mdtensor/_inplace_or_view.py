@@ -21,9 +21,9 @@ from __future__ import annotations
 from ._functionalize import track_view
 from ._keys import DispatchKey
 from ._ops import _NO, Kernel, dispatcher, fallthrough_kernel, own_code, register_fallback
-from ._tensor import Tensor, VersionCounter, ViewInfo
+from ._tensor import INFERENCE, Tensor, VersionCounter, ViewInfo, new_counter
 
-__all__ = ["bump_version", "install", "mark_view"]
+__all__ = ["bump_version", "check_inference_inplace", "counter", "install", "mark_view"]
 
 _FZ = DispatchKey.Functionalize.value
 
@@ -43,7 +43,19 @@ def counter(t: Tensor) -> VersionCounter:
 
 
 def bump_version(t: Tensor) -> None:
-    counter(t).value += 1
+    vc = counter(t)
+    if vc is not INFERENCE:  # Note [Inference tensors] in mdtensor/_tensor.py
+        vc.value += 1
+
+
+def check_inference_inplace(op, t: Tensor) -> None:
+    """An in-place op on an inference tensor is allowed only in inference mode (Note
+    [Inference tensors] in mdtensor/_tensor.py); checked before the op runs."""
+    if t._vc is INFERENCE and new_counter() is not INFERENCE:
+        raise RuntimeError(
+            f"{op.name}: Inplace update to inference tensor outside InferenceMode is not "
+            f"allowed. You can make a clone to get a normal tensor before doing inplace "
+            f"update.")
 
 
 def mark_view(out: Tensor, src: Tensor, replay) -> None:
@@ -92,15 +104,19 @@ def _inplace_kernel(op):
     if mutated == [(0, op.schema.arguments[0].name, False, False)]:
         def factory(kernel):  # the common case: only ``self`` is mutated
             def ad_inplace_self(self, b=_NO, /, *args, **kwargs):  # Note [Star calls]
+                vc = self._vc
+                if vc is None:
+                    vc = counter(self)
+                elif vc is INFERENCE:  # Note [Inference tensors] in mdtensor/_tensor.py
+                    check_inference_inplace(op, self)
+                    return kernel(self, **kwargs) if b is _NO else kernel(self, b, *args,
+                                                                          **kwargs)
                 if b is _NO:
                     result = kernel(self, **kwargs)
                 elif args or kwargs:
                     result = kernel(self, b, *args, **kwargs)
                 else:
                     result = kernel(self, b)
-                vc = self._vc
-                if vc is None:
-                    vc = counter(self)
                 vc.value += 1
                 return result
 
@@ -111,14 +127,18 @@ def _inplace_kernel(op):
     else:
         def factory(kernel):
             def ad_inplace(*args, **kwargs):
-                result = kernel(*args, **kwargs)
+                targets = []
                 for i, arg_name, kwarg_only, is_list in mutated:
                     v = args[i] if (i < len(args) and not kwarg_only) else kwargs.get(arg_name)
                     if v is None:
                         continue
                     for t in (v if is_list else (v,)):
                         if t is not None:
-                            bump_version(t)
+                            check_inference_inplace(op, t)
+                            targets.append(t)
+                result = kernel(*args, **kwargs)
+                for t in targets:
+                    bump_version(t)
                 return result
 
             ad_inplace = own_code(ad_inplace)  # Note [Own code objects] in mdtensor/_ops.py

@@ -25,12 +25,13 @@ six slots), four objects on a recorded op.  ``Tensor`` keeps ``object.__new__``:
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from ._dtypes import DType
 from ._keys import AUTOGRAD_FUNCTIONALITY, DispatchKeySet
 
-__all__ = ["Tensor", "VersionCounter"]
+__all__ = ["INFERENCE", "Tensor", "VersionCounter", "creation_counter", "new_counter"]
 
 
 class VersionCounter:
@@ -39,6 +40,29 @@ class VersionCounter:
     __slots__ = ("value", "views")  # views: weak refs to live views (Functionalize only)
 
     # No ``__init__`` (Note [Class calls]): ``VersionCounter()`` then fill both slots.
+
+
+# Note [Inference tensors]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# As in PyTorch, a tensor made under ``md.inference_mode()`` is an *inference tensor*: it
+# keeps no version counter, so it may not be saved for backward, and an in-place op on it
+# outside inference mode is an error (its old readers could not notice the change).  Its
+# mark is its version counter: the shared ``INFERENCE`` object (version 0 for ever), which
+# its views share as any view shares its base's counter.  ``Device.wrap`` reads the counter
+# of new tensors from ``new_counter`` (None, or ``INFERENCE`` while inference mode is on):
+# one ContextVar read per tensor made, as PyTorch's TensorImpl reads InferenceMode's
+# thread-local state when it makes one.  The checks cost nothing on ordinary tensors: the
+# in-place kernels and saving for backward test ``vc is INFERENCE`` only when a tensor has a
+# counter at all (it was mutated, or is a view).
+
+#: The version counter of inference tensors (Note [Inference tensors]).
+INFERENCE = VersionCounter()
+INFERENCE.value = 0
+INFERENCE.views = None
+
+#: The version counter new tensors start with: None, or ``INFERENCE`` in inference mode.
+creation_counter: ContextVar = ContextVar("mdtensor_creation_counter", default=None)
+new_counter = creation_counter.get
 
 
 class ViewInfo:
@@ -187,7 +211,13 @@ class Tensor:
     @property
     def _version(self) -> int:
         vc = self._vc
+        if vc is INFERENCE:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return 0 if vc is None else vc.value
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made in inference mode (Note [Inference tensors])."""
+        return self._vc is INFERENCE
 
     @property
     def _base(self):
@@ -410,6 +440,7 @@ def make_wrap(device) -> Any:
     array_type = device.backend.array_type
     ensure = device.backend.ensure_array
     ks = device.ks
+    counter = new_counter
 
     def wrap(data):
         if type(data) is not array_type:
@@ -418,7 +449,7 @@ def make_wrap(device) -> Any:
         t._data = data
         t._ks = ks
         t._device = device
-        t._vc = None
+        t._vc = counter()  # Note [Inference tensors]
         t._view = None
         t._ag = None
         return t

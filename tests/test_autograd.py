@@ -356,6 +356,59 @@ def test_no_grad_and_enable_grad_are_thread_local():
         assert not (x * 2).requires_grad
 
 
+def test_enable_grad_inside_inference_mode_records_nothing():
+    # issue 25 item 3: this recorded a graph without version counters (x.grad [12, 20])
+    x = leaf([1.0, 2.0])
+    with md.inference_mode():
+        with md.enable_grad():
+            a = x * 2
+            b = a * a
+            a.add_(1)
+            assert md.is_inference_mode_enabled()
+    assert a.is_inference() and not b.requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        b.sum().backward()
+    with md.inference_mode():
+        with md.inference_mode(False):  # PyTorch: back to the grad mode outside
+            assert (x * 2).requires_grad and not (x * 2).is_inference()
+    assert not md.is_inference_mode_enabled()
+
+
+def test_inference_tensors_cannot_be_saved_or_changed_outside_inference_mode():
+    with md.inference_mode():
+        t = md.asarray([1.0, 2.0, 3.0])
+        t.add_(1)  # allowed inside
+    w = leaf([1.0, 2.0])
+    assert t.is_inference() and t[:2].is_inference() and not t.clone().is_inference()
+    for call in (lambda: w * t[:2], lambda: (t[:2] * w).sum(), lambda: md.exp(w) * t[:2]):
+        with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for "
+                                               "backward"):
+            call()
+    assert (w + t[:2]).grad_fn is not None  # add saves neither operand (as PyTorch)
+    for call in (lambda: t.add_(1), lambda: t[:2].mul_(2), lambda: t.__setitem__(0, 5.0)):
+        with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside "
+                                               "InferenceMode"):
+            call()
+    np.testing.assert_allclose(to_numpy(t), [2.0, 3.0, 4.0])  # unchanged by the failures
+    with pytest.raises(RuntimeError, match="inference tensor outside InferenceMode"):
+        t.requires_grad_()
+    with pytest.raises(RuntimeError, match="do not track version counter"):
+        _ = t._version
+
+
+def test_ordinary_tensor_changed_in_inference_mode_bumps_its_version():
+    # issue 25 item 3: a tensor saved for backward and changed in inference mode
+    w = leaf([1.0, 2.0])
+    y = md.asarray([1.0, 2.0])
+    z = w * y
+    with md.inference_mode():
+        y.add_(1)
+        y[0:1].mul_(2)
+    assert y._version == 2
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
 def test_no_grad_restores_state_on_exception():
     with pytest.raises(ValueError):
         with md.no_grad():

@@ -24,14 +24,14 @@ def _np(t):
 
 def _mutating(graph, allow_input_copy=True):
     """The mutating ops a traced graph calls (the final write-back copy_ excepted)."""
-    calls = [op for op, *_ in graph.calls if op.schema.is_mutable]
+    calls = [op for op, *_ in graph.calls if hasattr(op, "schema") and op.schema.is_mutable]
     if allow_input_copy:
         calls = [op for op in calls if op.schema.name != "copy_"]
     return calls
 
 
 def _views(graph):
-    return [op for op, *_ in graph.calls if op.schema.is_view]
+    return [op for op, *_ in graph.calls if hasattr(op, "schema") and op.schema.is_view]
 
 
 # -- every in-place op of the catalogue ---------------------------------------------------

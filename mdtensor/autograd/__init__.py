@@ -17,6 +17,7 @@ import functools
 import math
 import re
 import weakref
+from contextvars import ContextVar
 
 from mdtensor._inplace_or_view import counter
 from mdtensor._keys import (
@@ -25,8 +26,8 @@ from mdtensor._keys import (
     DispatchKey,
 )
 from mdtensor._ops import _NO, LEAF_KERNELS, Kernel, dispatcher, own_code, register_fallback
-from mdtensor._tensor import Tensor, VersionCounter
-from mdtensor._tls import ExcludeGuard, dispatch_tls
+from mdtensor._tensor import INFERENCE, Tensor, VersionCounter, creation_counter, new_counter
+from mdtensor._tls import dispatch_tls
 
 from ._graph import (
     AccumulateGrad,
@@ -44,7 +45,7 @@ from ._graph import (
     save_output,
     single_output_apply,
 )
-from ._meta import AutogradMeta
+from ._meta import AutogradMeta, inference_saved, saved_version
 
 __all__ = [
     "Function",
@@ -53,6 +54,7 @@ __all__ = [
     "grad",
     "inference_mode",
     "is_grad_enabled",
+    "is_inference_mode_enabled",
     "no_grad",
     "set_grad_enabled",
 ]
@@ -66,21 +68,50 @@ def is_grad_enabled() -> bool:
     return bool(dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY)
 
 
-class _GradModeBase:
-    """Context manager and decorator restoring exactly what it changed."""
+def is_inference_mode_enabled() -> bool:
+    return new_counter() is INFERENCE
 
-    def _guard(self):
+
+# Note [Grad modes]
+# ~~~~~~~~~~~~~~~~~
+# Grad mode is the Autograd key's exclusion in the thread-local state (``no_grad`` excludes
+# it).  Inference mode excludes it too and makes the tensors made meanwhile inference
+# tensors (Note [Inference tensors] in mdtensor/_tensor.py); as in PyTorch, where inference
+# mode excludes the autograd keys beneath grad mode, ``enable_grad`` and
+# ``set_grad_enabled(True)`` inside it record nothing, and ``inference_mode(False)`` inside
+# it restores the grad mode it was entered with (kept in ``_inference_outer``).  Unlike
+# PyTorch's, mdtensor's inference mode keeps ADInplaceOrView: ordinary tensors mutated in
+# it bump their version counters (PyTorch's do too: their key set has the key), and the
+# kernels of that layer skip inference tensors.  Each mode restores, on exit, exactly the
+# state it replaced (ContextVar tokens), so modes exited in order leave nothing behind.
+
+#: None outside inference mode; in it, the Autograd bit of ``keep`` outside it.
+_inference_outer: ContextVar = ContextVar("mdtensor_inference_outer", default=None)
+
+
+class _GradModeBase:
+    """Context manager and decorator restoring exactly what it changed; re-entrant (each
+    ``with`` keeps its own tokens)."""
+
+    def _enter(self):
+        """Set the state; returns what ``_exit`` needs to restore it."""
         raise NotImplementedError
 
+    @staticmethod
+    def _exit(tokens) -> None:
+        tls_token, *rest = tokens
+        dispatch_tls.reset(tls_token)
+        for var, token in zip((creation_counter, _inference_outer), rest):
+            var.reset(token)
+
     def __enter__(self):
-        self._g = self._guard()
-        if self._g is not None:
-            self._g.__enter__()
+        if not hasattr(self, "_stack"):
+            self._stack = []
+        self._stack.append(self._enter())
         return self
 
     def __exit__(self, *exc):
-        if self._g is not None:
-            self._g.__exit__(*exc)
+        self._exit(self._stack.pop())
 
     def __call__(self, fn):
         @functools.wraps(fn)
@@ -93,28 +124,29 @@ class _GradModeBase:
         return ()
 
 
+def _set_grad_state(enabled: bool):
+    """Set grad mode in this context; the ContextVar token (Note [Grad modes])."""
+    inc, keep = dispatch_tls.get()
+    if enabled:
+        if keep & AUTOGRAD_FUNCTIONALITY or _inference_outer.get() is not None:
+            return dispatch_tls.set((inc, keep))
+        return dispatch_tls.set((inc, keep | AUTOGRAD_FUNCTIONALITY))
+    return dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+
+
 class no_grad(_GradModeBase):
     """Ops inside record no graph (the Autograd key is excluded)."""
 
-    def _guard(self):
-        return ExcludeGuard(AUTOGRAD_FUNCTIONALITY)
+    def _enter(self):
+        return (_set_grad_state(False),)
 
 
 class enable_grad(_GradModeBase):
-    """Re-enables recording inside ``no_grad``."""
+    """Re-enables recording inside ``no_grad`` (not inside ``inference_mode``: Note [Grad
+    modes])."""
 
-    def _guard(self):
-        from mdtensor._tls import IncludeGuard
-
-        inc, keep = dispatch_tls.get()
-        if keep & AUTOGRAD_FUNCTIONALITY:
-            return None
-
-        class _Unexclude(IncludeGuard):
-            def _new_state(self, inc, keep):
-                return inc, keep | AUTOGRAD_FUNCTIONALITY
-
-        return _Unexclude(0)
+    def _enter(self):
+        return (_set_grad_state(True),)
 
 
 class set_grad_enabled(_GradModeBase):
@@ -126,13 +158,14 @@ class set_grad_enabled(_GradModeBase):
     def _args(self):
         return (self.mode,)
 
-    def _guard(self):
-        return enable_grad()._guard() if self.mode else ExcludeGuard(AUTOGRAD_FUNCTIONALITY)
+    def _enter(self):
+        return (_set_grad_state(self.mode),)
 
 
 class inference_mode(_GradModeBase):
-    """Like ``no_grad``, and also skips version counters and view tracking
-    (excludes ADInplaceOrView), as PyTorch's inference mode."""
+    """Like ``no_grad``, and the tensors made inside are inference tensors: they cannot be
+    saved for backward, and in-place ops on them outside inference mode raise (Note
+    [Inference tensors] in mdtensor/_tensor.py)."""
 
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)
@@ -140,10 +173,18 @@ class inference_mode(_GradModeBase):
     def _args(self):
         return (self.mode,)
 
-    def _guard(self):
-        if not self.mode:
-            return None
-        return ExcludeGuard(AUTOGRAD_FUNCTIONALITY | DispatchKey.ADInplaceOrView.value)
+    def _enter(self):
+        inc, keep = dispatch_tls.get()
+        outer = _inference_outer.get()
+        if self.mode:
+            if outer is None:
+                outer = keep & AUTOGRAD_FUNCTIONALITY
+            return (dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY)),
+                    creation_counter.set(INFERENCE), _inference_outer.set(outer))
+        if outer is None:  # not in inference mode: nothing to undo
+            return (dispatch_tls.set((inc, keep)),)
+        return (dispatch_tls.set((inc, keep | outer)), creation_counter.set(None),
+                _inference_outer.set(None))
 
 
 # ---------------------------------------------------------------------------------------
@@ -243,6 +284,7 @@ def _nondifferentiable(op) -> bool:
 
 
 new_node = Node.new
+INF = INFERENCE  # Note [Inference tensors]: the version counter that cannot be saved
 _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 
 
@@ -296,7 +338,11 @@ def _make_kernel(op, formula):
                 f"{op.name}: functions with out=... arguments don't support automatic "
                 f"differentiation, but one of the arguments requires grad.")
         now = reads if by_grad is None else _needed_reads(by_grad, args, positions)
-        saved_args = _check_inplace(op, args, now) if is_inplace else args
+        if is_inplace:
+            _check_saveable(args, tensor_pos, now)  # before the op runs: nothing changes
+            saved_args = _check_inplace(op, args, now)
+        else:
+            saved_args = args
         below = ks & AFTER_AUTOGRAD & op._mask
         entry = table.get(below)
         if entry is None:
@@ -326,14 +372,15 @@ def _make_kernel(op, formula):
                     edges.append(gradient_edge(v))
                     if i in now:
                         vc = v._vc
-                        saved.append((v, 0 if vc is None else vc.value))
+                        saved.append((v, 0 if vc is None else vc.value if vc is not INF
+                                          else inference_saved()))
         else:
             edges, saved = _edges_and_saved(saved_args, tensor_pos, now)
         for k in kw_tensors:
             v = kwargs.get(k)
             if v is not None:
                 edges.append(gradient_edge(v))
-                saved.append((v, v._version))
+                saved.append((v, saved_version(v)))
         saved_out = None
         if uses_out:
             if single:
@@ -421,17 +468,21 @@ def _make_kernel(op, formula):
                 saved = ()
             elif save == 1:
                 vc = v._vc
-                saved = ((v, 0 if vc is None else vc.value),)
+                saved = ((v, 0 if vc is None else vc.value if vc is not INF
+                          else inference_saved()),)
             elif save == 3:
                 vc = v._vc
                 wc = w._vc
-                saved = ((v, 0 if vc is None else vc.value),
-                         (w, 0 if wc is None else wc.value))
+                saved = ((v, 0 if vc is None else vc.value if vc is not INF
+                          else inference_saved()),
+                         (w, 0 if wc is None else wc.value if wc is not INF
+                          else inference_saved()))
             elif save == 2:
                 wc = w._vc
-                saved = ((w, 0 if wc is None else wc.value),)
+                saved = ((w, 0 if wc is None else wc.value if wc is not INF
+                          else inference_saved()),)
             else:
-                saved = tuple((t, t._version) for t in (args[i] for i in saved_positions))
+                saved = tuple((t, saved_version(t)) for t in (args[i] for i in saved_positions))
             saved_out = None
             if uses_out:
                 # save_output(out), inlined
@@ -552,11 +603,11 @@ def _edges_and_saved(args, tensor_pos, reads):
         if is_list:
             edges.extend(gradient_edge(t) if t is not None else None for t in v)
             if i in reads:
-                saved.extend((t, t._version) for t in v if t is not None)
+                saved.extend((t, saved_version(t)) for t in v if t is not None)
         else:
             edges.append(gradient_edge(v))
             if i in reads:
-                saved.append((v, v._version))
+                saved.append((v, saved_version(v)))
     return edges, saved
 
 
@@ -579,6 +630,16 @@ def _flatten_formula(formula, tensor_pos, kw_tensors=()):
             grads.extend(by_name.get(k) for k in kw_tensors if kwargs.get(k) is not None)
         return grads
     return flat
+
+
+def _check_saveable(args, tensor_pos, reads) -> None:
+    """Raise if an argument that would be saved is an inference tensor (Note [Inference
+    tensors] in mdtensor/_tensor.py)."""
+    for i, is_list in tensor_pos:
+        if i in reads and i < len(args):
+            for t in (args[i] if is_list else (args[i],)):
+                if t is not None and t._vc is INF:
+                    inference_saved()
 
 
 def _check_inplace(op, args, reads):

@@ -10,8 +10,32 @@ and the Autograd kernels add the key; ``detach`` makes a tensor without it.
 from __future__ import annotations
 
 from mdtensor._keys import AUTOGRAD_FUNCTIONALITY
+from mdtensor._tensor import INFERENCE, new_counter
 
-__all__ = ["AutogradMeta", "set_grad", "set_requires_grad"]
+__all__ = ["AutogradMeta", "inference_saved", "saved_version", "set_grad",
+           "set_requires_grad"]
+
+_INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `md.no_grad()` instead of "
+    "`md.inference_mode()`.")
+
+
+def inference_saved():
+    """Raise PyTorch's error for an inference tensor saved for backward (Note [Inference
+    tensors] in mdtensor/_tensor.py)."""
+    raise RuntimeError(_INFERENCE_SAVED)
+
+
+def saved_version(t) -> int:
+    """The version ``t`` is saved for backward at; an inference tensor cannot be saved."""
+    vc = t._vc
+    if vc is None:
+        return 0
+    if vc is INFERENCE:
+        inference_saved()
+    return vc.value
 
 
 class AutogradMeta:
@@ -60,6 +84,9 @@ def set_requires_grad(t, flag: bool) -> None:
             )
         return
     if flag:
+        if t._vc is INFERENCE and new_counter() is not INFERENCE:
+            raise RuntimeError("requires_grad_(): setting requires_grad=True on an inference "
+                               "tensor outside InferenceMode is not allowed.")
         if t.dtype.kind not in "fc":
             raise RuntimeError(
                 f"requires_grad_(): only Tensors of floating point and complex dtype can "

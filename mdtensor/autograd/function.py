@@ -19,6 +19,7 @@ from __future__ import annotations
 from mdtensor._tensor import Tensor
 
 from ._graph import _FREED, Node, attach, gradient_edge
+from ._meta import saved_version
 
 __all__ = ["Function", "FunctionCtx"]
 
@@ -37,7 +38,8 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors) -> None:
         self._saved = tensors
-        self._versions = tuple(t._version if isinstance(t, Tensor) else None for t in tensors)
+        self._versions = tuple(saved_version(t) if isinstance(t, Tensor) else None
+                               for t in tensors)
 
     @property
     def saved_tensors(self):
