@@ -121,8 +121,13 @@ def _signatures(packet):
     return sigs
 
 
-def resolve(packet, args, kwargs, key):
+def resolve(packet, args, kwargs, key, candidates=None):
     """Pick the overload for this call and cache its caller under ``key``.
+
+    Args:
+        candidates: the overload names to choose among (default: all); a Tensor method
+            resolves among its op's PyTorch overloads only (Note [Torch methods] in
+            ops/_methods.py).  With candidates, nothing is cached in the packet.
 
     Raises:
         TypeError: no overload matches; the message lists the candidate schemas.
@@ -130,18 +135,20 @@ def resolve(packet, args, kwargs, key):
     aliases = packet._kwarg_aliases
     matches = []
     for op, sig in _signatures(packet):
+        if candidates is not None and (op.schema.overload_name or "default") not in candidates:
+            continue
         values = _bind(op.schema, args, kwargs, aliases)
         if values is not None and sig.match(tuple(values)):
             matches.append((op, sig))
     if not matches:
-        raise _no_match(packet, args, kwargs)
+        raise _no_match(packet, args, kwargs, candidates)
     best_op, best_sig = matches[0]
     for op, sig in matches[1:]:
         if sig <= best_sig and not best_sig <= sig:
             best_op, best_sig = op, sig
     caller = _positional_by_keyword(best_op.schema, best_op._caller, len(args), kwargs,
                                     aliases)
-    if key is not None:
+    if key is not None and candidates is None:
         if _lists_of_tensors(packet) and _has_sequence(args, kwargs):
             # The type key cannot tell [1, 2] from [x, y]: resolve by contents too.
             packet._resolution_cache[key] = _by_contents(packet, {_contents(args, kwargs):
@@ -248,10 +255,11 @@ def _type_name(v) -> str:
     return type(v).__name__
 
 
-def _no_match(packet, args, kwargs) -> TypeError:
+def _no_match(packet, args, kwargs, candidates=None) -> TypeError:
     got = ", ".join([_type_name(a) for a in args] + [f"{k}={_type_name(v)}"
                                                      for k, v in kwargs.items()])
-    cands = "\n".join(f"    {op.schema}" for op in packet._overloads.values())
+    cands = "\n".join(f"    {op.schema}" for name, op in packet._overloads.items()
+                      if candidates is None or name in candidates)
     return TypeError(
         f"{packet._name}(): no overload matches the arguments ({got}).\n"
         f"  Candidates:\n{cands}"

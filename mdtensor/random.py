@@ -120,8 +120,13 @@ def randn(*size, dtype=None, device=None, generator=None, requires_grad=False):
 
 def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None):
     """Integers in [low, high) (``randint(high, size)`` as in PyTorch)."""
+    if isinstance(high, (tuple, list)) and size == ():  # randint(high, size), PyTorch's
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
+    for name, v in (("low", low), ("high", high)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"randint: {name} must be an int, got {type(v).__name__}")
     if high <= low:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     dt = as_dtype(dtype) if dtype is not None else int64

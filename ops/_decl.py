@@ -129,6 +129,9 @@ class OpDecl:
     kwarg_aliases: dict = field(default_factory=dict)
     varargs: bool = False  # methods take x.view(2, 3) as well as x.view((2, 3))
     star_args: bool = False  # the namespace function takes *tensors (meshgrid, ...)
+    #: the overloads Tensor methods resolve among (Note [Torch methods] in ops/_methods.py);
+    #: empty: all of them
+    method_overloads: tuple = ()
 
 
 CATALOGUE: dict[str, OpDecl] = {}
@@ -928,6 +931,7 @@ def defop(
     cpu_impl: Callable | None = None,
     star_args: bool = False,
     promote_scalars: bool = True,
+    method_overloads: Iterable[str] = (),
 ) -> OpDecl:
     """Declare an op (see the module docstring).
 
@@ -951,6 +955,9 @@ def defop(
         kwarg_aliases: torch-style keyword spellings, ``{"dim": "axis"}``.
         decl: add this schema as one more overload of an existing declaration.
         varargs: Tensor methods also accept the int list as separate arguments.
+        method_overloads: the overloads (names) Tensor methods resolve among, where the
+            Array API and PyTorch give one call two meanings (Note [Torch methods] in
+            ops/_methods.py).
         cpu_impl: an impl for the NumPy backend only (a direct CPU kernel, rung 1), where
             NumPy's own function is much faster than the generic one (Note [NumPy fast
             impls]).
@@ -966,7 +973,8 @@ def defop(
                       tags=tags, info=info,
                       names=tuple(names) if names is not None else (fschema.name,),
                       methods=tuple(methods or ()), kwarg_aliases=dict(kwarg_aliases or {}),
-                      varargs=varargs, star_args=star_args)
+                      varargs=varargs, star_args=star_args,
+                      method_overloads=tuple(method_overloads))
         key = f"{fschema.namespace}::{fschema.name}"
         if key in CATALOGUE:
             raise RuntimeError(f"{key} is declared twice in the catalogue")

@@ -182,23 +182,61 @@ def _method(packet, varargs: bool):
     return method
 
 
+# Note [Torch methods]
+# ~~~~~~~~~~~~~~~~~~~~
+# The rule for a name that the Array API and PyTorch both use with different meanings
+# (docs/ARCHITECTURE.md, "One name, two meanings"): the namespace function follows the Array
+# API where the standard defines the call, and Tensor methods and PyTorch-only spellings
+# (a positional ``dim``, ``dim=``, ``keepdim=``, ``unbiased=``) follow PyTorch.  Such an op
+# declares its PyTorch overloads beside the Array API one (``std.correction``,
+# ``sort.dim``); the namespace function resolves among all of them -- the Array API call
+# binds only the standard's overload, a PyTorch spelling only PyTorch's -- and its Tensor
+# method only among the PyTorch ones (``method_overloads``), so ``x.std()`` is PyTorch's
+# (``correction=1``) while ``md.std(x)`` is the standard's (``correction=0``).  A call
+# mixing both spellings binds no overload and raises.
+
+
+def _torch_method(packet, candidates, varargs: bool):
+    """A Tensor method resolving among ``candidates`` only (Note [Torch methods])."""
+    cache: dict = {}
+    packet._on_change.append(cache.clear)
+
+    def method(self, *args, **kwargs):
+        if varargs and len(args) > 1 and all(isinstance(a, int) for a in args):
+            args = (args,)
+        key = (type(self), *map(type, args), *kwargs)
+        caller = cache.get(key)
+        if caller is None:
+            caller = cache[key] = resolve(packet, (self, *args), kwargs, None, candidates)
+        return caller(self, *args, **kwargs)
+
+    method.__name__ = packet._name
+    method.__doc__ = packet.__doc__
+    return method
+
+
 def _star(packet, name):
-    """The namespace form of an op taking ``Tensor[]`` first: ``f(*tensors, **kwargs)``
-    (Array API ``meshgrid(*arrays, indexing=...)``, ``broadcast_arrays(*arrays)``)."""
+    """The namespace form of an op taking a ``Tensor[]``: ``f(*tensors, **kwargs)`` (Array
+    API ``meshgrid(*arrays, indexing=...)``, ``broadcast_arrays(*arrays)``), after the
+    arguments before the list (PyTorch's ``einsum(equation, *operands)``); one list or
+    tuple in its place is taken as the tensors too."""
     import inspect
 
     call = packet._call
-
-    def function(*tensors, **kwargs):
-        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-            tensors = tuple(tensors[0])
-        return call(list(tensors), **kwargs)
-
     sig = packet.__signature__
     params = list(sig.parameters.values())
-    first = params[0].replace(kind=inspect.Parameter.VAR_POSITIONAL,
-                              default=inspect.Parameter.empty)
-    function.__signature__ = sig.replace(parameters=[first, *params[1:]])
+    schema = next(iter(packet._overloads.values())).schema
+    pos = next(i for i, a in enumerate(schema.arguments) if a.type.is_tensor_list)
+
+    def function(*args, **kwargs):
+        head, tensors = args[:pos], args[pos:]
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            tensors = tuple(tensors[0])
+        return call(*head, list(tensors), **kwargs)
+
+    star = params[pos].replace(kind=inspect.Parameter.VAR_POSITIONAL,
+                               default=inspect.Parameter.empty)
+    function.__signature__ = sig.replace(parameters=[*params[:pos], star, *params[pos + 1:]])
     function.__name__ = function.__qualname__ = name
     function.__doc__ = packet.__doc__
     function.op = packet
@@ -228,7 +266,8 @@ def install(namespace: dict) -> None:
             if m.endswith("_"):  # only the in-place method (copy_ has no method copy)
                 setattr(Tensor, m, _method(decl.inplace[0].overloadpacket, varargs))
                 continue
-            setattr(Tensor, m, _method(packet, varargs))
+            setattr(Tensor, m, _torch_method(packet, set(decl.method_overloads), varargs)
+                    if decl.method_overloads else _method(packet, varargs))
             if decl.inplace:
                 inplace_packet = decl.inplace[0].overloadpacket
                 setattr(Tensor, m + "_", _method(inplace_packet, varargs))

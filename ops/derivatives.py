@@ -28,7 +28,7 @@ DERIVATIVES: dict = {}
 NONDIFFERENTIABLE = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "logical_not", "isfinite", "isinf", "isnan", "signbit", "argmax", "argmin", "argsort",
-    "count_nonzero", "nonzero", "searchsorted", "all", "any", "unique_values",
+    "count_nonzero", "nonzero", "argwhere", "searchsorted", "all", "any", "unique_values",
     "unique_counts", "unique_inverse", "unique_all", "floor_divide", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
     "sign", "ceil", "floor", "trunc", "round", "detach", "zeros", "ones", "empty", "full",
@@ -1000,6 +1000,15 @@ def _sort(g, out, x, axis=-1, descending=False, *, stable=True):
     return aten.take_along_axis(g, inverse, axis), None, None
 
 
+@rule("sort.dim")
+@uses_out
+def _sort_dim(g, out, x, dim=-1, descending=False, *, stable=None):
+    # scatter the values' gradient back through the indices: g at the inverse permutation
+    if x.ndim == 0:
+        return g[0], None, None
+    return aten.take_along_axis(g[0], aten.argsort(out[1], dim), dim), None, None
+
+
 @rule("take")
 def _take(g, out, x, indices, axis=None):
     a = 0 if axis is None else axis % x.ndim
@@ -1012,14 +1021,21 @@ def _take(g, out, x, indices, axis=None):
 DERIVATIVES["mm"] = DERIVATIVES["bmm"] = DERIVATIVES["matmul"]
 
 
-@rule("dot", "vecdot")
+@rule("vecdot")
 @reads({0: (1,), 1: (0,)})
-def _dot(g, out, a, b, axis=-1):
-    # The forward conjugates its first argument (Array API vecdot: sum(conj(a) * b); dot
-    # is vecdot of 1-D tensors): ga = conj(g) * b, gb = g * a.
+def _vecdot(g, out, a, b, axis=-1):
+    # The forward conjugates its first argument (Array API vecdot: sum(conj(a) * b)):
+    # ga = conj(g) * b, gb = g * a.
     ge = aten.unsqueeze(g, axis) if g.ndim else g
     return (_as(sum_to(aten.mul(_cj(ge), b), a.shape), a),
             _as(sum_to(aten.mul(ge, a), b.shape), b))
+
+
+@rule("dot")
+@reads({0: (1,), 1: (0,)})
+def _dot(g, out, a, b):
+    # PyTorch's dot, sum(a * b), no conjugation: ga = g * conj(b), gb = g * conj(a).
+    return _as(aten.mul(g, _cj(b)), a), _as(aten.mul(g, _cj(a)), b)
 
 
 @rule("outer")

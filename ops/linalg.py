@@ -264,7 +264,7 @@ _WITH_FORMULA = {"inv", "det", "solve", "outer", "vecdot", "trace", "cross", "di
 
 
 def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=None, ref=None,
-            dtypes=FLOATS, meta=None, xp_fn=None):
+            dtypes=FLOATS, meta=None, xp_fn=None, kwarg_aliases=None):
     getter = xp_fn or attrgetter(f"linalg.{name}")
     aten_name = name if top_level else f"linalg_{name}"
 
@@ -274,7 +274,7 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
 
     impl.__name__ = name
     defop(f"{aten_name}({schema_args}) -> {returns}", impl=impl, meta=meta,
-          names=(name,) if top_level else (), methods=(),
+          names=(name,) if top_level else (), methods=(), kwarg_aliases=kwarg_aliases,
           info=OpInfo(ref=ref, dtypes=dtypes, samples=samples,
                       differentiable=name in _WITH_FORMULA) if ref else None)
     if not top_level or name in ("tensordot", "vecdot", "outer"):
@@ -342,6 +342,7 @@ _linalg("svd", "Tensor self, *, bool full_matrices=True", "(Tensor U, Tensor S, 
 _linalg("svdvals", "Tensor self", samples=_square(),
         ref=lambda a: np.linalg.svd(a, compute_uv=False))
 _linalg("tensordot", "Tensor self, Tensor other, *, Any axes=2", top_level=True,
+        kwarg_aliases={"dims": "axes"},  # PyTorch's keyword
         samples=_pair((2, 3, 4), (3, 4, 5)), xp_fn=attrgetter("tensordot"),
         ref=lambda a, b, axes=2: np.tensordot(a, b, axes))
 _linalg("trace", "Tensor self, *, int offset=0, ScalarType? dtype=None", samples=_square(),
@@ -369,9 +370,10 @@ def _bmm(xp, a, b):
 
 
 def _dot(xp, a, b):
+    """PyTorch's ``dot``: no conjugation (``vecdot`` conjugates its first argument)."""
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(f"dot: expected 1-D tensors, got {a.ndim}-D and {b.ndim}-D")
-    return xp.vecdot(a, b)
+    return xp.vecdot(xp.conj(a) if xp.isdtype(a.dtype, "complex floating") else a, b)
 
 
 defop("mm(Tensor self, Tensor mat2) -> Tensor", impl=_mm, meta=mf.matmul, methods=("mm",),
@@ -389,7 +391,7 @@ def _einsum(xp, equation, operands):
     return fn(equation, *operands)
 
 
-defop("einsum(str equation, Tensor[] tensors) -> Tensor", impl=_einsum,
+defop("einsum(str equation, Tensor[] tensors) -> Tensor", impl=_einsum, star_args=True,
       info=OpInfo(ref=lambda e, ts: np.einsum(e, *ts), dtypes=FLOATS,
                   samples=lambda d, rng: [SampleInput(("ij,jk->ik", [make_array((2, 3), d, rng),
                                                                    make_array((3, 4), d, rng)]))]))

@@ -190,11 +190,11 @@ for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
               x, axis=axis, keepdims=keepdims), dtypes=REAL, samples=_reduce_nonempty_samples))
 
 
-def _var(xp, x, axis=None, keepdims=False, *, correction=0.0):
+def _var(xp, x, *, axis=None, correction=0.0, keepdims=False):
     return xp.var(x, axis=_axis(axis), keepdims=keepdims, correction=correction)
 
 
-def _std(xp, x, axis=None, keepdims=False, *, correction=0.0):
+def _std(xp, x, *, axis=None, correction=0.0, keepdims=False):
     return xp.std(x, axis=_axis(axis), keepdims=keepdims, correction=correction)
 
 
@@ -206,13 +206,43 @@ def _spread_samples(dtype, rng):
                                                  else range(s.args[0].ndim))) > 1]
 
 
+def _torch_spread(name):
+    """PyTorch's ``var``/``std`` overloads (CompositeImplicitAutograd, as PyTorch's
+    ``std.dim``), in terms of the Array API one: the correction defaults to 1 (Bessel's),
+    ``unbiased=False`` means 0 (Note [Torch methods] in ops/_methods.py)."""
+    def correction(x, dim=None, *, correction=None, keepdim=False):
+        from mdtensor.ops import aten_calls
+
+        return getattr(aten_calls, name)(x, axis=dim, correction=1.0 if correction is None
+                                         else correction, keepdims=keepdim)
+
+    def unbiased(x, unbiased=True):
+        return correction(x, correction=1.0 if unbiased else 0.0)
+
+    def dim(x, dim, unbiased=True, keepdim=False):
+        return correction(x, dim, correction=1.0 if unbiased else 0.0, keepdim=keepdim)
+
+    return correction, unbiased, dim
+
+
+# Note [Torch methods] in ops/_methods.py: md.var(x) / md.var(x, axis=..., correction=...)
+# are the Array API's (correction 0); x.var(), md.var(x, 1), dim=, keepdim=, unbiased= are
+# PyTorch's (correction 1).
 for _n, _f in (("var", _var), ("std", _std)):
-    defop(f"{_n}(Tensor self, int[1]? axis=None, bool keepdims=False, *, "
-          f"float correction=0.0) -> Tensor", impl=_f, meta=mf.reduction,
-          tags=("reduction",), methods=(_n,), kwarg_aliases=_ALIASES,
-          info=OpInfo(ref=lambda x, axis=None, keepdims=False, correction=0.0, _n=_n:
-                      getattr(np, _n)(x, axis=axis, keepdims=keepdims, ddof=correction),
-                      dtypes=FLOATS, samples=_spread_samples))
+    _d = defop(f"{_n}(Tensor self, *, int[1]? axis=None, float correction=0.0, "
+               f"bool keepdims=False) -> Tensor", impl=_f, meta=mf.reduction,
+               tags=("reduction",), methods=(_n,),
+               method_overloads=("unbiased", "correction", "dim"),
+               info=OpInfo(ref=lambda x, axis=None, keepdims=False, correction=0.0, _n=_n:
+                           getattr(np, _n)(x, axis=axis, keepdims=keepdims, ddof=correction),
+                           dtypes=FLOATS, samples=_spread_samples))
+    _corr, _unb, _dim = _torch_spread(_n)
+    defop(f"{_n}.unbiased(Tensor self, bool unbiased=True) -> Tensor", composite=_unb,
+          decl=_d)
+    defop(f"{_n}.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, "
+          f"bool keepdim=False) -> Tensor", composite=_corr, decl=_d)
+    defop(f"{_n}.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) "
+          f"-> Tensor", composite=_dim, decl=_d)
 
 
 def _cumulative(name):

@@ -70,9 +70,28 @@ def _nonzero(xp, x):
 
 
 defop("nonzero(Tensor self) -> Tensor[]", impl=lambda xp, x: list(_nonzero(xp, x)),
-      tags=("dynamic_output_shape",), methods=("nonzero",),
+      tags=("dynamic_output_shape",),
       info=OpInfo(ref=lambda x: list(np.nonzero(x)), dtypes=ALL,
                   samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),))],
+                  differentiable=False))
+
+
+def _argwhere(xp, x):
+    """PyTorch's ``argwhere``/``Tensor.nonzero()``: the indices of the nonzero elements as
+    the rows of an ``(n, ndim)`` int64 tensor (Note [Torch methods] in ops/_methods.py)."""
+    if x.ndim == 0:
+        n = 1 if bool(x) else 0
+        return xp.zeros((n, 0), dtype=xp.int64)
+    idx = [i if str(i.dtype).endswith("int64") else xp.astype(i, xp.int64)
+           for i in xp.nonzero(x)]
+    return xp.stack(idx, axis=1)
+
+
+defop("argwhere(Tensor self) -> Tensor", impl=_argwhere, tags=("dynamic_output_shape",),
+      methods=("argwhere", "nonzero"),  # x.nonzero() is PyTorch's, md.nonzero the standard's
+      info=OpInfo(ref=lambda x: np.argwhere(x), dtypes=ALL,
+                  samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),)),
+                                          SampleInput((make_array((), d, rng),))],
                   differentiable=False))
 
 
@@ -140,11 +159,31 @@ def _argsort_ref(x, axis=-1, descending=False, stable=True):
     return np.flip(x.shape[axis] - 1 - idx, axis)
 
 
+def _sort_dim(xp, x, dim=-1, descending=False, *, stable=None):
+    """PyTorch's sort: ``(values, indices)``, stable (a valid answer for any ``stable``)."""
+    if x.ndim == 0:
+        _check_axis("sort", dim, 0)
+        return x, xp.zeros((), dtype=xp.int64)
+    idx = _argsort(xp, x, dim, descending)
+    return xp.take_along_axis(x, idx, axis=dim), idx
+
+
+def _sort_dim_meta(x, dim=-1, *args, **kwargs):
+    _check_axis("sort", dim, x.ndim)
+    return (tuple(x.shape), x.dtype), (tuple(x.shape), dt.int64)
+
+
 _SORT_SAMPLES = unary_samples(None, kwargs=({}, {"descending": True}))
-defop("sort(Tensor self, int axis=-1, bool descending=False, *, bool stable=True) -> Tensor",
-      impl=_sort, meta=_sort_meta("sort"), methods=("sort",), kwarg_aliases={"dim": "axis"},
-      info=OpInfo(ref=_sort_ref, dtypes=REAL,
-                  samples=lambda d, rng: [s for s in _SORT_SAMPLES(d, rng) if s.args[0].ndim]))
+# Note [Torch methods] in ops/_methods.py: md.sort(x) / md.sort(x, axis=...) are the Array
+# API's (values); x.sort(), md.sort(x, 1), md.sort(x, dim=1) PyTorch's ((values, indices)).
+_d = defop("sort(Tensor self, *, int axis=-1, bool descending=False, bool stable=True) "
+           "-> Tensor", impl=_sort, meta=_sort_meta("sort"), methods=("sort",),
+           method_overloads=("dim",),
+           info=OpInfo(ref=_sort_ref, dtypes=REAL,
+                       samples=lambda d, rng: [s for s in _SORT_SAMPLES(d, rng)
+                                               if s.args[0].ndim]))
+defop("sort.dim(Tensor self, int dim=-1, bool descending=False, *, bool? stable=None) -> "
+      "(Tensor values, Tensor indices)", impl=_sort_dim, meta=_sort_dim_meta, decl=_d)
 defop("argsort(Tensor self, int axis=-1, bool descending=False, *, bool stable=True)"
       " -> Tensor", impl=_argsort,
       meta=_sort_meta("argsort", dt.int64), methods=("argsort",),

@@ -367,8 +367,8 @@ def test_tensordot_gradients(axes):
 # -- complex products and linalg: PyTorch's conjugate Wirtinger convention ---------------------
 # For a complex input the gradient is the conjugate Wirtinger derivative: a product's formula
 # takes the conjugate of the other factor (matmul: ga = g @ b^H, gb = a^H @ g), and md's
-# dot/vecdot conjugate their first argument in the forward (Array API vecdot; md.dot is
-# torch.vdot).  A real operand of a mixed product gets the real part.
+# vecdot conjugates its first argument in the forward (Array API vecdot; md.dot is
+# torch.dot, which does not).  A real operand of a mixed product gets the real part.
 
 
 def _cplx(*shape):
@@ -412,7 +412,7 @@ _COMPLEX_PRODUCTS = {
            lambda: [_cplx(2, 3), _cplx(3, 4)]),
     "bmm": (lambda a, b: a.bmm(b), lambda th, a, b: th.bmm(a, b),
             lambda: [_cplx(2, 2, 3), _cplx(2, 3, 4)]),
-    "dot": (md.dot, lambda th, a, b: th.vdot(a, b), lambda: [_cplx(5), _cplx(5)]),
+    "dot": (md.dot, lambda th, a, b: th.dot(a, b), lambda: [_cplx(5), _cplx(5)]),
     "vecdot": (md.vecdot, lambda th, a, b: th.linalg.vecdot(a, b),
                lambda: [_cplx(2, 3), _cplx(2, 3)]),
     "vecdot-broadcast": (md.linalg.vecdot, lambda th, a, b: th.linalg.vecdot(a, b),

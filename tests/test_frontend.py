@@ -177,3 +177,71 @@ def test_one_keyword_calls_go_positional_only_where_the_keyword_is_next(lib):
     assert not g._by_position and not g._resolution_cache
     lib.impl("g.other", _tag("other"), "CPU")
     assert g(x, k=x) == "other" and g(x, k=1) == "r"
+
+
+# -- one name, two meanings (issue 25 item 4; Note [Torch methods] in ops/_methods.py) ------
+
+
+def _np(t):
+    from _helpers import to_numpy
+
+    return to_numpy(t)
+
+
+def test_sort_method_and_torch_spellings_return_values_and_indices():
+    import numpy as np
+
+    a = np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    x = md.asarray(a)
+    for got in (x.sort(dim=1), x.sort(1), x.sort(), md.sort(x, dim=1), md.sort(x, 1)):
+        values, indices = got  # unpacking gives (values, indices), never rows
+        np.testing.assert_array_equal(_np(values), np.sort(a, axis=1))
+        np.testing.assert_array_equal(_np(indices), np.argsort(a, axis=1))
+    assert got.values is values and got.indices is indices
+    for got in (md.sort(x), md.sort(x, axis=1)):  # the Array API's: values only
+        assert isinstance(got, md.Tensor)
+        np.testing.assert_array_equal(_np(got), np.sort(a, axis=1))
+    values, _ = x.sort(0, descending=True)
+    np.testing.assert_array_equal(_np(values), -np.sort(-a, axis=0))
+
+
+def test_std_and_var_methods_default_to_bessels_correction():
+    import numpy as np
+
+    a = np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    x = md.asarray(a)
+    for name in ("std", "var"):
+        ref = getattr(np, name)
+        meth, fn = getattr(x, name), getattr(md, name)
+        cases = [  # (result, ddof, axis)
+            (meth(), 1, None), (meth(1), 1, 1), (meth(dim=1, keepdim=True), 1, 1),
+            (meth(unbiased=False), 0, None), (meth(0, False), 0, 0),
+            (fn(x, dim=0, correction=0), 0, 0), (fn(x, 1), 1, 1),
+            (fn(x), 0, None),  # the Array API's
+            (fn(x, axis=1, correction=1), 1, 1),
+        ]
+        for got, ddof, axis in cases:
+            np.testing.assert_allclose(_np(got).reshape(-1),
+                                       ref(a, axis=axis, ddof=ddof).reshape(-1), rtol=1e-6)
+        with pytest.raises(TypeError, match="no overload matches"):  # mixed spellings
+            getattr(md, name)(x, axis=1, keepdim=True)
+
+
+def test_nonzero_method_dot_einsum_tensordot_randint_as_pytorch():
+    import numpy as np
+
+    a = np.array([[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]])
+    x = md.asarray(a)
+    np.testing.assert_array_equal(_np(x.nonzero()), np.argwhere(a))  # (n, ndim)
+    assert isinstance(md.nonzero(x), tuple)  # the Array API's
+    c = md.asarray([1j, 2.0])
+    assert md.dot(c, c).item() == 3.0  # torch.dot: no conjugation (vecdot conjugates)
+    assert md.vecdot(c, c).item() == 5.0
+    x = md.asarray(a, device="cpu")  # einsum is not in the standard (the loopback has none)
+    y = md.asarray(np.arange(6.0).reshape(2, 3), device="cpu")
+    for got in (md.einsum("ij,kj->ik", x, y), md.einsum("ij,kj->ik", [x, y]),
+                md.tensordot(x, y.mT, dims=1)):
+        np.testing.assert_allclose(_np(got), a @ np.arange(6.0).reshape(2, 3).T)
+    r = md.randint(10, (3,))
+    assert r.shape == (3,) and r.dtype is md.int64 and 0 <= int(r.min()) <= int(r.max()) < 10
+    assert md.randint(5, 7, (4,)).shape == (4,)

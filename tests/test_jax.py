@@ -185,7 +185,7 @@ def test_jitted_kernels_compute_what_the_generic_kernels_compute(dtype):
         (aten.max.default, (x,), {"axis": [1]}),  # keyword-only axis
     ]
     if dtype.kind == "f":
-        calls += [(aten.var.default, (x, 1), {"correction": 1.0}),
+        calls += [(aten.var.default, (x,), {"axis": 1, "correction": 1.0}),
                   (aten.logsumexp.default, (x,), {"axis": -1}),
                   (aten.sigmoid.default, (x,), {})]
     for call in filter(None, calls):

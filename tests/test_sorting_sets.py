@@ -41,7 +41,9 @@ def test_sort_argsort_stable_both_directions(a, descending, axis):
 def test_sort_torch_spelling_and_dtype():
     a = np.array([[3.0, 1.0, 2.0], [0.0, -1.0, 5.0]])
     x = _t(a)
-    np.testing.assert_array_equal(to_numpy(x.sort(dim=0)), np.sort(a, axis=0))
+    values, indices = x.sort(dim=0)  # PyTorch's: (values, indices)
+    np.testing.assert_array_equal(to_numpy(values), np.sort(a, axis=0))
+    np.testing.assert_array_equal(to_numpy(indices), np.argsort(a, axis=0, kind="stable"))
     assert md.argsort(x).dtype is md.int64
     with pytest.raises(IndexError):
         md.sort(x, axis=3)
@@ -105,7 +107,8 @@ def test_all_any_count_nonzero(kw):
 
 def test_nonzero_tuple_and_error():
     a = np.array([[0, 1, 2], [3, 0, 0]])
-    got = _t(a).nonzero()
+    got = md.nonzero(_t(a))  # the Array API's; x.nonzero() is PyTorch's (argwhere)
+    np.testing.assert_array_equal(to_numpy(_t(a).nonzero()), np.argwhere(a))
     assert isinstance(got, tuple) and len(got) == 2
     for g, w in zip(got, np.nonzero(a)):
         np.testing.assert_array_equal(to_numpy(g), w)
