@@ -101,6 +101,13 @@ def reduction(x, axis=None, keepdims=False, *, dtype=None, **kwargs):
     return shape, _dtypes.as_dtype(dtype) if dtype is not None else x.dtype
 
 
+def float_reduction(x, *args, **kwargs):
+    """``reduction``, with integer/bool inputs giving the default float dtype (Note [Integer
+    inputs of float functions] in ops/elementwise.py)."""
+    shape, d = reduction(x, *args, **kwargs)
+    return shape, _dtypes.float32 if d.kind in "biu" else d
+
+
 def matmul(a, b, *args, **kwargs):
     sa, sb = tuple(a.shape), tuple(b.shape)
     if not sa or not sb:

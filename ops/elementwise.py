@@ -10,7 +10,11 @@ Note [Integer inputs of float functions]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 ``exp``, ``sin``, ``sqrt``, true division, ... of integer or bool tensors return the
 default float dtype (float32), as in PyTorch; NumPy alone would give float64.  The Array
-API leaves this unspecified.
+API leaves this unspecified.  One rule for every op whose result is floating for a
+floating input: the reductions ``mean``, ``var``, ``std``, ``logsumexp``, ``softmax``,
+``log_softmax``, ``gelu``, ``silu``, the floating ``linalg`` functions and the FFTs cast
+integer and bool inputs with ``to_float`` first (so an FFT gives complex64), and their meta
+functions say so (``_meta_fns.unary_float``, ``float_reduction``).
 """
 
 from __future__ import annotations
@@ -91,8 +95,9 @@ def _takes_out(f) -> bool:
     return hit
 
 
-def _to_float(xp, a):
-    """Note [Integer inputs of float functions]."""
+def to_float(xp, a):
+    """``a`` as the default float dtype if it is an integer or bool array, else ``a``
+    (Note [Integer inputs of float functions])."""
     if _int_like(a):
         return xp.astype(a, xp.float32)
     return a
@@ -116,7 +121,7 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
     if float_fn:
         def impl(xp, a):
             if _int_like(a):
-                a = _to_float(xp, a)
+                a = to_float(xp, a)
             return fn(xp)(a)
     elif generic is not None:
         impl = generic
@@ -209,7 +214,7 @@ def _to_float_any(xp, a):
         return float(a)
     if isinstance(a, (float, complex)):
         return a
-    return _to_float(xp, a)
+    return to_float(xp, a)
 
 
 # ---------------------------------------------------------------------------------------
@@ -507,12 +512,12 @@ def _tanh_complex(xp, z, r):
 
 
 def _rsqrt(xp, a):
-    a = _to_float(xp, a)
+    a = to_float(xp, a)
     return xp.divide(1, xp.sqrt(a))
 
 
 def _sigmoid(xp, a):
-    a = _to_float(xp, a)
+    a = to_float(xp, a)
     return xp.divide(1, xp.add(1, xp.exp(xp.negative(a))))
 
 

@@ -16,6 +16,7 @@ from mdtensor import _dtypes as dt
 from ._decl import OpInfo, SampleInput, defop
 from ._factory import deffactory
 from ._samples import make_array
+from .elementwise import to_float
 
 #: md.fft name -> aten packet name
 FFT_NAMES: dict[str, str] = {}
@@ -43,6 +44,7 @@ def _fft_op(name, schema_args, dtypes, samples):
     params = ("n", "axis", "norm") if schema_args == _ONE else ("s", "axes", "norm")
 
     def impl(xp, x, *args, **kwargs):
+        x = to_float(xp, x)  # Note [Integer inputs of float functions] in elementwise.py
         kwargs.update(zip(params, args))
         if kwargs.get("s") is not None:
             kwargs["s"] = tuple(kwargs["s"])

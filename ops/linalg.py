@@ -9,7 +9,7 @@ from mdtensor._keys import DispatchKey
 from . import _meta_fns as mf
 from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, defop
 from ._samples import make_array
-from .elementwise import FLOATING, NUMERIC
+from .elementwise import FLOATING, NUMERIC, to_float
 
 
 def _matmul(xp, a, b):
@@ -263,12 +263,21 @@ _WITH_FORMULA = {"inv", "det", "solve", "outer", "vecdot", "trace", "cross", "di
                  "vector_norm"}
 
 
+#: the functions whose result is floating whatever the input (integer inputs: float32)
+_FLOAT_RESULTS = {"cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv",
+                  "matrix_norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
+                  "vector_norm"}
+
+
 def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=None, ref=None,
             dtypes=FLOATS, meta=None, xp_fn=None, kwarg_aliases=None):
     getter = xp_fn or attrgetter(f"linalg.{name}")
     aten_name = name if top_level else f"linalg_{name}"
+    floating = name in _FLOAT_RESULTS
 
     def impl(xp, *args, **kwargs):
+        if floating:  # Note [Integer inputs of float functions] in ops/elementwise.py
+            args = [to_float(xp, a) if hasattr(a, "dtype") else a for a in args]
         out = getter(xp)(*args, **kwargs)
         return tuple(out) if isinstance(out, tuple) else out
 
@@ -299,7 +308,7 @@ _linalg("cholesky", "Tensor self, *, bool upper=False", samples=_square(),
 _linalg("cross", "Tensor self, Tensor other, *, int axis=-1", samples=_pair((4, 3), (4, 3)),
         ref=lambda a, b, axis=-1: np.cross(a, b, axis=axis))
 _linalg("det", "Tensor self", samples=_square(), ref=np.linalg.det,
-        meta=lambda a: (tuple(a.shape[:-2]), a.dtype))
+        meta=lambda a: (tuple(a.shape[:-2]), mf.unary_float(a)[1]))
 _linalg("diagonal", "Tensor self, *, int offset=0", samples=_square(),
         ref=lambda a, offset=0: np.diagonal(a, offset, -2, -1))
 _linalg("eigh", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
@@ -307,7 +316,7 @@ _linalg("eigvalsh", "Tensor self", samples=_square(), ref=np.linalg.eigvalsh)
 _linalg("eig", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
 _linalg("eigvals", "Tensor self")
 _linalg("inv", "Tensor self", samples=_square(), ref=np.linalg.inv,
-        meta=lambda a: (tuple(a.shape), a.dtype))
+        meta=mf.unary_float)
 
 
 def _matrix_norm_samples(dtype, rng):

@@ -13,7 +13,7 @@ import numpy as np
 from . import _meta_fns as mf
 from ._decl import OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
-from .elementwise import FLOATS
+from .elementwise import FLOATS, to_float
 
 
 def _relu(xp, x):
@@ -37,6 +37,7 @@ def _erf(xp, x):
 
 
 def _gelu(xp, x, approximate="none"):
+    x = to_float(xp, x)
     if approximate == "tanh":
         c = math.sqrt(2.0 / math.pi)
         return 0.5 * x * (1.0 + xp.tanh(c * (x + 0.044715 * x * x * x)))
@@ -54,23 +55,25 @@ def _gelu_ref(x, approximate="none"):
         .astype(x.dtype)
 
 
-defop("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", impl=_gelu, meta=mf.same,
+defop("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", impl=_gelu, meta=mf.unary_float,
       tags=("pointwise",), methods=("gelu",),
       info=OpInfo(ref=_gelu_ref, dtypes=FLOATS, rtol=1e-6, atol=1e-6,
                   samples=unary_samples(None, kwargs=({}, {"approximate": "tanh"}))))
 
 
 def _silu(xp, x):
+    x = to_float(xp, x)
     return x / (1 + xp.exp(-x))
 
 
-defop("silu(Tensor self) -> Tensor", impl=_silu, meta=mf.same, tags=("pointwise",),
+defop("silu(Tensor self) -> Tensor", impl=_silu, meta=mf.unary_float, tags=("pointwise",),
       methods=("silu",),
       info=OpInfo(ref=lambda x: x / (1 + np.exp(-x)), dtypes=FLOATS,
                   samples=unary_samples(None)))
 
 
 def _softmax(xp, x, dim=-1):
+    x = to_float(xp, x)
     if x.ndim == 0:
         return xp.ones_like(x)
     m = xp.max(x, axis=dim, keepdims=True)
@@ -79,6 +82,7 @@ def _softmax(xp, x, dim=-1):
 
 
 def _log_softmax(xp, x, dim=-1):
+    x = to_float(xp, x)
     if x.ndim == 0:
         return xp.zeros_like(x)
     m = xp.max(x, axis=dim, keepdims=True)

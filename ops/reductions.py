@@ -16,7 +16,7 @@ from mdtensor._keys import DispatchKey
 from . import _meta_fns as mf
 from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, axis_check, defop
 from ._samples import make_array, unary_samples
-from .elementwise import FLOATING, FLOATS, NUMERIC, REAL
+from .elementwise import FLOATING, FLOATS, NUMERIC, REAL, to_float
 
 _ALIASES = {"dim": "axis", "keepdim": "keepdims"}
 
@@ -112,11 +112,11 @@ _register_leaf(CATALOGUE["aten::sum"].functional[0], _cpu_sum(), DispatchKey.CPU
 
 
 def _mean(xp, x, axis=None, keepdims=False):
-    return xp.mean(x, axis=_axis(axis), keepdims=keepdims)
+    return xp.mean(to_float(xp, x), axis=_axis(axis), keepdims=keepdims)
 
 
 defop("mean(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", impl=_mean,
-      meta=mf.reduction, tags=("reduction",), methods=("mean",), kwarg_aliases=_ALIASES,
+      meta=mf.float_reduction, tags=("reduction",), methods=("mean",), kwarg_aliases=_ALIASES,
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.mean(x, axis=axis,
                                                                    keepdims=keepdims),
                   dtypes=FLOATING, samples=_REDUCE_SAMPLES))
@@ -191,11 +191,11 @@ for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
 
 
 def _var(xp, x, *, axis=None, correction=0.0, keepdims=False):
-    return xp.var(x, axis=_axis(axis), keepdims=keepdims, correction=correction)
+    return xp.var(to_float(xp, x), axis=_axis(axis), keepdims=keepdims, correction=correction)
 
 
 def _std(xp, x, *, axis=None, correction=0.0, keepdims=False):
-    return xp.std(x, axis=_axis(axis), keepdims=keepdims, correction=correction)
+    return xp.std(to_float(xp, x), axis=_axis(axis), keepdims=keepdims, correction=correction)
 
 
 def _spread_samples(dtype, rng):
@@ -230,7 +230,7 @@ def _torch_spread(name):
 # PyTorch's (correction 1).
 for _n, _f in (("var", _var), ("std", _std)):
     _d = defop(f"{_n}(Tensor self, *, int[1]? axis=None, float correction=0.0, "
-               f"bool keepdims=False) -> Tensor", impl=_f, meta=mf.reduction,
+               f"bool keepdims=False) -> Tensor", impl=_f, meta=mf.float_reduction,
                tags=("reduction",), methods=(_n,),
                method_overloads=("unbiased", "correction", "dim"),
                info=OpInfo(ref=lambda x, axis=None, keepdims=False, correction=0.0, _n=_n:
@@ -292,6 +292,7 @@ for _n, _ref, _torch in (("cumulative_sum", np.cumsum, "cumsum"),
 
 
 def _logsumexp(xp, x, axis=None, keepdims=False):
+    x = to_float(xp, x)
     m = xp.max(x, axis=_axis(axis), keepdims=True)
     m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
     out = xp.log(xp.sum(xp.exp(x - m), axis=_axis(axis), keepdims=True)) + m
@@ -300,7 +301,7 @@ def _logsumexp(xp, x, axis=None, keepdims=False):
 
 
 defop("logsumexp(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",
-      impl=_logsumexp, meta=mf.reduction, tags=("reduction",), methods=("logsumexp",),
+      impl=_logsumexp, meta=mf.float_reduction, tags=("reduction",), methods=("logsumexp",),
       kwarg_aliases=_ALIASES,
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.log(np.sum(
           np.exp(x), axis=axis, keepdims=keepdims)), dtypes=FLOATS,

@@ -228,3 +228,34 @@ def test_where_dtypes_match_numpy_and_meta_for_every_pairing():
                 max(_SCALAR_RANK[type(x)], _SCALAR_RANK[type(y)])]
         assert got.dtype.name == np.dtype(want).name == meta.dtype.name, (x, y)
         np.testing.assert_array_equal(to_numpy(got), ref.astype(want))
+
+
+# (call, result dtype, whether the Meta device has the op)
+_FLOAT_FUNCTIONS = {
+    "exp": (md.exp, md.float32, True), "sqrt": (md.sqrt, md.float32, True),
+    "mean": (md.mean, md.float32, True), "mean-axis": (lambda x: md.mean(x, axis=0),
+                                                       md.float32, True),
+    "std": (md.std, md.float32, True), "var": (md.var, md.float32, True),
+    "Tensor.std": (lambda x: x.std(), md.float32, True),
+    "Tensor.var": (lambda x: x.var(1), md.float32, True),
+    "softmax": (md.softmax, md.float32, True), "log_softmax": (md.log_softmax, md.float32, True),
+    "logsumexp": (md.logsumexp, md.float32, True), "gelu": (md.gelu, md.float32, True),
+    "silu": (md.silu, md.float32, True), "inv": (md.linalg.inv, md.float32, True),
+    "det": (md.linalg.det, md.float32, True),
+    "vector_norm": (md.linalg.vector_norm, md.float32, False),
+    "svdvals": (md.linalg.svdvals, md.float32, False),
+    "ihfft": (lambda x: md.fft.ihfft(x[0]), md.complex64, False),
+    "rfft": (lambda x: md.fft.rfft(x[0]), md.complex64, False),
+}
+
+
+@pytest.mark.parametrize("name", list(_FLOAT_FUNCTIONS))
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool"])
+def test_integer_inputs_of_float_functions_give_float32(name, dtype):
+    # issue 25 item 5: one rule (Note [Integer inputs of float functions]); mean, std, var,
+    # softmax, log_softmax gave float64
+    call, want, on_meta = _FLOAT_FUNCTIONS[name]
+    x = md.asarray(np.array([[2, 0], [1, 3]]).astype(dtype))
+    assert call(x).dtype is want
+    if on_meta:
+        assert call(md.empty((2, 2), dtype=x.dtype, device="meta")).dtype is want
