@@ -912,3 +912,53 @@ def test_gradcheck_checks_the_imaginary_part_of_complex_outputs():
         with pytest.raises(GradcheckError, match="output 1"):
             gradcheck(function(md.real), (x,))
         assert gradcheck(function(lambda g: md.real(g * (1 - 2j))), (x,))
+
+
+def _function_returning(grad_fn, n_inputs=1):
+    class Bad(md.autograd.Function):
+        @staticmethod
+        def forward(ctx, *xs):
+            return xs[0] * 2 if n_inputs == 1 else xs[0] * xs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            return grad_fn(g)
+
+    return Bad.apply
+
+
+def test_custom_function_gradients_are_validated_as_pytorch():
+    # issue 25 item 6: the wrong number or shape of gradients was accepted
+    x = leaf([1.0, 2.0])
+    cases = [
+        (lambda g: (g, g, g), 1, RuntimeError, r"incorrect number of gradients \(expected 1, "
+                                               r"got 3\)"),
+        (lambda g: g, 2, RuntimeError, r"incorrect number of gradients \(expected 2, got 1\)"),
+        (lambda g: md.ones(3), 1, RuntimeError, r"invalid gradient at index 0 - got \[3\] but "
+                                                r"expected shape compatible with \[2\]"),
+        (lambda g: 5, 1, TypeError, "invalid gradient at index 0 - expected a Tensor or None"),
+    ]
+    for grad_fn, n, error, match in cases:
+        f = _function_returning(grad_fn, n)
+        y = f(*([x] * n)).sum()
+        with pytest.raises(error, match=match):
+            y.backward()
+        assert x.grad is None
+    # an expandable gradient is summed to the input's shape; extra None gradients are fine
+    _function_returning(lambda g: (md.ones((3, 2)), None))(x).sum().backward()
+    np.testing.assert_allclose(to_numpy(x.grad), [3.0, 3.0])
+
+
+def test_custom_op_autograd_gradients_are_validated():
+    lib = md.library.Library("validgrad", "DEF")
+    try:
+        lib.define("twice(Tensor x) -> Tensor")
+        lib.impl("twice", lambda x: x._device.wrap(x._data * 2), "CompositeExplicitAutograd")
+        md.library.register_autograd("validgrad::twice", lambda ctx, g: (g, g),
+                                     setup_context=None, lib=lib)
+        x = leaf([1.0, 2.0])
+        with pytest.raises(RuntimeError, match=r"incorrect number of gradients \(expected 1, "
+                                               r"got 2\)"):
+            md.ops.validgrad.twice(x).sum().backward()
+    finally:
+        lib._destroy()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mdtensor._tensor import Tensor
 
 from ._graph import Node, attach, gradient_edge
+from .function import validate_gradients
 
 __all__ = ["register_autograd"]
 
@@ -21,6 +22,8 @@ def register_autograd(op, backward, setup_context, lib):
     schema = op.schema
     tensor_pos = [i for i, a in enumerate(schema.arguments)
                   if a.type.is_tensor and not a.kwarg_only]
+    n_positional = sum(1 for a in schema.arguments if not a.kwarg_only)
+    name = f"{schema.name}Backward"
 
     def kernel(ks, *args, **kwargs):
         from . import below_autograd
@@ -33,12 +36,14 @@ def register_autograd(op, backward, setup_context, lib):
         if setup_context is not None:
             setup_context(ctx, args, out)
 
-        def formula(g, o):
-            res = backward(ctx, g)
-            res = res if isinstance(res, tuple) else (res,)
-            return [res[i] if i < len(res) else None for i in tensor_pos]
+        metas = [(tuple(a.shape), a.dtype, a.device) if isinstance(a, Tensor) else None
+                 for a in (*args, *(None,) * (n_positional - len(args)))]
 
-        node = Node.new(f"{schema.name}Backward", None, (), {}, None, (),
+        def formula(g, o):
+            res = validate_gradients(name, backward(ctx, g), metas)
+            return [res[i] for i in tensor_pos]
+
+        node = Node.new(name, None, (), {}, None, (),
                         [gradient_edge(t) for t in inputs], 1)
         node.formula = lambda g, o, *a, **k: formula(g, o)
         outs = out if isinstance(out, tuple) else (out,)

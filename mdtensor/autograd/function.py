@@ -21,7 +21,55 @@ from mdtensor._tensor import Tensor
 from ._graph import _FREED, Node, attach, gradient_edge
 from ._meta import saved_version
 
-__all__ = ["Function", "FunctionCtx"]
+__all__ = ["Function", "FunctionCtx", "validate_gradients"]
+
+
+def validate_gradients(name: str, grads, inputs) -> list:
+    """A user backward's gradients checked as PyTorch's engine checks them
+    (``validate_outputs``): one per input (``(shape, dtype, device)`` or None for a
+    non-Tensor), each None or a Tensor on the input's device, its shape the input's or
+    expandable to it (then summed to it), cast to the input's dtype (a complex gradient of
+    a real input gives its real part)."""
+    if not isinstance(grads, tuple):
+        grads = (grads,)
+    n = len(inputs)
+    if len(grads) > n and all(g is None for g in grads[n:]):
+        grads = grads[:n]
+    if len(grads) != n:
+        raise RuntimeError(f"function {name} returned an incorrect number of gradients "
+                           f"(expected {n}, got {len(grads)})")
+    out = []
+    for i, (g, meta) in enumerate(zip(grads, inputs)):
+        if g is None or meta is None:
+            out.append(None)
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(f"function {name} returned an invalid gradient at index {i} - "
+                            f"expected a Tensor or None, got {type(g).__name__}")
+        shape, dtype, device = meta
+        if g.device != device:
+            raise RuntimeError(f"function {name} returned an invalid gradient at index {i} - "
+                               f"expected device {device} but got {g.device}")
+        if tuple(g.shape) != shape:
+            from mdtensor.ops.derivatives import sum_to
+
+            try:
+                reduced = sum_to(g, shape)
+            except (ValueError, IndexError):
+                reduced = None
+            if reduced is None or tuple(reduced.shape) != shape:
+                raise RuntimeError(
+                    f"function {name} returned an invalid gradient at index {i} - got "
+                    f"{list(g.shape)} but expected shape compatible with {list(shape)}")
+            g = reduced
+        if g.dtype is not dtype:
+            from mdtensor.ops import aten_calls as aten
+
+            if g.dtype.kind == "c" and dtype.kind != "c":
+                g = aten.real(g)
+            g = aten.astype(g, dtype)
+        out.append(g)
+    return out
 
 
 class FunctionCtx:
@@ -64,7 +112,7 @@ class FunctionCtx:
 
 
 class _FunctionNode(Node):
-    __slots__ = ("ctx", "cls", "n_inputs_pos")
+    __slots__ = ("ctx", "cls", "n_inputs_pos", "inputs")
 
     def apply(self, grads, release=False):
         ctx = self.ctx
@@ -76,12 +124,10 @@ class _FunctionNode(Node):
             grads = [g if g is not None else aten.zeros(tuple(o.shape), dtype=o.dtype,
                                                         device=o.device)
                      for g, o in zip(grads, self.out)]
-        res = self.cls.backward(ctx, *grads)
-        if not isinstance(res, tuple):
-            res = (res,)
+        res = validate_gradients(self._name, self.cls.backward(ctx, *grads), self.inputs)
         if release:
             self.release()
-        return [res[i] if i < len(res) else None for i in self.n_inputs_pos]
+        return [res[i] for i in self.n_inputs_pos]
 
     def release(self) -> None:
         self.ctx._freed = True
@@ -118,6 +164,8 @@ class Function:
         node.ctx = ctx
         node.cls = cls
         node.n_inputs_pos = tensor_pos
+        node.inputs = [(tuple(a.shape), a.dtype, a.device) if isinstance(a, Tensor) else None
+                       for a in args]
         node.out = [o.detach() if isinstance(o, Tensor) else o for o in outs]
         non_diff = {id(t) for t in ctx._non_diff}
         for k, o in enumerate(outs):
