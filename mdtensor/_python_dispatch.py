@@ -91,6 +91,16 @@ def _python_fallback(op, ks, args, kwargs):
     return op.redispatch(ks & AFTER_PYTHON, *args, **kwargs)
 
 
+# Note [Modes exited out of order]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A mode leaving in order restores the exact state it replaced (ContextVar tokens).  One
+# that leaves while a mode entered after it is still on (``a.__enter__(); b.__enter__();
+# a.__exit__(); b.__exit__()``) cannot: resetting its tokens would bring back the state
+# before it, and ``b``'s exit then the state with ``a`` on, for good.  Out of order, a mode
+# removes itself from the stack instead, and the Python key stays included while the stack
+# is not empty -- so the stack ends empty, as PyTorch's does.
+
+
 class push_mode:
     """Push ``mode`` for the ``with`` block: the mode stack and the Python key in TLS."""
 
@@ -98,19 +108,32 @@ class push_mode:
 
     def __init__(self, mode):
         self.mode = mode
-        self._tokens = None
+        self._tokens = []
 
     def __enter__(self):
         inc, keep = dispatch_tls.get()
-        t1 = mode_stack.set(mode_stack.get() + (self.mode,))
+        stack = mode_stack.get() + (self.mode,)
+        t1 = mode_stack.set(stack)
         t2 = dispatch_tls.set((inc | PYTHON, keep | PYTHON))
-        self._tokens = (t1, t2)
+        self._tokens.append((t1, t2, stack))
         return self.mode
 
     def __exit__(self, *exc):
-        t1, t2 = self._tokens
-        dispatch_tls.reset(t2)
-        mode_stack.reset(t1)
+        t1, t2, stack = self._tokens.pop()
+        if mode_stack.get() is stack:  # in order: the exact state from before
+            dispatch_tls.reset(t2)
+            mode_stack.reset(t1)
+            return
+        # Note [Modes exited out of order]
+        now = list(mode_stack.get())
+        for i in range(len(now) - 1, -1, -1):
+            if now[i] is self.mode:
+                del now[i]
+                break
+        mode_stack.set(tuple(now))
+        if not now:  # only modes include the Python key in the thread-local state
+            inc, keep = dispatch_tls.get()
+            dispatch_tls.set((inc & ~PYTHON, keep))
 
 
 

@@ -962,3 +962,29 @@ def test_custom_op_autograd_gradients_are_validated():
             md.ops.validgrad.twice(x).sum().backward()
     finally:
         lib._destroy()
+
+
+def test_set_grad_enabled_called_as_a_function_sets_the_mode():
+    # issue 25 item 7 (PyTorch: torch.set_grad_enabled(False) switches grad mode off)
+    x = leaf([1.0, 2.0])
+    try:
+        md.set_grad_enabled(False)
+        assert not md.is_grad_enabled() and not (x * 2).requires_grad
+        md.set_grad_enabled(True)
+        assert md.is_grad_enabled() and (x * 2).requires_grad
+        with md.set_grad_enabled(False):
+            assert not md.is_grad_enabled()
+        assert md.is_grad_enabled()
+        md.set_grad_enabled(False)
+        with md.set_grad_enabled(True):
+            assert md.is_grad_enabled()
+        assert not md.is_grad_enabled()  # back to the mode before the with
+
+        @md.set_grad_enabled(False)
+        def f(v):
+            return v * 2
+
+        md.set_grad_enabled(True)
+        assert not f(x).requires_grad and md.is_grad_enabled()
+    finally:
+        md.set_grad_enabled(True)

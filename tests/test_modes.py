@@ -257,3 +257,25 @@ def test_modes_and_autograd_see_views_and_inplace_ops_after_fast_calls():
     assert "aten::basic_index" in names, names
     y.sum().backward()
     assert x.grad.tolist() == [1.0, 3.0, 3.0, 1.0]
+
+
+def test_modes_exited_out_of_order_leave_an_empty_stack():
+    # issue 25 item 7: the outer mode stayed on for good (its exit reset a token)
+    from mdtensor.modes import LoggingMode, active_modes
+
+    before = md.DispatchKey.Python in md._tls.included()
+    a, b = LoggingMode(), LoggingMode()
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
+    assert active_modes() == (b,)
+    b.__exit__(None, None, None)
+    assert active_modes() == ()
+    assert (md.DispatchKey.Python in md._tls.included()) == before
+    x = md.ones(2)
+    md.exp(x)
+    assert a.log == [] and b.log == []
+    with a:  # in order: exact restore, as before
+        with b:
+            md.exp(x)
+    assert active_modes() == () and len(b.log) == len(a.log) == 1

@@ -150,16 +150,31 @@ class enable_grad(_GradModeBase):
 
 
 class set_grad_enabled(_GradModeBase):
-    """``set_grad_enabled(False)`` is ``no_grad``; usable as context manager or decorator."""
+    """``set_grad_enabled(mode)`` sets grad mode at once, as PyTorch's does: a plain call
+    switches it for the rest of this thread/context; as a context manager it restores, on
+    exit, the mode from before the call, and as a decorator it sets the mode per call."""
 
     def __init__(self, mode: bool):
+        if not isinstance(mode, (bool, int)):
+            raise TypeError(f"set_grad_enabled: mode must be a bool, got "
+                            f"{type(mode).__name__}")
         self.mode = bool(mode)
+        self.prev = is_grad_enabled()
+        _set_grad_state(self.mode)  # no token: the call itself sets the mode
 
     def _args(self):
         return (self.mode,)
 
+    def __call__(self, fn):
+        _set_grad_state(self.prev)  # a decorator sets the mode per call only
+        return super().__call__(fn)
+
     def _enter(self):
         return (_set_grad_state(self.mode),)
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        _set_grad_state(self.prev)  # the mode from before this object was made
 
 
 class inference_mode(_GradModeBase):
