@@ -86,12 +86,23 @@ def _gen(generator, device) -> Generator:
     return gen
 
 
-def _shape(size):
+def _shape(name, size, dtype):
+    """The shape ``size`` names, checked before anything is generated (Note [Allocation
+    sizes] in ops/_factory.py)."""
+    from mdtensor.ops._factory import check_size
+
     if isinstance(size, (int, np.integer)):
-        return (int(size),)
+        size = (size,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
-    return tuple(int(s) for s in size)
+    for s in size:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"{name}: size must be a tuple of ints, got {size!r}")
+        if s < 0:
+            raise ValueError(f"{name}: negative dimension {s} in size {tuple(size)}")
+    shape = tuple(int(s) for s in size)
+    check_size(name, shape, dtype)
+    return shape
 
 
 def _finish(arr, dtype, device, requires_grad):
@@ -105,7 +116,8 @@ def rand(*size, dtype=None, device=None, generator=None, requires_grad=False):
     dt = as_dtype(dtype) if dtype is not None else float32
     if dt.kind not in "fc":
         raise TypeError(f"rand: expected a floating dtype, got {dt.name}")
-    arr = _gen(generator, device)._rng.random(_shape(size)).astype(dt.numpy)
+    shape = _shape("rand", size, dt)
+    arr = _gen(generator, device)._rng.random(shape).astype(dt.numpy)
     return _finish(arr, dt, device, requires_grad)
 
 
@@ -114,7 +126,8 @@ def randn(*size, dtype=None, device=None, generator=None, requires_grad=False):
     dt = as_dtype(dtype) if dtype is not None else float32
     if dt.kind not in "fc":
         raise TypeError(f"randn: expected a floating dtype, got {dt.name}")
-    arr = _gen(generator, device)._rng.standard_normal(_shape(size)).astype(dt.numpy)
+    shape = _shape("randn", size, dt)
+    arr = _gen(generator, device)._rng.standard_normal(shape).astype(dt.numpy)
     return _finish(arr, dt, device, requires_grad)
 
 
@@ -130,5 +143,6 @@ def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None)
     if high <= low:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     dt = as_dtype(dtype) if dtype is not None else int64
-    arr = _gen(generator, device)._rng.integers(low, high, size=_shape(size)).astype(dt.numpy)
+    shape = _shape("randint", size, dt)
+    arr = _gen(generator, device)._rng.integers(low, high, size=shape).astype(dt.numpy)
     return _finish(arr, dt, device, False)

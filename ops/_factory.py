@@ -19,7 +19,44 @@ from mdtensor._ops import own_code
 
 from ._decl import OpInfo, _register, defop
 
-__all__ = ["deffactory", "native_dtype"]
+__all__ = ["check_size", "deffactory", "native_dtype"]
+
+# Note [Allocation sizes]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A factory asked for more bytes than any array can have (more than 2**63 - 1: NumPy's
+# "array is too big", PyTorch's "Storage size calculation overflowed") must raise, naming
+# the op, on every device: JAX's C++ aborts the whole process on such a shape.  So the
+# generic factory kernel (every backend but NumPy, and Meta, where PyTorch raises too) runs
+# the op's meta function and checks the size *before* the backend sees the call; NumPy's
+# own kernel lets NumPy refuse and renames its error (no cost when it succeeds).  A size
+# that is possible but does not fit in memory is a MemoryError naming the op on every
+# backend (JAX's RESOURCE_EXHAUSTED included).
+
+_MAX_BYTES = 2**63 - 1
+
+
+def check_size(name: str, shape, dtype) -> None:
+    """Raise ``ValueError`` naming ``name`` if ``shape`` of ``dtype`` is larger than any
+    array can be (Note [Allocation sizes])."""
+    n = 1
+    for s in shape:
+        n *= s
+    if n * dtype.itemsize > _MAX_BYTES:
+        raise ValueError(f"{name}: a tensor of shape {tuple(shape)} and dtype {dtype.name} "
+                         f"would take {n * dtype.itemsize} bytes, more than the largest "
+                         f"possible size ({_MAX_BYTES} bytes)")
+
+
+def _allocation_error(name, e, shape, dtype, dev):
+    """The op's MemoryError for a backend that could not allocate, or None (Note
+    [Allocation sizes])."""
+    if isinstance(e, MemoryError) or "RESOURCE_EXHAUSTED" in str(e):
+        n = dtype.itemsize
+        for s in shape:
+            n *= s
+        return MemoryError(f"{name}: not enough memory on device {dev} for a tensor of "
+                           f"shape {tuple(shape)} and dtype {dtype.name} ({n} bytes)")
+    return None
 
 
 def native_dtype(dev, dtype):
@@ -67,12 +104,20 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
 
     def kernel(*args, dtype=None, device=None, requires_grad=False, **kwargs):
         dev = as_device(device)
+        shape, dt = meta(*args, dtype=dtype, **kwargs)
+        check_size(name, shape, dt)  # Note [Allocation sizes]: before the backend sees it
         if dev.type == "meta":
-            shape, dt = meta(*args, dtype=dtype, **kwargs)
             t = dev.wrap(MetaArray(shape, dt.numpy))
         else:
-            t = dev.wrap(impl(dev.xp, *args, dtype=native_dtype(dev, dtype), device=dev.native,
-                              **kwargs))
+            try:
+                data = impl(dev.xp, *args, dtype=native_dtype(dev, dtype), device=dev.native,
+                            **kwargs)
+            except Exception as e:
+                err = _allocation_error(name, e, shape, dt, dev)
+                if err is None:
+                    raise
+                raise err from e
+            t = dev.wrap(data)
         if requires_grad:
             _requires_grad(t)
         return t
@@ -92,10 +137,17 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
         def cpu_kernel(*args, dtype=None, device=None, requires_grad=False, **kwargs):
             # a NumPy device, since the CPU key led here (BackendSelect passes a Device)
             dev = device if type(device) is Device else as_device(device)
-            if dtype is not None:
-                dtype = native_dtype(dev, dtype)
-            t = dev.wrap(cpu_impl(np, *args, dtype=dtype, device=None, **kwargs) if kwargs
-                         else cpu_impl(np, *args, dtype=dtype, device=None))
+            native = None if dtype is None else native_dtype(dev, dtype)
+            try:
+                t = dev.wrap(cpu_impl(np, *args, dtype=native, device=None, **kwargs) if kwargs
+                             else cpu_impl(np, *args, dtype=native, device=None))
+            except (ValueError, MemoryError) as e:  # Note [Allocation sizes]: NumPy refused
+                shape, dt = meta(*args, dtype=dtype, **kwargs)
+                check_size(name, shape, dt)
+                err = _allocation_error(name, e, shape, dt, dev)
+                if err is None:
+                    raise
+                raise err from e
             if requires_grad:
                 _requires_grad(t)
             return t

@@ -279,3 +279,38 @@ def test_out_of_bounds_indices_raise_on_every_backend(device, name, index):
         _GATHERS[name](x, i)
     assert x._version == version
     np.testing.assert_array_equal(_host(x), np.arange(6.0).reshape(2, 3))
+
+
+# -- sizes no array can have (issue 25 item 8; Note [Allocation sizes] in ops/_factory.py) --
+
+
+def _run_isolated(code: str) -> str:
+    """Run ``code`` in a fresh interpreter: an abort must not take the test run with it."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
+    return proc.stdout
+
+
+@pytest.mark.parametrize("device", ["cpu", *BACKENDS])
+def test_impossible_sizes_raise_value_error_on_every_backend(device):
+    out = _run_isolated(f"""
+import mdtensor as md
+calls = [lambda: md.zeros((10**10, 10**10), device={device!r}),
+         lambda: md.ones((2**62, 4), device={device!r}),
+         lambda: md.full((10**10, 10**10), 1.0, device={device!r}),
+         lambda: md.arange(10**19, device={device!r}),
+         lambda: md.randn(10**10, 10**10, device={device!r}),
+         lambda: md.empty((10**10, 10**10), device="meta")]
+for call in calls:
+    try:
+        call()
+    except ValueError as e:
+        assert "more than the largest possible size" in str(e), e
+        print(str(e).split(": ")[0])
+""")
+    assert out.split() == ["aten::zeros", "aten::ones", "aten::full", "aten::arange", "randn",
+                           "aten::empty"]
