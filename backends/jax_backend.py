@@ -155,7 +155,7 @@ def _kernel_for(decl, jax, jnp):
     tags = op.tags
     if (impl is None or schema.is_mutable or schema.is_view or len(schema.returns) != 1
             or not schema.returns[0].type.is_tensor or schema.returns_tuple
-            or not ("pointwise" in tags or "reduction" in tags)
+            or not ("pointwise" in tags or "reduction" in tags) or "checks_values" in tags
             or DispatchKey.ArrayAPI not in op._kernels or DispatchKey.JAX in op._kernels):
         return None
     args = schema.arguments

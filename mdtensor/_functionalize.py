@@ -114,7 +114,10 @@ def _functional_of(op):
 
 def _masked_fill(self, mask, value):
     from mdtensor.ops import aten_calls as aten
+    from mdtensor.ops._promotion import scalar_into
 
+    if not isinstance(value, Tensor):  # Note [Scalars written into tensors]
+        value = scalar_into("masked_fill", value, self.dtype)
     return aten.where(mask, value, self)
 
 

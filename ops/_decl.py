@@ -384,14 +384,20 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                 k = x.dtype.kind
                 if rest or kwargs or k not in kinds or k in _HIGHER.get(type(s), ""):
                     return fallback(a, s, *rest, **kwargs)
-                return a._device.wrap(uf(x, s))
+                try:
+                    return a._device.wrap(uf(x, s))
+                except OverflowError:  # Note [Integers out of range]
+                    return fallback(a, s)
         else:
             def kernel(s, a, *rest, **kwargs):
                 x = a._data
                 k = x.dtype.kind
                 if rest or kwargs or k not in kinds or k in _HIGHER.get(type(s), ""):
                     return fallback(s, a, *rest, **kwargs)
-                return a._device.wrap(uf(s, x))
+                try:
+                    return a._device.wrap(uf(s, x))
+                except OverflowError:  # Note [Integers out of range]
+                    return fallback(s, a)
     elif pos == (0, 1) and len(schema.arguments) == 2:
         # Nothing but the two Tensors (matmul, mul.Tensor): no *rest or **kwargs, whose
         # empty tuple and dict a call would build (0.1 us); the dispatcher's callers pass
@@ -423,13 +429,19 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
             x = a._data
             if rest or kwargs or x.dtype.kind in _HIGHER.get(type(s), ""):
                 return fallback(a, s, *rest, **kwargs)
-            return a._device.wrap(uf(x, s))
+            try:
+                return a._device.wrap(uf(x, s))
+            except OverflowError:  # Note [Integers out of range]
+                return fallback(a, s)
     elif pos == (1,):
         def kernel(s, a, *rest, **kwargs):
             x = a._data
             if rest or kwargs or x.dtype.kind in _HIGHER.get(type(s), ""):
                 return fallback(s, a, *rest, **kwargs)
-            return a._device.wrap(uf(s, x))
+            try:
+                return a._device.wrap(uf(s, x))
+            except OverflowError:  # Note [Integers out of range]
+                return fallback(s, a)
     else:
         raise ValueError(f"{name}: Ufunc kernels take one or two operands")
     kernel = own_code(kernel, f"ufunc[{name}]")  # Note [Own code objects]
@@ -486,7 +498,7 @@ def _ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable
                 return generic(self, s, *rest, **kwargs)
             try:
                 uf(data, s, data)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 return generic(self, s)
             return self
     else:
@@ -747,6 +759,8 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
             try:
                 if inplace_impl(dev.xp, self._data, *rargs, **rkwargs):
                     return self
+            except OverflowError:  # Note [Integers out of range]: ``impl`` wraps it
+                pass
             except (TypeError, ValueError) as e:
                 _raise_inplace_error(name, dev, self, impl, rargs, rkwargs, e)
         try:
@@ -778,6 +792,8 @@ def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
             try:
                 if inplace_impl(dev.xp, data, data, *args, **kwargs):
                     return self
+            except OverflowError:  # Note [Integers out of range]: ``impl`` wraps it
+                pass
             except (TypeError, ValueError) as e:
                 _raise_inplace_error(name, dev, self, impl, [data, *args], kwargs, e)
         if not backend.capabilities.inplace:
@@ -930,7 +946,7 @@ def defop(
     varargs: bool = False,
     cpu_impl: Callable | None = None,
     star_args: bool = False,
-    promote_scalars: bool = True,
+    promote_scalars: bool | str = True,
     method_overloads: Iterable[str] = (),
 ) -> OpDecl:
     """Declare an op (see the module docstring).
@@ -964,7 +980,8 @@ def defop(
         promote_scalars: the kernels bring a ``Scalar self``/``Scalar other`` and the other
             operand into the pairs the Array API specifies before calling ``impl`` (Note
             [Python scalars on strict backends] in ops/_promotion.py); False for an impl
-            that converts its operands itself.
+            that converts its operands itself; ``"exact"`` for a comparison (Note
+            [Integers out of range]).
     """
     fschema = parse_schema(schema)
     tags = tuple(tags)
@@ -992,7 +1009,7 @@ def defop(
     # schemas)
     kimpl = impl
     if impl is not None and promote_scalars:
-        kimpl = with_scalar_promotion(impl, fschema)
+        kimpl = with_scalar_promotion(impl, fschema, exact=promote_scalars == "exact")
     if impl is not None:
         if fschema.is_inplace:
             fn = _inplace_kernel(fschema, kimpl, inplace_impl, tensor_args)

@@ -19,7 +19,17 @@ ones before the backend sees them:
   same result: a bool scalar is as weak as an int);
 * two scalars: the first becomes a 0-d array of the pair's ``result_type``.
 
-Pairs the standard specifies pass unchanged, so each backend computes them as before.  The
+Pairs the standard specifies pass unchanged, so each backend computes them as before.
+
+Note [Integers out of range]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A Python int outside the range of the integer tensor it meets (``int8_tensor + 300``) is
+wrapped into that dtype first (two's complement: 300 is 44 for int8), as PyTorch and JAX
+do, on every backend (NumPy raises OverflowError, array_api_strict too).  Comparisons are
+exact instead (``int8_tensor < 300`` is all True, as NumPy says; the array is compared as
+int64): PyTorch wraps there too and compares with 44, a silently wrong answer mdtensor does
+not copy.  NumPy's ufunc kernels call NumPy directly (exact comparisons) and come here
+when it raises.  The
 kernels of every overload with a ``Scalar self`` or ``Scalar other`` (PyTorch's names for a
 binary op's operands: ``add.Scalar``, ``where.ScalarOther``) apply ``promote_scalar`` to
 those two arguments (``defop(promote_scalars=...)``); an impl that converts its operands
@@ -35,6 +45,7 @@ from mdtensor import _dtypes as dt
 __all__ = [
     "dtype_of",
     "promote_scalar",
+    "scalar_into",
     "scalar_operands",
     "with_array",
     "with_scalar_promotion",
@@ -70,9 +81,24 @@ def _scalar_rank(s) -> int | None:
     return rank
 
 
-def with_array(xp, arr, s):
+_INT_RANGE: dict = {}  # (native dtype class, native dtype) -> (min, max)
+
+
+def _int_range(key, arr):
+    hit = _INT_RANGE.get(key)
+    if hit is None:
+        import numpy as np
+
+        info = np.iinfo(dtype_of(arr).numpy)
+        hit = _INT_RANGE[key] = (int(info.min), int(info.max))
+    return hit
+
+
+def with_array(xp, arr, s, exact=False):
     """``(arr, s)`` brought into the pairs the Array API specifies (``s`` a scalar; one
-    that is no Python number, a NumPy integer say, is left to the backend)."""
+    that is no Python number, a NumPy integer say, is left to the backend); an int out of
+    the range of an integer ``arr`` wraps, or with ``exact`` (comparisons) meets ``arr``
+    as int64 (Note [Integers out of range])."""
     native = arr.dtype
     key = (native.__class__, native)  # as in dtype_of
     arank = _ARRAY_RANK.get(key)
@@ -81,6 +107,13 @@ def with_array(xp, arr, s):
     rank = _SCALAR_RANK.get(type(s))
     if rank is None:
         rank = _scalar_rank(s)
+    if rank == 1 and arank == 1:  # an int beside an integer array
+        lo, hi = _int_range(key, arr)
+        if not lo <= s <= hi:  # Note [Integers out of range]
+            if exact:
+                return xp.astype(arr, xp.int64), s
+            s = (s - lo) % (hi - lo + 1) + lo
+        return arr, s
     if rank is None or rank == arank or (rank and rank < arank):
         return arr, s
     if rank:  # a scalar of a higher kind
@@ -113,6 +146,7 @@ def _scalar_self(xp, s, a):
     return s, a
 
 
+
 def scalar_operands(schema) -> tuple[str, str] | None:
     """The operand names of an overload whose ``self`` or ``other`` is a ``Scalar`` (None
     for any other overload)."""
@@ -123,9 +157,10 @@ def scalar_operands(schema) -> tuple[str, str] | None:
     return None
 
 
-def with_scalar_promotion(impl, schema):
+def with_scalar_promotion(impl, schema, exact=False):
     """``impl`` with its Scalar operands promoted first (Note [Python scalars on strict
-    backends]); ``impl`` itself for overloads without Scalar operands."""
+    backends]); ``impl`` itself for overloads without Scalar operands.  ``exact``: a
+    comparison (Note [Integers out of range])."""
     if scalar_operands(schema) is None:
         return impl
     positional = [a for a in schema.arguments if not a.kwarg_only]
@@ -138,11 +173,11 @@ def with_scalar_promotion(impl, schema):
 
     if (i, j) == (0, 1) and scalar_other and not scalar_self:  # add.Scalar, add_.Scalar, ...
         def promoting(xp, self, other, *rest, **kwargs):
-            self, other = with_array(xp, self, other)
+            self, other = with_array(xp, self, other, exact)
             return impl(xp, self, other, *rest, **kwargs)
     elif (i, j) == (0, 1) and scalar_self and not scalar_other:  # add.Scalar_Tensor, ...
         def promoting(xp, self, other, *rest, **kwargs):
-            other, self = with_array(xp, other, self)
+            other, self = with_array(xp, other, self, exact)
             return impl(xp, self, other, *rest, **kwargs)
     else:  # where.Scalar*: the operands follow the condition
         pair = (promote_scalar if scalar_self and scalar_other
@@ -161,6 +196,48 @@ def with_scalar_promotion(impl, schema):
     promoting.__name__ = getattr(impl, "__name__", "impl")
     promoting.__qualname__ = promoting.__name__
     return promoting
+
+
+# Note [Scalars written into tensors]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``x[k] = v`` and ``masked_fill_(mask, v)`` write a Python scalar into ``x``'s dtype, which
+# never changes.  Backends disagreed (NumPy raised for ``1j`` into float32, JAX dropped the
+# imaginary part; array_api_strict refused ``2.5`` into int64, NumPy and JAX truncated); the
+# one rule is PyTorch's: a complex scalar into a tensor that is not complex is a TypeError;
+# a float into an integer tensor is truncated toward zero (a non-finite one is a
+# ValueError), into a bool tensor it is ``bool(v)``; an int outside an integer dtype's range
+# is an OverflowError (PyTorch: "value cannot be converted to type int8_t without
+# overflow"); anything that is not a number (None) is a TypeError.  The value is converted
+# here, before anything is written.
+
+
+def scalar_into(name: str, value, dtype: dt.DType):
+    """The Python scalar ``value`` as written into a tensor of ``dtype`` (Note [Scalars
+    written into tensors])."""
+    if not isinstance(value, _SCALARS):
+        raise TypeError(f"{name}: can't assign a {type(value).__name__} to a {dtype.name} "
+                        f"tensor; expected a number or a Tensor")
+    kind = dtype.kind
+    if kind == "c":
+        return value
+    if isinstance(value, complex):
+        raise TypeError(f"{name}: can't assign the complex value {value!r} to a "
+                        f"{dtype.name} tensor")
+    if kind == "b":
+        return bool(value)
+    if kind in "iu":
+        if isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError(f"{name}: can't assign {value!r} to a {dtype.name} tensor")
+            value = int(value)  # toward zero, as PyTorch
+        import numpy as np
+
+        info = np.iinfo(dtype.numpy)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"{name}: value {value} cannot be converted to {dtype.name} "
+                                f"without overflow (range [{info.min}, {info.max}])")
+        return int(value)
+    return value
 
 
 def _positional(names, defaults, args, kwargs):

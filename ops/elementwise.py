@@ -160,7 +160,7 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
 
 def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC, ref=None,
            names=None, methods=None, structured=True, domain=None, reflected=True,
-           derivative=None, impl=None, generic=None):
+           derivative=None, impl=None, generic=None, comparison=False, tags=()):
     """A pointwise binary op with its Tensor, Scalar and reflected overloads.  ``impl``
     replaces the backend function ``xp.<xp_name>``; it then serves every backend (no
     ufunc CPU kernel) and out=/in-place variants compute it and copy.  ``generic(xp, a, b)``
@@ -192,19 +192,19 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     info = OpInfo(ref=ref, dtypes=dtypes, samples=binary_samples(domain))
     cpu = None if own else _cpu_ufunc(xp_name or name, float_fn)
-    promote = not float_fn or own
+    promote = ("exact" if comparison else True) if not float_fn or own else False
     decl = defop(
         f"{name}.Tensor(Tensor self, Tensor other) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
-        tags=("pointwise",), derivative=derivative, info=info, names=names,
+        tags=("pointwise", *tags), derivative=derivative, info=info, names=names,
         methods=methods if methods is not None else (name,),
     )
     defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl,
           inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
-          tags=("pointwise",), decl=decl, promote_scalars=promote)
+          tags=("pointwise", *tags), decl=decl, promote_scalars=promote)
     if reflected:
         defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", impl=impl,
-              meta=meta, cpu_impl=cpu, tags=("pointwise",), decl=decl,
+              meta=meta, cpu_impl=cpu, tags=("pointwise", *tags), decl=decl,
               promote_scalars=promote)
     return decl
 
@@ -302,7 +302,30 @@ binary("div", xp_name="divide", float_fn=True, meta=_div_meta, names=("div", "di
        methods=("div", "divide", "true_divide"), ref=np.true_divide)
 
 
+# Note [Integer division by zero]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# NumPy gives 0 for an integer divided by zero (with a RuntimeWarning), JAX -1 or -2 from
+# its own formula; PyTorch raises.  mdtensor raises ZeroDivisionError naming the op on
+# every backend, for floor_divide, remainder and fmod of integer operands (float operands
+# give inf/nan, as everywhere).  The check reads the divisor's values, so these impls are
+# tagged ``checks_values``: the JAX backend does not trace them under jax.jit.
+
+
+def _int_divisor_check(name, xp, a, b) -> None:
+    """Raise if ``b`` has a zero and ``a // b`` is an integer division (Note [Integer
+    division by zero])."""
+    if _has_float(a) or _has_float(b):
+        return
+    if isinstance(b, (bool, int)):
+        zero = b == 0
+    else:
+        zero = bool(xp.any(b == 0))
+    if zero:
+        raise ZeroDivisionError(f"{name}: integer division by zero")
+
+
 def _floor_divide(xp, a, b):
+    _int_divisor_check("floor_divide", xp, a, b)
     # Note [floor_divide of infinities]: NumPy (as Python and PyTorch) computes floor
     # division through fmod, so an infinite operand gives NaN or a finite value where the
     # Array API specifies the limit: floor_divide(+inf, 2) is +inf, floor_divide(1, -inf)
@@ -337,12 +360,20 @@ def _isinf(xp, a, b):
     return m
 
 
+def _remainder(xp, a, b):
+    _int_divisor_check("remainder", xp, a, b)
+    return xp.remainder(a, b)
+
+
 binary("floor_divide", dtypes=REAL, domain="nonzero", impl=_floor_divide,
-       ref=lambda a, b: _floor_divide(np, a, b))
+       ref=lambda a, b: _floor_divide(np, a, b), tags=("checks_values",))
 binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",),
-       methods=("remainder",))
+       methods=("remainder",), impl=_remainder, ref=np.remainder, tags=("checks_values",))
+
+
 def _fmod(xp, a, b):
     # Not in the Array API: C's fmod (the sign of the dividend) from remainder.
+    _int_divisor_check("fmod", xp, a, b)
     r = xp.remainder(a, b)
     a_neg = (a < 0) if not isinstance(a, (int, float)) else xp.asarray(a < 0)
     fix = xp.logical_and(r != 0, xp.logical_xor(a_neg, r < 0))
@@ -350,7 +381,7 @@ def _fmod(xp, a, b):
 
 
 defop("fmod.Tensor(Tensor self, Tensor other) -> Tensor", impl=_fmod, meta=mf.binary,
-      tags=("pointwise",), methods=("fmod",), names=("fmod",),
+      tags=("pointwise", "checks_values"), methods=("fmod",), names=("fmod",),
       info=OpInfo(ref=np.fmod, dtypes=REAL, samples=binary_samples("nonzero")))
 defop("fmod.Scalar(Tensor self, Scalar other) -> Tensor", impl=_fmod, meta=mf.binary,
       tags=("pointwise",), decl=CATALOGUE_DECL("fmod"))
@@ -399,7 +430,7 @@ def _order(xp_name):
 
 def _compare(name, xp_name, names, generic=None):
     binary(name, xp_name=xp_name, meta=mf.compare, dtypes=REAL + BOOL, structured=False,
-           names=names, methods=names, generic=generic)
+           names=names, methods=names, generic=generic, comparison=True)
 
 
 _compare("eq", "equal", ("eq", "equal"))

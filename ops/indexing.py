@@ -26,6 +26,7 @@ from mdtensor._tls import dispatch_tls
 from . import _meta_fns as mf
 from . import _meta_shape as ms
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop, device_mismatch
+from ._promotion import dtype_of, scalar_into
 from ._samples import make_array
 from .elementwise import ALL
 
@@ -359,6 +360,8 @@ def _put_parts(self, key, value, name, where):
         if value._device is not dev:
             raise device_mismatch(f"aten::{name}", dev, value._device)
         value = value._data
+    else:  # Note [Scalars written into tensors] in ops/_promotion.py
+        value = scalar_into(where, value, self.dtype)
     if is_basic_key(key):
         return _basic_key(tuple(self.shape), key, where), value
     return _backend_key(dev.xp, _raw(key)), value
@@ -541,6 +544,8 @@ def getitem(self, key):
 
 def setitem(self, key, value) -> None:
     """``Tensor.__setitem__`` (Note [Indexing ops])."""
+    if value is None:  # Note [Scalars written into tensors]: not NaN
+        scalar_into("__setitem__", value, self.dtype)
     if not isinstance(value, (Tensor, bool, int, float, complex)):
         from mdtensor._factories import asarray
 
@@ -684,6 +689,8 @@ defop("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor", imp
 
 
 def _masked_fill(xp, x, mask, value):
+    if not hasattr(value, "dtype"):  # Note [Scalars written into tensors]
+        value = scalar_into("masked_fill", value, dtype_of(x))
     return xp.where(mask, xp.asarray(value, dtype=x.dtype), x)
 
 
@@ -717,6 +724,8 @@ def _masked_fill_explicit(self, mask, value):
     from mdtensor.ops import aten
 
     _check_mask(mask, "masked_fill")
+    if not isinstance(value, Tensor):  # Note [Scalars written into tensors], before clone
+        value = scalar_into("masked_fill", value, self.dtype)
     out = aten.clone(self)
     return aten.masked_fill_(out, mask, value)
 

@@ -159,8 +159,43 @@ def _view_meta(x, shape):
     return _view_shape(x, shape), x.dtype
 
 
+# Note [view without strides]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# On a backend whose arrays have no strides (JAX: ``Capabilities(views=False)``) a view is
+# a copy kept in sync, and ``reshape`` with ``copy=False`` never refuses, so
+# ``m.mT.view(6)`` succeeded there where NumPy (and PyTorch) raise.  ``view`` of a tensor
+# that is itself a view, on such a backend, asks what a strided backend would say: the
+# view's history (``ViewInfo.replay``, from its base) is replayed on a NumPy array of the
+# base's shape (calloc'd and never written: no memory is touched), with the default
+# thread-local state (no mode sees it), and NumPy's ``reshape(copy=False)`` decides.  So
+# ``view`` raises the same NotViewableError on every backend, and ``reshape`` copies where
+# NumPy's would.
+
+
+def _strided_check(x, shape):
+    """Raise NotViewableError if ``x.view(shape)`` would need a copy on a strided backend
+    (Note [view without strides])."""
+    from mdtensor._keys import AUTOGRAD_FUNCTIONALITY, FULL
+    from mdtensor._tls import DEFAULT_EXCLUDED, DEFAULT_INCLUDED, RestoreGuard
+
+    info = x._view
+    base = Device("cpu").wrap(np.zeros(tuple(info.base.shape), dtype=np.int8))
+    with RestoreGuard((DEFAULT_INCLUDED, FULL & ~DEFAULT_EXCLUDED & ~AUTOGRAD_FUNCTIONALITY)):
+        twin = info.replay(base)
+    _np_view(np, twin._data, shape)
+
+
+def _view_any(x, shape):
+    """``view`` on backends that are not NumPy (rung 2, CompositeExplicitAutograd): the
+    generic impl, after Note [view without strides]'s check."""
+    d = x._device
+    if x._view is not None and not d.backend.capabilities.views:
+        _strided_check(x, shape)
+    return d.wrap(_view(d.xp, x._data, shape))
+
+
 defop("view(Tensor(a) self, SymInt[] shape) -> Tensor(a)", impl=_view, meta=_view_meta,
-      cpu_impl=_np_view,
+      cpu_impl=_np_view, explicit=_view_any,
       methods=("view",), names=(), varargs=True,
       info=OpInfo(ref=lambda x, s: np.reshape(x, s), dtypes=ALL,
                   samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng), (3, 2))),

@@ -314,3 +314,65 @@ for call in calls:
 """)
     assert out.split() == ["aten::zeros", "aten::ones", "aten::full", "aten::arange", "randn",
                            "aten::empty"]
+
+
+# -- one behaviour per case on every backend (issue 25 item 9) -----------------------------
+
+
+@pytest.mark.parametrize("device", ["cpu", *BACKENDS])
+def test_integer_division_by_zero_raises_on_every_backend(device):
+    x = md.asarray([5, -5], device=device)
+    for call in (lambda: x // 0, lambda: x % 0, lambda: x // md.asarray([0, 1], device=device),
+                 lambda: md.fmod(x, 0), lambda: md.floor_divide(5, md.asarray([0, 1],
+                                                                           device=device))):
+        with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+            call()
+    with pytest.raises(ZeroDivisionError):
+        x //= 0
+    assert x.tolist() == [5, -5] and x._version == 0
+    assert (md.asarray([5.0], device=device) // 0).tolist() == [float("inf")]
+    assert (x // 2).tolist() == [2, -3] and (x % 3).tolist() == [2, 1]
+
+
+@pytest.mark.parametrize("device", ["cpu", *BACKENDS])
+def test_python_ints_out_of_an_integer_dtypes_range(device):
+    # arithmetic wraps (PyTorch, JAX); comparisons are exact (Note [Integers out of range])
+    a = md.asarray([1, 50], dtype=md.int8, device=device)
+    assert (a + 300).tolist() == [45, 94] and (a + 300).dtype is md.int8
+    assert (a * 300).tolist() == [44, -104] and (300 - a).tolist() == [43, -6]
+    assert (a < 300).tolist() == [True, True] and (a == 44).tolist() == [False, False]
+    assert (a > -200).tolist() == [True, True]
+    a.add_(300)
+    assert a.tolist() == [45, 94]
+
+
+@pytest.mark.parametrize("device", ["cpu", *BACKENDS])
+def test_view_needing_a_copy_raises_on_every_backend(device):
+    m = md.zeros((2, 3), device=device)
+    for call in (lambda: m.mT.view(6), lambda: m[:, :2].view(4)):
+        with pytest.raises(ValueError, match="not compatible with the shape"):
+            call()
+    assert m.mT.reshape(6).shape == (6,) and m[0].view(3, 1).shape == (3, 1)
+    assert m.mT.mT.view(6).shape == (6,)
+
+
+@pytest.mark.parametrize("device", ["cpu", *BACKENDS])
+def test_scalars_written_into_tensors_convert_alike(device):
+    # Note [Scalars written into tensors]: PyTorch's rule on every backend
+    x = md.zeros(3, device=device)
+    for call in (lambda: x.__setitem__(0, 1j), lambda: x.masked_fill_(x == 0, 1j),
+                 lambda: x.__setitem__(0, None)):
+        with pytest.raises(TypeError, match="can't assign"):
+            call()
+    assert x.tolist() == [0.0, 0.0, 0.0] and x._version == 0
+    y = md.zeros(3, dtype=md.int64, device=device)
+    y[:] = 2.5
+    assert y.tolist() == [2, 2, 2]
+    y.masked_fill_(y == 2, -3.7)
+    assert y.tolist() == [-3, -3, -3]
+    i8 = md.zeros(2, dtype=md.int8, device=device)
+    with pytest.raises(OverflowError, match="without overflow"):
+        i8[0] = 300
+    b = md.zeros(2, dtype=md.bool, device=device)
+    b[0] = 2.5
+    assert b.tolist() == [True, False]
