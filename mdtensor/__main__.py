@@ -40,7 +40,7 @@ def main(argv=None) -> int:
         print("  " + line)
 
     print("\nDispatch table of aten::masked_fill.Scalar:")
-    for line in md.library.dump("aten::masked_fill.Scalar").splitlines():
+    for line in md.library.dump_text("aten::masked_fill.Scalar").splitlines():
         print("  " + line)
     return 0
 

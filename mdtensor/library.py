@@ -11,9 +11,11 @@ Mirrors ``torch.library``::
     def scale(x: md.Tensor, k: float) -> md.Tensor: ...
 
 Every registration returns a handle that undoes it (``handle.remove()`` or ``with``);
-destroying a Library undoes all of its registrations.  Overriding a built-in kernel warns
-naming the old and the new kernel and takes effect (as in PyTorch); registering the same
-(op, key) twice from user code is an error.
+destroying a Library undoes all of its registrations.  A handle keeps its library alive, so
+``handle = md.library.Library("aten", "IMPL").impl(...)`` lasts as long as ``handle``
+(dropping both undoes it, as in PyTorch, whose libraries deregister when collected).
+Overriding a built-in kernel warns naming the old and the new kernel and takes effect (as in
+PyTorch); registering the same (op, key) twice from user code is an error.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "custom_op",
     "define",
     "dump",
+    "dump_text",
     "fallthrough_kernel",
     "impl",
     "opcheck",
@@ -51,11 +54,13 @@ _def_namespaces: dict[str, weakref.ref[Library]] = {}
 
 
 class RegistrationHandle:
-    """Undoes one registration: ``remove()``, or leave a ``with`` block."""
+    """Undoes one registration: ``remove()``, or leave a ``with`` block.  It keeps the
+    library that made it alive (a library undoes its registrations when collected)."""
 
-    def __init__(self, undo: Callable[[], None], what: str):
+    def __init__(self, undo: Callable[[], None], what: str, library=None):
         self._undo = undo
         self._what = what
+        self._library = library
         self.removed = False
 
     def remove(self) -> None:
@@ -187,6 +192,7 @@ class Library:
         where = _caller_location()
         kernel = Kernel(fn, key, with_keyset=with_keyset, origin=f"{self!r} at {where}",
                         user=fn is not fallthrough_kernel)
+        _load_backend_of(key)  # so the override of a built-in kernel is seen (and warned)
         # runtime_keys raises ValueError for a key no kernel can be registered for
         # (CPUBit, Dense, ...), before anything changes.
         before = {k: op.resolve(k)[0] for k in runtime_keys(key)}
@@ -209,7 +215,7 @@ class Library:
                     raise
                 break
         handle = RegistrationHandle(lambda: op._pop_kernel(kernel),
-                                    f"impl {op.name} for {key.name}")
+                                    f"impl {op.name} for {key.name}", self)
         self._handles.append(handle)
         return handle
 
@@ -226,7 +232,7 @@ class Library:
                         origin=f"{self!r} at {_caller_location()}")
         _ops.register_fallback(kernel)
         handle = RegistrationHandle(lambda: _ops.remove_fallback(kernel),
-                                    f"fallback for {key.name}")
+                                    f"fallback for {key.name}", self)
         self._handles.append(handle)
         return handle
 
@@ -545,17 +551,23 @@ def register_autograd(op, backward: Callable, *, setup_context: Callable | None 
 # Inspection
 
 
-def dump(op) -> str:
-    """The registrations and computed dispatch table of ``op``, each entry with its rung.
+def dump(op, *, file=None) -> None:
+    """Print the registrations and computed dispatch table of ``op``, each entry with its
+    rung (``dump_text`` returns the same text).
 
     ``op`` is a name (``"aten::masked_fill_.Scalar"``; a packet name dumps every
-    overload), an OpOverload or a packet.
+    overload), an OpOverload or a packet; ``file`` defaults to ``sys.stdout``.
     """
+    print(dump_text(op), file=file)
+
+
+def dump_text(op) -> str:
+    """The text ``dump`` prints."""
     if isinstance(op, str):
         op = _ops.lookup(op)
     op = _packet_of(op)
     if isinstance(op, _ops.OpOverloadPacket):
-        return "\n\n".join(dump(o) for o in op._overloads.values())
+        return "\n\n".join(dump_text(o) for o in op._overloads.values())
     if isinstance(op, CustomOpDef):
         op = op.op
     lines = [f"{op.name}: {op.schema}", "registrations:"]
@@ -574,6 +586,23 @@ def dump(op) -> str:
         shown = "fallthrough" if kernel.is_fallthrough else kernel.name
         lines.append(f"  {key.display_name():<28} {shown:<48} {rung}")
     return "\n".join(lines)
+
+
+def _load_backend_of(key: DispatchKey) -> None:
+    """Load the installed backend of a per-backend key (``CPU``, ``AutogradJAX``), so its
+    ArrayAPI kernels are in the table an override replaces: otherwise overriding a built-in
+    kernel before the first tensor of that device warned about nothing (alias keys load
+    nothing: registering a CompositeExplicitAutograd kernel must not import JAX)."""
+    from mdtensor import backends
+
+    if key.is_alias or key.backend is None or key.backend == "Meta":
+        return
+    for row in backends.available():
+        if row["key"] == key.backend and row["installed"] and not row["loaded"]:
+            try:
+                backends.get(row["device_type"])
+            except Exception:  # noqa: BLE001 - a backend that fails to load stays unloaded
+                pass
 
 
 def _loaded_backend_keys() -> set[str]:

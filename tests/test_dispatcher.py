@@ -123,7 +123,7 @@ def test_namespace_functions_are_the_packets_calls():
     assert md.sum.op is packet and md.sum is packet._call and md.sum.__name__ == "sum"
     assert str(inspect.signature(md.sum)) == str(inspect.signature(packet))
     assert "sum(Tensor self" in md.sum.__doc__
-    assert md.library.dump(md.sum) == md.library.dump(packet)
+    assert md.library.dump_text(md.sum) == md.library.dump_text(packet)
     assert md.linalg.inv.op is md.ops.aten.linalg_inv
     x = md.asarray([1.0, 2.0], device="cpu")
     assert md.sum(x).item() == packet(x).item() == 3.0
@@ -292,7 +292,7 @@ def test_table_matches_reference_model(registered, fallback_keys):
 
 
 def test_dump_labels_rungs():
-    text = md.library.dump("aten::masked_fill.Scalar")
+    text = md.library.dump_text("aten::masked_fill.Scalar")
     assert "CompositeExplicitAutograd" in text
     assert "2. CompositeExplicitAutograd" in text and "4. Autograd alias" in text
     assert "1. direct registration" in text  # the Meta kernel

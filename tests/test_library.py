@@ -157,7 +157,7 @@ def test_masked_fill_override_story():
         assert "array_api_inplace[aten::masked_fill_.Scalar]" in msg
         assert "fill_with_minus_one" in msg
         assert md.masked_fill(x, mask, 9.0).tolist() == [-1.0, 2.0, -1.0]
-        assert "fill_with_minus_one" in md.library.dump("aten::masked_fill_.Scalar")
+        assert "fill_with_minus_one" in md.library.dump_text("aten::masked_fill_.Scalar")
         h.remove()
         assert md.masked_fill(x, mask, 9.0).tolist() == [9.0, 2.0, 9.0]
 
@@ -316,7 +316,7 @@ def test_dump_lists_registrations_and_rungs():
         lib.impl("f", f_cpu, "CPU")
         lib.impl("f", f_cea, "CompositeExplicitAutograd")
         lib.impl("f", f_autograd, "Autograd")
-        text = md.library.dump(f"{ns}::f")
+        text = md.library.dump_text(f"{ns}::f")
         assert text.startswith(f"{ns}::f: {ns}::f(Tensor x) -> Tensor")
         table_part = text.split("computed table")[1]
         cpu_row = next(ln for ln in table_part.splitlines() if ln.split()[:1] == ["CPU"])
@@ -329,7 +329,7 @@ def test_dump_lists_registrations_and_rungs():
         regs = text.split("computed table")[0].splitlines()[2:]
         assert [(ln.split()[0], ln.split()[1].rsplit(".", 1)[-1]) for ln in regs] == [
             ("CPU", "f_cpu"), ("CompositeExplicitAutograd", "f_cea"), ("Autograd", "f_autograd")]
-        assert md.library.dump(getattr(md.ops, ns).f) == text
+        assert md.library.dump_text(getattr(md.ops, ns).f) == text
     finally:
         lib._destroy()
 
@@ -453,3 +453,37 @@ def test_override_warning_as_error_leaves_registry_unchanged():
         assert op(md.asarray([1.0], device="cpu")) == "builtin"
     finally:
         lib._destroy()
+
+
+def test_a_handle_keeps_its_library_alive_and_overrides_warn_before_any_tensor(capsys):
+    # issue 25 item 10: the README's one-liner registered nothing (the temporary Library was
+    # collected at once), and the override warning needed a CPU tensor made before impl
+    import subprocess
+    import sys
+
+    code = """
+import gc, warnings
+import mdtensor as md
+def fill(self, mask, value):
+    return self
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    handle = md.library.Library("aten", "IMPL").impl("masked_fill_.Scalar", fill, "CPU")
+gc.collect()
+assert any("Overriding a previously registered kernel" in str(x.message) for x in w), w
+x = md.zeros(3)
+assert x.masked_fill_(x == 0, 5.0).tolist() == [0.0, 0.0, 0.0]  # the override ran
+handle.remove()
+assert x.masked_fill_(x == 0, 5.0).tolist() == [5.0, 5.0, 5.0]
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_dump_prints_and_dump_text_returns(capsys):
+    md.library.dump("aten::masked_fill_.Scalar")
+    printed = capsys.readouterr().out
+    assert printed == md.library.dump_text("aten::masked_fill_.Scalar") + "\n"
+    assert "computed table" in printed
