@@ -2,7 +2,8 @@
 
 These are Python functions rather than catalogue ops (as ``torch.tensor`` is not an aten
 op): their input is arbitrary Python data.  Tensors passed in go through ops (``to``,
-``clone``), so autograd and modes see those.
+``clone``), so autograd and modes see those; a tensor made from data goes through
+``lift_fresh`` while a mode is active (Note [lift_fresh] in ops/creation.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,11 @@ import numpy as np
 
 from ._device import as_device
 from ._dtypes import as_dtype, float32, int64
+from ._keys import DispatchKey
 from ._tensor import Tensor
+from ._tls import dispatch_tls
+
+_PYTHON = DispatchKey.Python.value
 
 __all__ = ["asarray", "tensor"]
 
@@ -103,6 +108,10 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False) 
             obj = [_to_host(x) for x in obj]
         data = backend.asarray(obj, dtype=native, index=dev.index, copy=copy)
     t = dev.wrap(data)
+    if dispatch_tls.get()[0] & _PYTHON:  # a mode is on: Note [lift_fresh] in ops/creation.py
+        from mdtensor.ops import aten_calls
+
+        t = aten_calls.lift_fresh(t)
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
+from ._device import as_device
 from ._python_dispatch import mode_stack, push_mode
 from ._tensor import Tensor
 
@@ -154,6 +155,8 @@ def _to_fake(t: Tensor, device) -> FakeTensor:
     f._view = None
     f._ag = None
     f.fake_device = device
+    if t.requires_grad and t.is_leaf:  # a leaf's requires_grad is part of what it is
+        f.requires_grad_(True)
     return f
 
 
@@ -161,20 +164,26 @@ class FakeTensorMode(DispatchMode):
     """Run ops on fake tensors: shapes and dtypes only, through the meta kernels.
 
     ``mode.from_tensor(real)`` makes a fake twin; ops on fakes give fakes on the same fake
-    device.  Ops whose output shape depends on data (``nonzero``, boolean-mask indexing,
-    ``unique_*``) raise naming the op; mixing fake and real tensors raises.
+    device.  Factories (``md.ones``, ``md.asarray`` through ``lift_fresh``) inside the mode
+    make fakes, as in PyTorch.  Ops whose output shape depends on data (``nonzero``,
+    boolean-mask indexing, ``unique_*``) raise naming the op; mixing fake and real tensors
+    raises.
     """
 
     def from_tensor(self, t: Tensor) -> FakeTensor:
         if isinstance(t, FakeTensor):
             return t
-        if t.requires_grad:
-            f = _to_fake(t, t.device)
-            return f
         return _to_fake(t, t.device)
 
     def __md_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if "factory" in func.tags:  # md.ones(...) inside the mode is fake, as in PyTorch
+            device = as_device(kwargs.get("device"))
+            out = func(*args, **{**kwargs, "device": "meta"})
+            return tree_map(lambda v: _to_fake(v, device) if isinstance(v, Tensor) else v,
+                            out)
+        if func.name == "aten::lift_fresh":  # md.asarray(data): Note [lift_fresh]
+            return self.from_tensor(args[0])
         fakes, reals = [], []
         tree_map(lambda v: (fakes if isinstance(v, FakeTensor) else reals).append(v)
                  if isinstance(v, Tensor) else None, (args, kwargs))

@@ -278,6 +278,24 @@ defop("meshgrid(Tensor[] tensors, *, str indexing=\"xy\") -> Tensor[]", impl=_me
                                                         make_array((2,), d, rng)],))]))
 
 
+# Note [lift_fresh]
+# ~~~~~~~~~~~~~~~~~
+# ``md.asarray``/``md.tensor`` (and the random functions built on them) make a tensor from
+# data, which is no op: a dispatch mode would never see it, and FakeTensorMode would leave
+# it real.  As PyTorch's ``torch.tensor`` does, such a fresh tensor is passed through
+# ``lift_fresh`` (the identity) when a mode is active -- only then: the factory reads the
+# thread-local include set for the Python key -- so a mode sees it and may replace it
+# (FakeTensorMode returns a fake).
+
+
+def _lift_fresh(self):
+    return self
+
+
+defop("lift_fresh(Tensor self) -> Tensor", explicit=_lift_fresh, names=(),
+      meta=lambda x: (tuple(x.shape), x.dtype))
+
+
 def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
     """Array API ``from_dlpack``: a tensor from any object with ``__dlpack__``.
 

@@ -28,7 +28,8 @@ DERIVATIVES: dict = {}
 NONDIFFERENTIABLE = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
     "logical_not", "isfinite", "isinf", "isnan", "signbit", "argmax", "argmin", "argsort",
-    "count_nonzero", "nonzero", "argwhere", "searchsorted", "all", "any", "unique_values",
+    "count_nonzero", "nonzero", "argwhere", "lift_fresh", "searchsorted", "all", "any",
+    "unique_values",
     "unique_counts", "unique_inverse", "unique_all", "floor_divide", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
     "sign", "ceil", "floor", "trunc", "round", "detach", "zeros", "ones", "empty", "full",

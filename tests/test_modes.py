@@ -279,3 +279,24 @@ def test_modes_exited_out_of_order_leave_an_empty_stack():
         with b:
             md.exp(x)
     assert active_modes() == () and len(b.log) == len(a.log) == 1
+
+
+def test_factories_inside_fake_tensor_mode_make_fakes():
+    # issue 25 item 11: md.ones inside the mode was real ('mixing fake and real')
+    from mdtensor.modes import FakeTensor, FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        a = md.ones((4, 5))
+        x = md.asarray([[1.0, 2.0, 3.0, 4.0]])  # data: through lift_fresh
+        r = md.randn(3, 4)
+        assert all(isinstance(t, FakeTensor) for t in (a, x, r, md.arange(5),
+                                                          md.zeros_like(a)))
+        assert (x @ a).shape == (1, 5) and (r @ a).shape == (3, 5)
+        assert md.zeros((2,), device="meta").device.type == "meta"
+        f = mode.from_tensor(md.asarray([1.0, 2.0]))  # a real tensor made in the mode
+        assert isinstance(f, FakeTensor)
+        w = md.ones((5,), requires_grad=True)
+        assert isinstance(w, FakeTensor) and w.requires_grad
+        (a @ w).sum().backward()
+        assert isinstance(w.grad, FakeTensor) and w.grad.shape == (5,)
+    assert type(md.ones(2)) is md.Tensor
