@@ -176,5 +176,11 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return as_device("cpu").wrap(array)
 
 
+def _rebuild_meta(shape, dtype, requires_grad):
+    from mdtensor.ops import aten_calls
+
+    return aten_calls.empty(shape, dtype=dtype, device="meta", requires_grad=requires_grad)
+
+
 def _rebuild(array, device, requires_grad):
     return asarray(array, device=device, copy=True, requires_grad=requires_grad)

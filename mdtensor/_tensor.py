@@ -239,6 +239,8 @@ class Tensor:
         return mdtensor
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if self._device.type == "meta":
+            raise BufferError("__dlpack__: meta tensors have no data to export")
         kwargs = {}
         if stream is not None:
             kwargs["stream"] = stream
@@ -254,6 +256,9 @@ class Tensor:
         return self._data.__dlpack_device__()
 
     def __array__(self, dtype=None, copy=None):
+        if self._device.type == "meta":
+            raise TypeError("__array__: meta tensors have no data (only a shape and a "
+                            "dtype); make the tensor on a real device instead")
         if self._device.type != "cpu":
             raise TypeError(
                 f"__array__: can't convert a tensor on device {self._device} to a NumPy "
@@ -277,6 +282,9 @@ class Tensor:
                 "numpy(): can't call numpy() on a tensor that requires grad; use "
                 "tensor.detach().numpy() instead"
             )
+        if self._device.type == "meta":
+            raise TypeError("numpy(): meta tensors have no data (only a shape and a dtype); "
+                            "make the tensor on a real device instead")
         if self._device.type != "cpu":
             if not force:
                 raise TypeError(
@@ -332,8 +340,10 @@ class Tensor:
         return (self[i] for i in range(self._data.shape[0]))
 
     def __reduce_ex__(self, protocol):
-        from ._factories import _rebuild
+        from ._factories import _rebuild, _rebuild_meta
 
+        if self._device.type == "meta":  # shape and dtype only, as PyTorch pickles them
+            return _rebuild_meta, (self.shape, self.dtype.name, self.requires_grad)
         return _rebuild, (self._device.backend.to_numpy(self._data), str(self._device),
                           self.requires_grad)
 

@@ -184,6 +184,8 @@ class FakeTensorMode(DispatchMode):
                             out)
         if func.name == "aten::lift_fresh":  # md.asarray(data): Note [lift_fresh]
             return self.from_tensor(args[0])
+        if func.name == "aten::to_device_copy" and isinstance(args[0], FakeTensor):
+            return _to_fake(args[0], as_device(args[1]))  # a fake on the other device
         fakes, reals = [], []
         tree_map(lambda v: (fakes if isinstance(v, FakeTensor) else reals).append(v)
                  if isinstance(v, Tensor) else None, (args, kwargs))

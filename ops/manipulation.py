@@ -810,8 +810,24 @@ def _to_device_copy(x, device):
     return dst.wrap(data)
 
 
+def _to_device_copy_meta(x, device):
+    """The Meta kernel: a meta tensor has no data to copy anywhere but to meta (PyTorch's
+    error)."""
+    from mdtensor._device import as_device
+    from mdtensor._meta import MetaArray
+
+    dst = as_device(device)
+    if dst.type != "meta":
+        raise NotImplementedError(
+            f"to_device_copy: Cannot copy out of meta tensor; no data! (to {dst}) Make the "
+            f"tensor on {dst} instead, e.g. md.empty(x.shape, dtype=x.dtype, "
+            f"device='{dst}')")
+    return dst.wrap(MetaArray(tuple(x.shape), x._data.dtype))
+
+
 defop("to_device_copy(Tensor self, Device device) -> Tensor", explicit=_to_device_copy,
-      meta=lambda x, device: (tuple(x.shape), x.dtype), names=())
+      meta=lambda x, device: (tuple(x.shape), x.dtype), names=(),
+      kernels={"Meta": _to_device_copy_meta})
 
 
 def to(self, *args, device=None, dtype=None, copy=False, non_blocking=False):

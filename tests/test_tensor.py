@@ -275,3 +275,24 @@ def test_like_factories_keep_shape_dtype_and_device(name):
     x = md.asarray([1, 2, 3])
     y = getattr(md, name)(x, dtype=md.float32, requires_grad=True)
     assert y.dtype is md.float32 and y.requires_grad and y.shape == (3,)
+
+
+def test_meta_tensors_cannot_be_copied_out_but_pickle():
+    # issue 25 item 12: .to("cpu") stayed on meta; numpy() advised the circular .to('cpu')
+    import pickle
+
+    m = md.empty((3, 4), device="meta")
+    for call in (lambda: m.to("cpu"), m.cpu, lambda: md.asarray(m, device="cpu")):
+        with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+            call()
+    for call in (m.numpy, m.__array__):
+        with pytest.raises(TypeError, match="meta tensors have no data") as e:
+            call()
+        assert ".to('cpu')" not in str(e.value)
+    with pytest.raises(BufferError):
+        m.__dlpack__()
+    back = pickle.loads(pickle.dumps(m))
+    assert back.device.type == "meta" and back.shape == (3, 4) and back.dtype is md.float32
+    g = pickle.loads(pickle.dumps(md.ones(2, device="meta", requires_grad=True)))
+    assert g.requires_grad and g.is_meta
+    assert md.ones(2).to("meta").is_meta and m.to("meta").is_meta
