@@ -14,6 +14,18 @@ asks the subclasses among the arguments, in order; ``NotImplemented`` defers to 
 With neither, the call continues below the Python key.  ``func`` is the ``OpOverload``
 with its arguments normalized: positional parameters positional, keyword-only ones in
 ``kwargs``, defaults filled in.
+
+Note [Tensor subclasses]
+~~~~~~~~~~~~~~~~~~~~~~~~
+The public pieces, as PyTorch's: ``Tensor._make_wrapper_subclass(cls, inner)`` makes an
+instance of ``cls`` standing for the tensor ``inner`` (its shape, dtype, device, array and
+version counter, plus the Python key), ``md.modes.unwrap(t)`` gives ``inner`` back (a
+plain tensor of the same data for other subclass instances), and ``x.as_subclass(cls)``
+views ``x`` as ``cls`` (attached to the autograd graph).  A subclass's ``__md_dispatch__``
+runs with the Python key excluded, as a mode's handler runs with the mode popped: calling
+``func(*args)`` on the subclass instances themselves computes on their arrays and returns
+plain tensors, instead of reaching the handler again (a RecursionError before), so a
+handler unwraps with ``tree_map(unwrap, args)`` or not at all and rewraps what it wants.
 """
 
 from __future__ import annotations
@@ -81,10 +93,15 @@ def _python_fallback(op, ks, args, kwargs):
             return result
     if types:
         nargs, nkwargs = normalize(op, args, kwargs)
-        for cls in types:
-            result = cls.__md_dispatch__(op, types, nargs, nkwargs)
-            if result is not NotImplemented:
-                return result
+        inc, keep = dispatch_tls.get()
+        token = dispatch_tls.set((inc & ~PYTHON, keep & ~PYTHON))  # Note [Tensor subclasses]
+        try:
+            for cls in types:
+                result = cls.__md_dispatch__(op, types, nargs, nkwargs)
+                if result is not NotImplemented:
+                    return result
+        finally:
+            dispatch_tls.reset(token)
         raise TypeError(
             f"{op.name}: no __md_dispatch__ handler accepted the call; every subclass "
             f"({', '.join(c.__name__ for c in types)}) returned NotImplemented")

@@ -150,6 +150,39 @@ class Tensor:
             t.requires_grad_(True)
         return t
 
+    @staticmethod
+    def _make_wrapper_subclass(cls, inner: Tensor, *, requires_grad: bool = False) -> Tensor:
+        """An instance of ``cls`` standing for ``inner`` (PyTorch's
+        ``_make_wrapper_subclass``): ``inner``'s shape, dtype and device, its array and
+        version counter, and the Python key, so every op on it reaches
+        ``cls.__md_dispatch__``.  ``md.modes.unwrap(t)`` gives ``inner`` back (Note
+        [Tensor subclasses] in mdtensor/_python_dispatch.py)."""
+        if not isinstance(inner, Tensor):
+            raise TypeError(f"_make_wrapper_subclass: expected the inner Tensor, got "
+                            f"{type(inner).__name__}")
+        t = Tensor._make_subclass(cls, inner, requires_grad)
+        t.__dict__["__md_inner__"] = inner
+        return t
+
+    def as_subclass(self, cls) -> Tensor:
+        """This tensor as an instance of ``cls`` (PyTorch's ``as_subclass``): a view of it
+        sharing its data and version counter, and attached to the autograd graph (its
+        gradient flows to this tensor)."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"as_subclass: expected a Tensor subclass, got {cls!r}")
+        from ._keys import DispatchKey
+        from ._tls import ExcludeGuard
+        from .ops import aten_calls
+
+        with ExcludeGuard(DispatchKey.Python):  # the data itself, not a handler's answer
+            v = aten_calls.view(self, self.shape)  # an alias: a view with its own history
+        t = object.__new__(cls)
+        t._data, t._device, t._vc, t._view, t._ag = v._data, v._device, v._vc, v._view, v._ag
+        t._ks = v._ks
+        if cls is not Tensor and hasattr(cls, "__md_dispatch__"):
+            t._ks |= DispatchKey.Python.value
+        return t
+
     # -- metadata -------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:

@@ -31,6 +31,7 @@ __all__ = [
     "ProfilingMode",
     "active_modes",
     "tree_map",
+    "unwrap",
 ]
 
 
@@ -54,6 +55,19 @@ class DispatchMode:
 
     def __exit__(self, *exc):
         self.__dict__["_mode_guards"].pop().__exit__(*exc)
+
+
+def unwrap(t):
+    """The tensor a subclass instance stands for (Note [Tensor subclasses] in
+    mdtensor/_python_dispatch.py): a wrapper's inner tensor, another subclass instance as a
+    plain tensor of the same data; anything else as it is.  ``tree_map(unwrap, args)``
+    unwraps a handler's arguments."""
+    if not isinstance(t, Tensor) or type(t) is Tensor:
+        return t
+    inner = getattr(t, "__dict__", {}).get("__md_inner__")
+    if inner is not None:
+        return inner
+    return t.as_subclass(Tensor)
 
 
 def active_modes() -> tuple:

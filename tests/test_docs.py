@@ -38,7 +38,7 @@ def _blocks(page: Path):
 def _all_blocks():
     out = []
     for page in PAGES:
-        for lang in {lang for lang, _ in _blocks(page)}:
+        for lang in sorted({lang for lang, _ in _blocks(page)}):
             out.append(pytest.param(page, lang, id=f"{page.name}-{lang or 'text'}"))
     return out
 

@@ -95,16 +95,12 @@ def test_logging_and_profiling_modes():
 
 
 class Scaled(md.Tensor):
-    """A wrapper subclass: holds an inner tensor and a scale."""
-
-    def __init__(self, *a, **k):  # Tensor forbids direct construction; use wrap()
-        pass
+    """A wrapper subclass: stands for ``inner * scale`` (the public pieces: Note [Tensor
+    subclasses])."""
 
     @staticmethod
     def wrap(inner, scale):
-        t = object.__new__(Scaled)
-        t._data, t._device, t._vc, t._view, t._ag = inner._data, inner._device, None, None, None
-        t._ks = inner._ks | md.DispatchKey.Python.value
+        t = md.Tensor._make_wrapper_subclass(Scaled, inner)
         t.inner, t.scale = inner, scale
         return t
 
@@ -112,8 +108,8 @@ class Scaled(md.Tensor):
     def __md_dispatch__(cls, func, types, args=(), kwargs=None):
         if func.name not in ("aten::mul.Scalar", "aten::add.Tensor"):
             return NotImplemented
-        unwrapped = md.modes.tree_map(lambda v: v.inner * v.scale if isinstance(v, Scaled)
-                                      else v, args)
+        unwrapped = md.modes.tree_map(
+            lambda v: md.modes.unwrap(v) * v.scale if isinstance(v, Scaled) else v, args)
         return Scaled.wrap(func(*unwrapped, **kwargs), 1.0)
 
 
@@ -127,6 +123,25 @@ def test_tensor_subclass_dispatch_and_notimplemented():
     assert isinstance(out, Scaled) and out.inner.tolist() == [11.0, 21.0]
     with pytest.raises(TypeError, match="returned NotImplemented"):
         md.exp(s)
+
+
+def test_a_naive_subclass_handler_computes_instead_of_recursing():
+    # issue 25 item 13: func(*args) on the instances recursed to a RecursionError
+    class Naive(md.Tensor):
+        @classmethod
+        def __md_dispatch__(cls, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    x = md.asarray([1.0, 2.0], requires_grad=True)
+    n = x.as_subclass(Naive)
+    assert type(n) is Naive and n.requires_grad and n.grad_fn is not None
+    out = n * 2
+    assert type(out) is md.Tensor and out.tolist() == [2.0, 4.0]
+    out.sum().backward()  # as_subclass is attached to the graph (PyTorch's alias)
+    assert x.grad.tolist() == [2.0, 2.0]
+    assert type(md.modes.unwrap(n)) is md.Tensor and md.modes.unwrap(n).tolist() == [1, 2]
+    s = Scaled.wrap(md.asarray([3.0]), 2.0)
+    assert md.modes.unwrap(s) is s.inner and s.shape == (1,) and s.device == s.inner.device
 
 
 def test_mode_and_subclass_order():
