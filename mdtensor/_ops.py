@@ -1056,6 +1056,16 @@ def define(schema: str | FunctionSchema, *, tags=()) -> OpOverload:
     if isinstance(schema, str):
         schema = parse_schema(schema)
     full = schema.full_name
+    if isinstance(tags, str):  # one tag, as PyTorch takes one Tag
+        tags = (tags,)
+    try:
+        tags = frozenset(tags)
+    except TypeError:
+        raise TypeError(f"define {full}: tags must be a tag name or a sequence of them, got "
+                        f"{type(tags).__name__}") from None
+    if not all(isinstance(t, str) for t in tags):
+        raise TypeError(f"define {full}: tags must be strings, got "
+                        f"{sorted(type(t).__name__ for t in tags)}")
     if full in dispatcher.overloads:
         raise RuntimeError(f"operator {full} is already defined; use a new overload name")
     ns = getattr(ops, schema.namespace)
@@ -1064,11 +1074,15 @@ def define(schema: str | FunctionSchema, *, tags=()) -> OpOverload:
         packet = OpOverloadPacket(schema.namespace, schema.name)
         ns._add_packet(packet)
     op = OpOverload(schema, packet)
-    op.tags = frozenset(tags)
+    op.tags = tags
     dispatcher.overloads[full] = op
     packet._add_overload(op)
-    for hook in dispatcher.define_hooks:
-        hook(op)
+    try:
+        for hook in dispatcher.define_hooks:
+            hook(op)
+    except BaseException:
+        undefine(op)  # a failed define leaves nothing behind
+        raise
     return op
 
 

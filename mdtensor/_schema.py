@@ -444,13 +444,15 @@ class _Parser:
             self.pos += 1
             items = []
             if self.eat("]"):
-                return items
+                return ()
             while True:
                 items.append(self.default())
                 if self.eat(","):
                     continue
                 self.expect("]", "end of the list default")
-                return items
+                # a tuple: one default object serves every call, so it must not change
+                # (a kernel appending to a list default changed the schema's)
+                return tuple(items)
         for word, value in (("True", True), ("False", False), ("None", None),
                             ("-inf", -math.inf), ("inf", math.inf), ("nan", math.nan)):
             if t.startswith(word, self.pos) and not _IDENT.match(t, self.pos + len(word)) \
@@ -524,7 +526,7 @@ def _check_default(p: _Parser, t: SchemaType, d, pos: int) -> None:
     if t.base == "Tensor":
         raise p.error(f"a Tensor argument cannot default to {_format_default(d)}", pos)
     if t.is_list:
-        if isinstance(d, list):
+        if isinstance(d, tuple):
             return
         if isinstance(d, (int, float)) and not isinstance(d, bool) and t.list_size:
             return  # int[2] stride=1 broadcasts, as in PyTorch

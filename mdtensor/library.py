@@ -115,6 +115,8 @@ class Library:
     def __init__(self, ns: str, kind: str, dispatch_key: str = ""):
         if kind not in ("DEF", "IMPL", "FRAGMENT"):
             raise ValueError(f"Library: kind must be 'DEF', 'IMPL' or 'FRAGMENT', got {kind!r}")
+        if not isinstance(ns, str):
+            raise TypeError(f"Library: the namespace must be a str, got {type(ns).__name__}")
         if not ns.isidentifier():
             raise ValueError(f"Library: namespace {ns!r} is not a valid identifier")
         if kind == "DEF":
@@ -180,6 +182,11 @@ class Library:
         """
         self._check_alive()
         op = self._overload(op_name)
+        if op.schema.namespace != self.ns:  # as PyTorch: a library registers in its own
+            raise ValueError(
+                f"{self!r}.impl: {op.name} is in namespace {op.schema.namespace!r}, not "
+                f"{self.ns!r}; register it with md.library.Library("
+                f"{op.schema.namespace!r}, 'IMPL')")
         key = _key(dispatch_key or self.dispatch_key)
         existing = op._kernels.get(key, [])
         user_existing = [k for k in existing if k.user]

@@ -487,3 +487,35 @@ def test_dump_prints_and_dump_text_returns(capsys):
     printed = capsys.readouterr().out
     assert printed == md.library.dump_text("aten::masked_fill_.Scalar") + "\n"
     assert "computed table" in printed
+
+
+def test_registry_refuses_bad_definitions_and_foreign_namespaces():
+    # issue 25 item 14
+    lib = md.library.Library("regcheck", "DEF")
+    try:
+        with pytest.raises(TypeError, match="tags must be"):
+            lib.define("foo(Tensor x) -> Tensor", tags=5)
+        assert not hasattr(md.ops.regcheck, "foo")  # a failed define leaves nothing
+        lib.define("foo(Tensor x) -> Tensor")  # and the name is free
+        lib.define("bar(Tensor x) -> Tensor", tags="dynamic_output_shape")
+        assert md.ops.regcheck.bar.default.tags == {"dynamic_output_shape"}
+        with pytest.raises(ValueError, match="is in namespace 'aten', not 'regcheck'"):
+            lib.impl("aten::exp", lambda x: x, "CPU")
+        assert "regcheck" not in md.library.dump_text("aten::exp")
+        lib.define("baz(Tensor x, int[] s=[1, 2]) -> Tensor")
+        seen = []
+
+        class Appender(md.DispatchMode):  # a mode gets the defaults filled in
+            def __md_dispatch__(self, func, types, args=(), kwargs=None):
+                if func.name == "regcheck::baz":
+                    seen.append(args[1])
+                    return args[0]
+                return func(*args, **(kwargs or {}))
+
+        with Appender():
+            md.ops.regcheck.baz(md.ones(1))
+        assert seen == [(1, 2)] and isinstance(seen[0], tuple)  # not a shared mutable list
+    finally:
+        lib._destroy()
+    with pytest.raises(TypeError, match="namespace must be a str"):
+        md.library.Library(5, "DEF")
