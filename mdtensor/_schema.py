@@ -290,12 +290,25 @@ def _format_default(v) -> str:
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\.\d+|\d+)")
 
+# Note [Schema limits]
+# ~~~~~~~~~~~~~~~~~~~~
+# Every malformed schema is a SchemaParseError with a caret, never another exception: the
+# parser recurses into list defaults (a deep nesting was a RecursionError) and converts
+# number literals with int() (5,000 digits were Python's ValueError about its digit
+# limit).  So a schema is at most MAX_SCHEMA_LENGTH characters, a list default nests at most
+# MAX_DEFAULT_DEPTH deep, a number literal has at most MAX_NUMBER_LENGTH characters, and
+# anything else that escapes the parser is reported at the position it reached.
+MAX_SCHEMA_LENGTH = 10_000
+MAX_DEFAULT_DEPTH = 16
+MAX_NUMBER_LENGTH = 64
+
 
 class _Parser:
     def __init__(self, text: str, default_namespace: str):
         self.text = text
         self.pos = 0
         self.ns = default_namespace
+        self.depth = 0  # of list defaults (Note [Schema limits])
 
     def error(self, msg: str, pos: int | None = None) -> SchemaParseError:
         return SchemaParseError(msg, self.text, self.pos if pos is None else pos)
@@ -441,15 +454,19 @@ class _Parser:
         if t.startswith('"', self.pos) or t.startswith("'", self.pos):
             return self.string()
         if t.startswith("[", self.pos):
+            if self.depth >= MAX_DEFAULT_DEPTH:  # Note [Schema limits]
+                raise self.error(f"list default nested more than {MAX_DEFAULT_DEPTH} deep")
             self.pos += 1
             items = []
             if self.eat("]"):
                 return ()
+            self.depth += 1
             while True:
                 items.append(self.default())
                 if self.eat(","):
                     continue
                 self.expect("]", "end of the list default")
+                self.depth -= 1
                 # a tuple: one default object serves every call, so it must not change
                 # (a kernel appending to a list default changed the schema's)
                 return tuple(items)
@@ -461,6 +478,8 @@ class _Parser:
                 return value
         m = _NUMBER.match(t, self.pos)
         if m:
+            if m.end() - m.start() > MAX_NUMBER_LENGTH:  # Note [Schema limits]
+                raise self.error(f"number literal longer than {MAX_NUMBER_LENGTH} characters")
             self.pos = m.end()
             s = m.group()
             return float(s) if any(c in s for c in ".eE") else int(s)
@@ -544,7 +563,6 @@ def _check_default(p: _Parser, t: SchemaType, d, pos: int) -> None:
         raise p.error(f"default {_format_default(d)} does not fit type {t}", pos)
 
 
-@functools.lru_cache(maxsize=4096)
 def parse_schema(text: str, default_namespace: str = "aten") -> FunctionSchema:
     """Parse a schema string.
 
@@ -553,8 +571,28 @@ def parse_schema(text: str, default_namespace: str = "aten") -> FunctionSchema:
         default_namespace: namespace for a name without ``ns::``.
 
     Raises:
-        SchemaParseError: with the schema and a caret under the problem.
+        TypeError: ``text`` is not a str.
+        SchemaParseError: with the schema and a caret under the problem (Note [Schema
+            limits]).
     """
-    if not isinstance(text, str):
-        raise TypeError(f"parse_schema: expected a str, got {type(text).__name__}")
-    return _Parser(text, default_namespace).schema()
+    if not isinstance(text, str):  # before the cache, which would hash it
+        raise TypeError(f"parse_schema: expected a schema str, got {type(text).__name__}")
+    if not isinstance(default_namespace, str):
+        raise TypeError(f"parse_schema: expected a namespace str, got "
+                        f"{type(default_namespace).__name__}")
+    return _parse_cached(text, default_namespace)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str, default_namespace: str) -> FunctionSchema:
+    if len(text) > MAX_SCHEMA_LENGTH:
+        raise SchemaParseError(f"schema longer than {MAX_SCHEMA_LENGTH} characters",
+                               text[:80] + "...", 80)
+    parser = _Parser(text, default_namespace)
+    try:
+        return parser.schema()
+    except SchemaParseError:
+        raise
+    except (RecursionError, ValueError, OverflowError, MemoryError) as e:
+        raise SchemaParseError(f"malformed schema ({type(e).__name__}: {e})", text,
+                               min(parser.pos, len(text))) from None

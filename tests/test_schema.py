@@ -410,5 +410,24 @@ def test_failed_parse_changes_nothing_and_reports_position():
         parse_schema(text)
     assert info.value.pos == text.index("1.5")
     assert isinstance(info.value, ValueError)
-    with pytest.raises(TypeError, match="expected a str"):
+    with pytest.raises(TypeError, match="expected a schema str"):
         parse_schema(3)
+
+
+@pytest.mark.parametrize("text, where", [
+    ("f(int[] x=" + "[" * 3000 + "]" * 3000 + ") -> Tensor", "nested more than 16 deep"),
+    ("f(int x=" + "1" * 5000 + ") -> Tensor", "number literal longer than 64"),
+    ("f(" + "int a, " * 3000 + ") -> Tensor", "schema longer than 10000"),
+])
+def test_schema_limits_give_schema_parse_errors(text, where):
+    # issue 25 item 15: RecursionError, Python's digit-limit ValueError, ... (Note [Schema
+    # limits])
+    with pytest.raises(SchemaParseError, match=where) as e:
+        parse_schema(text)
+    assert "^" in str(e.value)
+
+
+def test_a_schema_that_is_not_a_str_is_a_type_error():
+    for bad in (["f() -> Tensor"], None, 5):
+        with pytest.raises(TypeError, match="expected a schema str"):
+            parse_schema(bad)
