@@ -51,8 +51,22 @@ class _Entry:
 _lock = threading.RLock()
 _by_device_type: dict[str, _Entry] = {}
 _by_name: dict[str, _Entry] = {}
+#: plug-ins skipped at discovery: entry-point name -> why (named in later errors)
+_skipped: dict[str, str] = {}
 _load_hooks: list[Callable[[Backend], None]] = []
 _discovered = False
+
+# Note [Discovery]
+# ~~~~~~~~~~~~~~~~
+# Discovery runs once, under the lock, and counts as done only when it finished: a
+# KeyboardInterrupt or SystemExit raised while a plug-in's metadata is imported undoes what
+# it had registered and leaves discovery to run again on the next use (it used to mark
+# itself done first, leaving the process with no backend at all, "unknown device type
+# 'cpu'").  Each plug-in is checked before it is added -- its name, device type (not empty,
+# not a taken one, not "meta") and backend key (a backend component no other backend has:
+# PrivateUse1 taken by the loopback is refused) -- and one that fails is skipped with a
+# RuntimeWarning naming its distribution, and remembered, so that ``device=`` of a skipped
+# plug-in says why instead of only "unknown device type".
 
 # Built-ins are known without metadata too, so a source checkout that was never installed
 # (no entry points) still finds them.
@@ -76,53 +90,79 @@ def _discover() -> None:
     with _lock:
         if _discovered:
             return
+        names, types, skipped = dict(_by_name), dict(_by_device_type), dict(_skipped)
+        try:
+            _discover_all()
+        except BaseException:  # Note [Discovery]: interrupted, it is not done
+            _by_name.clear()
+            _by_name.update(names)
+            _by_device_type.clear()
+            _by_device_type.update(types)
+            _skipped.clear()
+            _skipped.update(skipped)
+            raise
         _discovered = True
-        infos = {}
-        for ep in entry_points(group="mdtensor.backend_info"):
-            try:
-                info = ep.load()
-                if not isinstance(info, BackendInfo):
-                    raise TypeError(f"expected a BackendInfo, got {type(info).__name__}")
-                dist = _dist_name(ep)
-                if ep.name in infos and infos[ep.name][1] != dist:
-                    raise ValueError(f"backend name {ep.name!r} is already registered by "
-                                     f"{infos[ep.name][1]}")
-                infos[ep.name] = (info, dist)
-            except Exception as e:  # noqa: BLE001 - a broken plug-in must not break import
-                warnings.warn(
-                    f"mdtensor: skipping backend plug-in {ep.name!r} from {_dist_name(ep)}: "
-                    f"its backend_info failed to load ({type(e).__name__}: {e})",
-                    RuntimeWarning, stacklevel=3,
-                )
-        # A factory belongs to the backend_info of its own distribution (two distributions
-        # declaring the same name must not pair one's metadata with the other's factory).
-        factories = {(ep.name, _dist_name(ep)): ep
-                     for ep in entry_points(group="mdtensor.backends")}
-        for name, (module, info) in _BUILTIN.items():
-            if name not in infos:
-                infos[name] = (info, "mdtensor")
-            factories.setdefault((name, "mdtensor"), module + ":backend")
-        # Built-in backends first: a plug-in can never displace them (a clash is reported
-        # against the plug-in, whatever order entry points come in).
-        ordered = sorted(infos.items(), key=lambda kv: (kv[1][1] != "mdtensor", kv[0]))
-        for name, (info, dist) in ordered:
-            factory = factories.get((name, dist))
-            if factory is None:
-                warnings.warn(
-                    f"mdtensor: skipping backend plug-in {name!r} from {dist}: it declares "
-                    f"mdtensor.backend_info but no mdtensor.backends entry point",
-                    RuntimeWarning, stacklevel=3,
-                )
-                continue
-            try:
-                _add(_Entry(info, factory, dist))
-            except ValueError as e:
-                warnings.warn(f"mdtensor: skipping backend plug-in from {dist}: {e}",
-                              RuntimeWarning, stacklevel=3)
+
+
+def _skip(name: str, dist: str, why: str, device_type=None) -> None:
+    _skipped[name] = f"{why} (from {dist})"
+    if isinstance(device_type, str) and device_type not in _by_device_type:
+        _skipped[device_type] = _skipped[name]
+    warnings.warn(f"mdtensor: skipping backend plug-in {name!r} from {dist}: {why}",
+                  RuntimeWarning, stacklevel=4)
+
+
+def _discover_all() -> None:
+    """Read every plug-in's metadata and register what passes (Note [Discovery])."""
+    infos = {}
+    for ep in entry_points(group="mdtensor.backend_info"):
+        try:
+            info = ep.load()
+            if not isinstance(info, BackendInfo):
+                raise TypeError(f"expected a BackendInfo, got {type(info).__name__}")
+            dist = _dist_name(ep)
+            if ep.name in infos and infos[ep.name][1] != dist:
+                raise ValueError(f"backend name {ep.name!r} is already registered by "
+                                 f"{infos[ep.name][1]}")
+            infos[ep.name] = (info, dist)
+        except Exception as e:  # noqa: BLE001 - a broken plug-in must not break import
+            _skip(ep.name, _dist_name(ep),
+                  f"its backend_info failed to load ({type(e).__name__}: {e})")
+    # A factory belongs to the backend_info of its own distribution (two distributions
+    # declaring the same name must not pair one's metadata with the other's factory).
+    factories = {(ep.name, _dist_name(ep)): ep
+                 for ep in entry_points(group="mdtensor.backends")}
+    for name, (module, info) in _BUILTIN.items():
+        if name not in infos:
+            infos[name] = (info, "mdtensor")
+        factories.setdefault((name, "mdtensor"), module + ":backend")
+    # Built-in backends first: a plug-in can never displace them (a clash is reported
+    # against the plug-in, whatever order entry points come in).
+    ordered = sorted(infos.items(), key=lambda kv: (kv[1][1] != "mdtensor", kv[0]))
+    for name, (info, dist) in ordered:
+        factory = factories.get((name, dist))
+        if factory is None:
+            _skip(name, dist, "it declares mdtensor.backend_info but no mdtensor.backends "
+                              "entry point", info.device_type)
+            continue
+        try:
+            _add(_Entry(info, factory, dist))
+        except ValueError as e:
+            _skip(name, dist, str(e), info.device_type)
 
 
 def _add(entry: _Entry) -> None:
     info = entry.info
+    for field in ("name", "device_type", "key"):
+        value = getattr(info, field, None)
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"backend {info.name!r}: its {field} must be a non-empty str, "
+                             f"got {value!r}")
+    if not info.device_type.isidentifier():
+        raise ValueError(f"backend {info.name!r}: device type {info.device_type!r} is not a "
+                         f"valid identifier (device strings are 'type' or 'type:index')")
+    if info.device_type == "meta":
+        raise ValueError(f"backend {info.name!r}: device type 'meta' is mdtensor's own")
     if info.name in _by_name:
         other = _by_name[info.name]
         raise ValueError(
@@ -139,6 +179,11 @@ def _add(entry: _Entry) -> None:
             f"backend {info.name!r} names backend key {info.key!r}; expected one of "
             f"CPU, CUDA, JAX, PrivateUse1, PrivateUse2, PrivateUse3"
         )
+    for other in _by_name.values():
+        if other.info.key == info.key:
+            raise ValueError(
+                f"backend key {info.key!r} is already taken by backend {other.info.name!r} "
+                f"from {other.distribution}")
     _by_name[info.name] = entry
     _by_device_type[info.device_type] = entry
 
@@ -152,12 +197,15 @@ def _instantiate(entry: _Entry) -> Backend:
         factory = factory.load()
     backend = factory() if callable(factory) and not isinstance(factory, Backend) else factory
     _check_contract(backend)
-    if backend.key != entry.info.key or backend.device_type != entry.info.device_type:
+    info = entry.info
+    if (backend.key != info.key or backend.device_type != info.device_type
+            or backend.name != info.name):
         raise TypeError(
-            f"backend {entry.info.name!r}: its metadata says key={entry.info.key}, "
-            f"device_type={entry.info.device_type!r}, but the backend object says "
-            f"key={backend.key}, device_type={backend.device_type!r}"
+            f"backend {info.name!r}: its metadata says name={info.name!r}, key={info.key}, "
+            f"device_type={info.device_type!r}, but the backend object says "
+            f"name={backend.name!r}, key={backend.key}, device_type={backend.device_type!r}"
         )
+    backend.namespace()  # its first call here, so a failure names the plug-in
     return backend
 
 
@@ -188,6 +236,10 @@ def get(device_type: str) -> Backend:
     entry = _by_device_type.get(device_type)
     if entry is None:
         known = ", ".join(sorted(_by_device_type)) or "none"
+        why = _skipped.get(device_type)
+        if why is not None:  # Note [Discovery]
+            raise ValueError(f"device type {device_type!r}: its backend plug-in was "
+                             f"skipped: {why}")
         raise ValueError(
             f"unknown device type {device_type!r}; known device types: {known}, meta"
         )

@@ -59,7 +59,7 @@ def test_duplicate_name_plugin_is_skipped_with_warning(tmp_path):
     """)
     assert r.returncode == 0, r.stderr
     assert "cpu numpy" in r.stdout
-    assert "skipping backend plug-in from dup_backend" in r.stderr
+    assert "skipping backend plug-in 'dupdev' from dup_backend" in r.stderr
     assert "device type 'cpu' is already served by backend 'numpy'" in r.stderr
 
 

@@ -143,3 +143,118 @@ def test_loopback_plugin_is_discovered_through_its_entry_points():
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False", "True", "array_api_strict._array_object",
                                 "[1.0,", "3.0]"]
+
+
+def test_an_interrupted_discovery_is_not_done(tmp_path):
+    # issue 25 item 16: a KeyboardInterrupt importing a plug-in left no backend at all
+    make_dist(tmp_path, "intr_backend", """
+        import os
+        marker = os.path.join(os.path.dirname(__file__), "interrupted-once")
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            raise KeyboardInterrupt
+        from mdtensor.backends import BackendInfo
+        INFO = BackendInfo("intr", "intrdev", "PrivateUse3")
+    """, """
+        [mdtensor.backend_info]
+        intr = intr_backend:INFO
+        [mdtensor.backends]
+        intr = intr_backend:INFO
+    """)
+    r = run(tmp_path, """
+        import mdtensor.backends as backends
+        try:
+            backends.available()
+        except KeyboardInterrupt:
+            print("interrupted")
+        import mdtensor as md
+        print(md.asarray([1.0]).device, "intr" in {r["name"] for r in md.backends.available()})
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["interrupted", "cpu", "True"]
+
+
+def test_plugins_claiming_taken_keys_or_device_types_are_skipped(tmp_path):
+    make_dist(tmp_path, "greedy_backend", """
+        from mdtensor.backends import BackendInfo
+        CPU_KEY = BackendInfo("cpukey", "cpukeydev", "CPU")
+        META = BackendInfo("metadev", "meta", "PrivateUse2")
+        EMPTY = BackendInfo("emptydev", "", "PrivateUse3")
+        TAKEN_PU1 = BackendInfo("pu1", "pu1dev", "PrivateUse1")
+        BROKEN = BackendInfo("broken", "broken", "PrivateUse2")
+    """, """
+        [mdtensor.backend_info]
+        cpukey = greedy_backend:CPU_KEY
+        metadev = greedy_backend:META
+        emptydev = greedy_backend:EMPTY
+        pu1 = greedy_backend:TAKEN_PU1
+        broken = greedy_backend:NOT_THERE
+        [mdtensor.backends]
+        cpukey = greedy_backend:CPU_KEY
+        metadev = greedy_backend:META
+        emptydev = greedy_backend:EMPTY
+        pu1 = greedy_backend:TAKEN_PU1
+        broken = greedy_backend:BROKEN
+    """)
+    r = run(tmp_path, """
+        import importlib.util
+        import mdtensor as md
+        names = {row["name"] for row in md.backends.available()}
+        print(sorted(names & {"cpukey", "metadev", "emptydev", "pu1", "broken"}))
+        print(md.asarray([1.0]).device, md.empty(2, device="meta").device)
+        try:
+            md.asarray([1.0], device="broken")
+        except ValueError as e:
+            print("broken:", e)
+        print("loopback" in names, importlib.util.find_spec("mdtensor_loopback") is not None)
+    """)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    loopback = lines[-1] == "True True"
+    assert lines[0] == ("[]" if loopback else "['pu1']")
+    assert lines[1] == "cpu meta"
+    assert "backend key 'CPU' is already taken by backend 'numpy'" in r.stderr
+    assert "device type 'meta' is mdtensor's own" in r.stderr
+    assert "its device_type must be a non-empty str" in r.stderr
+    if loopback:
+        assert "backend key 'PrivateUse1' is already taken by backend 'loopback'" in r.stderr
+    assert lines[2].startswith("broken: device type 'broken': its backend plug-in was "
+                               "skipped: its backend_info failed to load (AttributeError")
+
+
+def test_a_backend_object_whose_name_or_namespace_disagrees_names_the_plugin(tmp_path):
+    make_dist(tmp_path, "liar_backend", """
+        from mdtensor.backends import Backend, BackendInfo
+        INFO = BackendInfo("liar", "liardev", "PrivateUse3")
+        INFO2 = BackendInfo("nsfail", "nsfaildev", "PrivateUse2")
+        class Liar(Backend):
+            name, device_type, key, array_type = "other", "liardev", "PrivateUse3", list
+            def namespace(self):
+                import numpy
+                return numpy
+        class NsFail(Backend):
+            name, device_type, key, array_type = "nsfail", "nsfaildev", "PrivateUse2", list
+            def namespace(self):
+                raise ImportError("the array library is broken")
+    """, """
+        [mdtensor.backend_info]
+        liar = liar_backend:INFO
+        nsfail = liar_backend:INFO2
+        [mdtensor.backends]
+        liar = liar_backend:Liar
+        nsfail = liar_backend:NsFail
+    """)
+    r = run(tmp_path, """
+        import mdtensor as md
+        for dev in ("liardev", "nsfaildev"):
+            try:
+                md.asarray([1.0], device=dev)
+            except RuntimeError as e:
+                print(e)
+    """)
+    assert r.returncode == 0, r.stderr
+    liar, nsfail = r.stdout.splitlines()
+    assert "backend 'liar'" in liar and "(from liar_backend)" in liar and \
+        "name='other'" in liar
+    assert "backend 'nsfail'" in nsfail and "(from liar_backend)" in nsfail and \
+        "the array library is broken" in nsfail
