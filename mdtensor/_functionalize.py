@@ -31,6 +31,7 @@ covers them all; a view that is not a selection would need its own inverse.
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from contextvars import ContextVar
 
@@ -47,9 +48,24 @@ _FZ = DispatchKey.Functionalize.value
 #: every functionality from Python up: a raw replay runs only the backend kernels
 _ABOVE_BACKEND = ~AFTER_PYTHON & ((1 << 64) - 1)
 
-#: number of functionalize() transforms running (any thread): while 0, ops on plain
-#: tensors of immutable backends skip the wrapper checks.
+# Note [Transforms in other threads]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Whether a ``functionalize()`` transform runs is per thread/context (``_transforms``, a
+# ContextVar): the layer's kernel wraps factory results and sees captured tensors only for
+# the context running the transform.  The gate of its table entries (Note [Gated kernels]
+# in mdtensor/_ops.py) is process-wide -- the tables are -- so it counts the transforms
+# running in any thread (``_live``, changed under ``_gate_lock``); while it is open, ops of
+# other threads reach the kernel too, find no transform in their own context and go on as
+# plain calls.  (Before, the kernel read the process-wide count itself, so a transform in
+# one thread made JAX tensors in another come out as FunctionalTensors.)
+
+#: number of functionalize() transforms running in any thread: the gate (while 0, ops on
+#: plain tensors of immutable backends skip the layer's kernel)
 _live = [0]
+_gate_lock = threading.Lock()
+
+#: number of functionalize() transforms running in this thread/context
+_transforms: ContextVar[int] = ContextVar("mdtensor_functionalize_depth", default=0)
 
 #: whether wrappers made now replace views by their _copy ops (the innermost transform's
 #: ``remove=``)
@@ -254,7 +270,7 @@ def _plain_fallback(op, ks, args, kwargs):
     below = ks & AFTER_FUNCTIONALIZE
     if not op.schema.is_mutable:
         return op.redispatch(below, *args, **kwargs)
-    if _live[0]:
+    if _transforms.get():  # Note [Transforms in other threads]
         target = kwargs.get("out") if op.schema.is_out else args[0]
         if isinstance(target, Tensor) and not target._ks & _FZ:
             # A tensor captured by a functionalize()d function (the key came from the
@@ -464,7 +480,7 @@ def _on_inner(op, args, kwargs):
 
 
 def _functionalize_fallback(op, ks, args, kwargs):
-    if _live[0]:
+    if _transforms.get():  # Note [Transforms in other threads]
         if next(_wrappers_in(args, kwargs), None) is not None:
             return _wrapper_fallback(op, args, kwargs)
         if not any(a.type.is_tensor_like for a in op.schema.arguments):
@@ -472,20 +488,30 @@ def _functionalize_fallback(op, ks, args, kwargs):
             # without the include, as BackendSelect calls the op again).
             with _without_transform_include():
                 r = op.redispatch(ks & AFTER_FUNCTIONALIZE, *args, **kwargs)
+            if isinstance(r, FunctionalTensor):
+                # on JAX, whose device key set has Functionalize, BackendSelect's call of
+                # the op came back here and wrapped it already (it was wrapped twice)
+                return r
             return _wrap_result(r, ())
     return _plain_fallback(op, ks, args, kwargs)
 
 
-def _enter() -> None:
-    _live[0] += 1
-    if _live[0] == 1:
-        flip_gates(_live)  # Note [Gated kernels] in mdtensor/_ops.py
+def _enter():
+    """Note [Transforms in other threads]: returns the token ``_exit`` restores."""
+    token = _transforms.set(_transforms.get() + 1)
+    with _gate_lock:
+        _live[0] += 1
+        if _live[0] == 1:
+            flip_gates(_live)  # Note [Gated kernels] in mdtensor/_ops.py
+    return token
 
 
-def _exit() -> None:
-    _live[0] -= 1
-    if _live[0] == 0:
-        flip_gates(_live)
+def _exit(token) -> None:
+    _transforms.reset(token)
+    with _gate_lock:
+        _live[0] -= 1
+        if _live[0] == 0:
+            flip_gates(_live)
 
 
 def _register_for(op) -> None:
@@ -552,7 +578,7 @@ def functionalize(f, *, remove: str = "mutations"):
                 return w
             return v
 
-        _enter()
+        depth = _enter()
         token = _remove_views.set(remove_views)
         try:
             with IncludeGuard(DispatchKey.Functionalize):
@@ -565,7 +591,7 @@ def functionalize(f, *, remove: str = "mutations"):
                     original.copy_(w._inner)
         finally:
             _remove_views.reset(token)
-            _exit()
+            _exit(depth)
         return result
 
     return functionalized

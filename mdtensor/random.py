@@ -62,8 +62,8 @@ def manual_seed(seed: int) -> None:
     """Seed the default generator of every device type (loaded or not yet)."""
     if not isinstance(seed, (int, np.integer)):
         raise TypeError(f"manual_seed: expected an int seed, got {type(seed).__name__}")
-    _seed_all[0] = int(seed)
-    with _lock:
+    with _lock:  # the seed and the generators change together (Note [Seeding threads])
+        _seed_all[0] = int(seed)
         for gen in _defaults.values():
             gen.manual_seed(seed)
 
@@ -77,12 +77,22 @@ def seed() -> int:
     return s
 
 
+# Note [Seeding threads]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# ``manual_seed`` seeds the default generators of every device type, also those made later:
+# a default generator made after the call is seeded on first use.  The seed and the
+# generators are read and changed under ``_lock``, so threads drawing while another seeds
+# never reseed a generator twice or see a half-changed state.
+
+
 def _gen(generator, device) -> Generator:
     if generator is not None:
         return generator
     gen = default_generator(device)
     if _seed_all[0] is not None and gen._seed != _seed_all[0]:
-        gen.manual_seed(_seed_all[0])
+        with _lock:  # Note [Seeding threads]
+            if _seed_all[0] is not None and gen._seed != _seed_all[0]:
+                gen.manual_seed(_seed_all[0])
     return gen
 
 

@@ -3,6 +3,8 @@ written back; results equal the unfunctionalized run (Note [Functionalize])."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 from _helpers import (
@@ -443,3 +445,39 @@ def test_gated_entries_flip_under_the_table_key_when_a_key_above_falls_through()
         assert seen == [active] and exp._table[ks] is below
     finally:
         lib._destroy()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX not installed")
+def test_a_transform_in_one_thread_leaves_other_threads_alone():
+    # issue 25 item 17: the process-wide count of running transforms made JAX tensors of
+    # other threads come out as FunctionalTensors (Note [Transforms in other threads])
+    import threading
+
+    done = threading.Event()
+    seen, calls = [], [0]
+
+    def other_thread():
+        while not done.is_set() or calls[0] < 50:
+            x = md.asarray([1.0, 2.0], device="jax")
+            y = x.clone()
+            y.add_(1)
+            for t in (x + 1, md.zeros(2, device="jax"), md.exp(x), y):
+                seen.append(type(t))
+            assert y.tolist() == [2.0, 3.0]
+            calls[0] += 1
+
+    def step(x):
+        y = x * 2
+        y.add_(1)
+        return md.zeros(2, device="jax") + y
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    try:
+        for _ in range(100):
+            out = functionalize(step)(md.asarray([1.0, 2.0], device="jax"))
+            assert type(out) is md.Tensor and out.tolist() == [3.0, 5.0]
+    finally:
+        done.set()
+        t.join()
+    assert set(seen) == {md.Tensor} and calls[0] >= 50

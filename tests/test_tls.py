@@ -97,3 +97,32 @@ def test_copied_context_sees_copier_state_and_keeps_its_changes():
 
     assert ctx.run(change)
     assert K.Batched not in _tls.included()
+
+
+def test_seeding_while_other_threads_draw():
+    # issue 25 item 17: module-level state on the call path changes under a lock (Note
+    # [Seeding threads] in mdtensor/random.py)
+    errors, stop = [], threading.Event()
+
+    def draw():
+        try:
+            while not stop.is_set():
+                assert md.randn(4).shape == (4,) and md.randint(0, 5, (3,)).shape == (3,)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=draw) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for k in range(200):
+            md.manual_seed(k)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors
+    md.manual_seed(7)
+    a = md.randn(5).tolist()
+    md.manual_seed(7)
+    assert md.randn(5).tolist() == a
