@@ -15,8 +15,8 @@ distribution and skipped; it never breaks ``import mdtensor`` or another backend
 from __future__ import annotations
 
 import importlib.util
-import threading
-import warnings
+import threading as _threading
+import warnings as _warnings
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
@@ -48,7 +48,7 @@ class _Entry:
         self.error: str | None = None
 
 
-_lock = threading.RLock()
+_lock = _threading.RLock()
 _by_device_type: dict[str, _Entry] = {}
 _by_name: dict[str, _Entry] = {}
 #: plug-ins skipped at discovery: entry-point name -> why (named in later errors)
@@ -108,7 +108,7 @@ def _skip(name: str, dist: str, why: str, device_type=None) -> None:
     _skipped[name] = f"{why} (from {dist})"
     if isinstance(device_type, str) and device_type not in _by_device_type:
         _skipped[device_type] = _skipped[name]
-    warnings.warn(f"mdtensor: skipping backend plug-in {name!r} from {dist}: {why}",
+    _warnings.warn(f"mdtensor: skipping backend plug-in {name!r} from {dist}: {why}",
                   RuntimeWarning, stacklevel=4)
 
 

@@ -143,7 +143,7 @@ def _kernel_for(decl, jax, jnp):
     """The jitted kernel of ``decl``'s first (functional) overload, or None."""
     import functools
 
-    from mdtensor.ops._decl import axis_check, device_mismatch, raise_named
+    from mdtensor.ops._decl import axis_check, device_mismatch, raise_from_backend
 
     from mdtensor._keys import DispatchKey
     from mdtensor._tensor import Tensor, new_counter
@@ -176,18 +176,26 @@ def _kernel_for(decl, jax, jnp):
                 try:
                     return a._device.wrap(with_args(a._data, _hashable(rest),
                                                     _hashable_kw(kwargs)))
-                except Exception:  # Note [Axis errors] in ops/_decl.py
+                except Exception as e:  # Note [Axis errors] in ops/_decl.py
                     if check is not None:
                         check(a._data.ndim, rest, kwargs)
-                    raise
-            return a._device.wrap(traced(a._data))
+                    if not isinstance(e, (ValueError, TypeError)):
+                        raise
+                    raise_from_backend(name, e, (a._data, *rest), kwargs)
+            try:
+                return a._device.wrap(traced(a._data))
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                raise_from_backend(name, e, (a._data,))
     elif tensors == (0,) and len(args) == 1:
         def kernel(a):  # no **kwargs: an empty dict per call shows (Note [JAX kernels])
             # d.wrap(...) inlined: a jitted call always returns a JAX array, and a frame
             # run just after JAX's dispatch costs ~0.3 us (Note [JAX kernels])
             d = a._device
             t = new(Tensor)
-            t._data = traced(a._data)
+            try:
+                t._data = traced(a._data)
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                raise_from_backend(name, e, (a._data,))
             t._ks = d.ks
             t._device = d
             t._view = t._ag = None
@@ -197,7 +205,10 @@ def _kernel_for(decl, jax, jnp):
         def kernel(a, **kwargs):
             if kwargs:
                 return generic(a, **kwargs)
-            return a._device.wrap(traced(a._data))
+            try:
+                return a._device.wrap(traced(a._data))
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                raise_from_backend(name, e, (a._data,))
     elif tensors == (0, 1) and len(args) == 2:
         def kernel(a, b):
             d = a._device
@@ -205,8 +216,8 @@ def _kernel_for(decl, jax, jnp):
                 raise device_mismatch(name, d, b._device)
             try:
                 data = traced(a._data, b._data)
-            except (ValueError, TypeError) as e:  # Note [Broadcasting errors] in ops/_decl.py
-                raise_named(name, e, a, b)
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend] in _decl.py
+                raise_from_backend(name, e, (a._data, b._data))
             t = new(Tensor)  # d.wrap(data), inlined as in the one-argument kernel
             t._data = data
             t._ks = d.ks
@@ -223,8 +234,8 @@ def _kernel_for(decl, jax, jnp):
                 raise device_mismatch(name, d, b._device)
             try:
                 return d.wrap(traced(a._data, b._data))
-            except (ValueError, TypeError) as e:  # Note [Broadcasting errors] in ops/_decl.py
-                raise_named(name, e, a, b)
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend] in _decl.py
+                raise_from_backend(name, e, (a._data, b._data))
     else:
         return None
     kernel.__qualname__ = kernel.__name__ = f"jax_jit[{name}]"

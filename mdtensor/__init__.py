@@ -4,9 +4,10 @@
 ``md.linalg``, ``md.fft``, ...) with torch-style tensors: autograd, in-place ``_`` methods,
 ``out=``, views and devices.  Every op is declared once in the catalogue (``mdtensor.ops``)
 and dispatched by key set through the functionality layers (docs/ARCHITECTURE.md).
-"""
 
-from __future__ import annotations
+``__all__`` is the public namespace: the catalogue's namespace functions (bound by
+``ops._methods.install``, listed from the catalogue at import) plus the names bound below.
+"""
 
 __version__ = "0.1.0"
 __array_api_version__ = "2025.12"
@@ -80,3 +81,16 @@ from .modes import DispatchMode  # noqa: E402,F401
 from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
 
 globals().update(_namespace._late_bindings())  # noqa: E402  (from_dlpack, broadcast_shapes)
+
+__all__ = sorted(
+    {name for decl in ops.CATALOGUE.values() for name in decl.names
+     if decl.overloads and decl.overloads[0].overloadpacket._namespace == "aten"}
+    | set(_namespace.__all__) | set(_namespace._late_bindings())
+    | {"DType", "Device", "DispatchKey", "DispatchKeySet", "DispatchMode", "Generator",
+       "Tensor", "asarray", "from_numpy", "tensor", "set_default_device", "bool", "complex64",
+       "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+       "uint8", "uint16", "uint32", "uint64", "float", "double", "half", "long", "int",
+       "short", "cfloat", "cdouble", "enable_grad", "inference_mode", "is_grad_enabled",
+       "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "manual_seed", "rand",
+       "randint", "randn", "autograd", "backends", "fft", "func", "library", "linalg",
+       "modes", "ops", "random", "testing"})

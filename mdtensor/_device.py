@@ -103,13 +103,15 @@ class Device:
     def __reduce__(self):
         return Device, (str(self),)
 
+    # As PyTorch shows them: 'cpu' and 'meta' without an index, the other device types with
+    # theirs ('jax:0', 'cuda:1'), so ``device="jax:0"`` shows what was asked for.
     def __repr__(self) -> str:
-        if self.index == 0 and self.backend.device_count() == 1:
+        if self.type in ("cpu", "meta"):
             return f"device(type='{self.type}')"
         return f"device(type='{self.type}', index={self.index})"
 
     def __str__(self) -> str:
-        if self.index == 0 and self.backend.device_count() == 1:
+        if self.type in ("cpu", "meta"):
             return self.type
         return f"{self.type}:{self.index}"
 

@@ -99,15 +99,29 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False) 
             obj, np.ndarray) and not isinstance(obj, np.generic):
         dtype = _py_default_dtype(obj)
         if dtype is None and isinstance(obj, (list, tuple)):
-            dtype = _infer_from_sequence(obj)
+            try:
+                dtype = _infer_from_sequence(obj)
+            except ValueError as e:  # ragged
+                raise _conversion_error(obj, e) from None
     native = backend.native_dtype(dtype) if dtype is not None else None
-    if copy is False:
-        data = backend.asarray(obj, dtype=native, index=dev.index, copy=False)
-    else:
-        if isinstance(obj, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(obj)):
-            obj = [_to_host(x) for x in obj]
-        data = backend.asarray(obj, dtype=native, index=dev.index, copy=copy)
-    t = dev.wrap(data)
+    if isinstance(obj, (str, bytes)) or obj is None:
+        raise TypeError(f"asarray: can't convert a {type(obj).__name__} to a tensor; "
+                        f"expected numbers, (nested) sequences of numbers, or arrays")
+    try:
+        if copy is False:
+            data = backend.asarray(obj, dtype=native, index=dev.index, copy=False)
+        else:
+            if isinstance(obj, (list, tuple)) and any(isinstance(x, Tensor)
+                                                      for x in _flat(obj)):
+                obj = [_to_host(x) for x in obj]
+            data = backend.asarray(obj, dtype=native, index=dev.index, copy=copy)
+    except (ValueError, TypeError) as e:
+        raise _conversion_error(obj, e) from None
+    try:
+        t = dev.wrap(data)
+        t.dtype  # noqa: B018 - a dtype mdtensor has no match for (object, str, ...) raises
+    except TypeError as e:
+        raise _conversion_error(obj, e) from None
     if dispatch_tls.get()[0] & _PYTHON:  # a mode is on: Note [lift_fresh] in ops/creation.py
         from mdtensor.ops import aten_calls
 
@@ -146,6 +160,25 @@ def _foreign(obj, backend) -> bool:
     except (RuntimeError, ValueError):  # not installed here: the target backend decides
         return False
     return True
+
+
+def _conversion_error(obj, e: Exception) -> Exception:
+    """asarray's own error for data the backend refused (Note [Errors from the backend] in
+    ops/_decl.py): a ragged sequence, elements that are not numbers."""
+    if isinstance(obj, (list, tuple)):
+        try:
+            shape = np.asarray(obj, dtype=object).shape
+        except ValueError:
+            shape = None
+        lengths = {len(x) if isinstance(x, (list, tuple)) else None for x in obj}
+        if len(lengths) > 1 or shape is None or "inhomogeneous" in str(e):
+            return ValueError("asarray: the nested sequence is ragged (its rows have "
+                              "different lengths); expected a rectangular sequence")
+    if isinstance(e, ValueError) and "copy" in str(e).lower():
+        return ValueError(f"asarray: {e}")
+    return TypeError(f"asarray: can't convert a {type(obj).__name__} to a tensor (its "
+                     f"elements are not numbers); expected numbers, (nested) sequences of "
+                     f"numbers, or arrays")
 
 
 def _flat(seq):

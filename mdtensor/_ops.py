@@ -722,7 +722,13 @@ def _short_name(op: OpOverload) -> str:
     return op.schema.name + ("." + ov if ov else "")
 
 
-def _missing_error(op: OpOverload, ks: int, key: DispatchKey | None) -> NotImplementedError:
+def _missing_error(op: OpOverload, ks: int, key: DispatchKey | None) -> Exception:
+    tensor_args = [a for a in op.schema.arguments if a.type.is_tensor_like]
+    if (key is None and not ks & BACKEND_MASK and tensor_args
+            and all(a.type.is_tensor_list for a in tensor_args)):
+        # every Tensor argument is a list, and none held a tensor: md.cat([]), as PyTorch
+        names = ", ".join(f"'{a.name}'" for a in tensor_args)
+        return ValueError(f"{op.name}: expected a non-empty list of Tensors for {names}")
     have = sorted({k.name for k in op._kernels})
     fallbacks = sorted({(k.functionality or k.name).replace("AutogradFunctionality", "Autograd")
                         for k, stack in dispatcher.fallbacks.items()

@@ -78,6 +78,22 @@ def _subclass_types(args, kwargs):
     return tuple(seen)
 
 
+def _checked(op, result, who):
+    """A handler's result, checked against the op's schema: a Tensor where it returns one
+    Tensor, a tuple or list where it returns several (a mode returning None for an op
+    whose input required grad failed later in autograd, naming nothing)."""
+    returns = op.schema.returns
+    if len(returns) == 1 and returns[0].type.is_tensor and not returns[0].type.is_tensor_list:
+        if not isinstance(result, Tensor):
+            raise TypeError(f"{op.name}: {who} returned {type(result).__name__}; expected a "
+                            f"Tensor (the schema returns {returns[0].type})")
+    elif len(returns) > 1 or (returns and returns[0].type.is_tensor_list):
+        if not isinstance(result, (tuple, list)):
+            raise TypeError(f"{op.name}: {who} returned {type(result).__name__}; expected a "
+                            f"tuple or list of {len(returns)} result(s)")
+    return result
+
+
 def _python_fallback(op, ks, args, kwargs):
     stack = mode_stack.get()
     types = _subclass_types(args, kwargs)
@@ -90,7 +106,7 @@ def _python_fallback(op, ks, args, kwargs):
         finally:
             mode_stack.reset(token)
         if result is not NotImplemented:
-            return result
+            return _checked(op, result, f"the dispatch mode {type(mode).__name__}")
     if types:
         nargs, nkwargs = normalize(op, args, kwargs)
         inc, keep = dispatch_tls.get()
@@ -99,7 +115,7 @@ def _python_fallback(op, ks, args, kwargs):
             for cls in types:
                 result = cls.__md_dispatch__(op, types, nargs, nkwargs)
                 if result is not NotImplemented:
-                    return result
+                    return _checked(op, result, f"{cls.__name__}.__md_dispatch__")
         finally:
             dispatch_tls.reset(token)
         raise TypeError(

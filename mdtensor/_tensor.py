@@ -380,6 +380,47 @@ class Tensor:
         return _rebuild, (self._device.backend.to_numpy(self._data), str(self._device),
                           self.requires_grad)
 
+    def __deepcopy__(self, memo):
+        """PyTorch's deepcopy: graph leaves only (a non-leaf raises); a leaf keeps
+        ``requires_grad`` and a copy of its ``.grad``; a view is copied as a view of its
+        base's copy, so copies made together keep sharing memory; a subclass instance keeps
+        its class and a copy of its attributes."""
+        import copy
+
+        hit = memo.get(id(self))
+        if hit is not None:
+            return hit
+        if not self.is_leaf:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment. If you want to copy a computed tensor, use "
+                "x.detach().clone()")
+        view = self._view
+        if view is not None:
+            from .autograd import no_grad
+
+            base = copy.deepcopy(view.base, memo)
+            with no_grad():
+                new = view.replay(base)
+        elif self._device.type == "meta":
+            from ._meta import MetaArray
+
+            new = self._device.wrap(MetaArray(self.shape, self._data.dtype))
+        else:
+            new = self._device.wrap(self._device.backend.asarray(
+                self._data, index=self._device.index, copy=True))
+        if type(self) is not Tensor:
+            new = Tensor._make_subclass(type(self), new)
+            for k, v in getattr(self, "__dict__", {}).items():
+                new.__dict__[k] = copy.deepcopy(v, memo)
+        memo[id(self)] = new
+        if self.requires_grad:
+            new.requires_grad_(True)
+        grad = self._ag.grad if self._ag is not None else None
+        if grad is not None:
+            new.grad = copy.deepcopy(grad, memo)
+        return new
+
     def __repr__(self) -> str:
         from ._format import tensor_repr
 
@@ -388,8 +429,14 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        if spec and self.numel() == 1:
+        """As PyTorch's: a 0-d tensor formats as its value (``f"{x:.2f}"``); a format
+        spec for a tensor with dimensions is a TypeError (it was ignored)."""
+        if self.ndim == 0 and self._device.type != "meta":
             return format(self.item(), spec)
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} passed to Tensor.__format__ "
+                            f"(a tensor of shape {self.shape}; format x.item() or the "
+                            f"elements of x.tolist())")
         return repr(self)
 
     # -- autograd (the engine lives in mdtensor.autograd) --------------------------------

@@ -20,12 +20,12 @@ PyTorch); registering the same (op, key) twice from user code is an error.
 
 from __future__ import annotations
 
-import inspect
-import sys
-import types
-import typing
-import warnings
-import weakref
+import inspect as _inspect
+import sys as _sys
+import types as _types
+import typing as _typing
+import warnings as _warnings
+import weakref as _weakref
 from collections.abc import Callable, Sequence
 
 from . import _ops
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 _DEVICE_TO_KEY = {"cpu": "CPU", "cuda": "CUDA", "jax": "JAX", "meta": "Meta"}
-_def_namespaces: dict[str, weakref.ref[Library]] = {}
+_def_namespaces: dict[str, _weakref.ref[Library]] = {}
 
 
 class RegistrationHandle:
@@ -95,7 +95,7 @@ def _key(key) -> DispatchKey:
 def _caller_location() -> str:
     # The first frame outside this module: the user's call site.  (A fixed depth broke
     # at the top level of a script, where the stack is shallower.)
-    frame = sys._getframe(1)
+    frame = _sys._getframe(1)
     while frame.f_back is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
@@ -128,13 +128,13 @@ class Library:
                 raise ValueError(
                     f"Library: namespace {ns!r} already has a DEF library; use "
                     f"'FRAGMENT' to add to it")
-            _def_namespaces[ns] = weakref.ref(self)
+            _def_namespaces[ns] = _weakref.ref(self)
         self.ns = ns
         self.kind = kind
         self.dispatch_key = dispatch_key
         self._handles: list[RegistrationHandle] = []
         self._destroyed = False
-        self._where = _caller_location() if sys._getframe(1) else "?"
+        self._where = _caller_location() if _sys._getframe(1) else "?"
 
     def __repr__(self) -> str:
         return f"Library(ns={self.ns!r}, kind={self.kind!r})"
@@ -211,7 +211,7 @@ class Library:
             if (old is not None and not old.user and id(old) in own and new is kernel
                     and old is not kernel):
                 try:
-                    warnings.warn(
+                    _warnings.warn(
                         f"Overriding a previously registered kernel for the same operator "
                         f"and the same dispatch key\n  operator: {op.name}\n  dispatch key: "
                         f"{rk.display_name()}\n  previous kernel: {old.name} (from "
@@ -290,6 +290,9 @@ def define(qualname: str, schema: str, *, lib=None, tags=()) -> str:
 
     The definition lives as long as ``lib`` (default: a library kept for the process).
     """
+    if not isinstance(qualname, str) or not isinstance(schema, str):
+        raise TypeError(f"define: expected a 'namespace::name' str and a schema str, got "
+                        f"{type(qualname).__name__} and {type(schema).__name__}")
     ns, sep, name = qualname.partition("::")
     if not sep:
         raise ValueError(f"define: expected 'namespace::name', got {qualname!r}")
@@ -328,9 +331,9 @@ def _hint_to_type(hint, name: str, where: str) -> str:
     from ._dtypes import DType
     from ._tensor import Tensor
 
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType) and type(None) in args:  # X | None too
+    origin = _typing.get_origin(hint)
+    args = _typing.get_args(hint)
+    if origin in (_typing.Union, _types.UnionType) and type(None) in args:  # X | None too
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:
             return _hint_to_type(inner[0], name, where) + "?"
@@ -346,7 +349,7 @@ def _hint_to_type(hint, name: str, where: str) -> str:
         return "str"
     if hint is DType:
         return "ScalarType"
-    if origin in (list, tuple, Sequence, typing.Sequence):
+    if origin in (list, tuple, Sequence, _typing.Sequence):
         elem = args[0] if args else None
         if elem is Tensor:
             return "Tensor[]"
@@ -364,8 +367,8 @@ def _hint_to_type(hint, name: str, where: str) -> str:
 def infer_schema(fn: Callable, name: str, mutates_args) -> str:
     """The schema string of ``fn`` from its type hints (``mutates_args`` get ``(a!)``)."""
     where = f"custom_op {name}"
-    sig = inspect.signature(fn)
-    hints = typing.get_type_hints(fn)
+    sig = _inspect.signature(fn)
+    hints = _typing.get_type_hints(fn)
     mutated = set(mutates_args)
     unknown = mutated - set(sig.parameters)
     if unknown:
@@ -396,9 +399,9 @@ def infer_schema(fn: Callable, name: str, mutates_args) -> str:
     ret = hints.get("return", type(None))
     if ret is type(None):
         rets = "()"
-    elif typing.get_origin(ret) is tuple:
+    elif _typing.get_origin(ret) is tuple:
         rets = "(" + ", ".join(_hint_to_type(a, "return", where)
-                               for a in typing.get_args(ret)) + ")"
+                               for a in _typing.get_args(ret)) + ")"
     else:
         rets = _hint_to_type(ret, "return", where)
     short = name.split("::", 1)[1]
@@ -563,7 +566,7 @@ def dump(op, *, file=None) -> None:
     rung (``dump_text`` returns the same text).
 
     ``op`` is a name (``"aten::masked_fill_.Scalar"``; a packet name dumps every
-    overload), an OpOverload or a packet; ``file`` defaults to ``sys.stdout``.
+    overload), an OpOverload or a packet; ``file`` defaults to ``_sys.stdout``.
     """
     print(dump_text(op), file=file)
 

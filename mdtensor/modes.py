@@ -16,7 +16,7 @@ A mode sees every op that executes (Note [Python key] in ``_python_dispatch.py``
 
 from __future__ import annotations
 
-import time
+import time as _time
 from collections import defaultdict
 
 from ._device import as_device
@@ -113,16 +113,16 @@ class LoggingMode(DispatchMode):
 
 
 class ProfilingMode(DispatchMode):
-    """Counts ops and times them; ``report()`` is a table sorted by total time."""
+    """Counts ops and times them; ``report()`` is a table sorted by total _time."""
 
     def __init__(self):
         self.counts: dict[str, int] = defaultdict(int)
         self.seconds: dict[str, float] = defaultdict(float)
 
     def __md_dispatch__(self, func, types, args=(), kwargs=None):
-        t0 = time.perf_counter()
+        t0 = _time.perf_counter()
         out = func(*args, **(kwargs or {}))
-        self.seconds[func.name] += time.perf_counter() - t0
+        self.seconds[func.name] += _time.perf_counter() - t0
         self.counts[func.name] += 1
         return out
 

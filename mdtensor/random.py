@@ -7,16 +7,16 @@ numbers for the same seed.
 
 from __future__ import annotations
 
-import threading
+import threading as _threading
 
-import numpy as np
+import numpy as _np
 
 from ._device import as_device
 from ._dtypes import as_dtype, float32, int64
 
 __all__ = ["Generator", "default_generator", "manual_seed", "rand", "randint", "randn", "seed"]
 
-_lock = threading.Lock()
+_lock = _threading.Lock()
 _defaults: dict[str, Generator] = {}
 
 
@@ -25,14 +25,14 @@ class Generator:
 
     def __init__(self, device="cpu"):
         self.device = as_device(device)
-        self._rng = np.random.Generator(np.random.PCG64())
+        self._rng = _np.random.Generator(_np.random.PCG64())
         self._seed = None
 
     def manual_seed(self, seed: int) -> Generator:
-        if not isinstance(seed, (int, np.integer)):
+        if not isinstance(seed, (int, _np.integer)):
             raise TypeError(f"manual_seed: expected an int seed, got {type(seed).__name__}")
         self._seed = int(seed)
-        self._rng = np.random.Generator(np.random.PCG64(int(seed) & ((1 << 64) - 1)))
+        self._rng = _np.random.Generator(_np.random.PCG64(int(seed) & ((1 << 64) - 1)))
         return self
 
     def initial_seed(self):
@@ -60,7 +60,7 @@ def default_generator(device=None) -> Generator:
 
 def manual_seed(seed: int) -> None:
     """Seed the default generator of every device type (loaded or not yet)."""
-    if not isinstance(seed, (int, np.integer)):
+    if not isinstance(seed, (int, _np.integer)):
         raise TypeError(f"manual_seed: expected an int seed, got {type(seed).__name__}")
     with _lock:  # the seed and the generators change together (Note [Seeding threads])
         _seed_all[0] = int(seed)
@@ -72,7 +72,7 @@ _seed_all = [None]
 
 
 def seed() -> int:
-    s = int(np.random.SeedSequence().entropy % (1 << 63))
+    s = int(_np.random.SeedSequence().entropy % (1 << 63))
     manual_seed(s)
     return s
 
@@ -101,12 +101,12 @@ def _shape(name, size, dtype):
     sizes] in ops/_factory.py)."""
     from mdtensor.ops._factory import check_size
 
-    if isinstance(size, (int, np.integer)):
+    if isinstance(size, (int, _np.integer)):
         size = (size,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
     for s in size:
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+        if isinstance(s, bool) or not isinstance(s, (int, _np.integer)):
             raise TypeError(f"{name}: size must be a tuple of ints, got {size!r}")
         if s < 0:
             raise ValueError(f"{name}: negative dimension {s} in size {tuple(size)}")
@@ -148,7 +148,7 @@ def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None)
     if high is None:
         low, high = 0, low
     for name, v in (("low", low), ("high", high)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if isinstance(v, bool) or not isinstance(v, (int, _np.integer)):
             raise TypeError(f"randint: {name} must be an int, got {type(v).__name__}")
     if high <= low:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")

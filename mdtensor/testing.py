@@ -15,7 +15,7 @@ formulas carry the output gradient into the function's backward (for the imagina
 
 from __future__ import annotations
 
-import numpy as np
+import numpy as _numpy
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
 
@@ -48,9 +48,9 @@ def _numerical(fn, inputs, i, eps):
     import mdtensor as md
 
     x = inputs[i]
-    base = _np(x).astype(np.float64).copy()
+    base = _np(x).astype(_numpy.float64).copy()
     outs0 = [_np(o) for o in _outputs(fn, inputs)]
-    jac = [np.zeros((base.size, o.size)) for o in outs0]
+    jac = [_numpy.zeros((base.size, o.size)) for o in outs0]
     for k in range(base.size):
         vals = []
         for sign in (1, -1):
@@ -61,7 +61,7 @@ def _numerical(fn, inputs, i, eps):
             # (gradgradcheck); outputs are read detached.
             xs[i] = md.asarray(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
                                requires_grad=x.requires_grad)
-            vals.append([_np(o).astype(np.float64).reshape(-1)
+            vals.append([_np(o).astype(_numpy.float64).reshape(-1)
                          for o in _outputs(fn, xs)])
         for j in range(len(outs0)):
             jac[j][k] = (vals[0][j] - vals[1][j]) / (2 * eps)
@@ -72,12 +72,12 @@ def _analytical(fn, inputs):
     import mdtensor as md
 
     outs = _outputs(fn, inputs)
-    jacs = [[np.zeros((x.numel(), o.numel())) for o in outs] for x in inputs]
+    jacs = [[_numpy.zeros((x.numel(), o.numel())) for o in outs] for x in inputs]
     for j, o in enumerate(outs):
         if not o.requires_grad:
             continue
         for m in range(o.numel()):
-            seed = np.zeros(o.numel())
+            seed = _numpy.zeros(o.numel())
             seed[m] = 1.0
             g = md.asarray(seed.reshape(o.shape), dtype=o.dtype, device=o.device)
             grads = md.autograd.grad([o], list(inputs), [g], retain_graph=True,
@@ -88,7 +88,7 @@ def _analytical(fn, inputs):
                         raise GradcheckError(
                             f"gradcheck: the gradient of input {i} ({inputs[i].dtype.name}) "
                             f"is {gi.dtype.name}; a real input's gradient must be real")
-                    jacs[i][j][:, m] = _np(gi).astype(np.float64).reshape(-1)
+                    jacs[i][j][:, m] = _np(gi).astype(_numpy.float64).reshape(-1)
     return jacs
 
 
@@ -109,9 +109,9 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
     for i in diff:
         numerical = _numerical(fn, inputs, i, eps)
         for j, (num, ana) in enumerate(zip(numerical, analytical[i])):
-            bad = ~np.isclose(ana, num, atol=atol, rtol=rtol)
+            bad = ~_numpy.isclose(ana, num, atol=atol, rtol=rtol)
             if bad.any():
-                k, m = map(int, np.argwhere(bad)[0])
+                k, m = map(int, _numpy.argwhere(bad)[0])
                 msg = (f"gradcheck: Jacobian mismatch for output {j} with respect to input "
                        f"{i}: d(output[{m}])/d(input[{k}]) numerical {num[k, m]:.6g}, "
                        f"analytical {ana[k, m]:.6g}")

@@ -24,6 +24,8 @@ from . import (  # noqa: F401  (imported for their declarations)
 )
 from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401
 
+__all__ = ["CATALOGUE", "OpDecl", "OpInfo", "SampleInput", "aten", "aten_calls", "defop"]
+
 aten = _namespaces.aten  # a module attribute: ``from mdtensor.ops import aten``
 #: the aten operators as plain functions, for hot code inside mdtensor (derivative formulas,
 #: the engine): ``from mdtensor.ops import aten_calls as aten`` (Note [Packet functions])

@@ -191,6 +191,101 @@ def raise_named(op_name: str, exc: Exception, *operands) -> NoReturn:
     raise type(exc)(f"{op_name}: {msg}") from None
 
 
+# Note [Errors from the backend]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A call the backend refuses must not show the backend's own words (NumPy's gufunc
+# signatures, JAX's ``dot_general``, array_api_strict's dtype lists): the error names the op,
+# what it expected and what it got, and has the same type on every backend.  The kernels do
+# not check before computing (a call that succeeds pays nothing); one whose backend failed
+# calls ``raise_from_backend``, which asks, in order:
+#
+# 1. broadcasting (Note [Broadcasting errors]);
+# 2. the op's Meta kernel, run on stand-ins of the arrays (their shape and dtype) with the
+#    same other arguments: the meta functions check shapes (``matmul``'s inner sizes, the
+#    square matrices of ``inv``) and raise the op's own message;
+# 3. the dtypes the op's declaration supports (its OpInfo ``dtypes``): a TypeError naming
+#    the op, the dtypes it takes and the one it got (``bitwise_and`` of float32);
+# 4. otherwise the backend's error, of its type, with the op's name in front.
+
+
+def _stand_in(v):
+    """A meta tensor with the shape and dtype of the backend array ``v`` (lists mapped)."""
+    if isinstance(v, (list, tuple)):
+        return type(v)(_stand_in(x) for x in v)
+    if isinstance(v, Tensor) or not (hasattr(v, "shape") and hasattr(v, "dtype")):
+        return v
+    from mdtensor._device import Device
+    from mdtensor._meta import MetaArray
+
+    from ._promotion import dtype_of
+
+    return Device("meta").wrap(MetaArray(tuple(v.shape), dtype_of(v).numpy))
+
+
+def _arrays(args, kwargs):
+    for v in (*args, *kwargs.values()):
+        for x in (v if isinstance(v, (list, tuple)) else (v,)):
+            if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, Tensor):
+                yield x
+
+
+def _names_op(msg: str, op_name: str) -> bool:
+    """Whether ``msg`` starts by naming the op (``aten::linalg_inv``, ``linalg_inv``,
+    ``linalg.inv``, ``inv``)."""
+    short = op_name.split("::")[-1].split(".")[0]
+    names = {op_name, op_name.split(".")[0], short, short.replace("linalg_", "linalg."),
+             short.removeprefix("linalg_")}
+    return any(msg.startswith(n + ":") for n in names)
+
+
+def _named(op_name: str, e: Exception) -> Exception:
+    msg = str(e)
+    if isinstance(e, IndexError):  # PyTorch's wording
+        msg = msg.replace("for axis", "for dimension")
+    return e if _names_op(msg, op_name) and msg == str(e) else type(e)(
+        msg if _names_op(msg, op_name) else f"{op_name}: {msg}")
+
+
+def raise_from_backend(op_name: str, exc: Exception, args, kwargs=None) -> NoReturn:
+    """Raise the op's error for a call its backend refused with ``exc`` (Note [Errors from
+    the backend]); ``args``/``kwargs`` are the call's arguments with tensors as arrays."""
+    kwargs = kwargs or {}
+    arrays = list(_arrays(args, kwargs))
+    if "broadcast" in str(exc).lower():
+        err = broadcast_error(op_name, [tuple(a.shape) for a in arrays])
+        if err is not None:
+            raise err from None
+    op = _ops.dispatcher.overloads.get(op_name)
+    metas = op._kernels.get(DispatchKey.Meta) if op is not None else None
+    if metas:
+        try:
+            metas[-1].fn(*_stand_in(list(args)), **{k: _stand_in(v) for k, v in
+                                                     kwargs.items()})
+        except NotImplementedError:
+            pass  # a meta function that cannot tell (a data-dependent shape)
+        except (ValueError, TypeError, IndexError, RuntimeError) as e:
+            msg = str(e)
+            if "positional argument" not in msg and "keyword argument" not in msg:
+                raise _named(op_name, e) from None
+    decl = getattr(op, "decl", None)
+    info = getattr(decl, "info", None)
+    if info is not None and info.dtypes:
+        from ._promotion import dtype_of
+
+        for a in arrays:
+            d = dtype_of(a)
+            if d not in info.dtypes:
+                raise TypeError(f"{op_name}: expected tensors of dtype "
+                                f"{', '.join(t.name for t in info.dtypes)}; got {d.name}"
+                                ) from None
+    if not isinstance(exc, (ValueError, TypeError, IndexError)):
+        raise exc
+    err = _named(op_name, exc)
+    if err is exc:
+        raise exc
+    raise err from None
+
+
 #: ops whose ``axis`` is not an axis of their first Tensor: of their result (one dimension
 #: more than ``self``), or of their operands' broadcast shape (Array API vecdot, cross)
 _NOT_SELF_AXIS = frozenset({"unsqueeze", "unsqueeze_copy", "vecdot", "linalg_cross"})
@@ -368,8 +463,8 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                     raise device_mismatch(name, d, b._device)
                 try:
                     return d.wrap(uf(x, y))
-                except ValueError as e:
-                    raise_named(name, e, x, y)
+                except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                    raise_from_backend(name, e, (x, y))
         elif pos == (0,) and len(schema.arguments) == 1:
             # the schema's one argument is a Tensor, which callers pass positionally: no
             # **kwargs, whose dict a call would build (0.02 us)
@@ -377,7 +472,10 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                 x = a._data
                 if x.dtype.kind not in kinds:
                     return fallback(a)
-                return a._device.wrap(uf(x))
+                try:
+                    return a._device.wrap(uf(x))
+                except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                    raise_from_backend(name, e, (x,))
         elif pos == (0,):
             def kernel(a, s, *rest, **kwargs):
                 x = a._data
@@ -388,6 +486,8 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                     return a._device.wrap(uf(x, s))
                 except OverflowError:  # Note [Integers out of range]
                     return fallback(a, s)
+                except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                    raise_from_backend(name, e, (x, s))
         else:
             def kernel(s, a, *rest, **kwargs):
                 x = a._data
@@ -398,6 +498,8 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                     return a._device.wrap(uf(s, x))
                 except OverflowError:  # Note [Integers out of range]
                     return fallback(s, a)
+                except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                    raise_from_backend(name, e, (s, x))
     elif pos == (0, 1) and len(schema.arguments) == 2:
         # Nothing but the two Tensors (matmul, mul.Tensor): no *rest or **kwargs, whose
         # empty tuple and dict a call would build (0.1 us); the dispatcher's callers pass
@@ -408,8 +510,8 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                 raise device_mismatch(name, d, b._device)
             try:
                 return d.wrap(uf(a._data, b._data))
-            except ValueError as e:
-                raise_named(name, e, a, b)
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                raise_from_backend(name, e, (a._data, b._data))
     elif pos == (0, 1):
         def kernel(a, b, *rest, **kwargs):
             if rest or kwargs:
@@ -419,11 +521,14 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                 raise device_mismatch(name, d, b._device)
             try:
                 return d.wrap(uf(a._data, b._data))
-            except ValueError as e:
-                raise_named(name, e, a, b)
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                raise_from_backend(name, e, (a._data, b._data))
     elif pos == (0,) and len(schema.arguments) == 1:
         def kernel(a):
-            return a._device.wrap(uf(a._data))
+            try:
+                return a._device.wrap(uf(a._data))
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                raise_from_backend(name, e, (a._data,))
     elif pos == (0,):
         def kernel(a, s, *rest, **kwargs):
             x = a._data
@@ -433,6 +538,8 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                 return a._device.wrap(uf(x, s))
             except OverflowError:  # Note [Integers out of range]
                 return fallback(a, s)
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                raise_from_backend(name, e, (x, s))
     elif pos == (1,):
         def kernel(s, a, *rest, **kwargs):
             x = a._data
@@ -442,6 +549,8 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                 return a._device.wrap(uf(s, x))
             except OverflowError:  # Note [Integers out of range]
                 return fallback(s, a)
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                raise_from_backend(name, e, (s, x))
     else:
         raise ValueError(f"{name}: Ufunc kernels take one or two operands")
     kernel = own_code(kernel, f"ufunc[{name}]")  # Note [Own code objects]
@@ -576,9 +685,9 @@ def _fast_kernel(name, impl, pos, extra, check=None):
             except Exception as e:
                 if check is not None:  # Note [Axis errors]
                     check(len(a._data.shape), (b,), kwargs)
-                if not isinstance(e, (ValueError, TypeError)):
+                if not isinstance(e, (ValueError, TypeError, IndexError)):
                     raise
-                raise_named(name, e, a, b)  # Note [Broadcasting errors]
+                raise_from_backend(name, e, (a._data, b._data), kwargs)
     elif pos == (0,) and not extra:
         def kernel(a, **kwargs):
             d = a._device
@@ -586,10 +695,12 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                 if kwargs:
                     return d.wrap(impl(d.xp, a._data, **kwargs))
                 return d.wrap(impl(d.xp, a._data))
-            except Exception:
+            except Exception as e:
                 if check is not None:
                     check(len(a._data.shape), (), kwargs)
-                raise
+                if not isinstance(e, (ValueError, TypeError, IndexError)):
+                    raise
+                raise_from_backend(name, e, (a._data,), kwargs)
     elif pos == (0,):
         def kernel(a, b=_NO, /, *rest, **kwargs):  # Note [Star calls] in mdtensor/_ops.py
             d = a._device
@@ -601,14 +712,20 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                 if rest or kwargs:
                     return d.wrap(impl(d.xp, a._data, b, *rest, **kwargs))
                 return d.wrap(impl(d.xp, a._data, b))
-            except Exception:
+            except Exception as e:
                 if check is not None:
                     check(len(a._data.shape), () if b is _NO else (b, *rest), kwargs)
-                raise
+                if not isinstance(e, (ValueError, TypeError, IndexError)):
+                    raise
+                raise_from_backend(name, e, (a._data,) if b is _NO else (a._data, b, *rest),
+                                   kwargs)
     elif pos == (1,):
         def kernel(s, a, *rest, **kwargs):
             d = a._device
-            return d.wrap(impl(d.xp, s, a._data, *rest, **kwargs))
+            try:
+                return d.wrap(impl(d.xp, s, a._data, *rest, **kwargs))
+            except (ValueError, TypeError) as e:
+                raise_from_backend(name, e, (s, a._data, *rest), kwargs)
     else:
         def kernel(a, b, *rest, **kwargs):
             d = a._device
@@ -619,9 +736,9 @@ def _fast_kernel(name, impl, pos, extra, check=None):
             except Exception as e:
                 if check is not None:
                     check(len(a._data.shape), (b, *rest), kwargs)
-                if not isinstance(e, (ValueError, TypeError)):
+                if not isinstance(e, (ValueError, TypeError, IndexError)):
                     raise
-                raise_named(name, e, a, b)  # Note [Broadcasting errors]
+                raise_from_backend(name, e, (a._data, b._data, *rest), kwargs)
     kernel = own_code(kernel, f"array_api[{name}]")  # Note [Own code objects]
     if pos == (0,):
         # ``impl(xp, array, *rest, **kwargs)`` wrapped by ``device.wrap``, for a layer
@@ -690,7 +807,6 @@ def _operands(schema, tensor_args):
 
 def _generic_kernel(schema, impl, kind, tensor_args):
     unwrap = _unwrapper(schema, tensor_args)
-    operands = _operands(schema, tensor_args)
     name = schema.full_name
     check = axis_check(schema)
 
@@ -704,9 +820,9 @@ def _generic_kernel(schema, impl, kind, tensor_args):
         except Exception as e:
             if check is not None and args:  # Note [Axis errors]
                 check(len(args[0].shape), args[1:], kwargs)
-            if "broadcast" not in str(e).lower() or not isinstance(e, (ValueError, TypeError)):
+            if not isinstance(e, (ValueError, TypeError, IndexError)):
                 raise
-            raise_named(name, e, *operands(args, kwargs))  # Note [Broadcasting errors]
+            raise_from_backend(name, e, args, kwargs)  # Note [Errors from the backend]
         return _wrap_out(dev, kind, schema)(r)
 
     kernel = own_code(kernel, f"array_api[{name}]")  # Note [Own code objects]

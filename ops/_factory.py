@@ -37,14 +37,14 @@ _MAX_BYTES = 2**63 - 1
 
 def check_size(name: str, shape, dtype) -> None:
     """Raise ``ValueError`` naming ``name`` if ``shape`` of ``dtype`` is larger than any
-    array can be (Note [Allocation sizes])."""
+    array can be (Note [Allocation sizes]).  Zero dimensions are left out of the product,
+    as NumPy leaves them (``(2**62, 0)`` of float64 is refused: NumPy cannot make it)."""
     n = 1
     for s in shape:
-        n *= s
+        n *= s or 1
     if n * dtype.itemsize > _MAX_BYTES:
         raise ValueError(f"{name}: a tensor of shape {tuple(shape)} and dtype {dtype.name} "
-                         f"would take {n * dtype.itemsize} bytes, more than the largest "
-                         f"possible size ({_MAX_BYTES} bytes)")
+                         f"is larger than the largest possible size ({_MAX_BYTES} bytes)")
 
 
 def _allocation_error(name, e, shape, dtype, dev):

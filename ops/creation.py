@@ -28,7 +28,20 @@ def _shape(size):
 
 
 def _check_shape(op, shape):
+    """``shape`` (an int or a sequence of ints) as a tuple of ints, for op ``op``: a float
+    dimension is a TypeError (JAX and the loopback truncated 2.5 to 2), a negative one a
+    ValueError."""
+    if type(shape) is not tuple:
+        if isinstance(shape, (list, tuple)):
+            shape = tuple(shape)
+        elif hasattr(shape, "__index__") and not hasattr(shape, "__len__"):
+            shape = (shape,)
+        else:
+            raise TypeError(f"{op}: expected a shape (an int or a sequence of ints), got "
+                            f"{type(shape).__name__}")
     for s in shape:
+        if type(s) is not int and (isinstance(s, bool) or not hasattr(s, "__index__")):
+            raise TypeError(f"{op}: expected a shape of ints, got {shape!r}")
         if s < 0:
             raise ValueError(f"{op}: negative dimension {s} in shape {shape}")
     return shape
@@ -36,22 +49,22 @@ def _check_shape(op, shape):
 
 def _fill_meta(op):
     def meta(shape, *args, dtype=None, **kwargs):
-        return _check_shape(op, _shape(shape)), dt.as_dtype(dtype) if dtype is not None \
+        return _check_shape(op, shape), dt.as_dtype(dtype) if dtype is not None \
             else dt.float32
     return meta
 
 
 def _zeros(xp, shape, *, dtype=None, device=None):
-    return xp.zeros(_check_shape("zeros", _shape(shape)), dtype=dtype or xp.float32,
+    return xp.zeros(_check_shape("zeros", shape), dtype=dtype or xp.float32,
                     device=device)
 
 
 def _ones(xp, shape, *, dtype=None, device=None):
-    return xp.ones(_check_shape("ones", _shape(shape)), dtype=dtype or xp.float32, device=device)
+    return xp.ones(_check_shape("ones", shape), dtype=dtype or xp.float32, device=device)
 
 
 def _empty(xp, shape, *, dtype=None, device=None):
-    return xp.empty(_check_shape("empty", _shape(shape)), dtype=dtype or xp.float32,
+    return xp.empty(_check_shape("empty", shape), dtype=dtype or xp.float32,
                     device=device)
 
 
@@ -60,8 +73,6 @@ def _np_fill(fn_name):
     ``device=``, a third of the call on small shapes); ``xp`` is NumPy here."""
     if fn_name == "ones":  # np.ones is Python (empty + copyto): empty + fill is C only
         def impl(np, shape, *, dtype=None, device=None):
-            if type(shape) is not tuple:
-                shape = _shape(shape)
             out = _np_empty(_check_shape(fn_name, shape), dtype=dtype or _float32)
             out.fill(1)
             return out
@@ -69,8 +80,6 @@ def _np_fill(fn_name):
     fill = getattr(np_, fn_name)
 
     def impl(np, shape, *, dtype=None, device=None):
-        if type(shape) is not tuple:
-            shape = _shape(shape)
         return fill(_check_shape(fn_name, shape), dtype=dtype or _float32)
     return impl
 
@@ -100,16 +109,21 @@ def _scalar_dtype(xp, value):
 
 
 def _full(xp, shape, fill_value, *, dtype=None, device=None):
-    return xp.full(_check_shape("full", _shape(shape)), fill_value,
+    if dtype is not None:  # Note [Scalars written into tensors] in ops/_promotion.py
+        from ._promotion import scalar_into
+
+        fill_value = scalar_into("full", fill_value, dt.as_dtype(dtype))
+    return xp.full(_check_shape("full", shape), fill_value,
                    dtype=dtype or _scalar_dtype(xp, fill_value), device=device)
+
 
 
 def _full_meta(shape, fill_value, *, dtype=None, **kwargs):
     size = shape
     if dtype is not None:
-        return _shape(size), dt.as_dtype(dtype)
+        return _check_shape("full", size), dt.as_dtype(dtype)
     kind = {bool: dt.bool_, int: dt.int64, complex: dt.complex64}.get(type(fill_value), dt.float32)
-    return _check_shape("full", _shape(shape)), kind
+    return _check_shape("full", shape), kind
 
 
 deffactory(f"full(SymInt[] shape, Scalar fill_value, {_TAIL}) -> Tensor", _full, _full_meta)
@@ -172,11 +186,13 @@ deffactory("linspace(Scalar start, Scalar stop, int num, *, bool endpoint=True, 
 
 
 def _eye(xp, n_rows, n_cols=None, *, k=0, dtype=None, device=None):
+    _eye_meta(n_rows, n_cols)  # the sizes checked, as on meta
     return xp.eye(n_rows, n_cols, k=k, dtype=dtype or xp.float32, device=device)
 
 
 def _eye_meta(n_rows, n_cols=None, *, k=0, dtype=None, **kwargs):
-    return (n_rows, n_rows if n_cols is None else n_cols), dt.as_dtype(dtype or dt.float32)
+    shape = _check_shape("eye", (n_rows, n_rows if n_cols is None else n_cols))
+    return shape, dt.as_dtype(dtype or dt.float32)
 
 
 deffactory("eye(int n_rows, int? n_cols=None, *, int k=0, ScalarType? dtype=None, "

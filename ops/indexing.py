@@ -373,8 +373,19 @@ def _writes_through_index_arrays(raw) -> bool:
     return not (type(raw) is tuple and is_basic_key(raw) or _is_bool_array(raw))
 
 
-def _native_error(e, op):
-    """The backend's own indexing error, named by the op (PyTorch's 'dimension' wording)."""
+def _native_error(e, op, data=None, raw=None, value=None):
+    """The backend's own indexing error, named by the op (PyTorch's 'dimension' wording);
+    a value that does not broadcast to what the key selects gets PyTorch's message, the
+    same on every backend (Note [Errors from the backend] in ops/_decl.py)."""
+    if data is not None and "broadcast" in str(e).lower():
+        try:
+            target = list(data[raw].shape)
+        except Exception:  # noqa: BLE001 - the key itself is what failed: report that
+            target = None
+        if target is not None:
+            return ValueError(f"{op}: shape mismatch: value tensor of shape "
+                              f"{list(getattr(value, 'shape', ()))} cannot be broadcast to "
+                              f"indexing result of shape {target}")
     return type(e)(f"{op}: {str(e).replace('for axis', 'for dimension')}")
 
 
@@ -393,7 +404,7 @@ def _index_put_kernel(self, key, value):
     try:
         self._data[raw] = value
     except (IndexError, ValueError) as e:
-        raise _native_error(e, "__setitem__") from None
+        raise _native_error(e, "__setitem__", self._data, raw, value) from None
     return self
 
 
@@ -423,8 +434,11 @@ def scatter_set(device, data, raw, value, *, op="index_put", check=True):
         out = xp.asarray(data, copy=True)
         out[raw] = value
         return out
-    except (IndexError, ValueError) as e:
-        raise _native_error(e, op) from None
+    except (IndexError, ValueError, TypeError) as e:
+        if isinstance(e, TypeError) and "broadcast" not in str(e).lower():
+            raise
+        raise _native_error(e, "__setitem__" if op == "index_put" else op, data, raw,
+                            value) from None
 
 
 def _scatter(xp, data, key, value, op, check=True):
@@ -498,7 +512,7 @@ def _index_put_functional_kernel(self, key, value):
     """``index_put``: the functional ``x[key] = value`` (Functionalize's counterpart of
     ``index_put_``; it also writes a view's new value back into its base)."""
     dev = self._device
-    raw, value = _put_parts(self, key, value, "index_put", "index_put")
+    raw, value = _put_parts(self, key, value, "index_put", "__setitem__")
     if hasattr(value, "dtype") and value.dtype != self._data.dtype:
         value = dev.xp.astype(value, self._data.dtype)
     return dev.wrap(scatter_set(dev, self._data, raw, value))
@@ -544,7 +558,7 @@ def getitem(self, key):
 
 def setitem(self, key, value) -> None:
     """``Tensor.__setitem__`` (Note [Indexing ops])."""
-    if value is None:  # Note [Scalars written into tensors]: not NaN
+    if value is None or isinstance(value, (str, bytes)):  # Note [Scalars written into tensors]
         scalar_into("__setitem__", value, self.dtype)
     if not isinstance(value, (Tensor, bool, int, float, complex)):
         from mdtensor._factories import asarray
@@ -639,7 +653,14 @@ defop("index_select(Tensor self, int dim, Tensor index) -> Tensor", impl=_index_
                                  TypeError, "integer index")]))
 
 
+def _bool_condition(dtype) -> None:
+    raise TypeError(f"where: expected a bool condition, got {dtype.name} (compare it, "
+                    f"e.g. where(c != 0, ...), as PyTorch asks too)")
+
+
 def _where(xp, condition, x, y):
+    if dtype_of(condition).kind != "b":
+        _bool_condition(dtype_of(condition))
     return xp.where(condition, x, y)
 
 
@@ -653,6 +674,8 @@ def _np_where(xp, condition, x, y):
     # than the array (or two scalars), where NumPy's rule differs from PyTorch's (Note
     # [Scalars of a higher kind] in mdtensor/_dtypes.py): the result is cast to the Meta
     # kernels' dtype.
+    if condition.dtype.kind != "b":
+        _bool_condition(dt.from_numpy_dtype(condition.dtype))
     r = np.where(condition, x, y)
     tx, ty = type(x), type(y)
     if tx is np.ndarray and ty is np.ndarray:
@@ -666,6 +689,8 @@ def _np_where(xp, condition, x, y):
 
 
 def _where_meta(c, x, y):
+    if c.dtype.kind != "b":
+        _bool_condition(c.dtype)
     shape = mf.broadcast_shapes("where", tuple(c.shape), getattr(x, "shape", ()),
                                 getattr(y, "shape", ()))
     return shape, dt.result_type(x, y)

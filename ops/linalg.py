@@ -57,7 +57,7 @@ _LARGE = 4096
 
 
 def _cpu_matmul():
-    from ._decl import device_mismatch, raise_named
+    from ._decl import device_mismatch, raise_from_backend
 
     name = "aten::matmul"
     dot, matmul = _np_dot, np.matmul
@@ -73,8 +73,8 @@ def _cpu_matmul():
                     return d.wrap(matmul(x, y))  # Note [Large products through np.matmul]
                 return d.wrap(dot(x, y))
             return d.wrap(matmul(x, y))
-        except ValueError as e:
-            raise_named(name, e, a, b)
+        except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+            raise_from_backend(name, e, (x, y))
 
     kernel.__qualname__ = kernel.__name__ = "cpu[aten::matmul]"
     return kernel
@@ -263,6 +263,19 @@ _WITH_FORMULA = {"inv", "det", "solve", "outer", "vecdot", "trace", "cross", "di
                  "vector_norm"}
 
 
+#: the functions of square matrices (their first argument): checked before the backend,
+#: whose own errors differ (NumPy's LinAlgError, JAX's ValueError, each in its own words)
+_SQUARE = {"cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_power",
+           "slogdet", "solve"}
+
+
+def _check_square(name, a) -> None:
+    shape = tuple(a.shape)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"linalg.{name}: expected a square matrix or a batch of square "
+                         f"matrices (shape (..., n, n)), got shape {shape}")
+
+
 #: the functions whose result is floating whatever the input (integer inputs: float32)
 _FLOAT_RESULTS = {"cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv",
                   "matrix_norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
@@ -274,8 +287,11 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
     getter = xp_fn or attrgetter(f"linalg.{name}")
     aten_name = name if top_level else f"linalg_{name}"
     floating = name in _FLOAT_RESULTS
+    square = name in _SQUARE
 
     def impl(xp, *args, **kwargs):
+        if square:
+            _check_square(name, args[0])
         if floating:  # Note [Integer inputs of float functions] in ops/elementwise.py
             args = [to_float(xp, a) if hasattr(a, "dtype") else a for a in args]
         out = getter(xp)(*args, **kwargs)
@@ -350,7 +366,39 @@ _linalg("solve", "Tensor self, Tensor other", samples=lambda d, rng: [
 _linalg("svd", "Tensor self, *, bool full_matrices=True", "(Tensor U, Tensor S, Tensor Vh)")
 _linalg("svdvals", "Tensor self", samples=_square(),
         ref=lambda a: np.linalg.svd(a, compute_uv=False))
+def _tensordot_meta(a, b, *, axes=2):
+    """The result of ``tensordot(a, b, axes)``, or PyTorch's errors naming the op."""
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if isinstance(axes, int) and not isinstance(axes, bool):
+        if not 0 <= axes <= min(len(sa), len(sb)):
+            raise ValueError(f"tensordot: axes={axes} is out of range for tensors of "
+                             f"dimensions {len(sa)} and {len(sb)}")
+        ax_a, ax_b = list(range(len(sa) - axes, len(sa))), list(range(axes))
+    else:
+        try:
+            ax_a, ax_b = ([x] if isinstance(x, int) else list(x) for x in axes)
+        except (TypeError, ValueError):
+            raise TypeError(f"tensordot: axes must be an int or a pair of sequences of "
+                            f"ints, got {axes!r}") from None
+        if len(ax_a) != len(ax_b):
+            raise ValueError(f"tensordot: both tensors must contract as many dimensions, "
+                             f"got {ax_a} and {ax_b}")
+        ax_a = [mf.normalize_axes("tensordot", x, len(sa))[0] for x in ax_a]
+        ax_b = [mf.normalize_axes("tensordot", x, len(sb))[0] for x in ax_b]
+    for i, j in zip(ax_a, ax_b):
+        if sa[i] != sb[j]:
+            raise ValueError(f"tensordot: contracted dimension {i} of the first tensor "
+                             f"(size {sa[i]}) does not match dimension {j} of the second "
+                             f"(size {sb[j]}); shapes {sa} and {sb}")
+    shape = tuple(s for k, s in enumerate(sa) if k not in ax_a) + tuple(
+        s for k, s in enumerate(sb) if k not in ax_b)
+    from mdtensor import _dtypes
+
+    return shape, _dtypes.result_type(a.dtype, b.dtype)
+
+
 _linalg("tensordot", "Tensor self, Tensor other, *, Any axes=2", top_level=True,
+        meta=_tensordot_meta,
         kwarg_aliases={"dims": "axes"},  # PyTorch's keyword
         samples=_pair((2, 3, 4), (3, 4, 5)), xp_fn=attrgetter("tensordot"),
         ref=lambda a, b, axes=2: np.tensordot(a, b, axes))

@@ -143,7 +143,7 @@ def _view_shape(x, shape):
     if -1 not in shape:
         if math.prod(shape) != n or any(s < 0 for s in shape):
             raise ValueError(f"view: shape {shape} is invalid for input of size {n}")
-        return shape
+        return _sized("view", x, shape) if 0 in shape else shape  # else: x's own size
     if shape.count(-1) > 1:
         raise ValueError(f"view: only one dimension can be inferred, got shape {shape}")
     known = 1
@@ -153,6 +153,18 @@ def _view_shape(x, shape):
     if known <= 0 or n % known:
         raise ValueError(f"view: shape {shape} is invalid for input of size {n}")
     return tuple(n // known if s == -1 else s for s in shape)
+
+
+def _sized(name, x, shape):
+    """``shape``, checked before the backend sees it (JAX aborts on a shape whose size
+    overflows: Note [Allocation sizes] in ops/_factory.py).  Called only where the size
+    can be that large: a view with a zero dimension (other views have ``x``'s own size), an
+    expansion past 2**59 elements."""
+    from ._factory import check_size
+    from ._promotion import dtype_of
+
+    check_size(name, shape, x.dtype if isinstance(x.dtype, _dtypes.DType) else dtype_of(x))
+    return shape
 
 
 def _view_meta(x, shape):
@@ -394,7 +406,7 @@ def _expand_shape(x, shape):
                 f"expand: the expanded size of the tensor ({full[i + lead]}) must match the "
                 f"existing size ({d}) at non-singleton dimension {i + lead}.  Target sizes: "
                 f"{list(shape)}.  Tensor sizes: {list(x.shape)}")
-    return full, lead
+    return (_sized("expand", x, full) if math.prod(full) > 1 << 59 else full), lead
 
 
 def _expand(xp, x, shape):

@@ -111,8 +111,34 @@ defop("sum(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? d
 _register_leaf(CATALOGUE["aten::sum"].functional[0], _cpu_sum(), DispatchKey.CPU)
 
 
+# Note [Reductions of too few elements]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The mean of no element is nan, as PyTorch's, without NumPy's "Mean of empty slice"
+# RuntimeWarning; a variance (or standard deviation) with no degree of freedom left (at most
+# ``correction`` elements) is nan too, with PyTorch's UserWarning naming the op instead of
+# NumPy's "Degrees of freedom <= 0".  Only a reduction with an empty dimension, or a
+# correction, looks at its counts: the common call pays one test.
+
+
+def _count(shape, axis) -> int:
+    n = 1
+    for i in range(len(shape)) if axis is None else mf.normalize_axes(
+            "reduction", axis, len(shape)):
+        n *= shape[i]
+    return n
+
+
+def _nans(xp, x, axis, keepdims):
+    """The result of reducing ``x`` over ``axis``, every element nan."""
+    shape, _ = mf.reduction(x, axis, keepdims)
+    return xp.full(shape, float("nan"), dtype=x.dtype)
+
+
 def _mean(xp, x, axis=None, keepdims=False):
-    return xp.mean(to_float(xp, x), axis=_axis(axis), keepdims=keepdims)
+    x = to_float(xp, x)
+    if 0 in x.shape and _count(x.shape, axis) == 0:  # Note [Reductions of too few elements]
+        return _nans(xp, x, axis, keepdims)
+    return xp.mean(x, axis=_axis(axis), keepdims=keepdims)
 
 
 defop("mean(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", impl=_mean,
@@ -190,12 +216,23 @@ for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
               x, axis=axis, keepdims=keepdims), dtypes=REAL, samples=_reduce_nonempty_samples))
 
 
-def _var(xp, x, *, axis=None, correction=0.0, keepdims=False):
-    return xp.var(to_float(xp, x), axis=_axis(axis), keepdims=keepdims, correction=correction)
+def _spread(name):
+    def impl(xp, x, *, axis=None, correction=0.0, keepdims=False):
+        x = to_float(xp, x)
+        if (correction or 0 in x.shape) and _count(x.shape, axis) - correction <= 0:
+            import warnings  # Note [Reductions of too few elements]
+
+            warnings.warn(f"{name}(): degrees of freedom is <= 0 (correction {correction} "
+                          f"for {_count(x.shape, axis)} elements per result); the result "
+                          f"is nan", UserWarning, stacklevel=2)
+            return _nans(xp, x, axis, keepdims)
+        return getattr(xp, name)(x, axis=_axis(axis), keepdims=keepdims,
+                                 correction=correction)
+    impl.__name__ = name
+    return impl
 
 
-def _std(xp, x, *, axis=None, correction=0.0, keepdims=False):
-    return xp.std(to_float(xp, x), axis=_axis(axis), keepdims=keepdims, correction=correction)
+_var, _std = _spread("var"), _spread("std")
 
 
 def _spread_samples(dtype, rng):

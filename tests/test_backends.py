@@ -100,7 +100,7 @@ def test_jax_is_imported_only_when_a_jax_tensor_is_created():
     """
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                        text=True, timeout=120)
-    assert r.stdout.split() == ["False", "True", "jax"], r.stderr
+    assert r.stdout.split() == ["False", "True", "jax:0"], r.stderr
 
 
 def test_unknown_device_and_bad_registration():

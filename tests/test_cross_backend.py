@@ -309,7 +309,7 @@ for call in calls:
     try:
         call()
     except ValueError as e:
-        assert "more than the largest possible size" in str(e), e
+        assert "larger than the largest possible size" in str(e), e
         print(str(e).split(": ")[0])
 """)
     assert out.split() == ["aten::zeros", "aten::ones", "aten::full", "aten::arange", "randn",

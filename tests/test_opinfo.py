@@ -335,9 +335,9 @@ def test_cpu_matmul_kernel_computes_what_np_matmul_computes(dtype):
         assert to_numpy(got).dtype == want.dtype and got.shape == want.shape, (sa, sb)
         np.testing.assert_allclose(to_numpy(got), want, rtol=1e-5, atol=1e-5)
     x = md.asarray(np.ones((3, 4), dtype), device="cpu")
-    with pytest.raises(ValueError, match="aten::matmul: .*mismatch in its core dimension"):
+    with pytest.raises(ValueError, match=r"matmul: shapes \(3, 4\) and \(5, 2\) are not aligned"):
         x @ md.asarray(np.ones((5, 2), dtype), device="cpu")
-    with pytest.raises(ValueError, match="aten::matmul: .*does not have enough dimensions"):
+    with pytest.raises(ValueError, match=r"matmul: both arguments must be at least 1-D"):
         x @ md.asarray(np.ones((), dtype), device="cpu")
 
 

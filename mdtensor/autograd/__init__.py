@@ -13,10 +13,10 @@ Public API: ``backward``, ``grad``, ``no_grad``, ``enable_grad``, ``set_grad_ena
 
 from __future__ import annotations
 
-import functools
-import math
-import re
-import weakref
+import functools as _functools
+import math as _math
+import re as _re
+import weakref as _weakref
 from contextvars import ContextVar
 
 from mdtensor._inplace_or_view import counter
@@ -91,7 +91,17 @@ _inference_outer: ContextVar = ContextVar("mdtensor_inference_outer", default=No
 
 class _GradModeBase:
     """Context manager and decorator restoring exactly what it changed; re-entrant (each
-    ``with`` keeps its own tokens)."""
+    ``with`` keeps its own tokens).  ``@md.no_grad`` without parentheses decorates as
+    ``@md.no_grad()`` does (as PyTorch's)."""
+
+    #: the mode can be made without arguments, so ``@mode`` on a function means ``@mode()``
+    _bare_decorator = True
+
+    def __new__(cls, *args, **kwargs):
+        if (cls._bare_decorator and len(args) == 1 and not kwargs and callable(args[0])
+                and not isinstance(args[0], (bool, int))):
+            return cls()(args[0])  # a function, not an instance: __init__ is not called
+        return super().__new__(cls)
 
     def _enter(self):
         """Set the state; returns what ``_exit`` needs to restore it."""
@@ -114,7 +124,11 @@ class _GradModeBase:
         self._exit(self._stack.pop())
 
     def __call__(self, fn):
-        @functools.wraps(fn)
+        if not callable(fn):
+            raise TypeError(f"{type(self).__name__}: a decorator takes a function, got "
+                            f"{type(fn).__name__}")
+
+        @_functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with type(self)(*self._args()):
                 return fn(*args, **kwargs)
@@ -153,6 +167,8 @@ class set_grad_enabled(_GradModeBase):
     """``set_grad_enabled(mode)`` sets grad mode at once, as PyTorch's does: a plain call
     switches it for the rest of this thread/context; as a context manager it restores, on
     exit, the mode from before the call, and as a decorator it sets the mode per call."""
+
+    _bare_decorator = False  # it needs its mode
 
     def __init__(self, mode: bool):
         if not isinstance(mode, (bool, int)):
@@ -219,7 +235,7 @@ def below_autograd(op, ks, args, kwargs):
 
 def _node_name(op) -> str:
     base = op.schema.name.rstrip("_")
-    camel = "".join(p[:1].upper() + p[1:] for p in re.split(r"_+", base) if p)
+    camel = "".join(p[:1].upper() + p[1:] for p in _re.split(r"_+", base) if p)
     return f"{camel}Backward0"
 
 
@@ -338,7 +354,7 @@ def _make_kernel(op, formula):
     # A formula taking ``needs`` (derivatives.uses_mask) gets the real mask on the common
     # path below (MaskedNode), and "all" elsewhere.
     uses_mask = getattr(formula, "uses_mask", False)
-    plain = functools.partial(formula, _ALL_NEEDED) if uses_mask else formula
+    plain = _functools.partial(formula, _ALL_NEEDED) if uses_mask else formula
     flat_formula = plain if prefix else _flatten_formula(plain, tensor_pos, kw_tensors)
     table = op._table
     miss = op._miss
@@ -856,7 +872,7 @@ def _root(t, g, where):
                            f"does not have a grad_fn")
     if g is None:
         shape = t._data.shape
-        if shape and math.prod(shape) != 1:
+        if shape and _math.prod(shape) != 1:
             raise RuntimeError(f"{where}: grad can be implicitly created only for "
                                f"scalar outputs")
         g = _ops().ones_like(t)
@@ -976,7 +992,7 @@ def _retain_grad(self):
     if node is None:
         return
     ag.retains_grad = True
-    hooks_of(node, create=True).retained[ag.output_nr] = weakref.ref(self)
+    hooks_of(node, create=True).retained[ag.output_nr] = _weakref.ref(self)
 
 
 def _detach(self):
