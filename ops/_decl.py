@@ -446,60 +446,67 @@ def array_api_kernel(schema: FunctionSchema, impl: Callable, generic: Callable |
 _HIGHER = {int: "b", float: "biu", complex: "biuf"}
 
 
+def _scalar_failure(e, name, fallback, args, arrays):
+    """A ufunc kernel's call with a Python scalar failed: an int out of its tensor's range
+    takes the generic impl (Note [Integers out of range]), a refused call is explained
+    (Note [Errors from the backend]); anything else propagates."""
+    if isinstance(e, OverflowError):
+        return fallback(*args)
+    if isinstance(e, (ValueError, TypeError)):
+        raise_from_backend(name, e, arrays)
+    raise e
+
+
 def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Callable:
     name = schema.full_name
     fallback = array_api_kernel(schema, generic)
     uf = spec.fn
     kinds = spec.kinds
+    floats = spec.floats_only
     pos = tuple(i for i, a in enumerate(schema.arguments) if a.type.is_tensor_like)
-    if spec.floats_only:
-        if pos == (0, 1):
-            def kernel(a, b, *rest, **kwargs):
-                x, y = a._data, b._data
-                if rest or kwargs or x.dtype.kind not in kinds or y.dtype.kind not in kinds:
-                    return fallback(a, b, *rest, **kwargs)
-                d = a._device
-                if b._device is not d:
-                    raise device_mismatch(name, d, b._device)
-                try:
-                    return d.wrap(uf(x, y))
-                except (ValueError, TypeError) as e:  # Note [Errors from the backend]
-                    raise_from_backend(name, e, (x, y))
-        elif pos == (0,) and len(schema.arguments) == 1:
-            # the schema's one argument is a Tensor, which callers pass positionally: no
-            # **kwargs, whose dict a call would build (0.02 us)
-            def kernel(a):
-                x = a._data
-                if x.dtype.kind not in kinds:
-                    return fallback(a)
-                try:
-                    return a._device.wrap(uf(x))
-                except (ValueError, TypeError) as e:  # Note [Errors from the backend]
-                    raise_from_backend(name, e, (x,))
-        elif pos == (0,):
-            def kernel(a, s, *rest, **kwargs):
-                x = a._data
-                k = x.dtype.kind
-                if rest or kwargs or k not in kinds or k in _HIGHER.get(type(s), ""):
-                    return fallback(a, s, *rest, **kwargs)
-                try:
-                    return a._device.wrap(uf(x, s))
-                except OverflowError:  # Note [Integers out of range]
-                    return fallback(a, s)
-                except (ValueError, TypeError) as e:  # Note [Errors from the backend]
-                    raise_from_backend(name, e, (x, s))
-        else:
-            def kernel(s, a, *rest, **kwargs):
-                x = a._data
-                k = x.dtype.kind
-                if rest or kwargs or k not in kinds or k in _HIGHER.get(type(s), ""):
-                    return fallback(s, a, *rest, **kwargs)
-                try:
-                    return a._device.wrap(uf(s, x))
-                except OverflowError:  # Note [Integers out of range]
-                    return fallback(s, a)
-                except (ValueError, TypeError) as e:  # Note [Errors from the backend]
-                    raise_from_backend(name, e, (s, x))
+    if floats and pos == (0, 1):
+        def kernel(a, b, *rest, **kwargs):
+            x, y = a._data, b._data
+            if rest or kwargs or x.dtype.kind not in kinds or y.dtype.kind not in kinds:
+                return fallback(a, b, *rest, **kwargs)
+            d = a._device
+            if b._device is not d:
+                raise device_mismatch(name, d, b._device)
+            try:
+                return d.wrap(uf(x, y))
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                raise_from_backend(name, e, (x, y))
+    elif pos == (0,) and len(schema.arguments) == 1:
+        # the schema's one argument is a Tensor, which callers pass positionally: no
+        # **kwargs, whose dict a call would build (0.02 us)
+        def kernel(a):
+            x = a._data
+            if floats and x.dtype.kind not in kinds:
+                return fallback(a)
+            try:
+                return a._device.wrap(uf(x))
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
+                raise_from_backend(name, e, (x,))
+    elif pos == (0,):
+        def kernel(a, s, *rest, **kwargs):
+            x = a._data
+            k = x.dtype.kind
+            if rest or kwargs or (floats and k not in kinds) or k in _HIGHER.get(type(s), ""):
+                return fallback(a, s, *rest, **kwargs)
+            try:
+                return a._device.wrap(uf(x, s))
+            except Exception as e:
+                return _scalar_failure(e, name, fallback, (a, s), (x, s))
+    elif pos == (1,):
+        def kernel(s, a, *rest, **kwargs):
+            x = a._data
+            k = x.dtype.kind
+            if rest or kwargs or (floats and k not in kinds) or k in _HIGHER.get(type(s), ""):
+                return fallback(s, a, *rest, **kwargs)
+            try:
+                return a._device.wrap(uf(s, x))
+            except Exception as e:
+                return _scalar_failure(e, name, fallback, (s, a), (s, x))
     elif pos == (0, 1) and len(schema.arguments) == 2:
         # Nothing but the two Tensors (matmul, mul.Tensor): no *rest or **kwargs, whose
         # empty tuple and dict a call would build (0.1 us); the dispatcher's callers pass
@@ -523,34 +530,6 @@ def _ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Cal
                 return d.wrap(uf(a._data, b._data))
             except (ValueError, TypeError) as e:  # Note [Errors from the backend]
                 raise_from_backend(name, e, (a._data, b._data))
-    elif pos == (0,) and len(schema.arguments) == 1:
-        def kernel(a):
-            try:
-                return a._device.wrap(uf(a._data))
-            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
-                raise_from_backend(name, e, (a._data,))
-    elif pos == (0,):
-        def kernel(a, s, *rest, **kwargs):
-            x = a._data
-            if rest or kwargs or x.dtype.kind in _HIGHER.get(type(s), ""):
-                return fallback(a, s, *rest, **kwargs)
-            try:
-                return a._device.wrap(uf(x, s))
-            except OverflowError:  # Note [Integers out of range]
-                return fallback(a, s)
-            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
-                raise_from_backend(name, e, (x, s))
-    elif pos == (1,):
-        def kernel(s, a, *rest, **kwargs):
-            x = a._data
-            if rest or kwargs or x.dtype.kind in _HIGHER.get(type(s), ""):
-                return fallback(s, a, *rest, **kwargs)
-            try:
-                return a._device.wrap(uf(s, x))
-            except OverflowError:  # Note [Integers out of range]
-                return fallback(s, a)
-            except (ValueError, TypeError) as e:  # Note [Errors from the backend]
-                raise_from_backend(name, e, (s, x))
     else:
         raise ValueError(f"{name}: Ufunc kernels take one or two operands")
     kernel = own_code(kernel, f"ufunc[{name}]")  # Note [Own code objects]

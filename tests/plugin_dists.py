@@ -20,6 +20,16 @@ def make_dist(root, dist, module_src, entry_points):
     (info / "entry_points.txt").write_text(textwrap.dedent(entry_points))
 
 
+def entry_points(module, infos, factories=None):
+    """The ``entry_points.txt`` of a plug-in distribution: ``infos`` maps each backend name
+    to its ``BackendInfo`` attribute of ``module``, ``factories`` to its backend factory
+    attribute (default: the same attribute, which fails to load as a backend)."""
+    factories = factories or infos
+    lines = ["[mdtensor.backend_info]"] + [f"{n} = {module}:{a}" for n, a in infos.items()]
+    lines += ["[mdtensor.backends]"] + [f"{n} = {module}:{a}" for n, a in factories.items()]
+    return "\n".join(lines) + "\n"
+
+
 def run(root, code):
     prelude = f"import sys; sys.path.insert(0, {str(root)!r})\n" if root else ""
     return subprocess.run([sys.executable, "-W", "always", "-c",

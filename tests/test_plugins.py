@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from plugin_dists import make_dist, run
+from plugin_dists import entry_points, make_dist, run
 
 import mdtensor as md
 
@@ -155,12 +155,7 @@ def test_an_interrupted_discovery_is_not_done(tmp_path):
             raise KeyboardInterrupt
         from mdtensor.backends import BackendInfo
         INFO = BackendInfo("intr", "intrdev", "PrivateUse3")
-    """, """
-        [mdtensor.backend_info]
-        intr = intr_backend:INFO
-        [mdtensor.backends]
-        intr = intr_backend:INFO
-    """)
+    """, entry_points("intr_backend", {"intr": "INFO"}))
     r = run(tmp_path, """
         import mdtensor.backends as backends
         try:
@@ -182,20 +177,9 @@ def test_plugins_claiming_taken_keys_or_device_types_are_skipped(tmp_path):
         EMPTY = BackendInfo("emptydev", "", "PrivateUse3")
         TAKEN_PU1 = BackendInfo("pu1", "pu1dev", "PrivateUse1")
         BROKEN = BackendInfo("broken", "broken", "PrivateUse2")
-    """, """
-        [mdtensor.backend_info]
-        cpukey = greedy_backend:CPU_KEY
-        metadev = greedy_backend:META
-        emptydev = greedy_backend:EMPTY
-        pu1 = greedy_backend:TAKEN_PU1
-        broken = greedy_backend:NOT_THERE
-        [mdtensor.backends]
-        cpukey = greedy_backend:CPU_KEY
-        metadev = greedy_backend:META
-        emptydev = greedy_backend:EMPTY
-        pu1 = greedy_backend:TAKEN_PU1
-        broken = greedy_backend:BROKEN
-    """)
+    """, entry_points("greedy_backend", infos := {
+        "cpukey": "CPU_KEY", "metadev": "META", "emptydev": "EMPTY", "pu1": "TAKEN_PU1",
+        "broken": "NOT_THERE"}, {**infos, "broken": "BROKEN"}))
     r = run(tmp_path, """
         import importlib.util
         import mdtensor as md
@@ -236,14 +220,8 @@ def test_a_backend_object_whose_name_or_namespace_disagrees_names_the_plugin(tmp
             name, device_type, key, array_type = "nsfail", "nsfaildev", "PrivateUse2", list
             def namespace(self):
                 raise ImportError("the array library is broken")
-    """, """
-        [mdtensor.backend_info]
-        liar = liar_backend:INFO
-        nsfail = liar_backend:INFO2
-        [mdtensor.backends]
-        liar = liar_backend:Liar
-        nsfail = liar_backend:NsFail
-    """)
+    """, entry_points("liar_backend", {"liar": "INFO", "nsfail": "INFO2"},
+                      {"liar": "Liar", "nsfail": "NsFail"}))
     r = run(tmp_path, """
         import mdtensor as md
         for dev in ("liardev", "nsfaildev"):
