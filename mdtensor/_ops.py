@@ -440,7 +440,14 @@ class OpOverload:
 
     # -- registration (used by md.library) ------------------------------------------------
     def _push_kernel(self, kernel: Kernel) -> None:
-        self._kernels.setdefault(kernel.key, []).append(kernel)
+        stack = self._kernels.setdefault(kernel.key, [])
+        users = [i for i, k in enumerate(stack) if k.user]
+        if users and not kernel.user:
+            # a backend that loads after a user registered a kernel for its key stays
+            # below that kernel (Note [Backend kernels] in mdtensor/library.py)
+            stack.insert(users[0], kernel)
+        else:
+            stack.append(kernel)
         self._invalidate()
 
     def _pop_kernel(self, kernel: Kernel) -> None:

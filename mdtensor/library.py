@@ -163,8 +163,21 @@ class Library:
         return parsed.name + ("." + parsed.overload_name if parsed.overload_name else "")
 
     # -- impl ---------------------------------------------------------------------------
+    # Note [Backend kernels]
+    # ~~~~~~~~~~~~~~~~~~~~~~
+    # A backend registers kernels for its own key where its library needs them -- for
+    # speed (the JAX backend's jitted kernels) or for the standard's answers (Note
+    # [Special values] in ops/special_values.py) -- with ``impl(..., backend=True)``, the
+    # same call a user makes.  Such a kernel is part of the backend, not an override:
+    # it computes on its tensors' arrays and calls no op (a leaf kernel: the Autograd
+    # kernels call it without their exclude guard), its results are not checked on every
+    # call as a user kernel's are (Note [Alias contracts]; the backend's tests and
+    # ``opcheck`` check it), replacing a catalogue kernel does not warn, and it stays
+    # below every user kernel for the key, so a user's kernel wins whenever the backend
+    # loads.
     def impl(self, op_name, fn: Callable, dispatch_key: str | DispatchKey = "", *,
-             with_keyset: bool = False, allow_override: bool = False) -> RegistrationHandle:
+             with_keyset: bool = False, allow_override: bool = False,
+             backend: bool = False) -> RegistrationHandle:
         """Register ``fn`` as the kernel of ``op_name`` for ``dispatch_key``.
 
         Args:
@@ -176,9 +189,12 @@ class Library:
             with_keyset: ``fn`` receives the call's key set (an int) first, for
                 ``op.redispatch``.
             allow_override: replace another user registration for the same key.
+            backend: ``fn`` is a backend's own kernel for its backend key (Note [Backend
+                kernels]): it computes on raw arrays and calls no op.
 
         Raises:
             RuntimeError: a user kernel is registered already for this (op, key).
+            ValueError: ``backend=True`` for a key that is not a backend's.
         """
         self._check_alive()
         op = self._overload(op_name)
@@ -188,9 +204,14 @@ class Library:
                 f"{self.ns!r}; register it with md.library.Library("
                 f"{op.schema.namespace!r}, 'IMPL')")
         key = _key(dispatch_key or self.dispatch_key)
+        if backend and (key.functionality != "Dense" or key.backend is None or with_keyset):
+            raise ValueError(
+                f"Library.impl: backend=True registers a backend's own kernel for its "
+                f"backend key (CPU, JAX, PrivateUse1, ...) without with_keyset; got "
+                f"{key.name}{' with with_keyset=True' if with_keyset else ''}")
         existing = op._kernels.get(key, [])
         user_existing = [k for k in existing if k.user]
-        if user_existing and not allow_override:
+        if user_existing and not allow_override and not backend:
             raise RuntimeError(
                 f"{op.name}: a kernel is already registered for {key.name} from "
                 f"{user_existing[-1].origin} ({user_existing[-1].name}); registering "
@@ -198,7 +219,7 @@ class Library:
                 f"registration, or pass allow_override=True.")
         where = _caller_location()
         kernel = Kernel(fn, key, with_keyset=with_keyset, origin=f"{self!r} at {where}",
-                        user=fn is not fallthrough_kernel)
+                        user=fn is not fallthrough_kernel and not backend, leaf=backend)
         _load_backend_of(key)  # so the override of a built-in kernel is seen (and warned)
         # runtime_keys raises ValueError for a key no kernel can be registered for
         # (CPUBit, Dense, ...), before anything changes.
@@ -208,8 +229,8 @@ class Library:
         for rk, old in before.items():
             new = op.resolve(rk)[0]
             # Only replacing one of the op's own built-in kernels warns (not a fallback).
-            if (old is not None and not old.user and id(old) in own and new is kernel
-                    and old is not kernel):
+            if (not backend and old is not None and not old.user and id(old) in own
+                    and new is kernel and old is not kernel):
                 try:
                     _warnings.warn(
                         f"Overriding a previously registered kernel for the same operator "

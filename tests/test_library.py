@@ -519,3 +519,34 @@ def test_registry_refuses_bad_definitions_and_foreign_namespaces():
         lib._destroy()
     with pytest.raises(TypeError, match="namespace must be a str"):
         md.library.Library(5, "DEF")
+
+
+def test_a_backend_kernel_is_not_a_user_override():
+    # Note [Backend kernels]: no warning over a catalogue kernel, a leaf, below a user's
+    # kernel whenever it is registered, and only for backend keys.
+    def backend_sign(x):
+        return md.asarray([7.0])
+
+    def user_sign(x):
+        return md.asarray([8.0])
+
+    x = md.asarray([-2.0], device="cpu")
+    user = md.library.Library("aten", "IMPL")
+    lib = md.library.Library("aten", "IMPL")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the user's override warns, as it should
+            user.impl("sign", user_sign, "CPU")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the backend's kernel does not
+            lib.impl("sign", backend_sign, "CPU", backend=True)
+        assert md.sign(x).tolist() == [8.0]  # the user's kernel, registered first, wins
+        user._destroy()
+        assert md.sign(x).tolist() == [7.0]
+        assert backend_sign in _ops.LEAF_KERNELS
+        with pytest.raises(ValueError, match="backend=True.*AutogradCPU"):
+            lib.impl("sign", backend_sign, "AutogradCPU", backend=True)
+    finally:
+        user._destroy()
+        lib._destroy()
+    assert md.sign(x).tolist() == [-1.0]
