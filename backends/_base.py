@@ -162,11 +162,19 @@ class Backend:
 
 def push_backend_kernel(op, fn, key: str, origin: str) -> None:
     """Register ``fn`` as a backend's own kernel of ``op`` for the backend key ``key``
-    (rung 1 of the ladder): a leaf kernel that computes on raw arrays and calls no op, as
-    the catalogue's own kernels are, so a kernel a user registers for the key later still
-    wins.  Used by the built-in backends (the JAX backend's jitted kernels, the CuPy
-    backend's vectorised ones) when they load."""
-    from mdtensor._keys import DispatchKey
-    from mdtensor._ops import Kernel
+    (rung 1 of the ladder): ``md.library``'s backend registration (``Library.impl(...,
+    backend=True)``, Note [Backend kernels] in mdtensor/library.py) through a library kept
+    for the process -- a leaf kernel that computes on raw arrays and calls no op, as the
+    catalogue's own kernels are, below any kernel a user registers for the key, before or
+    after.  Used by the built-in backends (the JAX backend's jitted kernels, the CuPy
+    backend's vectorised ones) when they load; ``origin`` names them in dumps."""
+    from mdtensor.library import Library
 
-    op._push_kernel(Kernel(fn, DispatchKey[key], origin=origin, leaf=True))
+    lib = _LIBRARIES.get(origin)
+    if lib is None:
+        lib = _LIBRARIES[origin] = Library("aten", "IMPL")
+    lib.impl(op, fn, key, backend=True, origin=origin)
+
+
+#: origin -> the md.library.Library holding the kernels push_backend_kernel registered
+_LIBRARIES: dict = {}

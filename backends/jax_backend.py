@@ -29,7 +29,13 @@ ops/elementwise.py) and, for reductions, ``jnp.sum``'s Python wrapper (about 3 u
 * **Every layer still runs.** The kernels sit where the ArrayAPI kernel sat (the JAX
   Dense key, below Functionalize, Python, ADInplaceOrView and Autograd), are leaf kernels
   (``_ops.LEAF_KERNELS``) like it, and a kernel a user registers for the JAX key still
-  wins (it is pushed on top).
+  wins: the backend registers its kernels with ``md.library`` as backend kernels (Note
+  [Backend kernels] in mdtensor/library.py), which stay below a user's.
+* **The standard's special values.** For the ops in ``JAXBackend.special_values`` the
+  traced impl is the catalogue's with the standard's special values (Note [Special
+  values] in ops/special_values.py), and their other overloads (``x % 2.0``, ``out=``)
+  get the same rules eagerly; the rules apply to complex tensors (and to zero results of
+  ``%``, ``//``, ``sign``), traced once per dtype, so real dtypes cost nothing more.
 
 
 Note [JAX on GPUs]
@@ -59,6 +65,11 @@ class JAXBackend(Backend):
     device_type = "jax"
     key = "JAX"
     capabilities = Capabilities(views=False, inplace=False, ufunc_out=False)
+    #: the ops whose XLA functions miss the standard's special values (Note [Special
+    #: values] in ops/special_values.py): complex functions at infinities, NaNs and
+    #: signed zeros, and the sign of zero results of ``%``, ``//`` and ``sign``
+    special_values = ("abs", "acos", "acosh", "asinh", "atanh", "cosh", "exp",
+                      "floor_divide", "log", "log1p", "remainder", "sign", "sinh", "sqrt")
 
     def __init__(self):
         import os
@@ -77,7 +88,7 @@ class JAXBackend(Backend):
         # Note: the concrete array class, never jax.Array (its metaclass defeats plum's
         # cache, DESIGN.md section 8).
         self.array_type = type(jnp.zeros(()))
-        _install_kernels(jax, jnp)
+        _install_kernels(jax, jnp, self.special_values)
 
     def namespace(self):
         return self._xp
@@ -120,30 +131,35 @@ class JAXBackend(Backend):
 # ---------------------------------------------------------------------------------------
 # Note [JAX kernels]
 
-_installed: list = []
+_library: list = []  # the md.library.Library holding the backend's kernels (kept alive)
 
 
-def _install_kernels(jax, jnp) -> None:
-    """Register the jitted JAX-key kernels (once per process)."""
-    if _installed:
+def _install_kernels(jax, jnp, special: tuple[str, ...]) -> None:
+    """Register the backend's kernels for the JAX key (once per process): the standard's
+    special values, then the jitted kernels (Note [Backend kernels] in
+    mdtensor/library.py)."""
+    if _library:
         return
+    from mdtensor.ops import special_values
     from mdtensor.ops._decl import CATALOGUE
 
+    from mdtensor.library import Library
+
+    lib = Library("aten", "IMPL")
+    _library.append(lib)
+    fixed = special_values.register(lib, "JAX", special)
     for decl in list(CATALOGUE.values()):
-        fn = _kernel_for(decl, jax, jnp)
+        fn = _kernel_for(decl, fixed.get(decl.name, decl.impl), jax, jnp)
         if fn is not None:
-            op = decl.overloads[0]
-            push_backend_kernel(op, fn, "JAX", "mdtensor (JAX backend)")
-            _installed.append(op)
-    if not _installed:
-        _installed.append(None)
+            push_backend_kernel(decl.overloads[0], fn, "JAX", "mdtensor (JAX backend)")
 
 
-def _kernel_for(decl, jax, jnp):
-    """The jitted kernel of ``decl``'s first (functional) overload, or None."""
+def _kernel_for(decl, impl, jax, jnp):
+    """The jitted kernel computing ``impl`` for ``decl``'s first (functional) overload, or
+    None."""
     import functools
 
-    from mdtensor.ops._decl import axis_check, device_mismatch, raise_from_backend
+    from mdtensor.ops._decl import axis_check, device_mismatch, impl_kernel, raise_from_backend
 
     from mdtensor._keys import DispatchKey
     from mdtensor._tensor import Tensor, new_counter
@@ -151,19 +167,18 @@ def _kernel_for(decl, jax, jnp):
     new = object.__new__
     op = decl.overloads[0]
     schema = op.schema
-    impl = decl.impl
     tags = op.tags
     if (impl is None or schema.is_mutable or schema.is_view or len(schema.returns) != 1
             or not schema.returns[0].type.is_tensor or schema.returns_tuple
             or not ("pointwise" in tags or "reduction" in tags) or "checks_values" in tags
-            or DispatchKey.ArrayAPI not in op._kernels or DispatchKey.JAX in op._kernels):
+            or not op.has_kernel_for(DispatchKey.ArrayAPI)):
         return None
     args = schema.arguments
     tensors = tuple(i for i, a in enumerate(args) if a.type.is_tensor_like)
     if any(args[i].kwarg_only or args[i].type.optional or args[i].has_default
            or args[i].type.is_tensor_list for i in tensors):
         return None
-    generic = op._kernels[DispatchKey.ArrayAPI][0].fn  # the catalogue's own
+    generic = impl_kernel(schema, impl)  # for the calls the jitted kernel does not take
     name = schema.full_name
     traced = jax.jit(functools.partial(impl, jnp))
     n_positional = sum(1 for a in args if not a.kwarg_only)

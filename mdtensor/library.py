@@ -177,7 +177,7 @@ class Library:
     # loads.
     def impl(self, op_name, fn: Callable, dispatch_key: str | DispatchKey = "", *,
              with_keyset: bool = False, allow_override: bool = False,
-             backend: bool = False) -> RegistrationHandle:
+             backend: bool = False, origin: str | None = None) -> RegistrationHandle:
         """Register ``fn`` as the kernel of ``op_name`` for ``dispatch_key``.
 
         Args:
@@ -191,6 +191,8 @@ class Library:
             allow_override: replace another user registration for the same key.
             backend: ``fn`` is a backend's own kernel for its backend key (Note [Backend
                 kernels]): it computes on raw arrays and calls no op.
+            origin: who registers it, as ``dump`` shows (default: this library and the
+                calling line).
 
         Raises:
             RuntimeError: a user kernel is registered already for this (op, key).
@@ -218,7 +220,8 @@ class Library:
                 f"{getattr(fn, '__qualname__', fn)!r} too is not allowed. Remove the first "
                 f"registration, or pass allow_override=True.")
         where = _caller_location()
-        kernel = Kernel(fn, key, with_keyset=with_keyset, origin=f"{self!r} at {where}",
+        kernel = Kernel(fn, key, with_keyset=with_keyset,
+                        origin=origin or f"{self!r} at {where}",
                         user=fn is not fallthrough_kernel and not backend, leaf=backend)
         _load_backend_of(key)  # so the override of a built-in kernel is seen (and warned)
         # runtime_keys raises ValueError for a key no kernel can be registered for

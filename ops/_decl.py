@@ -59,6 +59,7 @@ __all__ = [
     "SampleInput",
     "Ufunc",
     "defop",
+    "impl_kernel",
     "structured_variants",
 ]
 
@@ -1012,6 +1013,26 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
 # Registration
 
 
+def impl_kernel(schema: FunctionSchema, impl: Callable, inplace_impl: Callable | None = None,
+                *, promote_scalars: bool = True) -> Callable:
+    """The kernel of the overload ``schema`` that computes ``impl(xp, *arrays, ...)`` on
+    its tensors' arrays: what ``defop`` registers for ArrayAPI, functional, in-place or
+    ``out=`` by the schema; a backend registers such kernels for its own key (ops/
+    special_values.py).  ``promote_scalars``: Note [Python scalars on strict backends]."""
+    if promote_scalars:
+        impl = with_scalar_promotion(impl, schema)
+    return _impl_kernel(schema, impl, inplace_impl)
+
+
+def _impl_kernel(schema, kimpl, inplace_impl):
+    tensor_args = [(i, a) for i, a in enumerate(schema.arguments) if a.type.is_tensor_like]
+    if schema.is_inplace:
+        return _inplace_kernel(schema, kimpl, inplace_impl, tensor_args)
+    if schema.is_out:
+        return _out_kernel(schema, kimpl, inplace_impl, tensor_args)
+    return array_api_kernel(schema, kimpl)
+
+
 def _register(op, fn, key, **kw) -> None:
     op._push_kernel(Kernel(fn, key, origin="mdtensor", **kw))
 
@@ -1099,31 +1120,24 @@ def defop(
     decl.overloads.append(op)
     (decl.inplace if fschema.is_inplace else decl.out if fschema.is_out
      else decl.functional).append(op)
-    tensor_args = [(i, a) for i, a in enumerate(fschema.arguments) if a.type.is_tensor_like]
     # the impl the kernels call (the structured variants below wrap ``impl`` for their own
     # schemas)
     kimpl = impl
     if impl is not None and promote_scalars:
         kimpl = with_scalar_promotion(impl, fschema, exact=promote_scalars == "exact")
     if impl is not None:
-        if fschema.is_inplace:
-            fn = _inplace_kernel(fschema, kimpl, inplace_impl, tensor_args)
-        elif fschema.is_out:
-            fn = _out_kernel(fschema, kimpl, inplace_impl, tensor_args)
-        else:
-            fn = array_api_kernel(fschema, kimpl)
-        _register_leaf(op, fn, DispatchKey.ArrayAPI)
+        _register_leaf(op, _impl_kernel(fschema, kimpl, inplace_impl), DispatchKey.ArrayAPI)
     if cpu_impl is not None and not (fschema.is_inplace or fschema.is_out):
         _register_leaf(op, array_api_kernel(fschema, cpu_impl, kimpl), DispatchKey.CPU)
     elif (isinstance(cpu_impl, Ufunc) and fschema.is_inplace and impl is not None
           and cpu_impl.fn.signature is None):
         # Elementwise ufuncs only: a generalized ufunc (matmul) broadcasts its result into
         # ``out``, where PyTorch's in-place rule wants an error.
-        generic = _inplace_kernel(fschema, kimpl, inplace_impl, tensor_args)
+        generic = _impl_kernel(fschema, kimpl, inplace_impl)
         _register_leaf(op, _ufunc_inplace_kernel(fschema, cpu_impl, generic), DispatchKey.CPU)
     elif (isinstance(cpu_impl, Ufunc) and fschema.is_out and impl is not None
           and cpu_impl.fn.signature is None):
-        generic = _out_kernel(fschema, kimpl, inplace_impl, tensor_args)
+        generic = _impl_kernel(fschema, kimpl, inplace_impl)
         _register_leaf(op, _ufunc_out_kernel(fschema, cpu_impl, generic), DispatchKey.CPU)
     if composite is not None:
         _register(op, composite, DispatchKey.CompositeImplicitAutograd)

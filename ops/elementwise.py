@@ -27,6 +27,7 @@ import numpy as np
 from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
+from . import special_values
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
 from ._promotion import dtype_of, promote_scalar, with_array
 from ._samples import binary_samples, unary_samples
@@ -109,12 +110,13 @@ def to_float(xp, a):
 
 def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=None,
           names=None, methods=None, structured=True, domain=None, derivative=None,
-          complex_fix=None, generic=None):
-    """A pointwise unary op.  ``complex_fix(xp, a, result)`` corrects the backend
-    function's result for complex ``a`` (the CPU ufunc kernel then serves real dtypes only,
-    and complex out=/in-place calls compute and copy).  ``generic(xp, a)`` replaces the
-    backend function ``xp.<xp_name>`` of a function that is not a float function in the
-    generic impl (the CPU ufunc kernel still calls NumPy's)."""
+          complex_special=False, generic=None):
+    """A pointwise unary op.  ``complex_special``: NumPy's function misses the standard's
+    complex special values too, so the generic impl applies them for every backend (Note
+    [Special values] in ops/special_values.py; the CPU ufunc kernel then serves real
+    dtypes only, and complex out=/in-place calls compute and copy).  ``generic(xp, a)``
+    replaces the backend function ``xp.<xp_name>`` of a function that is not a float
+    function in the generic impl (the CPU ufunc kernel still calls NumPy's)."""
     if float_fn and generic is not None:
         raise ValueError(f"unary {name!r}: generic= is for functions that are not float_fn")
     fn = attrgetter(xp_name or name)
@@ -128,25 +130,21 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
     else:
         def impl(xp, a):
             return fn(xp)(a)
-    if complex_fix is not None:
-        plain = impl
-
-        def impl(xp, a):
-            r = plain(xp, a)
-            return complex_fix(xp, a, r) if _is_complex(a) else r
+    if complex_special:
+        impl = special_values.fixed(name, impl)
     impl.__name__ = name
     inplace_impl = None
     if structured and _is_ufunc(xp_name or name):
         def inplace_impl(xp, out, a):
             f = fn(xp)
-            if not _takes_out(f) or (complex_fix is not None and _is_complex(a)):
+            if not _takes_out(f) or (complex_special and _is_complex(a)):
                 return False
             f(a, out=out)
             return True
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     # With a complex fix the ufunc kernel serves real floats only (complex takes ``impl``).
-    cpu = _cpu_ufunc(xp_name or name, float_fn or complex_fix is not None,
-                     kinds="fc" if complex_fix is None else "f")
+    cpu = _cpu_ufunc(xp_name or name, float_fn or complex_special,
+                     kinds="f" if complex_special else "fc")
     return defop(
         f"{name}(Tensor self) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured,
@@ -372,8 +370,14 @@ binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",),
 
 
 def _fmod(xp, a, b):
-    # Not in the Array API: C's fmod (the sign of the dividend) from remainder.
+    # Not in the Array API: C's fmod, the remainder with the dividend's sign.  For floats,
+    # the remainder of the magnitudes given the sign of a: exact (remainder's correction
+    # step, for operands of different signs, rounds: fmod(1.7952956, -4) in float32), a
+    # zero gets the dividend's sign (fmod(-0.0, 2) is -0) and fmod(x, +-inf) is x.
     _int_divisor_check("fmod", xp, a, b)
+    if _has_float(a) or _has_float(b):
+        r = xp.remainder(xp.abs(a), abs(b) if isinstance(b, (int, float)) else xp.abs(b))
+        return xp.copysign(r, a if a.dtype == r.dtype else xp.astype(a, r.dtype))
     r = xp.remainder(a, b)
     a_neg = (a < 0) if not isinstance(a, (int, float)) else xp.asarray(a < 0)
     fix = xp.logical_and(r != 0, xp.logical_xor(a_neg, r < 0))
@@ -515,33 +519,6 @@ def _is_complex(a) -> bool:
     return not isinstance(a, (bool, int, float)) and dt.as_dtype(a.dtype).kind == "c"
 
 
-def _expm1_complex(xp, z, r):
-    # Note [Complex special values]: NumPy's complex expm1 gives NaN parts where the Array
-    # API (C99's cexp) specifies the limits (expm1(+inf + 0j) is +inf + 0j, expm1(-inf +
-    # NaN j) is -1 + 0j) and -0 + 0j for -0 + 0j.  There, and only there, exp(z) - 1 is
-    # exact and has the specified values; elsewhere NumPy's result keeps its precision.
-    # An infinite real part with an infinite or NaN imaginary part is set apart: there the
-    # standard gives -1 + 0j (re = -inf: exp(z) is 0 whatever y) and +-inf + NaN j (re =
-    # +inf), where JAX's exp gives NaN parts.
-    special = xp.logical_or(xp.logical_not(xp.isfinite(z)), z == 0)
-    r = xp.where(special, xp.subtract(xp.exp(z), 1), r)
-    re, wild = xp.real(z), xp.logical_not(xp.isfinite(xp.imag(z)))
-    r = xp.where(xp.logical_and(re == -math.inf, wild),
-                 xp.asarray(complex(-1.0, 0.0), dtype=z.dtype), r)
-    return xp.where(xp.logical_and(re == math.inf, wild),
-                    xp.asarray(complex(math.inf, math.nan), dtype=z.dtype), r)
-
-
-def _tanh_complex(xp, z, r):
-    # Note [Complex special values]: tanh(+-inf + iy) for finite y is +-1 + 0j with the sign
-    # of y on the zero (the Array API: 1 + 0j for y > 0, and tanh(conj z) = conj(tanh z));
-    # NumPy gives the sign of sin(2y).
-    re, im = xp.real(z), xp.imag(z)
-    limit = xp.astype(xp.sign(re), z.dtype)  # +-1 + 0j where re is infinite
-    limit = xp.where(xp.signbit(im), xp.conj(limit), limit)
-    return xp.where(xp.logical_and(xp.isinf(re), xp.isfinite(im)), limit, r)
-
-
 def _rsqrt(xp, a):
     a = to_float(xp, a)
     return xp.divide(1, xp.sqrt(a))
@@ -569,7 +546,7 @@ for _name, _domain in _FLOAT_UNARY.items():
         continue
     unary(_name, float_fn=True, dtypes=FLOATING, domain=_domain, names=_names,
           methods=_names, ref=getattr(np, _np_name, None),
-          complex_fix={"expm1": _expm1_complex, "tanh": _tanh_complex}.get(_name))
+          complex_special=_name in ("expm1", "tanh"))
 
 
 def _bool_unary(name):

@@ -117,3 +117,15 @@ def backend_installed(device: str) -> bool:
 
     row = next((r for r in md.backends.available() if r["device_type"] == device), None)
     return row is not None and row["installed"]
+
+
+def backend_params(*devices: str) -> list:
+    """``devices`` as pytest parameters, each skipped with the reason where its backend is
+    not installed (the plug-in, or its array library)."""
+    params = []
+    for device in devices:
+        installed = device == "cpu" or backend_installed(device)
+        params.append(pytest.param(device, marks=pytest.mark.skipif(
+            not installed, reason=f"the {device} backend is not installed (its plug-in or "
+                                  f"its array library)")))
+    return params

@@ -166,48 +166,6 @@ def test_floor_divide_special_cases(a, b, expected, device):
     assert ints.tolist() == [3, -4] and ints.dtype == md.int64
 
 
-# Note [Complex special values] (ops/elementwise.py): expm1 of complex infinities, NaNs
-# and zeros as the Array API specifies (C99's cexp), where NumPy gives NaN parts.
-_NAN = float("nan")
-
-
-def test_expm1_complex_special_cases():
-    cases = [(complex(0.0, 0.0), complex(0.0, 0.0)), (complex(-0.0, 0.0), complex(0.0, 0.0)),
-             (complex(_INF, 0.0), complex(_INF, 0.0)),
-             (complex(-_INF, _INF), complex(-1.0, 0.0)),
-             (complex(-_INF, _NAN), complex(-1.0, 0.0)),
-             (complex(-_INF, -_INF), complex(-1.0, 0.0)),
-             (complex(-_INF, 2.0), complex(-1.0, 0.0)),
-             (complex(-_INF, -2.0), complex(-1.0, -0.0)),
-             (complex(_NAN, 0.0), complex(_NAN, 0.0)),
-             (complex(1e-10, 1e-10), complex(1e-10, 1e-10))]
-    z = md.asarray([c for c, _ in cases], dtype=md.complex128)
-    outs = [md.expm1(z), md.expm1(z, out=md.empty_like(z)), z.clone().expm1_()]
-    for got in outs:
-        for v, (_, want) in zip(got.tolist(), cases):
-            for part, ref in ((v.real, want.real), (v.imag, want.imag)):
-                assert (part != part and ref != ref) or (
-                    part == pytest.approx(ref, rel=1e-12) and np.signbit(part) ==
-                    np.signbit(ref)), (v, want)
-    for y in (_INF, _NAN):
-        inf_y = md.expm1(md.asarray([complex(_INF, y)])).tolist()[0]
-        assert abs(inf_y.real) == _INF and inf_y.imag != inf_y.imag  # inf + NaN j
-    # Real dtypes keep NumPy's expm1 (the ufunc kernel)
-    assert md.expm1(md.asarray([0.0, -0.0])).tolist() == [0.0, -0.0]
-
-
-def test_tanh_complex_infinities_have_the_sign_of_the_imaginary_part_on_zero():
-    ys = [3.0, 1.0, -3.0, -1.0, 0.0, -0.0]
-    for sign in (1.0, -1.0):
-        z = md.asarray([complex(sign * _INF, y) for y in ys], dtype=md.complex128)
-        for got in (md.tanh(z), md.tanh(z, out=md.empty_like(z)), z.clone().tanh_()):
-            for v, y in zip(got.tolist(), ys):
-                assert v.real == sign and v.imag == 0.0
-                assert np.signbit(v.imag) == np.signbit(y), (sign, y, v)
-    finite = md.asarray([complex(2.0, 3.0)])
-    assert md.tanh(finite).tolist()[0] == pytest.approx(np.tanh(complex(2.0, 3.0)))
-
-
 @pytest.mark.parametrize("values", [[5.9923e307] * 3, [1.7e308, 1.7e308, -1.7e308],
                                     [-1.7e308, -1.7e308]])
 def test_whole_sum_near_float64_overflow_is_numpys(values):

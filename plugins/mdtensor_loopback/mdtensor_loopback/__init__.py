@@ -21,12 +21,23 @@ class LoopbackBackend(Backend):
     # but its functions take no out=.
     capabilities = Capabilities(views=True, inplace=True, ufunc_out=False)
 
+    #: the ops whose array_api_strict functions miss the standard's special values:
+    #: ``sign(-0 + 0j)`` is ``-0 + 0j`` there, the standard's ``0 + 0j``
+    special_values = ("sign",)
+
     def __init__(self):
         import array_api_strict
+        from mdtensor.ops import special_values
+
+        from mdtensor.library import Library
 
         self._xp = array_api_strict
         self.array_type = type(array_api_strict.asarray(0))
         self._device = array_api_strict.Device("CPU_DEVICE")
+        # Kernels of our own for our key, as any backend registers them (kept alive with
+        # the backend: destroying the Library would undo them)
+        self._library = Library("aten", "IMPL")
+        special_values.register(self._library, self.key, self.special_values)
 
     def namespace(self):
         return self._xp
