@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor._keys import DispatchKey
+from mdtensor._tensor import Tensor
 
 from . import _meta_fns as mf
-from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, defop
+from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, defop, device_mismatch
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC, to_float
 
@@ -247,6 +248,7 @@ del _op
 # The Array API linear-algebra extension (md.linalg), plus tensordot/vecdot/outer.
 # Ops live in aten as linalg_<name>; mdtensor/linalg.py exposes them as md.linalg.<name>.
 
+import functools  # noqa: E402
 from operator import attrgetter  # noqa: E402
 
 from .elementwise import FLOATS  # noqa: E402
@@ -294,6 +296,8 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
             _check_square(name, args[0])
         if floating:  # Note [Integer inputs of float functions] in ops/elementwise.py
             args = [to_float(xp, a) if hasattr(a, "dtype") else a for a in args]
+        if kwargs.get("rtol") is not None:
+            kwargs["rtol"] = _tolerance(aten_name, xp, args[0], kwargs["rtol"])
         out = getter(xp)(*args, **kwargs)
         return tuple(out) if isinstance(out, tuple) else out
 
@@ -304,6 +308,21 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
                       differentiable=name in _WITH_FORMULA) if ref else None)
     if not top_level or name in ("tensordot", "vecdot", "outer"):
         LINALG_NAMES[name] = aten_name
+
+
+def _tolerance(name, xp, x, rtol):
+    """``rtol`` of ``pinv``/``matrix_rank`` as the backend takes it: a number, or the
+    array of a tensor on ``x``'s device.  (An ``Any`` argument reaches the impl as it was
+    passed; handed on as a Tensor, the backend would convert it through ``__array__``,
+    which only CPU tensors allow.)"""
+    if not isinstance(rtol, Tensor):
+        return rtol
+    dev = rtol._device
+    if dev.xp is not xp or dev.backend.device_index(x) != dev.index:
+        other = (f"{dev.type}:{dev.backend.device_index(x)}" if dev.xp is xp
+                 else "a device of another backend")
+        raise device_mismatch(name, other, dev)
+    return rtol._data
 
 
 def _square(n=3, batch=()):
@@ -351,8 +370,25 @@ _linalg("matrix_norm", "Tensor self, *, bool keepdims=False, Any ord=\"fro\"",
 _linalg("matrix_power", "Tensor self, int n", samples=lambda d, rng: [
     SampleInput((s.args[0], 3)) for s in _square()(d, rng)],
     ref=np.linalg.matrix_power)
-_linalg("matrix_rank", "Tensor self, *, Any? rtol=None", samples=_square(),
-        ref=lambda a, rtol=None: np.linalg.matrix_rank(a))
+def _matrix_rank(xp, x, *, rtol=None):
+    # The number of singular values above rtol times the largest (the standard's and
+    # NumPy's definition; JAX's matrix_rank takes a given rtol as an absolute tolerance).
+    s = xp.linalg.svdvals(x)
+    if s.shape[-1] == 0:
+        return xp.zeros(s.shape[:-1], dtype=xp.int64)
+    if rtol is None:
+        rtol = max(x.shape[-2:]) * xp.finfo(s.dtype).eps
+    elif not isinstance(rtol, (int, float)):
+        rtol = xp.expand_dims(xp.astype(rtol, s.dtype), axis=-1)
+    tol = xp.multiply(xp.max(s, axis=-1, keepdims=True), rtol)
+    return xp.sum(xp.astype(s > tol, xp.int64), axis=-1)
+
+
+_linalg("matrix_rank", "Tensor self, *, Any? rtol=None", samples=lambda d, rng: [
+    SampleInput((make_array((2, 4, 3), d, rng),), {"rtol": r}, name=f"rtol={r}")
+    for r in (None, 0.1, 0.9)],
+        ref=lambda a, rtol=None: np.linalg.matrix_rank(a, rtol=rtol),
+        xp_fn=lambda xp: functools.partial(_matrix_rank, xp))
 _linalg("outer", "Tensor self, Tensor other", samples=_pair((3,), (4,)), ref=np.outer,
         top_level=True, xp_fn=attrgetter("linalg.outer"))
 _linalg("pinv", "Tensor self, *, Any? rtol=None", samples=_square(),

@@ -1,0 +1,49 @@
+"""``md.linalg``: what the op catalogue's sweeps (tests/test_opinfo.py,
+tests/test_cross_backend.py) do not cover."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _helpers import backend_params, to_numpy
+
+import mdtensor as md
+
+DEVICES = backend_params("cpu", "loopback", "jax")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tolerances_may_be_tensors(device):
+    # The standard's rtol is a number or an array (broadcast against the batch); the
+    # generic kernels pass the tensor's array, never the tensor (array_api_strict and JAX
+    # would convert it through __array__, which only CPU tensors allow).
+    a = np.random.default_rng(0).normal(size=(2, 4, 3))
+    x = md.asarray(a, device=device)
+    for rtol in (0.1, md.asarray(0.1, dtype=md.float64, device=device)):
+        np.testing.assert_allclose(to_numpy(md.linalg.pinv(x, rtol=rtol)),
+                                   np.linalg.pinv(a, rtol=0.1), rtol=1e-10)
+    batched = md.asarray([0.1, 0.9], dtype=md.float64, device=device)
+    assert md.linalg.matrix_rank(x, rtol=batched).tolist() == np.linalg.matrix_rank(
+        a, rtol=np.array([0.1, 0.9])).tolist()
+    np.testing.assert_allclose(to_numpy(md.linalg.pinv(x, rtol=batched)),
+                               np.linalg.pinv(a, rtol=np.array([0.1, 0.9])), rtol=1e-10)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_matrix_rank_tolerance_is_relative_to_the_largest_singular_value(device):
+    # Singular values 10, 1, 0.05: rtol=0.01 keeps those above 0.1 (JAX's own
+    # matrix_rank takes a given rtol as an absolute tolerance and counts 3).
+    x = md.asarray(np.diag([10.0, 1.0, 0.05]), device=device)
+    assert md.linalg.matrix_rank(x, rtol=0.01).tolist() == 2
+    assert md.linalg.matrix_rank(x).tolist() == 3
+    assert md.linalg.matrix_rank(x).dtype == md.int64
+    assert md.linalg.matrix_rank(md.zeros((2, 0, 3), device=device)).tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("device", DEVICES[1:])
+def test_a_tolerance_on_another_device_is_refused(device):
+    x = md.asarray(np.eye(3), device=device)
+    for fn in (md.linalg.pinv, md.linalg.matrix_rank):
+        with pytest.raises(ValueError, match=r"linalg_\w+: expected all tensors to be on "
+                                             r"the same device.*cpu"):
+            fn(x, rtol=md.asarray(0.1, device="cpu"))
