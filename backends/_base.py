@@ -75,8 +75,9 @@ class Backend:
 
     Required: ``name``, ``device_type``, ``key``, ``namespace()``, ``array_type``.
     Optional, with defaults: ``capabilities``, ``device_count``, ``device_index``,
-    ``asarray``, ``to_numpy``, ``from_dlpack``, ``ensure_array``, ``owns_dense``,
-    ``native_dtype`` / ``dtype_from_native``, ``copy_into``, ``default_float``.
+    ``asarray``, ``to_numpy``, ``from_dlpack``, ``to_dlpack``, ``ensure_array``,
+    ``owns_dense``, ``native_dtype`` / ``dtype_from_native``, ``copy_into``,
+    ``default_float``.
     """
 
     name: str = ""
@@ -120,6 +121,17 @@ class Backend:
 
     def from_dlpack(self, obj, index: int = 0):
         return self.namespace().from_dlpack(obj)
+
+    def to_dlpack(self, array, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """``Tensor.__dlpack__``: export ``array`` as a DLPack capsule, following the
+        standard's rules for ``max_version``, ``dl_device`` and ``copy`` (a producer that
+        cannot export to ``dl_device``, or not without the copy ``copy=False`` forbids,
+        raises ``BufferError``).  The default hands the arguments given to the array's own
+        ``__dlpack__``."""
+        kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version),
+                                    ("dl_device", dl_device), ("copy", copy))
+                  if v is not None}
+        return array.__dlpack__(**kwargs)
 
     def owns_dense(self, array) -> bool:
         """Whether ``array`` is dense and writable: C-contiguous, no broadcast (zero)

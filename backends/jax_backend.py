@@ -121,6 +121,27 @@ class JAXBackend(Backend):
     def from_dlpack(self, obj, index: int = 0):
         return self._jax.device_put(self._xp.from_dlpack(obj), self._devices[index])
 
+    def to_dlpack(self, array, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # Note [DLPack export]: JAX exports DLPack 0.x capsules (the legacy, unversioned
+        # kind) whatever max_version says, but refuses a max_version below (0, 5); the
+        # standard asks a producer whose major version the consumer shares to export its
+        # own, so a max_version of major 0 is not passed on.  A dl_device JAX cannot
+        # export to (no such platform here, or a copy that copy=False forbids) is the
+        # standard's BufferError (JAX raises RuntimeError or ValueError).
+        if max_version is not None and max_version[0] < 1:
+            max_version = None
+        try:
+            return array.__dlpack__(stream=stream, max_version=max_version,
+                                    dl_device=dl_device, copy=copy)
+        except (RuntimeError, ValueError):
+            if dl_device is None or tuple(dl_device) == tuple(
+                    int(v) for v in array.__dlpack_device__()):
+                raise
+        raise BufferError(
+            f"__dlpack__: the jax backend cannot export this array (on DLPack device "
+            f"{tuple(int(v) for v in array.__dlpack_device__())}) to DLPack device "
+            f"{tuple(dl_device)}" + (" without a copy (copy=False)" if copy is False else ""))
+
     def copy_into(self, dst, src) -> None:
         raise RuntimeError("JAX arrays are immutable; in-place ops run through Functionalize")
 

@@ -274,16 +274,16 @@ class Tensor:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         if self._device.type == "meta":
             raise BufferError("__dlpack__: meta tensors have no data to export")
-        kwargs = {}
-        if stream is not None:
-            kwargs["stream"] = stream
-        if max_version is not None:
-            kwargs["max_version"] = max_version
-        if dl_device is not None:
-            kwargs["dl_device"] = dl_device
-        if copy is not None:
-            kwargs["copy"] = copy
-        return self._data.__dlpack__(**kwargs)
+        for name, value in (("max_version", max_version), ("dl_device", dl_device)):
+            if value is not None and not (isinstance(value, tuple) and len(value) == 2
+                                          and all(isinstance(v, int) for v in value)):
+                raise TypeError(f"__dlpack__: {name} must be None or a tuple of two ints, "
+                                f"got {value!r}")
+        if copy is not None and not isinstance(copy, bool):
+            raise TypeError(f"__dlpack__: copy must be None or a bool, got {copy!r}")
+        return self._device.backend.to_dlpack(self._data, stream=stream,
+                                              max_version=max_version,
+                                              dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()

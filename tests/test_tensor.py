@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from _helpers import shares_memory
+from _helpers import backend_params, shares_memory
 
 import mdtensor as md
 
@@ -86,6 +86,26 @@ def test_array_protocols():
     y = np.from_dlpack(x)
     np.testing.assert_array_equal(y, [1.0, 2.0])
     assert x.__dlpack_device__()[0] == 1  # kDLCPU
+
+
+@pytest.mark.parametrize("device", backend_params("cpu", "loopback", "jax"))
+def test_dunder_dlpack_follows_the_standard(device):
+    # Every max_version (a producer exports its own version to a consumer of its major
+    # version: JAX's legacy capsule for (0, 0)), copy and the CPU dl_device export; a
+    # device the backend cannot export to is a BufferError, bad arguments a TypeError.
+    x = md.asarray([[1.0, 2.0]], device=device)
+    for max_version in (None, (0, 0), (0, 5), (1, 0), (2, 0)):
+        for copy in (None, True, False):
+            for dl_device in (None, (1, 0)):
+                x.__dlpack__(max_version=max_version, copy=copy, dl_device=dl_device)
+    np.testing.assert_array_equal(np.from_dlpack(x), [[1.0, 2.0]])
+    for copy in (None, False):
+        with pytest.raises(BufferError):
+            x.__dlpack__(dl_device=(14, 0), copy=copy)  # oneAPI: not on this machine
+    with pytest.raises(TypeError, match="__dlpack__: max_version must be"):
+        x.__dlpack__(max_version=1)
+    with pytest.raises(TypeError, match="__dlpack__: copy must be"):
+        x.__dlpack__(copy="yes")
 
 
 def test_python_operators_and_reflected():
