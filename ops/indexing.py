@@ -186,13 +186,16 @@ def _index(xp, x, key):
         return xp.asarray(_basic_index(xp, x, raw), copy=True)
     if _is_bool_array(raw):  # a sole boolean mask: the Array API's own
         _check_mask_shape(tuple(x.shape), raw, 0, "__getitem__")
+        if tuple(raw.shape) != tuple(x.shape[:raw.ndim]):  # a mask of size 0 selects
+            raw = xp.zeros(x.shape[:raw.ndim], dtype=xp.bool)  # nothing
         return x[raw]
     return _advanced_index(xp, x, raw, "__getitem__")
 
 
 def _check_mask_shape(shape, mask, dim, op):
+    # As NumPy: a mask's dimension has the tensor's size, or size 0 (it selects nothing)
     covered = shape[dim:dim + mask.ndim]
-    if tuple(mask.shape) != covered:
+    if len(covered) != mask.ndim or not all(m in (s, 0) for m, s in zip(mask.shape, covered)):
         raise IndexError(f"{op}: the shape of the mask {list(mask.shape)} at index {dim} does "
                          f"not match the shape of the indexed tensor {list(shape)} at index "
                          f"{dim}")

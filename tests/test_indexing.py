@@ -180,6 +180,27 @@ def test_boolean_mask_of_the_wrong_length_raises():
         x[md.asarray(np.array([True, False]))]
 
 
+@pytest.mark.parametrize("shape, mask_shape, rest", [
+    ((0, 5), (0, 0), ()), ((2, 5), (2, 0), ()), ((3, 4, 5), (3, 0), ()),
+    ((3, 4, 5), (0, 4, 0), ()), ((3, 4, 5), (3, 0), (Ellipsis, 1)),
+    ((2, 5), (3, 0), ()), ((2, 5), (0, 3), ())])
+def test_a_mask_dimension_of_size_zero_selects_nothing(shape, mask_shape, rest):
+    # As NumPy (and the conformance suite): each mask dimension has the tensor's size or
+    # size 0; any other size is an IndexError.
+    a, m = np.zeros(shape), np.zeros(mask_shape, dtype=bool)
+    key = (md.asarray(m),) + rest if rest else md.asarray(m)
+    try:
+        expected = a[(m,) + rest].shape
+    except IndexError:
+        with pytest.raises(IndexError, match="__getitem__: .*(mask|boolean)"):
+            _t(a)[key]
+        return
+    assert _t(a)[key].shape == expected
+    x = _t(a)
+    x[md.asarray(m)] = 1.0  # writes nothing
+    assert not to_numpy(x).any()
+
+
 # ---------------------------------------------------------------------------------------
 # setitem
 
