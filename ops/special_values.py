@@ -225,6 +225,19 @@ _H = _PI / 2  # the standard's π/2
 _Q = _PI / 4
 _3Q = 3 * _PI / 4
 
+#: the rows the standard gives ``log``, ``log1p`` and ``acosh`` alike, in this order (all
+#: three grow like ``log(z)`` at infinity)
+_LOG_AT_INFINITY = (
+    ("-inf", "positive finite", (_INF, _PI)),
+    ("+inf", "positive finite", (_INF, 0.0)),
+    ("-inf", "+inf", (_INF, _3Q)),
+    ("+inf", "+inf", (_INF, _Q)),
+    ("±inf", "NaN", (_INF, _NAN)),
+    ("NaN", "finite", (_NAN, _NAN)),
+    ("NaN", "+inf", (_INF, _NAN)),
+    ("NaN", "NaN", (_NAN, _NAN)),
+)
+
 #: function -> its table, transcribed from the standard (2025.12), rows in its order
 TABLES: dict[str, Table] = {
     "abs": Table([
@@ -255,14 +268,7 @@ TABLES: dict[str, Table] = {
         ("finite", "+inf", (_INF, _H)),
         ("nonzero finite", "NaN", (_NAN, _NAN)),
         ("±0", "NaN", (_NAN, _H), "im"),  # the standard: +0; C99 (and NumPy): either zero
-        ("-inf", "positive finite", (_INF, _PI)),
-        ("+inf", "positive finite", (_INF, 0.0)),
-        ("-inf", "+inf", (_INF, _3Q)),
-        ("+inf", "+inf", (_INF, _Q)),
-        ("±inf", "NaN", (_INF, _NAN)),
-        ("NaN", "finite", (_NAN, _NAN)),
-        ("NaN", "+inf", (_INF, _NAN)),
-        ("NaN", "NaN", (_NAN, _NAN)),
+        *_LOG_AT_INFINITY,
     ]),
     "asinh": Table([
         ("+0", "+0", (0.0, 0.0)),
@@ -337,27 +343,13 @@ TABLES: dict[str, Table] = {
         ("+0", "+0", (-_INF, 0.0)),
         ("finite", "+inf", (_INF, _H)),
         ("finite", "NaN", (_NAN, _NAN)),
-        ("-inf", "positive finite", (_INF, _PI)),
-        ("+inf", "positive finite", (_INF, 0.0)),
-        ("-inf", "+inf", (_INF, _3Q)),
-        ("+inf", "+inf", (_INF, _Q)),
-        ("±inf", "NaN", (_INF, _NAN)),
-        ("NaN", "finite", (_NAN, _NAN)),
-        ("NaN", "+inf", (_INF, _NAN)),
-        ("NaN", "NaN", (_NAN, _NAN)),
+        *_LOG_AT_INFINITY,
     ]),
     "log1p": Table([
         ("-1", "+0", (-_INF, 0.0)),
         ("finite", "+inf", (_INF, _H)),
         ("finite", "NaN", (_NAN, _NAN)),
-        ("-inf", "positive finite", (_INF, _PI)),
-        ("+inf", "positive finite", (_INF, 0.0)),
-        ("-inf", "+inf", (_INF, _3Q)),
-        ("+inf", "+inf", (_INF, _Q)),
-        ("±inf", "NaN", (_INF, _NAN)),
-        ("NaN", "finite", (_NAN, _NAN)),
-        ("NaN", "+inf", (_INF, _NAN)),
-        ("NaN", "NaN", (_NAN, _NAN)),
+        *_LOG_AT_INFINITY,
     ]),
     "sign": Table([
         ("±0", "±0", (0.0, 0.0)),
