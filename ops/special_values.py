@@ -18,7 +18,7 @@ rules -- and a backend whose library differs registers them for its key with
 computes its library's ``acos``, then the standard's values where a row of the table
 applies.  A backend whose library is right registers nothing and pays nothing.
 ``expm1`` and ``tanh``, which NumPy gets wrong too, apply their tables in the catalogue's
-own impl (``fixed`` in ops/elementwise.py), for every backend.
+own impl (``unary(..., complex_special=True)`` in ops/elementwise.py), for every backend.
 
 A table is applied in three steps:
 
@@ -30,8 +30,10 @@ A table is applied in three steps:
    (XLA's ``sqrt(1.5 - 0j)`` is ``1.22 + 0j``; folded, ``1.22 - 0j``).
 2. **Replace** the library's result where a row matches the folded parts ``a + b j``;
    the first matching row wins, as in the standard's lists.  Where the standard leaves a
-   sign unspecified (``NaN ± infinity j``) the row gives C99's choice, glibc's and so
-   NumPy's, so that every backend gives the CPU backend's value.
+   sign unspecified (``NaN ± infinity j``) the row gives glibc's (NumPy's) choice in the
+   table's quadrant and marks the part (``"re"``, ``"im"``, ``"both"``); unfolded, such a
+   sign may differ from NumPy's in the other quadrants (``cosh(-0 + inf j)`` is
+   ``NaN - 0j`` here, ``NaN + 0j`` from glibc), which the standard allows.
 3. **Unfold** the result.
 
 Results of the form ``c * cis(b)`` (``exp(-inf + b j)`` is ``+0 * cis(b)``) are built from
@@ -47,7 +49,7 @@ from collections.abc import Callable, Iterable
 
 from ._promotion import dtype_of
 
-__all__ = ["TABLES", "fixed", "register"]
+__all__ = ["TABLES", "Cis", "Table", "fixed", "names", "register"]
 
 _PI = math.pi
 _INF = math.inf
