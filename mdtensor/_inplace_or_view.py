@@ -6,8 +6,9 @@ result which base it views and how to replay the view from that base (``ViewInfo
 shares the base's version counter.  Every other op falls through (its backend fallback is
 ``fallthrough_kernel``), so plain ops never see this layer.
 
-Kernels are generated per overload from its schema when the overload is defined
-(``_ops.on_define``), so user-defined ops with ``(a!)``/``(a)`` annotations get them too.
+Kernels are generated per overload from its schema when the overload is defined (a hook
+in ``dispatcher.define_hooks``), so user-defined ops with ``(a!)``/``(a)`` annotations get
+them too.
 
 Note [Version counters]
 ~~~~~~~~~~~~~~~~~~~~~~~

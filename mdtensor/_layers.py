@@ -34,27 +34,13 @@ def install() -> None:
     _installed = True
     for name in _FALLTHROUGH_BY_DEFAULT:
         register_fallback(Kernel(fallthrough_kernel, DispatchKey[name], name="fallthrough"))
-    from . import _inplace_or_view
+    from . import _functionalize, _inplace_or_view, _python_dispatch, autograd
 
     _inplace_or_view.install()
-    _install_optional("mdtensor.autograd", "install")
-    _install_optional("mdtensor._python_dispatch", "install")
-    _install_optional("mdtensor._functionalize", "install")
+    autograd.install()
+    _python_dispatch.install()
+    _functionalize.install()
     _install_backend_hook()
-
-
-def _install_optional(module: str, fn: str) -> None:
-    import importlib
-
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name != module:
-            raise
-        return
-    installer = getattr(mod, fn, None)
-    if installer is not None:
-        installer()
 
 
 def _install_backend_hook() -> None:

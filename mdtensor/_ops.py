@@ -329,32 +329,7 @@ class OpOverload:
                 return entry
             entry = _make_entry(self, kernel, k, key)
             gate = kernel.gate
-            if gate is not None:  # Note [Star calls]
-# ~~~~~~~~~~~~~~~~~
-# Forwarding ``*args, **kwargs`` is the dearest thing a forwarding function does: the call
-# ``f(a, *args, **kwargs)`` builds a fresh tuple and copies the dict (CALL_FUNCTION_EX), and
-# the callee packs them again.  A forwarder that names the argument instead --
-# ``def call(a, b=_NO, /, *args, **kwargs)`` calling ``kernel(a, b)`` -- costs 0.23 us
-# against 0.56 us for the star form (CPython 3.11, same machine).  ``md.sum(x, 0)``,
-# ``x[1:3]`` and ``x.transpose(0, 1)`` pass one argument after the Tensor through the
-# caller, the generic kernel and the view kernel, so each names it.
-
-# Note [Inline dispatch]
-# ~~~~~~~~~~~~~~~~~~~~~~
-# ``md.exp(x)`` and ``aten.mul(g, y)`` in a formula call a packet function with one Tensor
-# or two.  Once ``_frontend.resolve`` has resolved the key ``Tensor`` or ``(Tensor,
-# Tensor)`` (its ``_on_resolve`` hooks), the packet function does the overload caller's
-# four lines itself -- thread-local keys, key set, table entry, kernel -- instead of
-# looking the caller up and calling it: one dict lookup and one frame less per op (0.2-0.3
-# us on the 2-core EPYC).  A Tensor and one argument of another type (``sum(g, (0,))``,
-# ``div(g, 8)``: a formula's reductions and scalars) are learned the same way, by that
-# argument's type.  Only for the exact class Tensor (a subclass resolves as before)
-# and an overload whose Tensors are its leading positional parameters; forgotten when the
-# packet's overloads change (``_on_change``).  The table is the overload's own, so every
-# layer sees the call as before.  The Python operators do the same for ``a * b`` (Note
-# [Inline operators] in ops/_methods.py).
-
-# Note [Gated kernels]
+            if gate is not None:  # Note [Gated kernels]
                 below = self._entry(remove_key(k, key))
                 _GATED[(self, ks)] = (gate, entry, below)
                 if not gate[0]:
@@ -494,6 +469,17 @@ def _fast_tensor_positions(schema: FunctionSchema) -> tuple[int, ...] | None:
 
 
 _NO = object()  # an argument the caller did not pass (see _make_caller)
+
+
+# Note [Star calls]
+# ~~~~~~~~~~~~~~~~~~
+# Forwarding ``*args, **kwargs`` is the dearest thing a forwarding function does: the call
+# ``f(a, *args, **kwargs)`` builds a fresh tuple and copies the dict (CALL_FUNCTION_EX), and
+# the callee packs them again.  A forwarder that names the argument instead --
+# ``def call(a, b=_NO, /, *args, **kwargs)`` calling ``kernel(a, b)`` -- costs 0.23 us
+# against 0.56 us for the star form (CPython 3.11, same machine).  ``md.sum(x, 0)``,
+# ``x[1:3]`` and ``x.transpose(0, 1)`` pass one argument after the Tensor through the
+# caller, the generic kernel and the view kernel, so each names it.
 
 
 def _make_caller(op: OpOverload) -> Callable:
@@ -842,6 +828,22 @@ class OpOverloadPacket:
         self.__dict__.pop("_plum_signatures", None)
         for hook in self._on_change:
             hook()
+
+
+# Note [Inline dispatch]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# ``md.exp(x)`` and ``aten.mul(g, y)`` in a formula call a packet function with one Tensor
+# or two.  Once ``_frontend.resolve`` has resolved the key ``Tensor`` or ``(Tensor,
+# Tensor)`` (its ``_on_resolve`` hooks), the packet function does the overload caller's
+# four lines itself -- thread-local keys, key set, table entry, kernel -- instead of
+# looking the caller up and calling it: one dict lookup and one frame less per op (0.2-0.3
+# us on the 2-core EPYC).  A Tensor and one argument of another type (``sum(g, (0,))``,
+# ``div(g, 8)``: a formula's reductions and scalars) are learned the same way, by that
+# argument's type.  Only for the exact class Tensor (a subclass resolves as before)
+# and an overload whose Tensors are its leading positional parameters; forgotten when the
+# packet's overloads change (``_on_change``).  The table is the overload's own, so every
+# layer sees the call as before.  The Python operators do the same for ``a * b`` (Note
+# [Inline operators] in ops/_methods.py).
 
 
 def _packet_function(packet: OpOverloadPacket) -> Callable:

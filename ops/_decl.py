@@ -13,7 +13,8 @@ From that one declaration come: the overloads (``exp``, ``exp_``, ``exp.out``), 
 ArrayAPI kernels (the impl wrapped to unwrap tensors, check devices and wrap results), the
 Meta kernels (from ``meta``), the ADInplaceOrView kernels of in-place, ``out=`` and view
 overloads, the namespace functions and Tensor methods (``ops._methods``), and the OpInfo
-sweep's test data.  Derivative formulas (``derivative=``) feed the Autograd layer.
+sweep's test data.  Derivative formulas are not declared here: they live in
+``ops/derivatives.py``, the Autograd layer's rules table, by op name.
 
 Note [NumPy fast impls]
 ~~~~~~~~~~~~~~~~~~~~~~~
@@ -39,7 +40,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from mdtensor import _ops
 from mdtensor._dtypes import can_cast
@@ -122,7 +123,6 @@ class OpDecl:
     out: list = field(default_factory=list)
     impl: Callable | None = None
     meta: Callable | None = None
-    derivative: Any = None
     tags: tuple = ()
     info: OpInfo | None = None
     names: tuple = ()  # namespace function names
@@ -1052,7 +1052,6 @@ def defop(
     explicit: Callable | None = None,
     kernels: dict | None = None,
     meta: Callable | None = None,
-    derivative: Any = None,
     tags: Iterable[str] = (),
     info: OpInfo | None = None,
     names: Iterable[str] | None = None,
@@ -1079,7 +1078,6 @@ def defop(
         explicit: CompositeExplicitAutograd kernel (other md ops; own derivative).
         kernels: extra kernels, ``{key name: fn}`` (e.g. a NumPy-specific ``"CPU"``).
         meta: ``meta(*args, **kwargs)`` -> ``(shape, dtype)`` (or a list/tuple of them).
-        derivative: the derivative formula (see mdtensor.autograd).
         tags: PyTorch-style tags: pointwise, reduction, view, inplace, factory, ...
         info: OpInfo test data.
         names: namespace function names (default: the op name).
@@ -1102,8 +1100,7 @@ def defop(
     fschema = parse_schema(schema)
     tags = tuple(tags)
     if decl is None:
-        decl = OpDecl(name=fschema.name, impl=impl, meta=meta, derivative=derivative,
-                      tags=tags, info=info,
+        decl = OpDecl(name=fschema.name, impl=impl, meta=meta, tags=tags, info=info,
                       names=tuple(names) if names is not None else (fschema.name,),
                       methods=tuple(methods or ()), kwarg_aliases=dict(kwarg_aliases or {}),
                       varargs=varargs, star_args=star_args,

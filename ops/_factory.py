@@ -86,7 +86,7 @@ def _backend_select(op):
 
 
 def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
-               info: OpInfo | None = None, derivative=None, kwarg_aliases=None,
+               info: OpInfo | None = None, kwarg_aliases=None,
                cpu_impl: Callable | None = None):
     """Declare a factory op.
 
@@ -97,7 +97,6 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
     being NumPy itself) is the NumPy backend's own kernel (Note [NumPy fast impls]).
     """
     decl = defop(schema, meta=None, tags=("factory",), names=names, info=info,
-                 derivative=derivative,
                  kwarg_aliases=kwarg_aliases or {"size": "shape", "end": "stop"})
     op = decl.overloads[-1]
     name = op.name

@@ -141,12 +141,6 @@ def _unary(packet):
     return operator
 
 
-def _setitem(packet):
-    def operator(self, key, value):
-        packet(self, key, value)
-    return operator
-
-
 def _method(packet, varargs: bool):
     if varargs:
         def method(self, *args, **kwargs):
@@ -279,14 +273,13 @@ def install(namespace: dict) -> None:
             setattr(Tensor, dunder, _binary(packet, False))
         elif kind == "reflected":
             setattr(Tensor, dunder, _binary(packet, True))
-        elif kind == "unary":
-            setattr(Tensor, dunder, _unary(packet))
         else:
-            setattr(Tensor, dunder, _setitem(packet))
+            assert kind == "unary", (dunder, kind)
+            setattr(Tensor, dunder, _unary(packet))
     from .indexing import getitem, setitem
     from .manipulation import install_tensor_methods
 
-    install_tensor_methods(Tensor)
+    install_tensor_methods()
 
     Tensor.__getitem__ = getitem
     Tensor.__setitem__ = setitem

@@ -109,8 +109,8 @@ def to_float(xp, a):
 
 
 def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=None,
-          names=None, methods=None, structured=True, domain=None, derivative=None,
-          complex_special=False, generic=None):
+          names=None, methods=None, structured=True, domain=None, complex_special=False,
+          generic=None):
     """A pointwise unary op.  ``complex_special``: NumPy's function misses the standard's
     complex special values too, so the generic impl applies them for every backend (Note
     [Special values] in ops/special_values.py; the CPU ufunc kernel then serves real
@@ -150,7 +150,7 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
         impl=impl, inplace_impl=inplace_impl, structured=structured,
         cpu_impl=cpu,
         meta=meta or (mf.unary_float if float_fn else mf.same),
-        tags=("pointwise",), derivative=derivative,
+        tags=("pointwise",),
         info=OpInfo(ref=ref, dtypes=dtypes, samples=unary_samples(domain)),
         names=names, methods=methods if methods is not None else (name,),
     )
@@ -158,7 +158,7 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
 
 def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC, ref=None,
            names=None, methods=None, structured=True, domain=None, reflected=True,
-           derivative=None, impl=None, generic=None, comparison=False, tags=()):
+           impl=None, generic=None, comparison=False, tags=()):
     """A pointwise binary op with its Tensor, Scalar and reflected overloads.  ``impl``
     replaces the backend function ``xp.<xp_name>``; it then serves every backend (no
     ufunc CPU kernel) and out=/in-place variants compute it and copy.  ``generic(xp, a, b)``
@@ -194,7 +194,7 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
     decl = defop(
         f"{name}.Tensor(Tensor self, Tensor other) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
-        tags=("pointwise", *tags), derivative=derivative, info=info, names=names,
+        tags=("pointwise", *tags), info=info, names=names,
         methods=methods if methods is not None else (name,),
     )
     defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl,
@@ -278,14 +278,6 @@ def _alpha_op(name, impl, impl_out, ref, names):
 
 _alpha_op("add", _add, _add_out, np.add, ("add",))
 _alpha_op("sub", _sub, _sub_out, np.subtract, ("sub", "subtract"))
-
-
-def _mul(xp, a, b):
-    return xp.multiply(a, b)
-
-
-def _mul_out(xp, out, a, b):
-    xp.multiply(a, b, out=out)
 
 
 binary("mul", xp_name="multiply", names=("mul", "multiply"), methods=("mul", "multiply"))

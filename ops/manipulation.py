@@ -14,6 +14,7 @@ import numpy as np
 from mdtensor import _dtypes
 from mdtensor._device import Device
 from mdtensor._ops import ops as _namespaces
+from mdtensor._tensor import Tensor
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
@@ -696,15 +697,6 @@ defop("roll(Tensor self, int[1] shift, int[1]? axis=None) -> Tensor", impl=_roll
                   samples=_s(((5,), (2,), {}), ((2, 3), (1,), {"axis": 1}))))
 
 
-def _repeat(xp, x, repeats, axis=None):
-    if isinstance(repeats, Tensor_):
-        repeats = repeats._data
-    return xp.repeat(x, repeats, axis=axis)
-
-
-Tensor_ = None
-
-
 defop("repeat_interleave(Tensor self, Any repeats, *, int? axis=None) -> Tensor",
       impl=lambda xp, x, repeats, axis=None: xp.repeat(
           x, repeats._data if hasattr(repeats, "_data") else repeats, axis=axis),
@@ -713,7 +705,6 @@ defop("repeat_interleave(Tensor self, Any repeats, *, int? axis=None) -> Tensor"
       kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=lambda x, r, axis=None: np.repeat(x, r, axis), dtypes=ALL,
                   samples=_s(((3,), (2,), {}), ((2, 3), (2,), {"axis": 1}))))
-del Tensor_, _repeat
 
 
 def _tile(xp, x, reps):
@@ -852,7 +843,7 @@ def to(self, *args, device=None, dtype=None, copy=False, non_blocking=False):
             dtype = a
         elif isinstance(a, (str, Device)):
             device = a
-        elif isinstance(a, Tensor_):
+        elif isinstance(a, Tensor):
             device, dtype = a.device, a.dtype
         else:
             raise TypeError(f"to(): expected a device, a dtype or a tensor, got "
@@ -887,9 +878,8 @@ def _mT(self):
     return _aten.matrix_transpose(self)
 
 
-def install_tensor_methods(Tensor):
-    global Tensor_
-    Tensor_ = Tensor
+def install_tensor_methods() -> None:
+    """The Tensor methods written here rather than declared as ops."""
     Tensor.to = to
     Tensor.to_device = to_device
     Tensor.T = property(_T, doc="The transpose of a 2-D tensor (Array API).")
