@@ -39,10 +39,10 @@ def main() -> None:
     def kernel(x):
         return x
 
-    overload._push_kernel(Kernel(kernel, DispatchKey.CPU, name="ident_cpu"))
+    overload.register_kernel(Kernel(kernel, DispatchKey.CPU, name="ident_cpu"))
     x = md.asarray(np.ones(8, np.float32))
     assert packet(x) is x and overload(x) is x
-    caller, function = overload._caller, packet._call
+    caller, function = overload.caller, packet.function
     cases = {"kernel directly": lambda: kernel(x), "overload caller": lambda: caller(x),
              "namespace function": lambda: function(x), "overload object": lambda: overload(x),
              "packet object": lambda: packet(x)}

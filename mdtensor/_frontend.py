@@ -151,16 +151,16 @@ def resolve(packet, args, kwargs, key, candidates=None):
     if key is not None and candidates is None:
         if _lists_of_tensors(packet) and _has_sequence(args, kwargs):
             # The type key cannot tell [1, 2] from [x, y]: resolve by contents too.
-            packet._resolution_cache[key] = _by_contents(packet, {_contents(args, kwargs):
+            packet.resolution_cache[key] = _by_contents(packet, {_contents(args, kwargs):
                                                                    caller})
         else:
-            packet._resolution_cache[key] = caller
+            packet.resolution_cache[key] = caller
             learned = None if kwargs else caller
             inner = getattr(caller, "positional_of", None)
             if inner is not None and len(args) == 1 and len(kwargs) == 1:
                 packet._by_position[key] = learned = inner
             if learned is not None:
-                for hook in packet._on_resolve:  # Note [Inline dispatch] in _ops.py
+                for hook in packet.on_resolve:  # Note [Inline dispatch] in _ops.py
                     hook(key, learned)
     return caller
 

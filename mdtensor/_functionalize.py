@@ -117,7 +117,8 @@ def _functional_of(op):
     if best is None and schema.is_inplace:
         try:
             packet = lookup(f"{schema.namespace}::{schema.name[:-1]}")
-            best = packet._overloads.get(want or "default")
+            best = next((o for o in packet.all_overloads()
+                         if o.overload_name == (want or "default")), None)
         except ValueError:
             best = None
     if best is None:
@@ -520,7 +521,7 @@ def _register_for(op) -> None:
     # boxed fallback handles them).
     if op.schema.namespace != "aten":
         return
-    kernels = op._kernels
+    kernels = op.registered()
     if (not op.schema.is_mutable and DispatchKey.Functionalize not in kernels
             # a CompositeImplicitAutograd op decomposes at this key (wrappers then see the
             # view ops it is made of, e.g. reshape's view)
@@ -529,7 +530,7 @@ def _register_for(op) -> None:
         # immutable backends pay one check -- except while a ``functionalize()`` transform
         # runs, when it is the boxed fallback (wrappers need every op): Note [Gated
         # kernels] in mdtensor/_ops.py.
-        op._push_kernel(Kernel(
+        op.register_kernel(Kernel(
             _functionalize_fallback, DispatchKey.Functionalize, boxed=True, gate=_live,
             name="fallthrough (functionalize while a transform runs)"))
 

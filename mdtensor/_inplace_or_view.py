@@ -257,7 +257,7 @@ def register_for(op) -> None:
         return
     # Both kernels call only the entry below them (plus version counters and view
     # metadata, no op): wrapper kernels (Note [Wrapper kernels] in mdtensor/_ops.py)
-    op._push_kernel(Kernel(fn, DispatchKey.ADInplaceOrView, name=fn.__qualname__,
+    op.register_kernel(Kernel(fn, DispatchKey.ADInplaceOrView, name=fn.__qualname__,
                            wrapper=True, leaf=True))
 
 

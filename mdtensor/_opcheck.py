@@ -52,9 +52,10 @@ def opcheck(op, args, kwargs) -> dict:
     report["mutation"] = "ok"
     float_in = [v for v, _ in tensors.values() if v.dtype.kind in "fc"]
     if float_in:
-        has = (DispatchKey.Autograd in op._kernels
-               or DispatchKey.CompositeImplicitAutograd in op._kernels
-               or any(k.functionality == "AutogradFunctionality" for k in op._kernels))
+        keys = op.registered()
+        has = (DispatchKey.Autograd in keys
+               or DispatchKey.CompositeImplicitAutograd in keys
+               or any(k.functionality == "AutogradFunctionality" for k in keys))
         if not has:
             raise RuntimeError(f"opcheck {op.name}: floating inputs, but no derivative is "
                                f"registered (use md.library.register_autograd)")

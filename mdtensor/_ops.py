@@ -13,8 +13,8 @@ common case -- all Tensor arguments are required positional arguments, passed po
 
     def call(a=_NO, b=_NO, /, *args, **kwargs):   # add.Tensor: Tensors at 0 and 1
         inc, keep = dispatch_tls.get()
-        ks = (a._ks | b._ks | inc) & keep & op._mask
-        kernel = table.get(ks) or op._miss(ks)
+        ks = (a._ks | b._ks | inc) & keep & op.mask
+        kernel = table.get(ks) or op.fill_entry(ks)
         return kernel(a, b)                         # (a, b, *args, **kwargs) if any
 
 No binding, no string work, no exceptions when the arguments are Tensors.  Anything else (a
@@ -217,11 +217,37 @@ dispatcher = _Dispatcher()
 # Overloads
 
 
+# Note [The operator API]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Everything outside this module that registers kernels or reads an overload's table does
+# it through the public methods and attributes that ``OpOverload`` and
+# ``OpOverloadPacket`` document -- ``md.library``, the layers, the catalogue, the built-in
+# backends and a third-party backend alike; no other module touches ``_kernels`` or
+# ``_resolved`` (tests/test_structure.py greps for it).  The table API (``table``,
+# ``mask``, ``fill_entry``) exists for callers that inline the dispatch (Note [Inline
+# dispatch], Note [Inline operators] in ops/_methods.py): their four lines are
+#
+#     ks = (tensor keys | included) & keep & op.mask
+#     entry = op.table.get(ks) or op.fill_entry(ks)
+#
+# ``table`` may be held across calls (it is cleared in place, never replaced); ``mask`` is
+# reassigned when registrations change, so it is read on each call.
+
+
 class OpOverload:
     """One operator overload: a schema, its kernels per key, and its dispatch table.
 
     Calling it dispatches (see Note [The hot path]); ``redispatch(ks, ...)`` continues a
-    call below a layer with a key set the layer computed.
+    call below a layer with a key set the layer computed.  The operator API -- what
+    ``md.library``, the layers, the built-in backends and third-party code use (Note [The
+    operator API]):
+
+    - registration: ``register_kernel(kernel)``, ``remove_kernel(kernel)``;
+    - reading it: ``kernels_for(key)``, ``has_kernel_for(key)``, ``registered()``,
+      ``resolve(key)``, ``computed_table()``;
+    - the table, for a caller that inlines the dispatch: ``table`` (masked key set ->
+      entry; cleared in place, never replaced), ``mask`` (the key bits the op does not
+      skip; reassigned) and ``fill_entry(ks)`` (the entry for a key set not in ``table``).
     """
 
     def __init__(self, schema: FunctionSchema, packet: OpOverloadPacket):
@@ -230,8 +256,8 @@ class OpOverload:
         self._name = schema.full_name if hasattr(schema, "full_name") else str(schema.name)
         self._kernels: dict[DispatchKey, list[Kernel]] = {}
         self._resolved: dict[DispatchKey, tuple[Kernel | None, str]] = {}
-        self._table: dict[int, Callable] = {}
-        self._mask = FULL
+        self.table: dict[int, Callable] = {}
+        self.mask = FULL
         self._dirty = True
         self.tags: frozenset[str] = frozenset()
         self.decl: Any = None  # the catalogue declaration (meta, derivative, OpInfo data)
@@ -241,7 +267,7 @@ class OpOverload:
             for i, a in enumerate(schema.arguments)
             if a.type.is_tensor_like
         )
-        self._fast_positions = _fast_tensor_positions(schema)
+        self.fast_positions = _fast_tensor_positions(schema)
         self._caller = _make_caller(self)
         self.__name__ = schema.name
         self.__qualname__ = self._name
@@ -261,6 +287,12 @@ class OpOverload:
         return self._packet
 
     @property
+    def caller(self) -> Callable:
+        """The overload's call as a plain function (``op(...)`` without the bound-method
+        hop): the fastest way to call one overload from Python."""
+        return self._caller
+
+    @property
     def overload_name(self) -> str:
         return self._schema.overload_name or "default"
 
@@ -273,16 +305,16 @@ class OpOverload:
     # -- dispatch ---------------------------------------------------------------------------
     def redispatch(self, ks: int, *args, **kwargs):
         """Call the kernel for key set ``ks`` (an int) without recomputing it from the args."""
-        ks &= self._mask
-        kernel = self._table.get(ks)
+        ks &= self.mask
+        kernel = self.table.get(ks)
         if kernel is None:
-            kernel = self._miss(ks)
+            kernel = self.fill_entry(ks)
         return kernel(*args, **kwargs)
 
     def _keyset_of(self, args, kwargs) -> int:
         """The call key set, computed from the arguments (the slow, general path)."""
         inc, keep = dispatch_tls.get()
-        return (self._slow_keyset(args, kwargs) | inc) & keep & self._mask
+        return (self._slow_keyset(args, kwargs) | inc) & keep & self.mask
 
     def _slow_keyset(self, args, kwargs) -> int:
         ks = 0
@@ -299,12 +331,12 @@ class OpOverload:
                 ks |= _ks_of(self, name, v)
         return ks
 
-    def _miss(self, ks: int) -> Callable:
+    def fill_entry(self, ks: int) -> Callable:
         """Fill the table entry for key set ``ks`` (see Note [Dispatch table])."""
         if self._dirty:
             self._recompute_mask()
-            ks &= self._mask
-            hit = self._table.get(ks)
+            ks &= self.mask
+            hit = self.table.get(ks)
             if hit is not None:
                 return hit
         backends = ks & BACKEND_MASK
@@ -325,7 +357,7 @@ class OpOverload:
                 # (modes and other layers above may still handle them).  Every key set is
                 # checked once, here, so calls on one device pay nothing for the check.
                 entry = _mixed_devices_entry(self, backends)
-                self._table[ks] = entry
+                self.table[ks] = entry
                 return entry
             entry = _make_entry(self, kernel, k, key)
             gate = kernel.gate
@@ -334,13 +366,13 @@ class OpOverload:
                 _GATED[(self, ks)] = (gate, entry, below)
                 if not gate[0]:
                     entry = below
-            self._table[ks] = entry
+            self.table[ks] = entry
             return entry
 
     def _entry(self, ks: int) -> Callable:
         """The table entry for the (masked) key set ``ks``, filled on a miss."""
-        entry = self._table.get(ks)
-        return entry if entry is not None else self._miss(ks)
+        entry = self.table.get(ks)
+        return entry if entry is not None else self.fill_entry(ks)
 
     # -- the precedence ladder ------------------------------------------------------------
     def resolve(self, key: DispatchKey) -> tuple[Kernel | None, str]:
@@ -404,17 +436,17 @@ class OpOverload:
             kernel, _ = self.resolve(DispatchKey[fname])
             if kernel is not None and kernel.is_fallthrough:
                 mask &= ~(1 << FUNC_BIT[fname])
-        self._mask = mask
+        self.mask = mask
         self._dirty = False
 
     def _invalidate(self) -> None:
         self._resolved.clear()
-        self._table.clear()
-        self._mask = FULL
+        self.table.clear()
+        self.mask = FULL
         self._dirty = True
 
     # -- registration (used by md.library) ------------------------------------------------
-    def _push_kernel(self, kernel: Kernel) -> None:
+    def register_kernel(self, kernel: Kernel) -> None:
         stack = self._kernels.setdefault(kernel.key, [])
         users = [i for i, k in enumerate(stack) if k.user]
         if users and not kernel.user:
@@ -425,7 +457,7 @@ class OpOverload:
             stack.append(kernel)
         self._invalidate()
 
-    def _pop_kernel(self, kernel: Kernel) -> None:
+    def remove_kernel(self, kernel: Kernel) -> None:
         stack = self._kernels.get(kernel.key, [])
         if kernel in stack:
             stack.remove(kernel)
@@ -435,6 +467,14 @@ class OpOverload:
 
     def has_kernel_for(self, key: DispatchKey) -> bool:
         return key in self._kernels
+
+    def kernels_for(self, key: DispatchKey) -> tuple[Kernel, ...]:
+        """The kernels registered for ``key``, the serving one last."""
+        return tuple(self._kernels.get(key, ()))
+
+    def registered(self) -> dict[DispatchKey, tuple[Kernel, ...]]:
+        """Every registration: key -> its kernels, the serving one last (a copy)."""
+        return {key: tuple(stack) for key, stack in self._kernels.items()}
 
     def computed_table(self) -> dict[DispatchKey, tuple[Kernel | None, str]]:
         """Runtime key -> (kernel, rung) for every runtime key (for ``dump``)."""
@@ -485,10 +525,10 @@ _NO = object()  # an argument the caller did not pass (see _make_caller)
 def _make_caller(op: OpOverload) -> Callable:
     """Build the per-overload entry point (see Note [The hot path])."""
     tls_get = dispatch_tls.get
-    table = op._table  # cleared in place on invalidation, never replaced
-    miss = op._miss
+    table = op.table  # cleared in place on invalidation, never replaced
+    miss = op.fill_entry
     slow = op._keyset_of
-    pos = op._fast_positions
+    pos = op.fast_positions
 
     # The leading Tensor parameters are positional-only (a schema argument may itself be
     # called ``a``); ``_NO`` marks one the caller did not pass, which the slow path sorts
@@ -520,7 +560,7 @@ def _make_caller(op: OpOverload) -> Callable:
         def call(a=_NO, b=_NO, /, *args, **kwargs):
             inc, keep = tls_get()
             try:
-                ks = (a._ks | inc) & keep & op._mask
+                ks = (a._ks | inc) & keep & op.mask
             except AttributeError:
                 return slow_call((a, b), args, kwargs)
             kernel = table.get(ks)
@@ -535,7 +575,7 @@ def _make_caller(op: OpOverload) -> Callable:
         def call(a=_NO, /, *args, **kwargs):
             inc, keep = tls_get()
             try:
-                ks = (a._ks | inc) & keep & op._mask
+                ks = (a._ks | inc) & keep & op.mask
             except AttributeError:
                 return slow_call((a,), args, kwargs)
             kernel = table.get(ks)
@@ -548,7 +588,7 @@ def _make_caller(op: OpOverload) -> Callable:
         def call(a=_NO, b=_NO, /, *args, **kwargs):
             inc, keep = tls_get()
             try:
-                ks = (a._ks | b._ks | inc) & keep & op._mask
+                ks = (a._ks | b._ks | inc) & keep & op.mask
             except AttributeError:
                 return slow_call((a, b), args, kwargs)
             kernel = table.get(ks)
@@ -561,7 +601,7 @@ def _make_caller(op: OpOverload) -> Callable:
         def call(a=_NO, b=_NO, c=_NO, /, *args, **kwargs):
             inc, keep = tls_get()
             try:
-                ks = (a._ks | b._ks | c._ks | inc) & keep & op._mask
+                ks = (a._ks | b._ks | c._ks | inc) & keep & op.mask
             except AttributeError:
                 return slow_call((a, b, c), args, kwargs)
             kernel = table.get(ks)
@@ -571,7 +611,7 @@ def _make_caller(op: OpOverload) -> Callable:
     elif pos == ():  # no Tensor arguments (factories): the thread-local keys alone
         def call(*args, **kwargs):
             inc, keep = tls_get()
-            ks = inc & keep & op._mask
+            ks = inc & keep & op.mask
             kernel = table.get(ks)
             if kernel is None:
                 kernel = miss(ks)
@@ -612,11 +652,11 @@ def flip_gates(gate: list) -> None:
     for (op, ks), (g, active, below) in list(_GATED.items()):
         if g is not gate:
             continue
-        current = op._table.get(ks)
+        current = op.table.get(ks)
         if current is not active and current is not below:
             del _GATED[(op, ks)]  # the table was cleared since: the next miss remakes it
             continue
-        op._table[ks] = active if on else below
+        op.table[ks] = active if on else below
 
 
 def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Callable:
@@ -757,13 +797,13 @@ class OpOverloadPacket:
         self._namespace = namespace
         self._name = name
         self._overloads: dict[str, OpOverload] = {}
-        self._resolution_cache: dict = {}
+        self.resolution_cache: dict = {}
         #: called whenever the overloads change (what was resolved is void): the Python
         #: operators' inline dispatch (Note [Inline operators] in ops/_methods.py)
-        self._on_change: list = []
+        self.on_change: list = []
         #: ``hook(key, caller)`` for each resolution ``_frontend.resolve`` caches (Note
         #: [Inline dispatch])
-        self._on_resolve: list = []
+        self.on_resolve: list = []
         #: keys (Tensor type, keyword name, value type) whose keyword is the parameter right
         #: after the Tensor: the overload's caller, to call as ``caller(x, value)``
         self._by_position: dict = {}
@@ -778,7 +818,25 @@ class OpOverloadPacket:
         return f"<OpOverloadPacket {self._qualified_name}>"
 
     def overloads(self) -> list[str]:
+        """The overload names (PyTorch's spelling): ``['Tensor', 'Scalar', 'out']``."""
         return list(self._overloads)
+
+    def all_overloads(self) -> list[OpOverload]:
+        """Every overload, in the order they were defined."""
+        return list(self._overloads.values())
+
+    @property
+    def namespace(self) -> str:
+        return self._namespace
+
+    def add_kwarg_aliases(self, aliases: dict[str, str]) -> None:
+        """Torch-style keyword spellings the overload resolution accepts, ``{"dim": "axis"}``."""
+        self._kwarg_aliases.update(aliases)
+
+    @property
+    def function(self) -> Callable:
+        """The call as a plain function (``md.<name>``, ``ops.aten_calls.<name>``)."""
+        return self._call
 
     @property
     def __signature__(self):
@@ -812,10 +870,10 @@ class OpOverloadPacket:
         name = op.schema.overload_name or "default"
         self._overloads[name] = op
         setattr(self, name, op)
-        self._resolution_cache.clear()
+        self.resolution_cache.clear()
         self._by_position.clear()
         self.__dict__.pop("_plum_signatures", None)  # _frontend's, built from the overloads
-        for hook in self._on_change:
+        for hook in self.on_change:
             hook()
 
     def _remove_overload(self, op: OpOverload) -> None:
@@ -823,10 +881,10 @@ class OpOverloadPacket:
         self._overloads.pop(name, None)
         if getattr(self, name, None) is op:
             delattr(self, name)
-        self._resolution_cache.clear()
+        self.resolution_cache.clear()
         self._by_position.clear()
         self.__dict__.pop("_plum_signatures", None)
-        for hook in self._on_change:
+        for hook in self.on_change:
             hook()
 
 
@@ -834,14 +892,14 @@ class OpOverloadPacket:
 # ~~~~~~~~~~~~~~~~~~~~~~
 # ``md.exp(x)`` and ``aten.mul(g, y)`` in a formula call a packet function with one Tensor
 # or two.  Once ``_frontend.resolve`` has resolved the key ``Tensor`` or ``(Tensor,
-# Tensor)`` (its ``_on_resolve`` hooks), the packet function does the overload caller's
+# Tensor)`` (its ``on_resolve`` hooks), the packet function does the overload caller's
 # four lines itself -- thread-local keys, key set, table entry, kernel -- instead of
 # looking the caller up and calling it: one dict lookup and one frame less per op (0.2-0.3
 # us on the 2-core EPYC).  A Tensor and one argument of another type (``sum(g, (0,))``,
 # ``div(g, 8)``: a formula's reductions and scalars) are learned the same way, by that
 # argument's type.  Only for the exact class Tensor (a subclass resolves as before)
 # and an overload whose Tensors are its leading positional parameters; forgotten when the
-# packet's overloads change (``_on_change``).  The table is the overload's own, so every
+# packet's overloads change (``on_change``).  The table is the overload's own, so every
 # layer sees the call as before.  The Python operators do the same for ``a * b`` (Note
 # [Inline operators] in ops/_methods.py).
 
@@ -853,7 +911,7 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
     (``md.exp``) and the formulas' ``aten`` calls are vectorcalls (Note [Packet
     functions]).
     """
-    cache = packet._resolution_cache  # both cleared in place, never replaced
+    cache = packet.resolution_cache  # both cleared in place, never replaced
     by_position = packet._by_position
 
     tls_get = dispatch_tls.get
@@ -877,18 +935,18 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
         op = getattr(caller, "op", None)
         if op is None:
             return
-        if key is Tensor and op._fast_positions == (0,):
-            one_op, one_table, one_type = op, op._table, Tensor
-        elif key == (Tensor, Tensor) and op._fast_positions == (0, 1):
-            two_op, two_table, two_type = op, op._table, Tensor
-        elif (type(key) is tuple and key[0] is Tensor and op._fast_positions == (0,)
+        if key is Tensor and op.fast_positions == (0,):
+            one_op, one_table, one_type = op, op.table, Tensor
+        elif key == (Tensor, Tensor) and op.fast_positions == (0, 1):
+            two_op, two_table, two_type = op, op.table, Tensor
+        elif (type(key) is tuple and key[0] is Tensor and op.fast_positions == (0,)
                 and (len(key) == 2 or (len(key) == 3 and type(key[1]) is str))
                 and isinstance(key[-1], type) and not issubclass(key[-1], Tensor)):
             # (Tensor, type) positionally, or (Tensor, name, type) for by_position's calls
             if len(key) == 2:
-                mixed[key[1]] = (op, op._table)
+                mixed[key[1]] = (op, op.table)
             else:
-                mixed_kw.setdefault(key[1], {})[key[2]] = (op, op._table)
+                mixed_kw.setdefault(key[1], {})[key[2]] = (op, op.table)
             mixed_first = Tensor
 
     def forget():
@@ -897,8 +955,8 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
         mixed.clear()
         mixed_kw.clear()
 
-    packet._on_change.append(forget)
-    packet._on_resolve.append(learn)
+    packet.on_change.append(forget)
+    packet.on_resolve.append(learn)
 
     def call(a=_NO, b=_NO, /, *args, **kwargs):
         # Resolution keys (Note [The hot path]): one positional argument's key is its type
@@ -933,10 +991,10 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
             if not args:
                 if type(a) is two_type and type(b) is two_type:  # Note [Inline dispatch]
                     inc, keep = tls_get()
-                    ks = (a._ks | b._ks | inc) & keep & two_op._mask
+                    ks = (a._ks | b._ks | inc) & keep & two_op.mask
                     kernel = two_table.get(ks)
                     if kernel is None:
-                        kernel = two_op._miss(ks)
+                        kernel = two_op.fill_entry(ks)
                     return kernel(a, b)
                 if type(a) is mixed_first:
                     hit = mixed.get(type(b))
@@ -956,10 +1014,10 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
                     return caller(a, b, c, d)
         elif type(a) is one_type:  # Note [Inline dispatch]
             inc, keep = tls_get()
-            ks = (a._ks | inc) & keep & one_op._mask
+            ks = (a._ks | inc) & keep & one_op.mask
             kernel = one_table.get(ks)
             if kernel is None:
-                kernel = one_op._miss(ks)
+                kernel = one_op.fill_entry(ks)
             return kernel(a)
         elif a is not _NO:
             caller = cache.get(type(a))
@@ -968,10 +1026,10 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
         if hit is not None:  # (Tensor, value), positionally or by keyword
             op, table = hit
             inc, keep = tls_get()
-            ks = (a._ks | inc) & keep & op._mask
+            ks = (a._ks | inc) & keep & op.mask
             kernel = table.get(ks)
             if kernel is None:
-                kernel = op._miss(ks)
+                kernel = op.fill_entry(ks)
             return kernel(a, b)
         args = (a, b, *args) if b is not _NO else (a,) if a is not _NO else ()
         n = len(args)

@@ -211,7 +211,7 @@ class Library:
                 f"Library.impl: backend=True registers a backend's own kernel for its "
                 f"backend key (CPU, JAX, PrivateUse1, ...) without with_keyset; got "
                 f"{key.name}{' with with_keyset=True' if with_keyset else ''}")
-        existing = op._kernels.get(key, [])
+        existing = op.kernels_for(key)
         user_existing = [k for k in existing if k.user]
         if user_existing and not allow_override and not backend:
             raise RuntimeError(
@@ -227,8 +227,8 @@ class Library:
         # runtime_keys raises ValueError for a key no kernel can be registered for
         # (CPUBit, Dense, ...), before anything changes.
         before = {k: op.resolve(k)[0] for k in runtime_keys(key)}
-        op._push_kernel(kernel)
-        own = {id(k) for stack in op._kernels.values() for k in stack}
+        op.register_kernel(kernel)
+        own = {id(k) for stack in op.registered().values() for k in stack}
         for rk, old in before.items():
             new = op.resolve(rk)[0]
             # Only replacing one of the op's own built-in kernels warns (not a fallback).
@@ -242,10 +242,10 @@ class Library:
                         f"{old.origin})\n  new kernel: {kernel.name} (from {kernel.origin})",
                         UserWarning, stacklevel=2)
                 except BaseException:
-                    op._pop_kernel(kernel)  # warnings as errors: the registration failed
+                    op.remove_kernel(kernel)  # warnings as errors: the registration failed
                     raise
                 break
-        handle = RegistrationHandle(lambda: op._pop_kernel(kernel),
+        handle = RegistrationHandle(lambda: op.remove_kernel(kernel),
                                     f"impl {op.name} for {key.name}", self)
         self._handles.append(handle)
         return handle
@@ -272,14 +272,15 @@ class Library:
         if isinstance(op_name, OpOverload):
             return op_name
         if isinstance(op_name, _ops.OpOverloadPacket):
-            op_name = op_name._name
+            op_name = op_name.__name__
         name = op_name if "::" in op_name else f"{self.ns}::{op_name}"
         found = _ops.lookup(name)
         if isinstance(found, _ops.OpOverloadPacket):
-            if "default" in found._overloads:
-                return found._overloads["default"]
-            raise ValueError(f"{name} has several overloads ({', '.join(found._overloads)}); "
-                             f"name one, e.g. '{op_name}.{next(iter(found._overloads))}'")
+            names = found.overloads()
+            if "default" in names:
+                return found.default
+            raise ValueError(f"{name} has several overloads ({', '.join(names)}); "
+                             f"name one, e.g. '{op_name}.{names[0]}'")
         return found
 
     # -- lifetime -----------------------------------------------------------------------
@@ -446,7 +447,7 @@ class CustomOpDef:
         self._lib.define(schema)
         self._op = _ops.lookup(qualname + "")
         if isinstance(self._op, _ops.OpOverloadPacket):
-            self._op = self._op._overloads["default"]
+            self._op = self._op.default
         self.__name__ = short
         self.__doc__ = fn.__doc__
         self._init_fn = fn
@@ -533,10 +534,10 @@ def _resolve_op(op) -> OpOverload:
     if isinstance(op, str):
         op = _ops.lookup(op)
     if isinstance(op, _ops.OpOverloadPacket):
-        if len(op._overloads) != 1:
+        if len(op.overloads()) != 1:
             raise ValueError(f"{op.name} has several overloads; pass one "
-                             f"({', '.join(op._overloads)})")
-        op = next(iter(op._overloads.values()))
+                             f"({', '.join(op.overloads())})")
+        op = op.all_overloads()[0]
     if not isinstance(op, OpOverload):
         raise TypeError(f"expected an op (name, OpOverload or custom op), got "
                         f"{type(op).__name__}")
@@ -601,11 +602,11 @@ def dump_text(op) -> str:
         op = _ops.lookup(op)
     op = _packet_of(op)
     if isinstance(op, _ops.OpOverloadPacket):
-        return "\n\n".join(dump_text(o) for o in op._overloads.values())
+        return "\n\n".join(dump_text(o) for o in op.all_overloads())
     if isinstance(op, CustomOpDef):
         op = op.op
     lines = [f"{op.name}: {op.schema}", "registrations:"]
-    for key, stack in op._kernels.items():
+    for key, stack in op.registered().items():
         for i, k in enumerate(stack):
             shadow = "" if i == len(stack) - 1 else "  (overridden)"
             lines.append(f"  {key.name:<28} {k.name}  [{k.origin}]{shadow}")

@@ -257,7 +257,7 @@ def raise_from_backend(op_name: str, exc: Exception, args, kwargs=None) -> NoRet
         if err is not None:
             raise err from None
     op = _ops.dispatcher.overloads.get(op_name)
-    metas = op._kernels.get(DispatchKey.Meta) if op is not None else None
+    metas = op.kernels_for(DispatchKey.Meta) if op is not None else None
     if metas:
         try:
             metas[-1].fn(*_stand_in(list(args)), **{k: _stand_in(v) for k, v in
@@ -1034,7 +1034,7 @@ def _impl_kernel(schema, kimpl, inplace_impl):
 
 
 def _register(op, fn, key, **kw) -> None:
-    op._push_kernel(Kernel(fn, key, origin="mdtensor", **kw))
+    op.register_kernel(Kernel(fn, key, origin="mdtensor", **kw))
 
 
 def _register_leaf(op, fn, key) -> None:
@@ -1160,7 +1160,7 @@ def defop(
 
 def _packet_aliases(op, decl) -> None:
     if decl.kwarg_aliases:
-        op.overloadpacket._kwarg_aliases.update(decl.kwarg_aliases)
+        op.overloadpacket.add_kwarg_aliases(decl.kwarg_aliases)
 
 
 # ---------------------------------------------------------------------------------------

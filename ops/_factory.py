@@ -69,12 +69,12 @@ def native_dtype(dev, dtype):
 
 
 def _backend_select(op):
-    table = op._table
-    miss = op._miss
+    table = op.table
+    miss = op.fill_entry
 
     def backend_select(ks, *args, device=None, **kwargs):
         dev = as_device(device)
-        ks = ((ks & AFTER_BACKEND_SELECT) | dev.ks) & op._mask  # op.redispatch, inlined
+        ks = ((ks & AFTER_BACKEND_SELECT) | dev.ks) & op.mask  # op.redispatch, inlined
         kernel = table.get(ks)
         if kernel is None:
             kernel = miss(ks)

@@ -56,7 +56,7 @@ OPERATORS: dict[str, tuple[str, str]] = {
 
 
 def _binary(packet, reflected: bool):
-    cache = packet._resolution_cache
+    cache = packet.resolution_cache
     tls_get = dispatch_tls.get
     # Note [Inline operators]: the overload ``Tensor op Tensor`` resolved to, for the
     # dispatch inlined below; forgotten whenever the packet's overloads change.
@@ -65,15 +65,15 @@ def _binary(packet, reflected: bool):
     def learn(key, caller):
         nonlocal tt_op, tt_table
         op = getattr(caller, "op", None)
-        if key == _TT and op is not None and op._fast_positions == (0, 1):
-            tt_op, tt_table = op, op._table
+        if key == _TT and op is not None and op.fast_positions == (0, 1):
+            tt_op, tt_table = op, op.table
 
     def forget():
         nonlocal tt_op, tt_table
         tt_op = tt_table = None
 
-    packet._on_change.append(forget)
-    packet._on_resolve.append(learn)
+    packet.on_change.append(forget)
+    packet.on_resolve.append(learn)
     if _TT in cache:  # resolved before the operators were installed
         learn(_TT, cache[_TT])
 
@@ -81,10 +81,10 @@ def _binary(packet, reflected: bool):
         def operator(self, other):
             if tt_op is not None and type(self) is Tensor and type(other) is Tensor:
                 inc, keep = tls_get()
-                ks = (other._ks | self._ks | inc) & keep & tt_op._mask
+                ks = (other._ks | self._ks | inc) & keep & tt_op.mask
                 kernel = tt_table.get(ks)
                 if kernel is None:
-                    kernel = tt_op._miss(ks)
+                    kernel = tt_op.fill_entry(ks)
                 return kernel(other, self)
             key = (type(other), type(self))
             caller = cache.get(key)
@@ -98,10 +98,10 @@ def _binary(packet, reflected: bool):
         def operator(self, other):
             if tt_op is not None and type(self) is Tensor and type(other) is Tensor:
                 inc, keep = tls_get()
-                ks = (self._ks | other._ks | inc) & keep & tt_op._mask
+                ks = (self._ks | other._ks | inc) & keep & tt_op.mask
                 kernel = tt_table.get(ks)
                 if kernel is None:
-                    kernel = tt_op._miss(ks)
+                    kernel = tt_op.fill_entry(ks)
                 return kernel(self, other)
             key = (type(self), type(other))
             caller = cache.get(key)
@@ -131,7 +131,7 @@ _TT = (Tensor, Tensor)
 
 
 def _unary(packet):
-    cache = packet._resolution_cache
+    cache = packet.resolution_cache
 
     def operator(self):
         caller = cache.get(type(self))
@@ -148,7 +148,7 @@ def _method(packet, varargs: bool):
                 args = (args,)
             return packet(self, *args, **kwargs)
     else:
-        cache = packet._resolution_cache
+        cache = packet.resolution_cache
 
         def method(self, *args, **kwargs):
             # The packet's own resolution cache, looked up without the packet's __call__
@@ -171,7 +171,7 @@ def _method(packet, varargs: bool):
                 return packet(self, *args)
             return caller(self, *args)
     method = own_code(method)  # Note [Own code objects] in mdtensor/_ops.py
-    method.__name__ = packet._name
+    method.__name__ = packet.__name__
     method.__doc__ = packet.__doc__
     return method
 
@@ -193,7 +193,7 @@ def _method(packet, varargs: bool):
 def _torch_method(packet, candidates, varargs: bool):
     """A Tensor method resolving among ``candidates`` only (Note [Torch methods])."""
     cache: dict = {}
-    packet._on_change.append(cache.clear)
+    packet.on_change.append(cache.clear)
 
     def method(self, *args, **kwargs):
         if varargs and len(args) > 1 and all(isinstance(a, int) for a in args):
@@ -204,7 +204,7 @@ def _torch_method(packet, candidates, varargs: bool):
             caller = cache[key] = resolve(packet, (self, *args), kwargs, None, candidates)
         return caller(self, *args, **kwargs)
 
-    method.__name__ = packet._name
+    method.__name__ = packet.__name__
     method.__doc__ = packet.__doc__
     return method
 
@@ -216,10 +216,10 @@ def _star(packet, name):
     tuple in its place is taken as the tensors too."""
     import inspect
 
-    call = packet._call
+    call = packet.function
     sig = packet.__signature__
     params = list(sig.parameters.values())
-    schema = next(iter(packet._overloads.values())).schema
+    schema = packet.all_overloads()[0].schema
     pos = next(i for i, a in enumerate(schema.arguments) if a.type.is_tensor_list)
 
     def function(*args, **kwargs):
@@ -250,11 +250,11 @@ def install(namespace: dict) -> None:
         if not decl.overloads:
             continue
         packet = decl.overloads[0].overloadpacket
-        if packet._namespace != "aten":
+        if packet.namespace != "aten":
             continue
-        packet.__doc__ = packet._call.__doc__ = _doc(decl)
+        packet.__doc__ = packet.function.__doc__ = _doc(decl)
         for name in decl.names:
-            namespace[name] = _star(packet, name) if decl.star_args else packet._call
+            namespace[name] = _star(packet, name) if decl.star_args else packet.function
         varargs = getattr(decl, "varargs", False)
         for m in decl.methods:
             if m.endswith("_"):  # only the in-place method (copy_ has no method copy)

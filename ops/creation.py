@@ -220,7 +220,7 @@ def _like(factory, *extra):
         # function would resolve its types first (md.ones_like(x) 15 -> 9 us, 2-core EPYC).
         nonlocal caller
         if caller is None:
-            caller = getattr(md_ops.aten, factory).default._caller
+            caller = getattr(md_ops.aten, factory).default.caller
         return caller(tuple(x.shape), *args,
                       dtype=dtype if dtype is not None else x.dtype,
                       device=device if device is not None else x._device,

@@ -551,10 +551,10 @@ def getitem(self, key):
         # ``self`` is a Tensor, so its key set is all the call needs
         inc, keep = _tls_get()
         op = _basic_index_op
-        ks = (self._ks | inc) & keep & op._mask
+        ks = (self._ks | inc) & keep & op.mask
         kernel = _basic_index_table.get(ks)
         if kernel is None:
-            kernel = op._miss(ks)
+            kernel = op.fill_entry(ks)
         return kernel(self, key)
     return _index_op(self, key)
 
@@ -773,7 +773,7 @@ _mfd.inplace = list(_mf.overloads)
 
 # Bound once (Note [The hot path] in mdtensor/_ops.py): x[k] skips the namespace lookup.
 _basic_index_op = CATALOGUE["aten::basic_index"].overloads[0]
-_basic_index_table = _basic_index_op._table  # cleared in place, never replaced
+_basic_index_table = _basic_index_op.table  # cleared in place, never replaced
 _tls_get = dispatch_tls.get
 _index_op = CATALOGUE["aten::index"].overloads[0]
 _index_put_op = _ip.overloads[0].overloadpacket  # Tensor or Scalar value: the packet picks

@@ -239,7 +239,7 @@ defop("matmul_backward(Tensor grad_out, Tensor self, Tensor other, bool[2] mask)
       info=OpInfo(ref=_matmul_backward_ref, dtypes=FLOATING, samples=_matmul_backward_samples,
                   errors=_matmul_backward_errors))
 _op = CATALOGUE["aten::matmul_backward"].functional[0]
-_register_leaf(_op, _cpu_matmul_backward(_op._kernels[DispatchKey.ArrayAPI][0].fn),
+_register_leaf(_op, _cpu_matmul_backward(_op.kernels_for(DispatchKey.ArrayAPI)[0].fn),
                DispatchKey.CPU)
 del _op
 

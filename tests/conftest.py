@@ -3,7 +3,9 @@
 ``MDTENSOR_TEST_BACKEND=<device>`` (``jax``, ``loopback``, ``cuda``, ...) runs the whole
 suite with that device as the default (``md.set_default_device``): every factory call
 without ``device=`` then creates tensors there.  Unset, the default is ``cpu`` (NumPy).
-The ``device`` fixture gives tests the device string under test, for explicit use.
+The ``device`` fixture gives tests the device string under test, for explicit use; ``lib``
+(a library in a fresh namespace) and ``aten_impl`` (overrides of built-in kernels) undo
+their registrations after each test.
 
 ``_helpers.py`` has what tests need to hold on every device: ``to_numpy`` (values of a
 tensor anywhere; ``Tensor.numpy()`` refuses non-CPU tensors, as in PyTorch), the backend
@@ -15,6 +17,7 @@ itself (memory shared with NumPy, user kernels registered for ``"CPU"``) pin
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
@@ -46,3 +49,26 @@ def pytest_report_header(config):
 def device() -> str:
     """The device string under test (``MDTENSOR_TEST_BACKEND``, default ``'cpu'``)."""
     return TEST_BACKEND or "cpu"
+
+
+_libraries = itertools.count()
+
+
+@pytest.fixture
+def lib():
+    """A ``DEF`` library in a namespace of its own (``lib.ns``), destroyed after the test
+    with every registration it made."""
+    import mdtensor as md
+
+    with md.library.Library(f"testlib{next(_libraries)}", "DEF") as library:
+        yield library
+
+
+@pytest.fixture
+def aten_impl():
+    """An ``IMPL`` library for ``aten``: the test's overrides of built-in kernels, undone
+    after it."""
+    import mdtensor as md
+
+    with md.library.Library("aten", "IMPL") as library:
+        yield library

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 import mdtensor as md
 from mdtensor import _tls
-
-_counter = itertools.count()
-
-
-@pytest.fixture
-def lib():
-    library = md.library.Library(f"contest{next(_counter)}", "DEF")
-    yield library
-    library._destroy()
 
 
 def _op(lib, name):
@@ -96,10 +85,10 @@ def test_builtin_kernels_are_not_wrapped(lib):
     op = _op(lib, "raw").default
     fn = lambda x: x  # noqa: E731
     k = Kernel(fn, DispatchKey.CPU, user=False)
-    op._push_kernel(k)
+    op.register_kernel(k)
     try:
         x = md.asarray([1.0], device="cpu")
         assert op(x) is x
-        assert op._table[next(iter(op._table))] is fn
+        assert op.table[next(iter(op.table))] is fn
     finally:
-        op._pop_kernel(k)
+        op.remove_kernel(k)

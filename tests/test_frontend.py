@@ -3,21 +3,10 @@ cache, the TypeError listing candidate schemas, and keyword aliases."""
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 import mdtensor as md
 from mdtensor import _ops
-
-_counter = itertools.count()
-
-
-@pytest.fixture
-def lib():
-    library = md.library.Library(f"fetest{next(_counter)}", "DEF")
-    yield library
-    library._destroy()
 
 
 def _tag(name):
@@ -50,7 +39,7 @@ def test_resolution_is_cached_per_type_tuple(lib):
     g = getattr(md.ops, lib.ns).g
     x = md.asarray([1.0], device="cpu")
     assert g(x) == "a" and g(x, 1) == "b" and g(x, k=1) == "b"
-    cache = g._resolution_cache
+    cache = g.resolution_cache
     # One positional argument: its type; more: a tuple of types; keywords: the types,
     # then the keyword names, then the keyword values' types.
     assert md.Tensor in cache and (md.Tensor, int) in cache
@@ -98,14 +87,14 @@ def test_no_match_lists_candidates_and_changes_nothing(lib):
     lib.define("m.two(Tensor x, Tensor y) -> Tensor")
     m = getattr(md.ops, lib.ns).m
     x = md.asarray([1.0, 2.0])
-    cache = dict(m._resolution_cache)
+    cache = dict(m.resolution_cache)
     with pytest.raises(TypeError) as info:
         m(x, "s", extra=1)
     msg = str(info.value)
     assert "m(): no overload matches the arguments (Tensor, str, extra=int)" in msg
     assert f"{lib.ns}::m.one(Tensor x, int n) -> Tensor" in msg
     assert f"{lib.ns}::m.two(Tensor x, Tensor y) -> Tensor" in msg
-    assert m._resolution_cache == cache
+    assert m.resolution_cache == cache
     assert x.tolist() == [1.0, 2.0] and x._version == 0
 
 
@@ -174,7 +163,7 @@ def test_one_keyword_calls_go_positional_only_where_the_keyword_is_next(lib):
     assert seen == [((1,), {}), ((), {"j": 2}), ((), {"m": 3})] * 2
     assert list(g._by_position) == [(md.Tensor, "k", int)]
     lib.define("g.other(Tensor x, Tensor k) -> Tensor")
-    assert not g._by_position and not g._resolution_cache
+    assert not g._by_position and not g.resolution_cache
     lib.impl("g.other", _tag("other"), "CPU")
     assert g(x, k=x) == "other" and g(x, k=1) == "r"
 

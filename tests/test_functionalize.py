@@ -388,7 +388,7 @@ def test_entering_a_transform_swaps_gated_entries_and_clears_no_table():
     exp = md.ops.aten.exp.default
     x = md.asarray([0.0, 1.0])
     md.exp(x)
-    before = dict(exp._table)
+    before = dict(exp.table)
     assert before  # the plain CPU entry
 
     def f(t):
@@ -402,10 +402,10 @@ def test_entering_a_transform_swaps_gated_entries_and_clears_no_table():
         assert got.tolist() == pytest.approx([2.0, 1.0 + np.e])
     # The CPU entry outside transforms is the very same object: no table was cleared
     ks = next(iter(before))
-    assert exp._table[ks] is before[ks]
+    assert exp.table[ks] is before[ks]
     gated = [(op, k) for (op, k), (g, active, below) in _ops._GATED.items()
-             if op is exp and op._table.get(k) in (active, below)]
-    assert gated and all(exp._table[k] is _ops._GATED[(exp, k)][2] for _, k in gated)
+             if op is exp and op.table.get(k) in (active, below)]
+    assert gated and all(exp.table[k] is _ops._GATED[(exp, k)][2] for _, k in gated)
     if md.backends.available() and any(b["name"] == "jax" and b["installed"]
                                        for b in md.backends.available()):
         j = md.asarray([0.0, 1.0], device="jax")
@@ -430,19 +430,19 @@ def test_gated_entries_flip_under_the_table_key_when_a_key_above_falls_through()
     try:
         x = md.asarray([0.0, 1.0], device="jax", requires_grad=True)
         assert md.exp(x).tolist() == pytest.approx([1.0, np.e])  # fills the entry
-        ks = x._ks & exp._mask
+        ks = x._ks & exp.mask
         assert ks & md.DispatchKey.AutogradJAX.value
         gate, active, below = _ops._GATED[(exp, ks)]
-        assert exp._table[ks] is below
+        assert exp.table[ks] is below
         seen = []
 
         def f(t):
-            seen.append(exp._table[ks])
+            seen.append(exp.table[ks])
             return md.exp(x) + t
 
         got = functionalize(f)(md.asarray([0.0, 0.0], device="jax"))
         assert got.tolist() == pytest.approx([1.0, np.e])
-        assert seen == [active] and exp._table[ks] is below
+        assert seen == [active] and exp.table[ks] is below
     finally:
         lib._destroy()
 

@@ -394,14 +394,7 @@ def test_masked_fill_errors_leave_state_unchanged():
     assert x._version == 0
 
 
-@pytest.fixture
-def lib():
-    lib = md.library.Library("aten", "IMPL")
-    yield lib
-    lib._destroy()
-
-
-def test_overriding_masked_fill_inplace_changes_masked_fill(lib):
+def test_overriding_masked_fill_inplace_changes_masked_fill(aten_impl):
     calls = []
 
     def my_masked_fill_(self, mask, value):
@@ -410,7 +403,7 @@ def test_overriding_masked_fill_inplace_changes_masked_fill(lib):
         return self
 
     with pytest.warns(UserWarning) as record:
-        handle = lib.impl("masked_fill_.Scalar", my_masked_fill_, "CPU")
+        handle = aten_impl.impl("masked_fill_.Scalar", my_masked_fill_, "CPU")
     msg = str(record[0].message)
     assert "aten::masked_fill_.Scalar" in msg and "my_masked_fill_" in msg
     assert "array_api_inplace[aten::masked_fill_.Scalar]" in msg
@@ -433,13 +426,13 @@ def test_overriding_masked_fill_inplace_changes_masked_fill(lib):
     assert calls == [1.0]
 
 
-def test_inplace_override_returning_a_new_tensor_breaks_the_alias_contract(lib):
+def test_inplace_override_returning_a_new_tensor_breaks_the_alias_contract(aten_impl):
     def wrong_masked_fill_(self, mask, value):
         return md.where(mask, value, self)  # a new tensor: not self
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        handle = lib.impl("masked_fill_.Scalar", wrong_masked_fill_, "CPU")
+        handle = aten_impl.impl("masked_fill_.Scalar", wrong_masked_fill_, "CPU")
     x = _t(_grid((2, 3)), "cpu")  # the override is a CPU kernel
     mask = md.asarray(MASK, device="cpu")
     with pytest.raises(RuntimeError, match=r"aten::masked_fill_\.Scalar: the kernel "

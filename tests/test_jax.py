@@ -155,7 +155,7 @@ def test_hot_ops_get_jitted_leaf_kernels():
 def _generic(op, *args, **kwargs):
     from mdtensor._keys import DispatchKey
 
-    return op._kernels[DispatchKey.ArrayAPI][0].fn(*args, **kwargs)
+    return op.kernels_for(DispatchKey.ArrayAPI)[0].fn(*args, **kwargs)
 
 
 def _same(got, expected):

@@ -14,7 +14,7 @@ from mdtensor._keys import DispatchKey as K
 
 
 def _kernels_snapshot(op):
-    return {k: list(v) for k, v in op._kernels.items()}
+    return {k: list(v) for k, v in op.registered().items()}
 
 
 def test_library_kinds_and_errors():
@@ -55,7 +55,7 @@ def test_handles_undo_registrations():
         h = lib.impl("f", lambda x: x._device.wrap(x._data + 2), "CPU")
         h.remove()
         h.remove()  # idempotent
-        assert K.CPU not in op._kernels
+        assert not op.has_kernel_for(K.CPU)
     finally:
         lib._destroy()
 
@@ -235,13 +235,13 @@ def test_destroy_undoes_everything_and_disables_the_library():
     lib.fallback(lambda op, ks, a, kw: None, "PrivateUse3")
     add_lib = md.library.Library("aten", "IMPL")
     add_lib.impl("add.Tensor", md.library.fallthrough_kernel, "PrivateUse3")
-    assert K.PrivateUse3 in md.ops.aten.add.Tensor._kernels
+    assert md.ops.aten.add.Tensor.has_kernel_for(K.PrivateUse3)
     lib._destroy()
     add_lib._destroy()
     assert len(_ops.dispatcher.overloads) == n_overloads
     assert {k: list(v) for k, v in _ops.dispatcher.fallbacks.items() if v} == \
         {k: v for k, v in fallbacks.items() if v}
-    assert K.PrivateUse3 not in md.ops.aten.add.Tensor._kernels
+    assert not md.ops.aten.add.Tensor.has_kernel_for(K.PrivateUse3)
     with pytest.raises(RuntimeError, match="was destroyed"):
         lib.define("g(Tensor x) -> Tensor")
     # the namespace can be defined again
@@ -259,7 +259,7 @@ def test_overriding_builtin_kernel_warns_naming_both_and_takes_effect():
         def builtin_f(x):
             return "builtin"
 
-        op._push_kernel(Kernel(builtin_f, K.CPU, user=False))
+        op.register_kernel(Kernel(builtin_f, K.CPU, user=False))
 
         def users_f(x):
             return x._device.wrap(x._data * 10)
@@ -442,7 +442,7 @@ def test_override_warning_as_error_leaves_registry_unchanged():
         def builtin_f(x):
             return "builtin"
 
-        op._push_kernel(Kernel(builtin_f, K.CPU, user=False))
+        op.register_kernel(Kernel(builtin_f, K.CPU, user=False))
         before = _kernels_snapshot(op)
         n_handles = len(lib._handles)
         with warnings.catch_warnings():

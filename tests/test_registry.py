@@ -17,19 +17,12 @@ from mdtensor._keys import DispatchKeySet
 _counter = itertools.count()
 
 
-@pytest.fixture
-def lib():
-    library = md.library.Library(f"regtest{next(_counter)}", "DEF")
-    yield library
-    library._destroy()
-
-
 def _ns(lib):
     return getattr(md.ops, lib.ns)
 
 
 def _snapshot(op):
-    return {k: list(v) for k, v in op._kernels.items()}
+    return {k: list(v) for k, v in op.registered().items()}
 
 
 def _fallback_snapshot():
@@ -253,9 +246,9 @@ def test_fallthrough_direct_registration_is_masked_out(lib):
     with lib.impl("ft", md.library.fallthrough_kernel, "Python"):
         with _tls.IncludeGuard(K.Python):
             assert op(md.asarray([1.0], device="cpu")).tolist() == [2.0]
-        assert not op._mask & K.Python.value
+        assert not op.mask & K.Python.value
     op(md.asarray([1.0], device="cpu"))
-    assert op._mask & K.Python.value  # the registration's removal restored the key
+    assert op.mask & K.Python.value  # the registration's removal restored the key
 
 
 def test_fallthrough_for_backend_key_skips_to_next_key(lib):
@@ -318,7 +311,7 @@ def test_table_is_cached_and_cleared_on_registration(lib):
     op = _ns(lib).tc.default
     x = md.asarray([1.0], device="cpu")
     assert op(x) == "first"
-    assert op._table  # filled
+    assert op.table  # filled
     with lib.impl("tc", lambda x: "direct", "CPU"):
         assert op(x) == "direct"
     assert op(x) == "first"

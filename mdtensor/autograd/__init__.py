@@ -356,8 +356,8 @@ def _make_kernel(op, formula):
     uses_mask = getattr(formula, "uses_mask", False)
     plain = _functools.partial(formula, _ALL_NEEDED) if uses_mask else formula
     flat_formula = plain if prefix else _flatten_formula(plain, tensor_pos, kw_tensors)
-    table = op._table
-    miss = op._miss
+    table = op.table
+    miss = op.fill_entry
     leaf = LEAF_KERNELS
     tls = dispatch_tls
 
@@ -374,7 +374,7 @@ def _make_kernel(op, formula):
             saved_args = _check_inplace(op, args, now)
         else:
             saved_args = args
-        below = ks & AFTER_AUTOGRAD & op._mask
+        below = ks & AFTER_AUTOGRAD & op.mask
         entry = table.get(below)
         if entry is None:
             entry = miss(below)
@@ -816,12 +816,12 @@ def register_for(op) -> None:
     formula = _formula_for(op)
     if formula is None:
         if _nondifferentiable(op):  # Note [Non-differentiable ops]
-            op._push_kernel(Kernel(_nondifferentiable_factory, DispatchKey.Autograd,
+            op.register_kernel(Kernel(_nondifferentiable_factory, DispatchKey.Autograd,
                                    wrapper=True, leaf=True,
                                    name=f"autograd_nondifferentiable[{op.name}]"))
         return
     kernel, wrapper = _make_kernel(op, formula)  # Note [Wrapper kernels]
-    op._push_kernel(Kernel(kernel, DispatchKey.Autograd, with_keyset=not wrapper,
+    op.register_kernel(Kernel(kernel, DispatchKey.Autograd, with_keyset=not wrapper,
                            wrapper=wrapper, name=f"autograd[{op.name}]"))
 
 
@@ -839,7 +839,7 @@ def install() -> None:
 def install_formulas() -> None:
     """Called once the catalogue is declared: kernels for every op with a formula."""
     for op in list(dispatcher.overloads.values()):
-        if DispatchKey.Autograd not in op._kernels:
+        if not op.has_kernel_for(DispatchKey.Autograd):
             register_for(op)
 
 
