@@ -82,6 +82,7 @@ class ViewInfo:
         info = ViewInfo()
         info.base = base
         info._replay = replay
+        info._op = info._args = info._kwargs = None  # only for views made by a view op
         info.index = None  # Functionalize: the base indices this view selects
         # the version at which the view's autograd history was last made (Note [Stale
         # views] in mdtensor/autograd/_graph.py)
