@@ -319,43 +319,131 @@ INF = INFERENCE  # Note [Inference tensors]: the version counter that cannot be 
 _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 
 
+# Note [Autograd kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# An op's Autograd kernel is made in two steps.  ``_Plan`` reads once per op what its
+# schema and formula say: which arguments are Tensors, whose values the formula reads
+# (Note [Saved inputs]), which gradient reads which input, what the node's class is.  A
+# builder then makes the kernel from the plan: ``_recording_kernel`` serves every op (a
+# keyset kernel: in-place, ``out=``, Tensor lists, several outputs), and
+# ``_functional_factory`` the common case -- one Tensor output, the Tensor arguments first,
+# not in-place -- as a wrapper kernel (Note [Wrapper kernels] in mdtensor/_ops.py) with the
+# recording kernel's steps decided ahead (Note [Recording]).  The builders copy the plan's
+# fields into locals first: a kernel reads closure cells, not attributes of the plan (an
+# attribute read on every recorded op for each of a dozen fields).
+
+
+class _Plan:
+    """What the Autograd kernel of one op needs to know, read from its schema and formula
+    once (Note [Autograd kernels])."""
+
+    def __init__(self, op, formula):
+        schema = op.schema
+        self.name = _node_name(op)
+        self.formula = formula
+        self.tensor_pos = [(i, a.type.is_tensor_list) for i, a in enumerate(schema.arguments)
+                           if a.type.is_tensor_like and not a.kwarg_only]
+        self.is_inplace = schema.is_inplace
+        self.is_out = schema.is_out
+        self.uses_out = getattr(formula, "uses_out", False)
+        # Note [Saved inputs]: the Tensor arguments whose values the formula reads (the
+        # others only for their shape and dtype) are saved with their versions.
+        reads = getattr(formula, "reads", None)
+        self.by_grad = None  # {i: what the gradient of argument i reads}: per call
+        if reads is None:
+            reads = frozenset(i for i, _ in enumerate(schema.arguments))
+        elif isinstance(reads, dict):
+            self.by_grad = reads
+        self.reads = reads
+        self.n_outputs = len(schema.returns)
+        # Note [Keyword-only Tensor arguments]: ``diff(x, prepend=p, append=a)``.  Their
+        # edges follow the positional ones, in schema order, for the ones the call passed;
+        # the formula returns their gradients as a dict by name after the positional ones.
+        self.kw_tensors = () if self.is_out else tuple(
+            a.name for a in schema.arguments
+            if a.type.is_tensor_like and a.kwarg_only and not a.type.is_tensor_list)
+        self.simple = all(not is_list for _, is_list in self.tensor_pos)
+        self.positions = tuple(i for i, _ in self.tensor_pos)
+        # The engine pairs a node's edges with its formula's results in order, so a formula
+        # whose Tensor arguments are the leading positional ones is used as it is.
+        prefix = (self.simple and self.positions == tuple(range(len(self.positions)))
+                  and not self.kw_tensors)
+        # A formula taking ``needs`` (derivatives.uses_mask) gets the real mask on the
+        # functional path (MaskedNode), and "all" elsewhere.
+        self.uses_mask = getattr(formula, "uses_mask", False)
+        plain = _functools.partial(formula, _ALL_NEEDED) if self.uses_mask else formula
+        self.flat_formula = (plain if prefix
+                             else _flatten_formula(plain, self.tensor_pos, self.kw_tensors))
+        returns = schema.returns
+        self.save_bits = self._save_bits() if (
+            not self.is_inplace and not self.is_out and prefix and self.n_outputs == 1
+            and returns[0].type.is_tensor and not returns[0].type.is_tensor_list) else None
+
+    @property
+    def functional(self) -> bool:
+        """Whether the op gets the functional wrapper kernel (Note [Recording])."""
+        return self.save_bits is not None
+
+    def _save_bits(self):
+        """What the functional kernel saves (Note [Recording]): for one Tensor argument, its
+        bit or 0; for two, a tuple indexed by which edges are live (0b01: the first, ...);
+        -1 for more (saved by position, ``saved_positions``); None where the functional
+        kernel does not apply (no Tensor argument; per-gradient reads of more than two)."""
+        positions, by_grad, reads = self.positions, self.by_grad, self.reads
+        n = len(positions)
+        self.saved_positions = None
+        if n == 0:
+            return None
+        if by_grad is None:
+            self.saved_positions = tuple(i for i in positions if i in reads)
+        elif n == 1:  # mul.Scalar: its one gradient reads the scalar
+            self.saved_positions = tuple(i for i in positions if i in by_grad.get(positions[0], ()))
+        elif n > 2:
+            return None
+
+        def bits(saved):  # positions 0 and 1 as bits 0 and 1
+            return sum(1 << i for i in saved)
+
+        if self.saved_positions is None:  # two arguments, reads per gradient
+            return tuple(
+                bits(i for i in positions
+                     if any(i in by_grad.get(j, ()) for k, j in enumerate(positions)
+                            if mask >> k & 1))
+                for mask in range(4))
+        if n > 2:
+            return -1
+        save = bits(self.saved_positions)
+        return (save,) * 4 if n == 2 else save
+
+    def node_class(self):
+        """Note [Node classes]: the op's own Node subclass (``type(y.grad_fn).__name__`` is
+        ``ExpBackward0``, as in PyTorch) holds what every node of the op shares; MaskedNode
+        formulas read the real ``needs`` from the node's edges when it runs.  Its ``apply``
+        is the op's own (``single_output_apply``)."""
+        name, formula = self.name, self.formula
+        return type(name, (MaskedNode if self.uses_mask else Node,),
+                    {"__slots__": (), "_name": name, "formula": staticmethod(formula),
+                     "n_outputs": 1, "__module__": "mdtensor.autograd",
+                     "apply": single_output_apply(formula, self.uses_mask)})
+
+
 def _make_kernel(op, formula):
     """``(kernel, wrapper)``: the Autograd kernel of ``op``; for the common functional case
     a wrapper factory (Note [Wrapper kernels] in mdtensor/_ops.py), else a keyset kernel."""
-    schema = op.schema
-    name = _node_name(op)
-    tensor_pos = [(i, a.type.is_tensor_list) for i, a in enumerate(schema.arguments)
-                  if a.type.is_tensor_like and not a.kwarg_only]
-    is_inplace = schema.is_inplace
-    is_out = schema.is_out
-    uses_out = getattr(formula, "uses_out", False)
-    # Note [Saved inputs]: the Tensor arguments whose values the formula reads (the others
-    # only for their shape and dtype) are saved with their versions.
-    reads = getattr(formula, "reads", None)
-    by_grad = None  # {i: what the gradient of argument i reads}: per call, what is needed
-    if reads is None:
-        reads = frozenset(i for i, _ in enumerate(schema.arguments))
-    elif isinstance(reads, dict):
-        by_grad = reads
-    n_outputs = len(schema.returns)
+    plan = _Plan(op, formula)
+    if plan.functional:
+        return _functional_factory(op, plan), True
+    return _recording_kernel(op, plan), False
 
-    # Note [Keyword-only Tensor arguments]: ``diff(x, prepend=p, append=a)``.  Their edges
-    # follow the positional ones, in schema order, for the ones the call passed; the
-    # formula returns their gradients as a dict by name after the positional ones.
-    kw_tensors = () if is_out else tuple(
-        a.name for a in schema.arguments
-        if a.type.is_tensor_like and a.kwarg_only and not a.type.is_tensor_list)
 
-    simple = all(not is_list for _, is_list in tensor_pos)
-    positions = tuple(i for i, _ in tensor_pos)
-    # The engine pairs a node's edges with its formula's results in order, so a formula
-    # whose Tensor arguments are the leading positional ones is used as it is.
-    prefix = simple and positions == tuple(range(len(positions))) and not kw_tensors
-    # A formula taking ``needs`` (derivatives.uses_mask) gets the real mask on the common
-    # path below (MaskedNode), and "all" elsewhere.
-    uses_mask = getattr(formula, "uses_mask", False)
-    plain = _functools.partial(formula, _ALL_NEEDED) if uses_mask else formula
-    flat_formula = plain if prefix else _flatten_formula(plain, tensor_pos, kw_tensors)
+def _recording_kernel(op, plan):
+    """The keyset kernel recording any call of ``op`` (Note [Autograd kernels])."""
+    name, flat_formula, tensor_pos, positions = (plan.name, plan.flat_formula,
+                                                 plan.tensor_pos, plan.positions)
+    is_inplace, is_out, uses_out, simple = (plan.is_inplace, plan.is_out, plan.uses_out,
+                                            plan.simple)
+    reads, by_grad, kw_tensors, n_outputs = (plan.reads, plan.by_grad, plan.kw_tensors,
+                                             plan.n_outputs)
     table = op.table
     miss = op.fill_entry
     leaf = LEAF_KERNELS
@@ -433,9 +521,19 @@ def _make_kernel(op, formula):
 
     autograd_kernel = own_code(autograd_kernel)  # Note [Own code objects]
     autograd_kernel.__qualname__ = f"autograd[{op.name}]"
-    if is_inplace or is_out or not prefix or n_outputs != 1 or \
-            not schema.returns[0].type.is_tensor or schema.returns[0].type.is_tensor_list:
-        return autograd_kernel, False
+    return autograd_kernel
+
+
+def _functional_factory(op, plan):
+    """The wrapper factory of an op with one Tensor output and its Tensor arguments first
+    (Note [Recording]): given the table entry below Autograd, the kernel that calls it
+    and records the call."""
+    n_tensors = len(plan.positions)
+    two = n_tensors == 2
+    many = n_tensors > 2
+    save_bits, saved_positions, uses_out = plan.save_bits, plan.saved_positions, plan.uses_out
+    node_class = plan.node_class()
+    leaf = LEAF_KERNELS
 
     def factory(entry):
         # Note [Wrapper kernels] (mdtensor/_ops.py): ``entry`` is the table entry below
@@ -557,45 +655,8 @@ def _make_kernel(op, formula):
         autograd_kernel_functional.__qualname__ = f"autograd[{op.name}]"
         return autograd_kernel_functional
 
-    n_tensors = len(positions)
-    if n_tensors == 0:
-        return autograd_kernel, False
-    two = n_tensors == 2
-    many = n_tensors > 2
-    if by_grad is None:
-        saved_positions = tuple(i for i in positions if i in reads)
-    elif n_tensors == 1:  # mul.Scalar: its one gradient reads the scalar
-        saved_positions = tuple(i for i in positions if i in by_grad.get(positions[0], ()))
-    elif n_tensors == 2:  # by which of the two edges are live (0b01: the first, ...)
-        saved_positions = None
-    else:
-        return autograd_kernel, False
-
-    def bits(saved):  # positions 0 and 1 as bits 0 and 1 (Note [Recording])
-        return sum(1 << i for i in saved)
-
-    if saved_positions is None:
-        save_bits = tuple(
-            bits(i for i in positions
-                 if any(i in by_grad.get(j, ()) for k, j in enumerate(positions)
-                        if mask >> k & 1))
-            for mask in range(4))
-    elif many:
-        save_bits = -1
-    else:
-        save_bits = bits(saved_positions)
-        if two:
-            save_bits = (save_bits,) * 4
-    # Note [Node classes]: the op's own Node subclass (``type(y.grad_fn).__name__`` is
-    # ``ExpBackward0``, as in PyTorch) holds what every node of the op shares; MaskedNode
-    # formulas read the real ``needs`` from the node's edges when it runs.
-    # Its ``apply`` is the op's own (``single_output_apply``).
-    node_class = type(name, (MaskedNode if uses_mask else Node,),
-                      {"__slots__": (), "_name": name, "formula": staticmethod(formula),
-                       "n_outputs": 1, "__module__": "mdtensor.autograd",
-                       "apply": single_output_apply(formula, uses_mask)})
     factory.__qualname__ = f"autograd[{op.name}]"
-    return factory, True
+    return factory
 
 
 def _excluding_autograd(entry):
