@@ -258,7 +258,7 @@ def register_for(op) -> None:
     # Both kernels call only the entry below them (plus version counters and view
     # metadata, no op): wrapper kernels (Note [Wrapper kernels] in mdtensor/_ops.py)
     op.register_kernel(Kernel(fn, DispatchKey.ADInplaceOrView, name=fn.__qualname__,
-                           wrapper=True, leaf=True))
+                           factory=True, leaf=True))
 
 
 

@@ -142,7 +142,7 @@ class Kernel:
         user: registered from user code (its results are checked against the schema).
         gate: a one-item list; while ``gate[0]`` is falsy the kernel falls through (Note
             [Gated kernels]).  None: always active.
-        wrapper: ``fn`` is a factory, ``fn(below) -> entry``: a layer kernel that calls
+        factory: ``fn`` is a factory, ``fn(below) -> entry``: a layer kernel that calls
             the table entry below its key -- ADInplaceOrView's and Autograd's kernels --
             gets that entry when its own is made, instead of looking it up on every call
             (Note [Wrapper kernels]).  With ``leaf`` (it calls nothing else, no op) its
@@ -150,10 +150,10 @@ class Kernel:
     """
 
     __slots__ = ("fn", "key", "with_keyset", "boxed", "origin", "user", "name", "gate",
-                 "wrapper", "leaf")
+                 "factory", "leaf")
 
     def __init__(self, fn, key, *, with_keyset=False, boxed=False, origin="mdtensor",
-                 user=False, name=None, leaf=False, gate=None, wrapper=False):
+                 user=False, name=None, leaf=False, gate=None, factory=False):
         self.fn = fn
         self.key = key
         self.with_keyset = with_keyset
@@ -162,9 +162,9 @@ class Kernel:
         self.user = user
         self.name = name or getattr(fn, "__qualname__", None) or repr(fn)
         self.gate = gate
-        self.wrapper = wrapper
+        self.factory = factory
         self.leaf = leaf and not (with_keyset or boxed or user)
-        if self.leaf and not wrapper:
+        if self.leaf and not factory:
             LEAF_KERNELS.add(fn)
 
     @property
@@ -662,7 +662,7 @@ def flip_gates(gate: list) -> None:
 def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Callable:
     """Wrap a kernel into a table entry for key set ``ks`` (dispatched as ``key``)."""
     fn = kernel.fn
-    if kernel.wrapper:
+    if kernel.factory:
         entry = _wrapper_entry(op, kernel, remove_key(ks, key))
     elif kernel.boxed:
         def entry(*args, **kwargs):
@@ -699,7 +699,7 @@ def _wrapper_entry(op: OpOverload, kernel: Kernel, below_ks: int) -> Callable:
 # take the key set, mask it, probe the table -- cost as much as the wrapping itself, and
 # the answer never changes: the entry below lives in the same table, and anything that
 # could change it (a registration, a mode or trace toggled) clears the whole table, this
-# entry included.  So such a kernel is a *factory* (``Kernel(wrapper=True)``): when its
+# entry included.  So such a kernel is a *factory* (``Kernel(factory=True)``): when its
 # entry is made, ``_wrapper_entry`` resolves the entry below once and passes it in.  One
 # exception: a gated entry below (Note [Gated kernels]) is swapped in place when a
 # transform starts or ends, so over it the factory gets a function that looks it up per

@@ -58,7 +58,8 @@ def _int_like(a) -> bool:
     return hit
 
 
-def CATALOGUE_DECL(name):  # noqa: N802 - reads like the constant it looks up
+def _declaration(name):
+    """The catalogue's declaration of ``aten::name``."""
     return CATALOGUE[f"aten::{name}"]
 
 
@@ -380,7 +381,7 @@ defop("fmod.Tensor(Tensor self, Tensor other) -> Tensor", impl=_fmod, meta=mf.bi
       tags=("pointwise", "checks_values"), methods=("fmod",), names=("fmod",),
       info=OpInfo(ref=np.fmod, dtypes=REAL, samples=binary_samples("nonzero")))
 defop("fmod.Scalar(Tensor self, Scalar other) -> Tensor", impl=_fmod, meta=mf.binary,
-      tags=("pointwise",), decl=CATALOGUE_DECL("fmod"))
+      tags=("pointwise",), decl=_declaration("fmod"))
 binary("pow", dtypes=NUMERIC, domain="pow", methods=("pow",), names=("pow",))
 binary("atan2", float_fn=True, meta=_div_meta, dtypes=FLOATS, ref=np.arctan2,
        methods=("atan2", "arctan2"), names=("atan2", "arctan2"))

@@ -878,12 +878,12 @@ def register_for(op) -> None:
     if formula is None:
         if _nondifferentiable(op):  # Note [Non-differentiable ops]
             op.register_kernel(Kernel(_nondifferentiable_factory, DispatchKey.Autograd,
-                                   wrapper=True, leaf=True,
+                                   factory=True, leaf=True,
                                    name=f"autograd_nondifferentiable[{op.name}]"))
         return
     kernel, wrapper = _make_kernel(op, formula)  # Note [Wrapper kernels]
     op.register_kernel(Kernel(kernel, DispatchKey.Autograd, with_keyset=not wrapper,
-                           wrapper=wrapper, name=f"autograd[{op.name}]"))
+                           factory=wrapper, name=f"autograd[{op.name}]"))
 
 
 
