@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from ._base import Backend, BackendInfo, Capabilities
 
+__all__ = ["INFO", "CuPyBackend", "backend"]
+
 INFO = BackendInfo("cupy", "cuda", "CUDA", requires=("cupy",), dlpack_device_types=(2,))
 
 

@@ -57,6 +57,8 @@ from __future__ import annotations
 
 from ._base import Backend, BackendInfo, Capabilities, push_backend_kernel
 
+__all__ = ["INFO", "JAXBackend", "backend"]
+
 INFO = BackendInfo("jax", "jax", "JAX", requires=("jax",))
 
 

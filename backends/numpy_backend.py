@@ -10,6 +10,8 @@ import numpy as np
 
 from ._base import Backend, BackendInfo, Capabilities
 
+__all__ = ["INFO", "NumPyBackend", "backend"]
+
 INFO = BackendInfo("numpy", "cpu", "CPU", requires=("numpy",), dlpack_device_types=(1,))
 
 

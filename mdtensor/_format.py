@@ -6,6 +6,8 @@ import numpy as np
 
 from . import _dtypes
 
+__all__ = ["tensor_repr"]
+
 # The dtypes PyTorch's repr leaves implicit (the defaults of float and int literals).
 _IMPLICIT = (_dtypes.float32, _dtypes.int64, _dtypes.bool_)
 

@@ -18,6 +18,8 @@ from mdtensor._ops import ops as md_ops
 
 from ._factory import deffactory
 
+__all__ = ["from_dlpack"]
+
 _TAIL = "*, ScalarType? dtype=None, Device? device=None, bool requires_grad=False"
 
 

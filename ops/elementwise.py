@@ -32,6 +32,21 @@ from ._decl import CATALOGUE, OpInfo, Ufunc, defop
 from ._promotion import dtype_of, promote_scalar, with_array
 from ._samples import binary_samples, unary_samples
 
+__all__ = [
+    "ALL",
+    "BOOL",
+    "COMPAT_WRAPPED",
+    "COMPLEX",
+    "FLOATING",
+    "FLOATS",
+    "INTS",
+    "NUMERIC",
+    "REAL",
+    "binary",
+    "to_float",
+    "unary",
+]
+
 BOOL = (dt.bool_,)
 INTS = (dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8, dt.uint16, dt.uint32, dt.uint64)
 FLOATS = (dt.float32, dt.float64)

@@ -18,6 +18,8 @@ from ._factory import deffactory
 from ._samples import make_array
 from .elementwise import to_float
 
+__all__ = ["FFT_NAMES"]
+
 #: md.fft name -> aten packet name
 FFT_NAMES: dict[str, str] = {}
 

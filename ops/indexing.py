@@ -30,6 +30,8 @@ from ._promotion import dtype_of, scalar_into
 from ._samples import make_array
 from .elementwise import ALL
 
+__all__ = ["getitem", "is_basic_key", "scatter_set", "setitem"]
+
 _BASIC = (int, slice, type(Ellipsis), type(None), np.integer)
 
 

@@ -12,6 +12,8 @@ from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, defop, device
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC, to_float
 
+__all__ = ["LINALG_NAMES"]
+
 
 def _matmul(xp, a, b):
     return xp.matmul(a, b)

@@ -22,6 +22,8 @@ from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
 from .elementwise import ALL
 
+__all__ = ["NotViewableError", "broadcast_shapes", "install_tensor_methods", "to", "to_device"]
+
 
 def _clone(xp, x):
     return xp.asarray(x, copy=True)

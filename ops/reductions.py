@@ -18,6 +18,8 @@ from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, axis_check, d
 from ._samples import make_array, unary_samples
 from .elementwise import FLOATING, FLOATS, NUMERIC, REAL, to_float
 
+__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+
 _ALIASES = {"dim": "axis", "keepdim": "keepdims"}
 
 

@@ -12,6 +12,8 @@ from ._decl import OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
 from .elementwise import ALL, REAL
 
+__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+
 _ALIASES = {"dim": "axis", "keepdim": "keepdims"}
 
 
