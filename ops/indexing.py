@@ -546,7 +546,7 @@ defop("index_put.Scalar(Tensor self, Any key, Scalar value) -> Tensor",
       meta=lambda self, key, value: (tuple(self.shape), self.dtype))
 
 
-def getitem(self, key):
+def getitem(self, key) -> Tensor:
     """``Tensor.__getitem__`` (Note [Indexing ops])."""
     if type(key) is slice or is_basic_key(key):
         # the overload's caller, inlined (Note [Inline dispatch] in mdtensor/_ops.py):

@@ -835,7 +835,8 @@ defop("to_device_copy(Tensor self, Device device) -> Tensor", explicit=_to_devic
       kernels={"Meta": _to_device_copy_meta})
 
 
-def to(self, *args, device=None, dtype=None, copy=False, non_blocking=False):
+def to(self, *args, device: Device | str | None = None, dtype=None, copy: bool = False,
+       non_blocking: bool = False) -> Tensor:
     """``x.to(device)``, ``x.to(dtype)``, ``x.to(device, dtype)``, keywords too (PyTorch);
     returns ``self`` when nothing changes and ``copy`` is False."""
     aten = _aten
@@ -862,12 +863,12 @@ def to(self, *args, device=None, dtype=None, copy=False, non_blocking=False):
     return out
 
 
-def to_device(self, device, /, *, stream=None):
+def to_device(self, device: Device | str, /, *, stream=None) -> Tensor:
     """Array API ``to_device``."""
     return to(self, device=device)
 
 
-def _T(self):
+def _T(self) -> Tensor:
     # Array API: ``x.T`` is for 2-D tensors only (PyTorch's reversal of other ndims is
     # deprecated there); ``mT``/``permute`` serve the other cases.
     if self._data.ndim != 2:
@@ -876,8 +877,12 @@ def _T(self):
     return _aten.permute(self, (1, 0))
 
 
-def _mT(self):
+def _mT(self) -> Tensor:
     return _aten.matrix_transpose(self)
+
+
+def _cpu(self) -> Tensor:
+    return to(self, device="cpu")
 
 
 def install_tensor_methods() -> None:
@@ -886,4 +891,4 @@ def install_tensor_methods() -> None:
     Tensor.to_device = to_device
     Tensor.T = property(_T, doc="The transpose of a 2-D tensor (Array API).")
     Tensor.mT = property(_mT, doc="The transpose of the last two dimensions.")
-    Tensor.cpu = lambda self: to(self, device="cpu")
+    Tensor.cpu = _cpu

@@ -1004,7 +1004,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 # Tensor methods
 
 
-def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+def _tensor_backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                     create_graph: bool = False, inputs=None) -> None:
     """Compute the gradient of this tensor w.r.t. the graph leaves, or ``inputs``, into
     their ``.grad``."""
     if inputs is None:  # backward() without its list handling: one output, every leaf
@@ -1015,7 +1016,7 @@ def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False,
              inputs)
 
 
-def _register_hook(self, hook):
+def _register_hook(self, hook) -> _HookHandle:
     """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor
     replaces the gradient.  Returns a handle with ``remove()``."""
     if not _requires_grad(self):
@@ -1043,7 +1044,7 @@ class _HookHandle:
             self._hooks.remove(self._hook)
 
 
-def _retain_grad(self):
+def _retain_grad(self) -> None:
     """Keep this non-leaf's gradient in ``.grad`` on backward."""
     if not _requires_grad(self):
         raise RuntimeError("retain_grad: can't retain_grad on Tensor that has "
@@ -1056,14 +1057,18 @@ def _retain_grad(self):
     hooks_of(node, create=True).retained[ag.output_nr] = _weakref.ref(self)
 
 
-def _detach(self):
+def _detach(self) -> Tensor:
     """A tensor sharing data and version counter with this one, outside autograd."""
     out = self._device.wrap(self._data)  # a plain Tensor: the device's key set
     out._vc = counter(self)
     return out
 
 
-def _detach_(self):
+def _retains_grad(self) -> bool:
+    return self._ag is not None and self._ag.retains_grad
+
+
+def _detach_(self) -> Tensor:
     if self._view is not None and _requires_grad(self):
         raise RuntimeError("detach_: can't detach views in-place. Use detach() instead.")
     self._ag = None
@@ -1077,7 +1082,7 @@ def _install_tensor_methods() -> None:
     Tensor.retain_grad = _retain_grad
     Tensor.detach = _detach
     Tensor.detach_ = _detach_
-    Tensor.retains_grad = property(lambda self: self._ag is not None and self._ag.retains_grad)
+    Tensor.retains_grad = property(_retains_grad)
     Tensor.grad_fn = property(grad_fn_of, doc="The node that made this tensor (None for a "
                               "leaf); a view's is remade after in-place changes to its base.")
 

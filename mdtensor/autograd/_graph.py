@@ -317,7 +317,7 @@ class ViewNode(Node):
 # ``register_hook``, ``retain_grad``, in-place checks.
 
 
-def grad_fn_of(t):
+def grad_fn_of(t) -> Node | None:
     """``t``'s grad_fn, remade first if ``t`` is a stale view (Note [Stale views])."""
     ag = t._ag
     if ag is None:
