@@ -25,11 +25,28 @@ six slots), four objects on a recorded op.  ``Tensor`` keeps ``object.__new__``:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._dtypes import DType
 from ._keys import AUTOGRAD_FUNCTIONALITY, DispatchKeySet
+
+# Note [Stubs]
+# ~~~~~~~~~~~~
+# Most of Tensor's API is set on the class at import (ops/_methods.py binds the catalogue's
+# methods and operators, autograd and ops/manipulation.py a few hand-written ones), so no
+# type checker or IDE could see it.  tools/gen_stubs.py writes that API from the catalogue
+# as the class ``TensorMethods`` in the stub-only module ``mdtensor/_tensor_methods.pyi``,
+# and Tensor derives from it for type checkers only: at runtime the base is ``object``, as
+# before.  What is written in the class body below the checkers read here.  The namespace
+# (``mdtensor/__init__.pyi``, ``linalg.pyi``, ``fft.pyi``) comes from the same script.
+if TYPE_CHECKING:
+    from ._device import Device
+    from ._tensor_methods import TensorMethods as _Generated
+    from .autograd._graph import Node
+else:
+    _Generated = object
 
 __all__ = ["INFERENCE", "Tensor", "VersionCounter", "creation_counter", "new_counter"]
 
@@ -105,7 +122,7 @@ class ViewInfo:
         return r
 
 
-class Tensor:
+class Tensor(_Generated):
     """An n-dimensional array on a device, with autograd, views and in-place ops.
 
     Create tensors with factories (``md.asarray``, ``md.tensor``, ``md.zeros``, ...).
@@ -230,7 +247,7 @@ class Tensor:
         return self._data.shape[0]
 
     @property
-    def device(self):
+    def device(self) -> Device:
         return self._device
 
     @property
@@ -368,7 +385,7 @@ class Tensor:
     def __hash__(self) -> int:
         return id(self)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         if not self._data.shape:
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
@@ -457,7 +474,7 @@ class Tensor:
         return self
 
     @property
-    def grad(self):
+    def grad(self) -> Tensor | None:
         ag = self._ag
         if ag is None:
             return None
@@ -467,7 +484,7 @@ class Tensor:
         return g
 
     @grad.setter
-    def grad(self, value) -> None:
+    def grad(self, value: Tensor | None) -> None:
         if value is None:  # the optimizer's zero_grad(set_to_none=True), every step
             ag = self._ag
             if ag is not None:
@@ -478,7 +495,7 @@ class Tensor:
         set_grad(self, value)
 
     @property
-    def grad_fn(self):
+    def grad_fn(self) -> Node | None:
         ag = self._ag
         return None if ag is None else ag.grad_fn
 
