@@ -6,8 +6,9 @@ a value (``c.counts  # {'aten::exp': 1}``, ``loss.grad_fn  # <SumBackward0>``) i
 against the ``repr`` of its value, and a ``print(...)`` followed by comment lines against
 what it printed; a comment in prose (``# d loss / d w``) is left alone.  TOML blocks must
 parse and name entry points the loopback plug-in declares; bash blocks must name modules
-that exist (``python -m mdtensor`` is run).  Registrations a page makes are undone after it
-(its libraries are destroyed).
+that exist (``python -m mdtensor`` is run) and scripts of the repository that exist
+(``python tools/gen_stubs.py``).  Registrations a page makes are undone after it (its
+libraries are destroyed).
 """
 
 from __future__ import annotations
@@ -133,7 +134,9 @@ def test_code_blocks_run(page, lang, on_cpu):
         for code in blocks:
             for line in code.splitlines():
                 cmd = line.split("#", 1)[0].split()
-                if cmd[:2] == ["python", "-m"]:
+                if cmd[:1] == ["python"] and len(cmd) > 1 and cmd[1].endswith(".py"):
+                    assert (ROOT / cmd[1]).is_file(), line  # a script of the repository
+                elif cmd[:2] == ["python", "-m"]:
                     module = cmd[2]
                     if module == "mdtensor":
                         proc = subprocess.run([sys.executable, "-m", "mdtensor"],
