@@ -117,11 +117,11 @@ def _render_params(sig: Sig, method: bool) -> list[str]:
     return out
 
 
-def _render_def(name: str, sig: Sig, *, method: bool = False, overload: bool = False,
-                comment: str = "") -> list[str]:
+def _render_def(name: str, sig: Sig, *, method: bool = False,
+                overload: bool = False) -> list[str]:
     indent = "    " if method else ""
     params = _render_params(sig, method)
-    tail = f" -> {sig.ret}: ...{comment}"
+    tail = f" -> {sig.ret}: ..."
     head = [f"{indent}@overload"] if overload else []
     one = f"{indent}def {name}({', '.join(params)}){tail}"
     if len(one) <= LINE_LENGTH:
@@ -130,11 +130,10 @@ def _render_def(name: str, sig: Sig, *, method: bool = False, overload: bool = F
             f"{indent}){tail}"]
 
 
-def _render_function(name: str, sigs, *, method: bool = False, comment: str = "") -> list[str]:
+def _render_function(name: str, sigs, *, method: bool = False) -> list[str]:
     """A def, or one ``@overload`` per signature where there are several."""
     return [line for sig in sigs
-            for line in _render_def(name, sig, method=method, overload=len(sigs) > 1,
-                                    comment=comment)]
+            for line in _render_def(name, sig, method=method, overload=len(sigs) > 1)]
 
 
 class Spelling:
@@ -376,17 +375,20 @@ class Imports:
         else:
             self.names.add((module, name, as_name))
 
+    def _section(self, module: str) -> int:
+        """0: the standard library, 1: third-party, 2: mdtensor (relative)."""
+        if module.startswith("."):
+            return 2
+        return 0 if module.split(".")[0] in self._STDLIB else 1
+
     def lines(self) -> list[str]:
-        sections: list[list[str]] = []
-        for which in ("stdlib", "third", "local"):
-            def ours(m, which=which):
-                if m.startswith("."):
-                    return which == "local"
-                return (m.split(".")[0] in self._STDLIB) == (which == "stdlib") \
-                    and which != "local"
-            plain = [f"import {m}" for m in sorted(self.modules, key=_natural) if ours(m)]
+        out: list[str] = []
+        for section in range(3):
+            plain = [f"import {m}" for m in sorted(self.modules, key=_natural)
+                     if self._section(m) == section]
             froms = []
-            for module in sorted({m for m, _, _ in self.names if ours(m)}, key=_natural):
+            for module in sorted({m for m, _, _ in self.names if self._section(m) == section},
+                                 key=_natural):
                 names = [(n, a) for m, n, a in self.names if m == module]
                 together = sorted((n for n, a in names if a is None), key=_member_key)
                 if together:
@@ -395,10 +397,7 @@ class Imports:
                                    key=lambda na: (_member_key(na[0]), _member_key(na[1]))):
                     froms.append(f"from {module} import {n} as {a}")
             if plain or froms:
-                sections.append(plain + froms)
-        out: list[str] = []
-        for section in sections:
-            out += [*section, ""]
+                out += [*plain, *froms, ""]
         return out
 
 
@@ -426,8 +425,7 @@ def _finish(lines, body: list[str], imports: Imports, results) -> str:
     for name in (*_ALIASES, *results):
         if _uses(text, name):
             imports.add("mdtensor._typing", name)
-    out = "\n".join([*lines, *imports.lines(), *body]).rstrip("\n") + "\n"
-    return out
+    return "\n".join([*lines, *imports.lines(), *body]).rstrip("\n") + "\n"
 
 
 # ---------------------------------------------------------------------------------------
@@ -440,14 +438,13 @@ class Generator:
 
         import mdtensor as md
         from mdtensor._tensor import Tensor
-        from mdtensor.autograd._graph import Node
 
         self.md = md
         self.Tensor = Tensor
         self.operators = OPERATORS
         self.catalogue = Catalogue(md)
-        self.known = {"Tensor": Tensor, "Device": md.Device, "DType": md.DType,
-                      "DispatchKeySet": md.DispatchKeySet, "Node": Node}
+        #: for annotations naming a type their module imports for type checkers only
+        self.known = {"Tensor": Tensor, "Device": md.Device, "DType": md.DType}
 
     def files(self) -> dict[str, str]:
         """Every stub: its path in the repository -> its text."""
