@@ -17,7 +17,11 @@ import functools as _functools
 import math as _math
 import re as _re
 import weakref as _weakref
+from collections.abc import Callable as _Callable
 from contextvars import ContextVar
+from typing import Any as _Any
+from typing import TypeVar as _TypeVar
+from typing import overload as _overload
 
 from mdtensor._inplace_or_view import counter
 from mdtensor._keys import (
@@ -89,6 +93,10 @@ def is_inference_mode_enabled() -> bool:
 _inference_outer: ContextVar = ContextVar("mdtensor_inference_outer", default=None)
 
 
+_Mode = _TypeVar("_Mode", bound="_GradModeBase")
+_Fn = _TypeVar("_Fn", bound=_Callable[..., _Any])
+
+
 class _GradModeBase:
     """Context manager and decorator restoring exactly what it changed; re-entrant (each
     ``with`` keeps its own tokens).  ``@md.no_grad`` without parentheses decorates as
@@ -96,6 +104,13 @@ class _GradModeBase:
 
     #: the mode can be made without arguments, so ``@mode`` on a function means ``@mode()``
     _bare_decorator = True
+
+    # For type checkers: ``no_grad()`` is a mode (the ``with`` statement needs its
+    # ``__enter__``), ``no_grad(fn)`` the decorated function.
+    @_overload
+    def __new__(cls, fn: _Fn, /) -> _Fn: ...
+    @_overload
+    def __new__(cls: type[_Mode], *args: _Any, **kwargs: _Any) -> _Mode: ...
 
     def __new__(cls, *args, **kwargs):
         if (cls._bare_decorator and len(args) == 1 and not kwargs and callable(args[0])
