@@ -223,6 +223,25 @@ def test_grad_allow_unused():
     assert gz is None and gx.tolist() == [2.0]
 
 
+@pytest.mark.parametrize("pieces", [
+    lambda x: md.unbind(x, 0),
+    lambda x: md.split(x, 1, 0),
+    lambda x: md.unbind(x.reshape(3, 1), 1),
+])
+def test_a_list_op_returning_one_tensor_differentiates_twice(pieces):
+    # unbind/split of a dimension of size 1 give a list of one: its node takes the tuple
+    # path (ListNode), first and second order
+    x = leaf([[1.0, 2.0, 3.0]])
+    (y,) = pieces(x)
+    (g,) = md.autograd.grad((y * y * y).sum(), x, create_graph=True)
+    np.testing.assert_allclose(to_numpy(g.detach()), [[3.0, 12.0, 27.0]])
+    (gg,) = md.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(to_numpy(gg), [[6.0, 12.0, 18.0]])
+    (y,) = pieces(x)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(to_numpy(x.grad), [[2.0, 4.0, 6.0]])
+
+
 def test_grad_of_an_input_given_twice():
     x = leaf([1.0, 2.0])
     g1, g2 = md.autograd.grad((x * 3).sum(), [x, x])

@@ -35,6 +35,7 @@ from mdtensor._tls import dispatch_tls
 
 from ._graph import (
     AccumulateGrad,
+    ListNode,
     MaskedNode,
     Node,
     ViewNode,
@@ -330,6 +331,7 @@ def _nondifferentiable(op) -> bool:
 
 
 new_node = Node.new
+new_list_node = ListNode.new
 INF = INFERENCE  # Note [Inference tensors]: the version counter that cannot be saved
 _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 
@@ -522,8 +524,9 @@ def _recording_kernel(op, plan):
             else:
                 saved_out = tuple(_alias(o) if isinstance(o, Tensor) else o for o in out)
                 saved.extend((o, o._vc.value) for o in saved_out if isinstance(o, Tensor))
-        node = new_node(name, flat_formula, saved_args, kwargs, saved_out, saved, edges,
-                    1 if single else len(out))
+        node = (new_node if single else new_list_node)(
+            name, flat_formula, saved_args, kwargs, saved_out, saved, edges,
+            1 if single else len(out))
         if is_inplace:
             _rebase(args[0], node)
         elif single:

@@ -60,6 +60,8 @@ class Node:
 
     #: The formula takes first ``needs``, which edges are live (MaskedNode).
     masked = False
+    #: The op returns a list of outputs, perhaps of one (ListNode, Note [Saved outputs]).
+    listed = False
 
     # No ``__init__`` (Note [Class calls] in mdtensor/_tensor.py): the autograd kernels
     # fill the slots of ``node_class()`` themselves; elsewhere ``new``, and subclasses
@@ -121,7 +123,7 @@ def _make_apply(formula=None, masked: bool = False):
             if (0 if vc is None else vc.value) != version:
                 raise RuntimeError(_modified_message(t, self, version))
         out = self.out
-        if generic and self.n_outputs != 1:
+        if generic and (self.n_outputs != 1 or self.listed):
             g = tuple(grads)
             if out is not None and dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
                 out = _with_history(out, self)  # create_graph: Note [Saved outputs]
@@ -185,6 +187,14 @@ class MaskedNode(Node):
     masked = True
 
 
+class ListNode(Node):
+    """A Node of an op that returns a list of Tensors (``unbind``, ``split``): its formula
+    takes a tuple of gradients and of outputs even when the list has one entry."""
+
+    __slots__ = ()
+    listed = True
+
+
 # Note [Saved outputs]
 # ~~~~~~~~~~~~~~~~~~~~
 # A node keeps its saved output outside autograd: the output itself would make a reference
@@ -192,10 +202,11 @@ class MaskedNode(Node):
 # version counter, version)`` (``save_output``) -- its raw array, not a tensor: most graphs
 # are never differentiated, and making the tensor only when the formula runs saves a tensor
 # and its attributes on every recorded op (0.1-0.2 us).  Several outputs are saved as alias
-# tensors, each with its version in ``saved``.  When the formula runs with autograd on
-# (``create_graph=True``), it gets a fresh alias whose history is this node -- as PyTorch's
-# SavedVariable restores an output's grad_fn on unpacking -- so a second derivative flows
-# through the output as well (tanh's gradient reads tanh's output).
+# tensors, each with its version in ``saved`` (a list of one too: ListNode).  When the
+# formula runs with autograd on (``create_graph=True``), it gets a fresh alias whose
+# history is this node -- as PyTorch's SavedVariable restores an output's grad_fn on
+# unpacking -- so a second derivative flows through the output as well (tanh's gradient
+# reads tanh's output).
 
 
 def save_output(out):
