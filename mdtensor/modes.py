@@ -21,6 +21,7 @@ from collections import defaultdict
 
 from ._device import as_device
 from ._python_dispatch import mode_stack, push_mode
+from ._pytree import tree_map
 from ._tensor import Tensor
 
 __all__ = [
@@ -73,16 +74,6 @@ def unwrap(t):
 def active_modes() -> tuple:
     """The modes active in this thread/context, innermost last."""
     return mode_stack.get()
-
-
-def tree_map(fn, tree):
-    """Apply ``fn`` to every leaf of nested lists/tuples/dicts."""
-    if isinstance(tree, (list, tuple)):
-        mapped = [tree_map(fn, x) for x in tree]
-        return type(tree)(mapped) if not hasattr(tree, "_fields") else type(tree)(*mapped)
-    if isinstance(tree, dict):
-        return {k: tree_map(fn, v) for k, v in tree.items()}
-    return fn(tree)
 
 
 def _describe(v) -> str:
