@@ -121,20 +121,46 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
     return True
 
 
-def gradgradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-                  raise_exception: bool = True) -> bool:
-    """Check second derivatives: gradcheck of the (create_graph) gradient of ``fn``."""
+def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5,
+                  rtol: float = 1e-3, raise_exception: bool = True) -> bool:
+    """Check second derivatives: gradcheck of the vjp of ``fn`` (``create_graph=True``)
+    with respect to the inputs and to the cotangents (Note [Second derivatives]).
+
+    Args:
+        grad_outputs: one float64 cotangent per output (a complex output counts as two,
+            Note [Complex outputs]); random ones (fixed seed) when None.
+    """
     import mdtensor as md
 
     inputs = tuple(inputs)
+    if grad_outputs is None:
+        rng = _numpy.random.default_rng(0)
+        grad_outputs = tuple(
+            md.asarray(rng.standard_normal(tuple(o.shape)), dtype=md.float64,
+                       device=o.device, requires_grad=True)
+            for o in _outputs(fn, inputs))
+    grad_outputs = tuple(grad_outputs)
+    n = len(inputs)
 
-    def first(*xs):
-        outs = _outputs(fn, xs)  # a complex output as two real ones
-        total = outs[0].sum()
-        for o in outs[1:]:
-            total = total + o.sum()
-        grads = md.autograd.grad([total], list(xs), create_graph=True, allow_unused=True)
+    def vjp(*args):
+        xs, vs = args[:n], args[n:]
+        pairs = [(o, v) for o, v in zip(_outputs(fn, xs), vs) if o.requires_grad]
+        if not pairs:
+            return ()
+        grads = md.autograd.grad([o for o, _ in pairs], list(xs), [v for _, v in pairs],
+                                 create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
-    return gradcheck(first, inputs, eps=eps, atol=atol, rtol=rtol,
+    return gradcheck(vjp, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception)
+
+
+# Note [Second derivatives]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# As PyTorch's gradgradcheck: the function checked is ``(x, v) -> vjp_x(v)``, the
+# backward with ``create_graph=True`` and cotangents ``v`` that require grad, so the check
+# covers both what a Hessian needs (the derivative through ``x``) and what forward mode by
+# double vjp needs (the derivative through ``v``: ``md.func.jvp``, Note [Differentiation
+# transforms] in mdtensor/_grad_transforms.py).  A backward that computes on raw arrays
+# without recording (a scatter-add by ``np.add.at``) passes the first and fails the second:
+# its result looks constant in ``v``.

@@ -770,12 +770,56 @@ def _roll(g, out, x, shift, axis=None):
 
 
 def _scatter_into_zeros(x, key, g, basic):
-    z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
     if basic:
+        z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
         aten.index_put_(z, key, g)
         return z
     # Repeated indices accumulate (np.add.at semantics), as PyTorch's index backward.
-    return _index_add(z, key, g)
+    return _scatter_add(tuple(x.shape), key, g)
+
+
+# Note [Gather backward]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# The gradient of a gather (``x[index]``, ``take``, ``index_select``, ``take_along_axis``,
+# ``repeat_interleave``) adds ``g`` at the gathered positions into zeros, repeated indices
+# accumulating -- ``np.add.at``, which no Array API function does, so ``_index_add`` runs
+# it on raw (host) arrays and records nothing.  That was invisible to a Hessian through
+# the gather's *input* (the scatter is constant in ``x``) but lost every derivative
+# through ``g``: ``jvp`` by double vjp and Hessians whose first gradient flows through a
+# gather (``sin(x[idx])``) came out zero there.  Under ``create_graph`` the scatter is
+# therefore a step of its own, ``ScatterAdd``, linear in ``g``: its backward is the gather
+# ``gg[key]`` again, a recorded op, so the chain differentiates to any order (PyTorch's
+# ``index_put(..., accumulate=True)`` has that derivative).
+
+
+def _scatter_add(shape, key, g):
+    """``zeros(shape)`` with ``g`` added at ``key``, repeated indices accumulating;
+    differentiable in ``g`` under ``create_graph`` (Note [Gather backward])."""
+    if g.requires_grad and _tls_get()[1] & _AUTOGRAD:
+        return _scatter_add_function().apply(g, shape, key)
+    return _index_add(aten.zeros(shape, dtype=g.dtype, device=g.device), key, g)
+
+
+_ScatterAdd = None
+
+
+def _scatter_add_function():
+    global _ScatterAdd
+    if _ScatterAdd is None:
+        from mdtensor.autograd import Function
+
+        class ScatterAdd(Function):
+            @staticmethod
+            def forward(ctx, g, shape, key):
+                ctx.key = key
+                return _index_add(aten.zeros(shape, dtype=g.dtype, device=g.device), key, g)
+
+            @staticmethod
+            def backward(ctx, gg):
+                return gg[ctx.key], None, None
+
+        _ScatterAdd = ScatterAdd
+    return _ScatterAdd
 
 
 def _index_add(z, key, g):
@@ -906,14 +950,11 @@ def _basic(key):
 def _take_along_axis(g, out, x, indices, axis=-1):
     import numpy as np
 
-    # np.put_along_axis would drop repeated indices; np.add.at accumulates them.  Off the
-    # CPU backend this runs on the host (the Array API has no scatter-add).
-    b = g.device.backend
+    # np.put_along_axis would drop repeated indices; a scatter-add at the positions
+    # (Note [Gather backward]) accumulates them.
     idx = list(np.ix_(*[np.arange(s) for s in indices.shape]))
-    idx[axis % x.ndim] = np.asarray(b.to_numpy(indices._data))
-    acc = np.zeros(tuple(x.shape), dtype=np.asarray(b.to_numpy(g._data)).dtype)
-    np.add.at(acc, tuple(idx), b.to_numpy(g._data))
-    return g._device.wrap(b.asarray(acc, index=g._device.index)), None, None
+    idx[axis % x.ndim] = np.asarray(indices.device.backend.to_numpy(indices._data))
+    return _scatter_add(tuple(x.shape), tuple(idx), g), None, None
 
 
 @rule("astype")
@@ -1145,8 +1186,7 @@ def _meshgrid(g, out, tensors, indexing="xy"):
 @rule("index_select")
 def _index_select(g, out, x, dim, index):
     d = dim % x.ndim
-    z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
-    return _index_add(z, (slice(None),) * d + (index,), g), None, None
+    return _scatter_add(tuple(x.shape), (slice(None),) * d + (index,), g), None, None
 
 
 @rule("repeat_interleave")
@@ -1158,8 +1198,7 @@ def _repeat_interleave(g, out, x, repeats, axis=None):
     n = src.shape[a]
     reps = repeats.tolist() if hasattr(repeats, "_ks") else repeats
     owner = np.repeat(np.arange(n), reps)  # the source index of every output element
-    z = aten.zeros(tuple(src.shape), dtype=g.dtype, device=g.device)
-    gx = _index_add(z, (slice(None),) * a + (owner,), g)
+    gx = _scatter_add(tuple(src.shape), (slice(None),) * a + (owner,), g)
     return aten.reshape(gx, tuple(x.shape)) if axis is None else gx, None, None
 
 

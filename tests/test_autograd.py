@@ -856,6 +856,33 @@ def test_gradcheck_reports_first_mismatch():
     assert md.testing.gradgradcheck(lambda x: (x ** 3).sum(), [leaf([0.5, 2.0])])
 
 
+def test_gradgradcheck_checks_the_derivative_through_the_cotangent(lib):
+    # Note [Second derivatives] in mdtensor/testing.py: a backward that records nothing is
+    # right to first order and constant in x, and only the derivative in v shows it
+    lib.define("twice(Tensor x) -> Tensor")
+    lib.impl("twice", lambda x: x._device.wrap(x._data * 2), "CompositeExplicitAutograd")
+    md.library.register_autograd(
+        f"{lib.ns}::twice", lambda ctx, g: md.asarray(to_numpy(g.detach()) * 2, device=g.device),
+        setup_context=None, lib=lib)
+    twice = getattr(md.ops, lib.ns).twice
+    x = leaf([0.5, 2.0])
+    assert md.testing.gradcheck(twice, [x])
+    with pytest.raises(md.testing.GradcheckError, match="with respect to input 1"):
+        md.testing.gradgradcheck(twice, [x])
+    v = leaf([1.0, -3.0])
+    assert md.testing.gradgradcheck(lambda x: x * x * 2, [x], [v])
+
+
+def test_second_derivatives_through_a_gather_with_repeated_indices():
+    # Note [Gather backward] in ops/derivatives.py: the scatter-add is recorded under
+    # create_graph, so the Hessian through x[idx] is not zero
+    x = leaf([1.0, 2.0, 3.0])
+    (g,) = md.autograd.grad(md.sin(x[[2, 0, 0]]).sum(), x, create_graph=True)
+    np.testing.assert_allclose(to_numpy(g.detach()), [2 * np.cos(1.0), 0.0, np.cos(3.0)])
+    (gg,) = md.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(to_numpy(gg), [-2 * np.sin(1.0), 0.0, -np.sin(3.0)])
+
+
 def test_mlp_gradients_match_numpy():
     rng = np.random.default_rng(0)
     w_np = rng.standard_normal((4, 3))
