@@ -368,8 +368,27 @@ def _put_parts(self, key, value, name, where):
     else:  # Note [Scalars written into tensors] in ops/_promotion.py
         value = scalar_into(where, value, self.dtype)
     if is_basic_key(key):
-        return _basic_key(tuple(self.shape), key, where), value
+        raw = _basic_key(tuple(self.shape), key, where)
+        if any(k is None for k in raw):
+            return _without_new_axes(dev.xp, self._data, raw, value, where)
+        return raw, value
     return _backend_key(dev.xp, _raw(key)), value
+
+
+def _without_new_axes(xp, data, raw, value, where):
+    """``data[raw] = value`` for a basic key with ``None`` (new axes), spelled without
+    them: the value broadcast to what the key selects, then reshaped without the new
+    size-1 axes.  The Array API's ``__setitem__`` takes no ``None`` (array_api_strict
+    refuses it), while getting ``x[:, None]`` has it, and its backward writes through it."""
+    target = tuple(data[raw].shape)
+    plain = tuple(k for k in raw if k is not None)
+    if hasattr(value, "shape"):
+        try:
+            value = xp.broadcast_to(value, target)
+        except (ValueError, TypeError) as e:
+            raise _native_error(ValueError(str(e)), where, data, raw, value) from None
+        value = xp.reshape(value, tuple(data[plain].shape))
+    return plain, value
 
 
 def _writes_through_index_arrays(raw) -> bool:

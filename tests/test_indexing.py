@@ -218,6 +218,31 @@ def test_setitem_basic_scalar_tensor_and_broadcast():
     assert x._version == 3
 
 
+@pytest.mark.parametrize("key, value", [
+    ((slice(None), None), np.arange(4.0)[:, None, None]),  # value with the new axis
+    ((None, 1), np.array([9.0, 8.0, 7.0, 6.0, 5.0])),
+    ((Ellipsis, None), 2.5),
+    ((1, None, slice(1, 3), None), np.array([[1.0], [2.0]])),
+])
+def test_setitem_with_new_axes_matches_numpy(key, value):
+    # Note: array_api_strict refuses None in __setitem__; the key is spelled without it
+    a = _grid()
+    x = _t(a)
+    x[key] = md.asarray(value) if isinstance(value, np.ndarray) else value
+    a[key] = value
+    np.testing.assert_array_equal(to_numpy(x), a)
+    with pytest.raises(ValueError, match=r"__setitem__: shape mismatch: value tensor of "
+                                         r"shape \[3\] cannot be broadcast"):
+        x[:, None] = md.ones(3)
+    np.testing.assert_array_equal(to_numpy(x), a)
+
+
+def test_backward_through_new_axes():
+    x = md.asarray(np.arange(3.0), requires_grad=True)
+    (x[:, None] * md.asarray([[1.0, 2.0]])).sum().backward()
+    np.testing.assert_array_equal(to_numpy(x.grad), [3.0, 3.0, 3.0])
+
+
 def test_setitem_advanced_and_mask():
     a = _grid()
     x = _t(a)
