@@ -1,4 +1,6 @@
-"""``md.func``: program transforms built on the dispatcher (tracing, functionalization).
+"""``md.func``: program transforms built on the dispatcher (tracing, functionalization)
+and on the autograd engine (``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``jacrev``,
+``jacfwd``, ``hessian``: mdtensor/_grad_transforms.py, docs/TRANSFORMS.md).
 
 ``functionalize(f, remove=...)`` runs ``f`` with every mutation replaced by functional ops
 (mdtensor._functionalize, Note [Functionalize]); ``trace(functionalize(f), x)`` records the
@@ -24,11 +26,13 @@ become an ``accumulate_grads`` step of the graph.
 from __future__ import annotations
 
 from ._functionalize import FunctionalTensor, functionalize
+from ._grad_transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
 from ._tensor import Tensor
 from .autograd._graph import accumulate_grads, grad_sink
 from .modes import DispatchMode, tree_map
 
-__all__ = ["FunctionalTensor", "Graph", "functionalize", "trace"]
+__all__ = ["FunctionalTensor", "Graph", "functionalize", "grad", "grad_and_value", "hessian",
+           "jacfwd", "jacrev", "jvp", "trace", "vjp"]
 
 
 class _Ref:
