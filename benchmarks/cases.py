@@ -411,6 +411,54 @@ def layer_cases(libs) -> list[Case]:
     return cases
 
 
+# ---------------------------------------------------------------------------------------
+# Function transforms
+
+
+TRANSFORMS = ("vjp", "jvp", "jacrev", "jacfwd")
+
+
+def transform_cases(libs) -> list[Case]:
+    """A vjp, a jvp and both Jacobians of a 64 -> 64 tanh layer ``tanh(W @ x + b)`` at one
+    input, with each library's function transforms.  mdtensor computes ``jvp``/``jacfwd``
+    by double vjp and the Jacobians one row (column) at a time (Note [Differentiation
+    transforms] in mdtensor/_grad_transforms.py); torch.func and JAX batch them with vmap."""
+    n = 64
+    w_np = random_data((n, n), 2) / 8
+    b_np, x_np, v_np = random_data((n,), 3), random_data((n,), 4), random_data((n,), 5)
+
+    def calls(T, f, x, v):
+        return {"vjp": lambda: T.vjp(f, x)[1](v), "jvp": lambda: T.jvp(f, (x,), (v,)),
+                "jacrev": lambda: T.jacrev(f)(x), "jacfwd": lambda: T.jacfwd(f)(x)}
+
+    def eager(name, kind):  # mdtensor and torch: the same calls
+        def build():
+            lib = libs[name]
+            w, b, x, v = (lib.asarray(a) for a in (w_np, b_np, x_np, v_np))
+            return calls(lib.func, lambda x: lib.tanh(w @ x + b), x, v)[kind]
+        return build
+
+    def jx(kind, jit):
+        def build():
+            import jax
+            import jax.numpy as jnp
+
+            w, b, x, v = (jnp.asarray(a) for a in (w_np, b_np, x_np, v_np))
+            call = calls(jax, lambda x: jnp.tanh(w @ x + b), x, v)[kind]
+            if jit:
+                compiled = jax.jit(lambda x, v: calls(
+                    jax, lambda x: jnp.tanh(w @ x + b), x, v)[kind]())
+                return lambda: jax.block_until_ready(compiled(x, v))
+            return lambda: jax.block_until_ready(call())
+        return build
+
+    return [make_case(f"{kind} of tanh(W @ x + b), 64 -> 64", "transforms", libs,
+                      {"mdtensor": eager("mdtensor", kind), "torch": eager("torch", kind),
+                       "jax": jx(kind, False),
+                       "jax-jit": jx(kind, True)})
+            for kind in TRANSFORMS]
+
+
 def import_times(repeats: int = 5) -> dict[str, float]:
     """Median wall time of ``import X`` in a fresh interpreter, in seconds.
 
