@@ -93,4 +93,23 @@ __all__ = sorted(
        "short", "cfloat", "cdouble", "enable_grad", "inference_mode", "is_grad_enabled",
        "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "manual_seed", "rand",
        "randint", "randn", "autograd", "backends", "fft", "func", "library", "linalg",
-       "modes", "ops", "random", "testing"})
+       "modes", "ops", "random", "testing", "nn"})
+
+
+# Note [Lazy submodules]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# ``md.nn`` is imported on first use, so
+# ``import mdtensor`` pays nothing for them (tests/test_nn.py checks what it imports).
+_LAZY = {"nn": ("mdtensor.nn", None)}
+
+
+def __getattr__(name: str):
+    spec = _LAZY.get(name)
+    if spec is None:
+        raise AttributeError(f"module 'mdtensor' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(spec[0])
+    value = module if spec[1] is None else getattr(module, spec[1])
+    globals()[name] = value
+    return value

@@ -1,0 +1,384 @@
+"""``md.nn.functional``: layers and losses as functions of tensors.
+
+Every function here is a composite of public mdtensor ops (``md.matmul``, ``md.where``,
+``md.log_softmax``, ...), so autograd, modes and every backend get it without kernels of
+its own.  Where an op has a kink or a branch that may overflow, the composition picks
+PyTorch's gradient at the kink (``leaky_relu`` and ``elu`` at 0) and keeps the unused
+branch finite, so no ``0 * inf`` reaches a gradient.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .. import _dtypes
+from .._tensor import Tensor
+
+__all__ = [
+    "cross_entropy", "dropout", "elu", "embedding", "gelu", "l1_loss", "layer_norm",
+    "leaky_relu", "linear", "log_softmax", "mse_loss", "nll_loss", "one_hot", "relu",
+    "sigmoid", "silu", "softmax", "softplus", "tanh",
+]
+
+
+def _md():
+    import mdtensor
+
+    return mdtensor
+
+
+# -- layers ---------------------------------------------------------------------------------
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.mT + bias`` (``weight`` of shape ``(out_features, in_features)``).
+
+    Raises:
+        ValueError: ``input``'s last dimension is not ``in_features`` (from ``matmul``).
+    """
+    md = _md()
+    out = md.matmul(input, weight.mT if weight.ndim >= 2 else weight)
+    return out if bias is None else out + bias
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``
+    while ``training``; the identity otherwise.  Draws from the device's default
+    generator (``md.manual_seed``).
+
+    Raises:
+        ValueError: ``p`` is not in [0, 1].
+    """
+    if not (isinstance(p, (int, float)) and 0.0 <= p <= 1.0):
+        raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
+    md = _md()
+    if not training or p == 0.0:
+        return input
+    out = md.dropout(input, float(p), True)
+    if inplace:
+        return input.copy_(out)
+    return out
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize over the last ``len(normalized_shape)`` dimensions (biased variance, as
+    PyTorch), then scale by ``weight`` and shift by ``bias``.
+
+    Raises:
+        ValueError: ``input``'s trailing dimensions are not ``normalized_shape``.
+    """
+    md = _md()
+    shape = _shape_tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or tuple(input.shape[input.ndim - k:]) != shape or input.ndim < k:
+        raise ValueError(f"layer_norm: given normalized_shape={list(shape)}, expected input "
+                         f"with shape [*, {', '.join(map(str, shape))}], but got input of "
+                         f"size {list(input.shape)}")
+    axes = tuple(range(-k, 0))
+    centered = input - md.mean(input, axis=axes, keepdims=True)
+    var = md.mean(centered * centered, axis=axes, keepdims=True)
+    out = centered * md.rsqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer tensor ``input``: shape
+    ``input.shape + (embedding_dim,)``.
+
+    ``padding_idx``'s rows get no gradient; ``max_norm`` first renormalizes, in place, the
+    rows ``input`` names whose ``norm_type``-norm exceeds it (as PyTorch).
+
+    Raises:
+        TypeError: ``input`` is not an integer tensor.
+        IndexError: an index is outside ``[0, num_embeddings)``.
+        NotImplementedError: ``scale_grad_by_freq`` or ``sparse``.
+    """
+    md = _md()
+    if input.dtype.kind not in "iu":
+        raise TypeError(f"embedding: expected an integer index tensor, got {input.dtype.name}")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not "
+                                  "supported")
+    num = weight.shape[0]
+    flat = input.reshape(-1)
+    outside = (flat < 0) | (flat >= num)
+    if flat.shape[0] and bool(md.any(outside)):
+        raise IndexError(f"embedding: index {int(flat[outside][0])} is out of range for "
+                         f"{num} embeddings")
+    if max_norm is not None:
+        _renorm_rows(weight, flat, max_norm, norm_type)
+    out = md.index_select(weight, 0, flat).reshape((*input.shape, weight.shape[1]))
+    if padding_idx is not None:
+        pad = _padding_index(padding_idx, num)
+        out = md.where(md.unsqueeze(input == pad, -1), out.detach(), out)
+    return out
+
+
+def _renorm_rows(weight: Tensor, flat: Tensor, max_norm: float, norm_type: float) -> None:
+    md = _md()
+    with md.no_grad():
+        rows = md.unique_values(flat)
+        picked = md.index_select(weight, 0, rows)
+        norms = md.linalg.vector_norm(picked, ord=norm_type, axis=1, keepdims=True)
+        scale = md.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[rows] = picked * scale
+
+
+def _padding_index(padding_idx: int, num: int) -> int:
+    if not -num <= padding_idx < num:
+        raise ValueError(f"embedding: padding_idx must be within num_embeddings ({num}), "
+                         f"got {padding_idx}")
+    return padding_idx + num if padding_idx < 0 else padding_idx
+
+
+# -- activations ----------------------------------------------------------------------------
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    md = _md()
+    return input.relu_() if inplace else md.relu(input)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``x`` where ``x > 0``, else ``negative_slope * x`` (the gradient at 0 is the slope,
+    as PyTorch's)."""
+    md = _md()
+    out = md.where(input > 0, input, input * negative_slope)
+    return input.copy_(out) if inplace else out
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    md = _md()
+    negative = md.where(input > 0, 0.0, input)  # keeps expm1 finite where x is large
+    out = md.where(input > 0, input, alpha * md.expm1(negative))
+    return input.copy_(out) if inplace else out
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    return _md().gelu(input, approximate=approximate)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    out = _md().silu(input)
+    return input.copy_(out) if inplace else out
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return _md().sigmoid(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    return _md().tanh(input)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``."""
+    md = _md()
+    z = input * beta
+    small = z <= threshold
+    return md.where(small, md.log1p(md.exp(md.where(small, z, 0.0))) / beta, input)
+
+
+def _softmax_dim(name: str, ndim: int, dim):
+    if dim is not None:
+        return dim
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  f"to include dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    md = _md()
+    if dtype is not None:
+        input = input.astype(_dtypes.as_dtype(dtype))
+    return md.softmax(input, _softmax_dim("softmax", input.ndim, dim))
+
+
+def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    md = _md()
+    if dtype is not None:
+        input = input.astype(_dtypes.as_dtype(dtype))
+    return md.log_softmax(input, _softmax_dim("log_softmax", input.ndim, dim))
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot rows: shape ``tensor.shape + (num_classes,)``; -1 infers the count
+    from the largest class.
+
+    Raises:
+        TypeError: ``tensor`` is not an integer tensor.
+        ValueError: a class is negative or not below ``num_classes``.
+    """
+    md = _md()
+    if tensor.dtype.kind not in "iu":
+        raise TypeError(f"one_hot: expected an integer tensor of class indices, got "
+                        f"{tensor.dtype.name}")
+    if tensor.numel() and int(md.min(tensor)) < 0:
+        raise ValueError("one_hot: class values must be non-negative")
+    if num_classes == -1:
+        num_classes = int(md.max(tensor)) + 1 if tensor.numel() else 0
+    elif tensor.numel() and int(md.max(tensor)) >= num_classes:
+        raise ValueError(f"one_hot: class values must be smaller than num_classes "
+                         f"({num_classes}), got {int(md.max(tensor))}")
+    classes = md.arange(num_classes, device=tensor.device)
+    return (md.unsqueeze(tensor, -1) == classes).astype(_dtypes.int64)
+
+
+# -- losses ---------------------------------------------------------------------------------
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    md = _md()
+    if reduction == "mean":
+        return md.mean(loss)
+    if reduction == "sum":
+        return md.sum(loss)
+    return loss
+
+
+def _check_reduction(name: str, reduction) -> None:
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{name}: {reduction!r} is not a valid value for reduction (expected "
+                         f"'mean', 'sum' or 'none')")
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean (or sum, or none) of ``(input - target) ** 2``."""
+    _check_reduction("mse_loss", reduction)
+    diff = input - target
+    return _reduce(diff * diff, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean (or sum, or none) of ``|input - target|``."""
+    _check_reduction("l1_loss", reduction)
+    return _reduce(_md().abs(input - target), reduction)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of class indices ``target`` under log-probabilities
+    ``input`` of shape ``(N, C, ...)`` or ``(C,)``.  ``mean`` divides by the summed
+    weights of the targets that are not ``ignore_index``, as PyTorch.
+
+    Raises:
+        TypeError: ``target`` is not an integer tensor.
+        ValueError: ``target``'s shape does not match ``input``'s without the class axis.
+        IndexError: a target is outside ``[0, C)`` and not ``ignore_index``.
+    """
+    md = _md()
+    _check_reduction("nll_loss", reduction)
+    cdim, valid, safe = _class_targets("nll_loss", input, target, ignore_index)
+    picked = md.squeeze(md.take_along_axis(input, md.unsqueeze(safe, cdim), axis=cdim), cdim)
+    w = _target_weights(weight, valid, safe, input.dtype)
+    loss = -picked * w
+    if reduction == "none":
+        return loss
+    total = md.sum(loss)
+    return total / md.sum(w) if reduction == "mean" else total
+
+
+def _class_targets(name: str, input: Tensor, target: Tensor, ignore_index: int):
+    """``(class axis, not-ignored mask, targets with ignored ones set to 0)``, checked."""
+    md = _md()
+    if target.dtype.kind not in "iu":
+        raise TypeError(f"{name}: expected an integer target of class indices, got "
+                        f"{target.dtype.name} (probabilities are cross_entropy's)")
+    if input.ndim == 0:
+        raise ValueError(f"{name}: expected an input of shape (C,) or (N, C, ...), got a 0-d "
+                         f"tensor")
+    cdim = 0 if input.ndim == 1 else 1
+    expected = input.shape[:cdim] + input.shape[cdim + 1:]
+    if target.shape != expected:
+        raise ValueError(f"{name}: expected target of shape {list(expected)} for input of shape "
+                         f"{list(input.shape)}, got {list(target.shape)}")
+    valid = target != ignore_index
+    safe = md.where(valid, target, 0)
+    classes = input.shape[cdim]
+    bad = (safe < 0) | (safe >= classes)
+    if target.numel() and bool(md.any(bad)):
+        raise IndexError(f"{name}: target {int(target[bad].reshape(-1)[0])} is out of bounds "
+                         f"for {classes} classes")
+    return cdim, valid, safe
+
+
+def _target_weights(weight, valid: Tensor, safe: Tensor, dtype) -> Tensor:
+    md = _md()
+    if weight is None:
+        return valid.astype(dtype)
+    picked = md.take(weight, safe.reshape(-1), axis=0).reshape(safe.shape)
+    return md.where(valid, picked, 0.0)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy between logits ``input`` (``(N, C, ...)`` or ``(C,)``) and class
+    indices or class probabilities ``target``, with PyTorch's ``weight``,
+    ``ignore_index``, ``reduction`` and ``label_smoothing``.
+
+    Raises:
+        ValueError: ``label_smoothing`` is not in [0, 1], or the shapes do not match.
+        IndexError: a class index is out of bounds.
+    """
+    md = _md()
+    _check_reduction("cross_entropy", reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got "
+                         f"{label_smoothing}")
+    if input.ndim == 0:
+        raise ValueError("cross_entropy: expected an input of shape (C,) or (N, C, ...), got "
+                         "a 0-d tensor")
+    cdim = 0 if input.ndim == 1 else 1
+    classes = input.shape[cdim]
+    logp = md.log_softmax(input, cdim)
+    wview = None
+    if weight is not None:
+        wview = weight.reshape(tuple(classes if d == cdim else 1 for d in range(input.ndim)))
+    if target.dtype.kind == "f":
+        return _cross_entropy_probs(logp, target, wview, cdim, classes, reduction,
+                                    label_smoothing)
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing == 0.0:
+        return nll
+    _, valid, safe = _class_targets("cross_entropy", input, target, ignore_index)
+    smooth = -md.sum(logp if wview is None else logp * wview, axis=cdim)
+    smooth = md.where(valid, smooth, 0.0)
+    if reduction == "mean":
+        smooth = md.sum(smooth) / md.sum(_target_weights(weight, valid, safe, input.dtype))
+    elif reduction == "sum":
+        smooth = md.sum(smooth)
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
+
+
+def _cross_entropy_probs(logp, target, wview, cdim, classes, reduction, label_smoothing):
+    md = _md()
+    if target.shape != logp.shape:
+        raise ValueError(f"cross_entropy: expected probability targets of the input's shape "
+                         f"{list(logp.shape)}, got {list(target.shape)}")
+    if label_smoothing > 0.0:
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    terms = logp * target if wview is None else logp * target * wview
+    if reduction == "none":
+        return -md.sum(terms, axis=cdim)
+    total = -md.sum(terms)
+    return total / (logp.numel() / classes) if reduction == "mean" else total
+
+
+def _shape_tuple(shape) -> tuple:
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        return (shape,)
+    shape = tuple(shape)
+    if not all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
+        raise TypeError(f"expected a shape (an int or a tuple of ints), got {shape!r}")
+    return shape
+
