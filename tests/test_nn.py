@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-from _helpers import to_numpy
+from _helpers import TEST_DEVICE, to_numpy
 
 import mdtensor as md
 from mdtensor import nn
@@ -26,10 +26,10 @@ def _np(t):
 def test_import_mdtensor_does_not_import_nn_optim_or_serialization():
     code = """
         import sys, mdtensor as md
-        lazy = ("mdtensor.nn",)
+        lazy = ("mdtensor.nn", "mdtensor.optim")
         print([m for m in lazy if m in sys.modules])
-        md.nn.Linear(2, 2)
-        print("mdtensor.nn" in sys.modules, True,
+        md.nn.Linear(2, 2), md.optim.SGD
+        print("mdtensor.nn" in sys.modules, "mdtensor.optim" in sys.modules,
               any(m in sys.modules for m in ("jax", "torch", "cupy")))
     """
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
@@ -581,3 +581,18 @@ def test_init_on_parameters_generators_and_errors():
         nn.init.uniform_(md.zeros(2, dtype=md.int64))
     with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
         nn.init.kaiming_uniform_(md.empty((0, 3)))
+
+
+def test_training_a_small_model_on_the_device_under_test():
+    md.manual_seed(0)
+    x = md.randn(64, 2)
+    y = (md.sum(x * x, axis=1) > 1.0).astype(md.int64)
+    model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 2))
+    opt = md.optim.Adam(model.parameters(), lr=0.05)
+    for _ in range(60):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    accuracy = float(md.mean((md.argmax(model(x), axis=1) == y).astype(md.float32)))
+    assert accuracy > 0.9, (TEST_DEVICE, accuracy)
