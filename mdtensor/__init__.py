@@ -93,14 +93,15 @@ __all__ = sorted(
        "short", "cfloat", "cdouble", "enable_grad", "inference_mode", "is_grad_enabled",
        "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "manual_seed", "rand",
        "randint", "randn", "autograd", "backends", "fft", "func", "library", "linalg",
-       "modes", "ops", "random", "testing", "nn", "optim"})
+       "modes", "ops", "random", "testing", "nn", "optim", "save", "load"})
 
 
 # Note [Lazy submodules]
 # ~~~~~~~~~~~~~~~~~~~~~~
-# ``md.nn`` and ``md.optim`` are imported on first use, so
+# ``md.nn``, ``md.optim``, ``md.save`` and ``md.load`` are imported on first use, so
 # ``import mdtensor`` pays nothing for them (tests/test_nn.py checks what it imports).
-_LAZY = {"nn": ("mdtensor.nn", None), "optim": ("mdtensor.optim", None)}
+_LAZY = {"nn": ("mdtensor.nn", None), "optim": ("mdtensor.optim", None),
+         "save": ("mdtensor._serialization", "save"), "load": ("mdtensor._serialization", "load")}
 
 
 def __getattr__(name: str):

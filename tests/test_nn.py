@@ -26,9 +26,9 @@ def _np(t):
 def test_import_mdtensor_does_not_import_nn_optim_or_serialization():
     code = """
         import sys, mdtensor as md
-        lazy = ("mdtensor.nn", "mdtensor.optim")
+        lazy = ("mdtensor.nn", "mdtensor.optim", "mdtensor._serialization")
         print([m for m in lazy if m in sys.modules])
-        md.nn.Linear(2, 2), md.optim.SGD
+        md.nn.Linear(2, 2), md.optim.SGD, md.save
         print("mdtensor.nn" in sys.modules, "mdtensor.optim" in sys.modules,
               any(m in sys.modules for m in ("jax", "torch", "cupy")))
     """

@@ -187,13 +187,22 @@ def test_state_dict_round_trip_continues_exactly(name, kwargs):
     second = _md_model()
     second.load_state_dict(first.state_dict())
     opt2 = getattr(md.optim, name)(second.parameters(), lr=123.0)
-    opt2.load_state_dict(opt1.state_dict())
+    opt2.load_state_dict(_through_a_file(opt1.state_dict()))
     assert opt2.param_groups[0]["lr"] == kwargs["lr"]
     _train(md, second, opt2, steps=4)
     for a, b in zip(_params(straight), _params(second)):
         np.testing.assert_array_equal(a, b)
     _train(md, first, opt1, steps=1)  # the loaded state is a copy: opt1 is not changed
     np.testing.assert_array_equal(_params(second)[0], _params(straight)[0])
+
+
+def _through_a_file(state_dict):
+    import io
+
+    buf = io.BytesIO()
+    md.save(state_dict, buf)
+    buf.seek(0)
+    return md.load(buf)
 
 
 def test_state_dict_layout_is_torchs():
