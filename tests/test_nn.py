@@ -596,3 +596,14 @@ def test_training_a_small_model_on_the_device_under_test():
         opt.step()
     accuracy = float(md.mean((md.argmax(model(x), axis=1) == y).astype(md.float32)))
     assert accuracy > 0.9, (TEST_DEVICE, accuracy)
+
+
+def test_public_namespaces_have_explicit_all():
+    import importlib
+
+    for name in ("mdtensor.nn", "mdtensor.nn.functional", "mdtensor.nn.init",
+                 "mdtensor.optim", "mdtensor.optim.lr_scheduler"):
+        module = importlib.import_module(name)
+        assert isinstance(module.__all__, list) and module.__all__, name
+        assert all(hasattr(module, public) for public in module.__all__), name
+    assert {"nn", "optim", "save", "load"} <= set(md.__all__)

@@ -9,43 +9,57 @@ __all__ = ["ELU", "GELU", "LeakyReLU", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", 
            "Softplus", "Tanh"]
 
 
-class ReLU(Module):
+class _Inplace(Module):
+    """An activation whose only option is ``inplace``: ``_fn(input, inplace)``."""
+
+    _fn = staticmethod(F.relu)
+
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu(input, self.inplace)
+        return self._fn(input, self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
 
 
-class LeakyReLU(Module):
+class ReLU(_Inplace):
+    _fn = staticmethod(F.relu)
+
+
+class SiLU(_Inplace):
+    _fn = staticmethod(F.silu)
+
+
+class _OneOption(_Inplace):
+    """An activation with one option besides ``inplace``: ``_fn(input, option, inplace)``."""
+
+    _option = "negative_slope"
+
+    def forward(self, input):
+        return self._fn(input, getattr(self, self._option), self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"{self._option}={getattr(self, self._option)}" + super().extra_repr().replace(
+            "inplace", ", inplace")
+
+
+class LeakyReLU(_OneOption):
+    _fn, _option = staticmethod(F.leaky_relu), "negative_slope"
+
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
-        super().__init__()
+        super().__init__(inplace)
         self.negative_slope = negative_slope
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.leaky_relu(input, self.negative_slope, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace
-                                                          else "")
 
 
-class ELU(Module):
+class ELU(_OneOption):
+    _fn, _option = staticmethod(F.elu), "alpha"
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
-        super().__init__()
+        super().__init__(inplace)
         self.alpha = alpha
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.elu(input, self.alpha, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
 class GELU(Module):
@@ -58,18 +72,6 @@ class GELU(Module):
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
-
-
-class SiLU(Module):
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.silu(input, self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
 
 
 class Sigmoid(Module):
@@ -95,25 +97,25 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Softmax(Module):
+class _AlongDim(Module):
+    """A normalization along ``dim``: ``_fn(input, dim)``."""
+
+    _fn = staticmethod(F.softmax)
+
     def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim
 
     def forward(self, input):
-        return F.softmax(input, self.dim)
+        return self._fn(input, self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
-class LogSoftmax(Module):
-    def __init__(self, dim: int | None = None):
-        super().__init__()
-        self.dim = dim
+class Softmax(_AlongDim):
+    _fn = staticmethod(F.softmax)
 
-    def forward(self, input):
-        return F.log_softmax(input, self.dim)
 
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+class LogSoftmax(_AlongDim):
+    _fn = staticmethod(F.log_softmax)

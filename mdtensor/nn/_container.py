@@ -22,11 +22,53 @@ def _index(name: str, idx, n: int) -> int:
     return i + n if i < 0 else i
 
 
-class Sequential(Module):
+class _Numbered(Module):
+    """What Sequential and ModuleList share: modules in order, numbered again from 0
+    after a deletion or an insertion (as PyTorch's)."""
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def _renumber(self, modules: list) -> None:
+        self._modules.clear()
+        for i, module in enumerate(modules):
+            self.add_module(str(i), module)
+
+    def __delitem__(self, idx) -> None:
+        modules = list(self._modules.values())
+        if isinstance(idx, slice):
+            del modules[idx]
+        else:
+            del modules[_index(type(self).__name__, idx, len(self))]
+        self._renumber(modules)
+
+    def insert(self, index: int, module: Module) -> None:
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        self._renumber(modules)
+
+    def append(self, module: Module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]):
+        if not isinstance(modules, Iterable):
+            raise TypeError(f"{type(self).__name__}.extend should be called with an iterable, "
+                            f"but got {type(modules).__name__}")
+        for module in modules:
+            self.append(module)
+        return self
+
+
+class Sequential(_Numbered):
     """Modules called in order, each on the previous one's output.
 
     ``Sequential(a, b, c)`` names them ``"0"``, ``"1"``, ``"2"``;
-    ``Sequential(OrderedDict(name=module, ...))`` keeps the names.
+    ``Sequential(OrderedDict(name=module, ...))`` keeps the names (until a deletion or an
+    insertion numbers them again, as PyTorch's).
     """
 
     def __init__(self, *args):
@@ -38,12 +80,6 @@ class Sequential(Module):
             for i, module in enumerate(args):
                 self.add_module(str(i), module)
 
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return type(self)(OrderedDict(list(self._modules.items())[idx]))
@@ -53,46 +89,19 @@ class Sequential(Module):
         key = list(self._modules)[_index("Sequential", idx, len(self))]
         setattr(self, key, module)
 
-    def __delitem__(self, idx) -> None:
-        keys = list(self._modules)
-        if isinstance(idx, slice):
-            for key in keys[idx]:
-                delattr(self, key)
-        else:
-            delattr(self, keys[_index("Sequential", idx, len(self))])
-        items = list(self._modules.values())  # renumber, as PyTorch does
-        self._modules.clear()
-        for i, module in enumerate(items):
-            self._modules[str(i)] = module
-
-    def append(self, module: Module) -> Sequential:
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> Sequential:
-        for module in modules:
-            self.append(module)
-        return self
-
     def forward(self, input):
         for module in self:
             input = module(input)
         return input
 
 
-class ModuleList(Module):
+class ModuleList(_Numbered):
     """A list of modules, registered so their parameters are the owner's."""
 
     def __init__(self, modules: Iterable[Module] | None = None):
         super().__init__()
         if modules is not None:
             self.extend(modules)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -102,38 +111,8 @@ class ModuleList(Module):
     def __setitem__(self, idx, module: Module) -> None:
         self.add_module(str(_index("ModuleList", idx, len(self))), module)
 
-    def __delitem__(self, idx) -> None:
-        items = list(self._modules.values())
-        if isinstance(idx, slice):
-            del items[idx]
-        else:
-            del items[_index("ModuleList", idx, len(self))]
-        self._modules.clear()
-        for i, module in enumerate(items):
-            self._modules[str(i)] = module
-
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
-
-    def append(self, module: Module) -> ModuleList:
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> ModuleList:
-        if not isinstance(modules, Iterable) or isinstance(modules, Module) and not isinstance(
-                modules, (ModuleList, Sequential)):
-            raise TypeError(f"ModuleList.extend should be called with an iterable, but got "
-                            f"{type(modules).__name__}")
-        for module in modules:
-            self.append(module)
-        return self
-
-    def insert(self, index: int, module: Module) -> None:
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward: iterate over its modules")

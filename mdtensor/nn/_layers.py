@@ -78,10 +78,8 @@ class Embedding(Module):
         if padding_idx is not None:
             padding_idx = F._padding_index(padding_idx, num_embeddings)
         self.padding_idx = padding_idx
-        self.max_norm = max_norm
-        self.norm_type = norm_type
-        self.scale_grad_by_freq = scale_grad_by_freq
-        self.sparse = sparse
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
             self.weight = Parameter(_empty((num_embeddings, embedding_dim), device, dtype),
                                     requires_grad=not _freeze)

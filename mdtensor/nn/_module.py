@@ -266,16 +266,17 @@ class Module:
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True):
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        """Yield every parameter (what an optimizer takes), each once."""
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True):
+        """Yield ``(dotted name, buffer)``, persistent or not (``state_dict`` has the
+        persistent ones only)."""
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True):
-        for _, b in self.named_buffers(recurse=recurse):
-            yield b
+        return (b for _, b in self.named_buffers(recurse=recurse))
 
     def get_submodule(self, target: str) -> Module:
         """The module at dotted path ``target`` (``""`` is this module).
@@ -291,19 +292,24 @@ class Module:
             module = child
         return module
 
-    def get_parameter(self, target: str) -> Parameter:
+    def _member(self, table: str, target: str, what: str):
         path, _, name = target.rpartition(".")
-        module = self.get_submodule(path)
-        if name not in module._parameters:
-            raise AttributeError(f"`{name}` is not an nn.Parameter")
-        return module._parameters[name]
+        members = getattr(self.get_submodule(path), table)
+        if name not in members:
+            raise AttributeError(f"`{name}` is not {what}")
+        return members[name]
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path ``target`` (``"0.weight"``).
+
+        Raises:
+            AttributeError: no parameter there.
+        """
+        return self._member("_parameters", target, "an nn.Parameter")
 
     def get_buffer(self, target: str) -> Tensor:
-        path, _, name = target.rpartition(".")
-        module = self.get_submodule(path)
-        if name not in module._buffers:
-            raise AttributeError(f"`{name}` is not a buffer")
-        return module._buffers[name]
+        """The buffer at dotted path ``target``."""
+        return self._member("_buffers", target, "a buffer")
 
     def apply(self, fn) -> Module:
         """Call ``fn`` on every submodule (children first), then on this module."""
