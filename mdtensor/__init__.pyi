@@ -13,7 +13,9 @@ from . import func as func
 from . import library as library
 from . import linalg as linalg
 from . import modes as modes
+from . import nn as nn
 from . import ops as ops
+from . import optim as optim
 from . import random as random
 from . import testing as testing
 from ._device import Device as Device
@@ -57,6 +59,8 @@ from ._namespace import nan as nan
 from ._namespace import newaxis as newaxis
 from ._namespace import pi as pi
 from ._namespace import result_type as result_type
+from ._serialization import load as load
+from ._serialization import save as save
 from ._tensor import Tensor as Tensor
 from ._typing import (
     Bool,
@@ -227,6 +231,7 @@ __all__ = [
     "library",
     "linalg",
     "linspace",
+    "load",
     "log",
     "log10",
     "log1p",
@@ -263,12 +268,14 @@ __all__ = [
     "negative",
     "newaxis",
     "nextafter",
+    "nn",
     "no_grad",
     "nonzero",
     "not_equal",
     "ones",
     "ones_like",
     "ops",
+    "optim",
     "outer",
     "permute",
     "permute_dims",
@@ -291,6 +298,7 @@ __all__ = [
     "roll",
     "round",
     "rsqrt",
+    "save",
     "searchsorted",
     "set_default_device",
     "set_grad_enabled",
