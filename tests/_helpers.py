@@ -89,7 +89,12 @@ def skip_on(*devices: str, reason: str):
 
 
 # -- known bugs (each one a reason for xfail_on) -----------------------------------------
-# None at present: a bug found on one backend gets its reason constant here.
+# A bug found on one backend gets its reason constant here.
+
+INPLACE_ALPHA = ("an in-place op with alpha= (x.add_(y, alpha=2)) on JAX: Functionalize calls "
+                 "the functional overload with alpha positionally and the JAX backend's jitted "
+                 "add.Tensor takes two positional arguments (TypeError); md.optim composes "
+                 "add_(y * alpha) instead (Note [In-place updates])")
 
 # -- documented limits (reasons for skip_on) ---------------------------------------------
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from _helpers import to_numpy
+from _helpers import INPLACE_ALPHA, to_numpy, xfail_on
 
 import mdtensor as md
 from mdtensor import nn
@@ -303,3 +303,11 @@ def test_learning_rates_of_a_cosine_schedule_are_pytorchs_formula():
         lrs.append(sched.get_last_lr()[0])
     expected = [(1 + math.cos(math.pi * t / 4)) / 2 for t in range(5)]
     np.testing.assert_allclose(lrs, expected, atol=1e-12)
+
+
+@xfail_on("jax", reason=INPLACE_ALPHA)
+def test_in_place_add_with_alpha():
+    x = md.ones(3)
+    with md.no_grad():
+        x.add_(md.ones(3), alpha=2)
+    assert to_numpy(x).tolist() == [3.0, 3.0, 3.0]
