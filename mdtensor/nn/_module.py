@@ -162,7 +162,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            _remove_from(self, name, d, self._buffers, self._modules,
+            _remove_from(name, d, self._buffers, self._modules,
                          self._non_persistent_buffers_set)
             self.register_parameter(name, value)
         elif params is not None and name in params:
@@ -173,7 +173,7 @@ class Module:
         elif isinstance(value, Module):
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            _remove_from(self, name, d, params, self._buffers,
+            _remove_from(name, d, params, self._buffers,
                          self._non_persistent_buffers_set)
             self._modules[name] = value
         elif params is not None and name in self._modules:
@@ -184,7 +184,7 @@ class Module:
         elif isinstance(value, Buffer):
             if params is None:
                 raise AttributeError("cannot assign buffer before Module.__init__() call")
-            _remove_from(self, name, d, params, self._modules, set())
+            _remove_from(name, d, params, self._modules)
             self.register_buffer(name, value.data, value.persistent)
         elif params is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
@@ -595,10 +595,15 @@ def zero_grad_(p: Tensor, set_to_none: bool) -> None:
         grad.copy_(zeros_like(grad))
 
 
-def _remove_from(module, name: str, d: dict, *tables) -> None:
+def _remove_from(name: str, d: dict, *tables) -> None:
+    """Forget ``name`` as a plain attribute and in ``tables`` (dicts or sets): it is about
+    to be registered as another kind of member."""
     d.pop(name, None)
     for table in tables:
-        table.discard(name) if isinstance(table, set) else table.pop(name, None)
+        if isinstance(table, set):
+            table.discard(name)
+        else:
+            table.pop(name, None)
 
 
 def _insert(hooks: dict, key: int, hook, prepend: bool) -> None:
