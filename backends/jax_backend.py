@@ -183,6 +183,7 @@ def _kernel_for(decl, impl, jax, jnp):
     import functools
 
     from mdtensor.ops._decl import axis_check, device_mismatch, impl_kernel, raise_from_backend
+    from mdtensor.ops._promotion import with_scalar_promotion
 
     from mdtensor._keys import DispatchKey
     from mdtensor._tensor import Tensor, new_counter
@@ -203,6 +204,9 @@ def _kernel_for(decl, impl, jax, jnp):
         return None
     generic = impl_kernel(schema, impl)  # for the calls the jitted kernel does not take
     name = schema.full_name
+    # the impl as the generic kernel calls it: operands of different kinds promoted first
+    # (Note [Tensors of different kinds] in ops/_promotion.py)
+    impl = with_scalar_promotion(impl, schema)
     traced = jax.jit(functools.partial(impl, jnp))
     n_positional = sum(1 for a in args if not a.kwarg_only)
     if "reduction" in tags and tensors == (0,):

@@ -36,6 +36,17 @@ those two arguments (``defop(promote_scalars=...)``); an impl that converts its 
 itself (float functions, logical ops) opts out and calls it where it needs it, and ``alpha=``
 promotes the scalar it scaled once more.  The CPU ufunc kernels call NumPy directly and
 come here only for a scalar of a higher kind than its array (NumPy's rule differs there).
+
+Note [Tensors of different kinds]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Two tensors of different kinds (bool, signed or unsigned integer, floating, complex)
+promote by NumPy's rule, the Meta kernels' (``result_type``: int32 with float32 is
+float64).  The Array API leaves such pairs unspecified, and backends differ: JAX gives
+float32, array_api_strict raises.  So the generic kernels of an overload whose ``self``
+and ``other`` are both Tensors cast them to their ``result_type`` first when their kinds
+differ (``promote_arrays``); pairs of one kind pass unchanged, and cost one dtype
+comparison.  The float functions (``div``, ``atan2``, ...) then meet two operands of one
+kind: integers become the default float dtype, as for one operand.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from mdtensor import _dtypes as dt
 
 __all__ = [
     "dtype_of",
+    "promote_arrays",
     "promote_scalar",
     "scalar_into",
     "scalar_operands",
@@ -141,6 +153,20 @@ def promote_scalar(xp, a, b):
     return with_array(xp, a, b)
 
 
+def promote_arrays(xp, a, b):
+    """Arrays ``a`` and ``b`` cast to their ``result_type`` when their kinds differ (Note
+    [Tensors of different kinds]); themselves otherwise."""
+    if a.dtype == b.dtype:
+        return a, b
+    da, db = dtype_of(a), dtype_of(b)
+    if da.kind == db.kind:
+        return a, b
+    target = dt.promote_types(da, db)
+    native = getattr(xp, target.name)
+    return (a if da is target else xp.astype(a, native),
+            b if db is target else xp.astype(b, native))
+
+
 def _scalar_self(xp, s, a):
     a, s = with_array(xp, a, s)
     return s, a
@@ -157,12 +183,47 @@ def scalar_operands(schema) -> tuple[str, str] | None:
     return None
 
 
+def tensor_operands(schema) -> tuple[int, int] | None:
+    """The positions of an overload's ``self`` and ``other`` when both are Tensors
+    (``add.Tensor``, ``matmul``, ``where.self``), else None."""
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    names = [a.name for a in positional]
+    if "self" not in names or "other" not in names:
+        return None
+    i, j = names.index("self"), names.index("other")
+    others = [a for k, a in enumerate(schema.arguments) if k not in (i, j)
+              and a.type.is_tensor_like and a.name != "condition"]
+    if others:  # matmul_backward(grad_out, self, other): not a pair of operands
+        return None
+    if all(positional[k].type.is_tensor and not positional[k].type.optional for k in (i, j)):
+        return i, j
+    return None
+
+
 def with_scalar_promotion(impl, schema, exact=False):
     """``impl`` with its Scalar operands promoted first (Note [Python scalars on strict
-    backends]); ``impl`` itself for overloads without Scalar operands.  ``exact``: a
-    comparison (Note [Integers out of range])."""
+    backends]), or its two Tensor operands (Note [Tensors of different kinds]); ``impl``
+    itself for overloads without such operands.  ``exact``: a comparison (Note [Integers
+    out of range])."""
     if scalar_operands(schema) is None:
-        return impl
+        pair = tensor_operands(schema)
+        if pair == (0, 1):
+            def promoting(xp, self, other, *rest, **kwargs):
+                self, other = promote_arrays(xp, self, other)
+                return impl(xp, self, other, *rest, **kwargs)
+        elif pair is not None:
+            i, j = pair
+
+            def promoting(xp, *args, **kwargs):
+                if len(args) > max(i, j):
+                    args = list(args)
+                    args[i], args[j] = promote_arrays(xp, args[i], args[j])
+                return impl(xp, *args, **kwargs)
+        else:
+            return impl
+        promoting.__name__ = getattr(impl, "__name__", "impl")
+        promoting.__qualname__ = promoting.__name__
+        return promoting
     positional = [a for a in schema.arguments if not a.kwarg_only]
     names = [a.name for a in positional]
     defaults = {a.name: a.default for a in positional if a.has_default}
