@@ -179,6 +179,7 @@ __all__ = [
     "enable_grad",
     "eq",
     "equal",
+    "erf",
     "exp",
     "expand",
     "expand_dims",
@@ -852,6 +853,11 @@ def equal(self: Tensor, other: Tensor) -> Tensor: ...
 def equal(self: Tensor, other: Scalar) -> Tensor: ...
 @overload
 def equal(self: Scalar, other: Tensor) -> Tensor: ...
+
+@overload
+def erf(self: Tensor) -> Tensor: ...
+@overload
+def erf(self: Tensor, *, out: Tensor) -> Tensor: ...
 
 @overload
 def exp(self: Tensor) -> Tensor: ...

@@ -449,21 +449,17 @@ def _gelu(g, out, a, approximate="none"):
         d = aten.add(aten.mul(aten.add(t, 1), 0.5),
                      aten.mul(aten.mul(aten.mul(a, 0.5), aten.sub(1, aten.mul(t, t))), dinner))
         return (aten.mul(g, d),)
-    cdf = aten.mul(aten.add(_erf(aten.div(a, math.sqrt(2.0))), 1), 0.5)
+    cdf = aten.mul(aten.add(aten.erf(aten.mul(a, _SQRT1_2)), 1), 0.5)
     pdf = aten.mul(aten.exp(aten.mul(aten.mul(a, a), -0.5)), 1 / math.sqrt(2 * math.pi))
     return (aten.mul(g, aten.add(cdf, aten.mul(a, pdf))),)
 
 
-def _erf(x):
-    # The same approximation as the gelu kernel, so the gradient matches it.
-    from mdtensor.ops.nn import _erf as erf_impl
+_SQRT1_2 = 1 / math.sqrt(2.0)
 
-    class _XP:
-        abs = staticmethod(aten.abs)
-        exp = staticmethod(aten.exp)
-        where = staticmethod(aten.where)
 
-    return erf_impl(_XP, x)
+@rule("erf")
+def _erf(g, out, a):
+    return (aten.mul(g, aten.mul(aten.exp(aten.neg(aten.mul(a, a))), 2 / math.sqrt(math.pi))),)
 
 
 @rule("softmax")

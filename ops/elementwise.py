@@ -27,7 +27,7 @@ import numpy as np
 from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
-from . import special_values
+from . import _special, special_values
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
 from ._promotion import dtype_of, promote_scalar, with_array
 from ._samples import binary_samples, unary_samples
@@ -535,6 +535,19 @@ def _rsqrt(xp, a):
 def _sigmoid(xp, a):
     a = to_float(xp, a)
     return xp.divide(1, xp.add(1, xp.exp(xp.negative(a))))
+
+
+def _erf(xp, a):
+    return _special.erf(xp, to_float(xp, a))
+
+
+def _erf_ref(a):
+    return np.vectorize(math.erf, otypes=[np.float64])(a).astype(a.dtype)
+
+
+defop("erf(Tensor self) -> Tensor", impl=_erf, structured=True, meta=mf.unary_float,
+      tags=("pointwise",), names=("erf",), methods=("erf",),
+      info=OpInfo(ref=_erf_ref, dtypes=FLOATS, samples=unary_samples(None)))
 
 
 for _name, _domain in _FLOAT_UNARY.items():

@@ -13,6 +13,7 @@ import numpy as np
 from . import _meta_fns as mf
 from ._decl import OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
+from ._special import erf
 from .elementwise import FLOATS, to_float
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
@@ -27,15 +28,7 @@ defop("relu(Tensor self) -> Tensor", impl=_relu, structured=True, meta=mf.same,
       info=OpInfo(ref=lambda x: np.maximum(x, 0), dtypes=FLOATS, samples=unary_samples(None)))
 
 
-def _erf(xp, x):
-    """erf from Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), in Array API ops only, so
-    every backend computes the same thing (the standard has no erf)."""
-    a1, a2, a3, a4, a5, p = (0.254829592, -0.284496736, 1.421413741, -1.453152027,
-                             1.061405429, 0.3275911)
-    ax = xp.abs(x)
-    t = 1.0 / (1.0 + p * ax)
-    y = 1.0 - ((((a5 * t + a4) * t + a3) * t + a2) * t + a1) * t * xp.exp(-ax * ax)
-    return xp.where(x < 0, -y, y)
+_SQRT1_2 = 1 / math.sqrt(2.0)
 
 
 def _gelu(xp, x, approximate="none"):
@@ -45,7 +38,8 @@ def _gelu(xp, x, approximate="none"):
         return 0.5 * x * (1.0 + xp.tanh(c * (x + 0.044715 * x * x * x)))
     if approximate != "none":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return 0.5 * x * (1.0 + _erf(xp, x / math.sqrt(2.0)))
+    # PyTorch's formula, cancellation in 1 + erf included (Note [erf] in ops/_special.py)
+    return x * 0.5 * (1.0 + erf(xp, x * _SQRT1_2))
 
 
 def _gelu_ref(x, approximate="none"):
@@ -53,7 +47,7 @@ def _gelu_ref(x, approximate="none"):
     if approximate == "tanh":
         c = math.sqrt(2.0 / math.pi)
         return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x ** 3)))
-    return (0.5 * x * (1.0 + np.vectorize(erf, otypes=[np.float64])(x / math.sqrt(2.0))))\
+    return (x * 0.5 * (1.0 + np.vectorize(erf, otypes=[np.float64])(x * _SQRT1_2)))\
         .astype(x.dtype)
 
 

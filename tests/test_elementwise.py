@@ -61,3 +61,18 @@ def test_int_by_float_division_is_computed_in_the_promoted_dtype():
     got = md.divide(md.asarray([-19], dtype=md.int32), md.asarray([-1.1754944e-38]))
     assert got.dtype == md.float64
     np.testing.assert_allclose(to_numpy(got), [-19 / np.float64(np.float32(-1.1754944e-38))])
+
+
+def test_erf_is_correctly_rounded_in_float64_and_float32():
+    # Note [erf] in ops/_special.py: three ranges, and the infinities and nan
+    xs = np.concatenate([np.linspace(-7, 7, 2801), [1e-300, -1e-300, 0.5, 4.0, 27.0, -30.0]])
+    got = to_numpy(md.erf(md.asarray(xs, dtype=md.float64)))
+    want = [math.erf(v) for v in xs]
+    np.testing.assert_allclose(got, want, rtol=5e-16, atol=0)
+    special = to_numpy(md.erf(md.asarray([inf, -inf, nan, -0.0], dtype=md.float64)))
+    np.testing.assert_array_equal(special, [1.0, -1.0, nan, -0.0])
+    assert np.signbit(special[3])
+    f32 = md.erf(md.asarray(xs, dtype=md.float32))
+    assert f32.dtype == md.float32
+    np.testing.assert_allclose(to_numpy(f32), np.float32(want), rtol=2e-7, atol=1e-7)
+    assert md.erf(md.asarray([0, 1])).dtype == md.float32  # an integer input: the default
