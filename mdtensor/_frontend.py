@@ -80,6 +80,21 @@ def plum_signature(schema: FunctionSchema):
     return plum.Signature(*(_py_type(a.type) for a in schema.arguments))
 
 
+def _own_aliases(schema: FunctionSchema, aliases: dict) -> dict:
+    """The packet's keyword aliases that apply to ``schema``: an alias never renames a
+    keyword the overload has itself.
+
+    Note [Aliases per overload]: the aliases are the packet's (one table for ``md.max``),
+    but its overloads name their parameters differently: ``max(*, axis, keepdims)`` takes
+    ``keepdim=`` for ``keepdims=``, while ``max.dim(dim, keepdim)`` has ``keepdim`` itself,
+    so ``md.max(x, dim=0, keepdim=True)`` must reach it unrenamed.
+    """
+    if not aliases:
+        return aliases
+    names = {a.name for a in schema.arguments}
+    return {k: v for k, v in aliases.items() if k not in names}
+
+
 def _bind(schema: FunctionSchema, args, kwargs, aliases) -> list | None:
     """Bind a call to ``schema``; the values in schema order, or None if it cannot bind."""
     params = schema.arguments
@@ -88,6 +103,7 @@ def _bind(schema: FunctionSchema, args, kwargs, aliases) -> list | None:
         return None
     values = list(args)
     names = {a.name for a in params}
+    aliases = _own_aliases(schema, aliases)
     kw = {aliases.get(k, k): v for k, v in kwargs.items()}
     if len(kw) != len(kwargs):
         return None  # an argument given under both its name and its alias
@@ -147,7 +163,7 @@ def resolve(packet, args, kwargs, key, candidates=None):
         if sig <= best_sig and not best_sig <= sig:
             best_op, best_sig = op, sig
     caller = _positional_by_keyword(best_op.schema, best_op._caller, len(args), kwargs,
-                                    aliases)
+                                    _own_aliases(best_op.schema, aliases))
     if key is not None and candidates is None:
         if _lists_of_tensors(packet) and _has_sequence(args, kwargs):
             # The type key cannot tell [1, 2] from [x, y]: resolve by contents too.
