@@ -24,6 +24,16 @@ __all__ = [
 ]
 
 
+class ArraySpec:
+    """A raw backend array seen as meta functions see tensors (shape, ndim, dtype), so an
+    impl can run its op's meta function for the same checks and messages."""
+
+    def __init__(self, a):
+        self.shape = tuple(a.shape)
+        self.ndim = len(self.shape)
+        self.dtype = _dtypes.as_dtype(a.dtype)
+
+
 def broadcast_shapes(op: str, *shapes) -> tuple[int, ...]:
     """Array API broadcasting; ValueError naming the op on incompatible shapes."""
     ndim = max((len(s) for s in shapes), default=0)

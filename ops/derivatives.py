@@ -944,13 +944,30 @@ def _basic(key):
 
 @rule("take_along_axis")
 def _take_along_axis(g, out, x, indices, axis=-1):
+    return _scatter_add_along(g, x, indices, axis), None, None
+
+
+@rule("gather")
+def _gather(g, out, x, dim, index, *, sparse_grad=False):
+    return _scatter_add_along(g, x, index, dim), None, None
+
+
+def _scatter_add_along(g, x, indices, axis):
+    """``zeros(x.shape)`` with ``g`` added at ``indices`` along ``axis`` (the indices cover
+    ``g``'s shape, at most ``x``'s in the other dimensions): the gradient of
+    take_along_axis and gather."""
     import numpy as np
 
+    shape = tuple(x.shape)
+    if not shape:  # a 0-d tensor's dimension 0 is its element
+        return aten.sum(g)
     # np.put_along_axis would drop repeated indices; a scatter-add at the positions
     # (Note [Gather backward]) accumulates them.
-    idx = list(np.ix_(*[np.arange(s) for s in indices.shape]))
-    idx[axis % x.ndim] = np.asarray(indices.device.backend.to_numpy(indices._data))
-    return _scatter_add(tuple(x.shape), tuple(idx), g), None, None
+    idx_data = np.asarray(indices.device.backend.to_numpy(indices._data))
+    idx_data = idx_data.reshape(idx_data.shape or (1,))
+    idx = list(np.ix_(*[np.arange(s) for s in idx_data.shape]))
+    idx[axis % len(shape)] = idx_data
+    return _scatter_add(shape, tuple(idx), aten.reshape(g, idx_data.shape))
 
 
 @rule("astype")

@@ -17,6 +17,8 @@ arrays]).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mdtensor import _dtypes as dt
@@ -47,7 +49,10 @@ def _raw(key):
     if isinstance(key, tuple):
         return tuple(_raw(k) for k in key)
     if isinstance(key, list):
-        return np.asarray([k.item() if isinstance(k, Tensor) else k for k in key])
+        arr = np.asarray([k.item() if isinstance(k, Tensor) else k for k in key])
+        # an empty list selects nothing: an empty integer index (NumPy and PyTorch), not
+        # the float64 array np.asarray makes of it
+        return arr.astype(np.int64) if arr.size == 0 and arr.dtype.kind == "f" else arr
     return key
 
 
@@ -637,10 +642,71 @@ def _take_along_axis(xp, x, indices, axis=-1):
 
 
 defop("take_along_axis(Tensor self, Tensor indices, int axis=-1) -> Tensor",
-      impl=_take_along_axis, names=("take_along_axis", "gather"), meta=ms.take_along_axis,
-      methods=("take_along_axis", "gather"), kwarg_aliases={"dim": "axis", "index": "indices"},
+      impl=_take_along_axis, names=("take_along_axis",), meta=ms.take_along_axis,
+      methods=("take_along_axis",), kwarg_aliases={"dim": "axis", "index": "indices"},
       info=OpInfo(ref=lambda x, i, axis=-1: np.take_along_axis(x, i, axis), dtypes=ALL,
                   samples=_int_index_samples((2, 3), [[0, 2], [1, 1]], axis=1)))
+
+
+# Note [gather is PyTorch's]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``md.gather(x, dim, index)`` is ``torch.gather``, not the Array API's ``take_along_axis``
+# (which ``md.gather`` used to name): the index has the tensor's number of dimensions (0-d
+# and 1-d count alike), may be smaller than the tensor in every dimension but ``dim`` --
+# it never broadcasts -- and the result has the index's shape; indices must lie in
+# ``[0, size)`` (a negative one raises, where take_along_axis wraps it).  The kernel checks
+# the shapes (the Meta function's checks) and the index's range (one min and max read from
+# the backend), then takes along ``dim`` from the tensor cut to the index's extent.
+
+
+def _gather_meta(x, dim, index, *, sparse_grad=False):
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"gather: expected an integer index tensor, got {index.dtype.name}")
+    d = mf.normalize_axes("gather", dim, x.ndim)[0]
+    if max(x.ndim, 1) != max(index.ndim, 1):
+        raise ValueError(f"gather: the index must have the tensor's number of dimensions, "
+                         f"got an index of dimension {index.ndim} for a tensor of dimension "
+                         f"{x.ndim}")
+    xs, ks = tuple(x.shape) or (1,), tuple(index.shape) or (1,)
+    if any(k > s for i, (k, s) in enumerate(zip(ks, xs)) if i != d):
+        raise ValueError(f"gather: the index of shape {list(index.shape)} must be no larger "
+                         f"than the tensor's shape {list(x.shape)} apart from dimension {d}")
+    return tuple(index.shape), x.dtype
+
+
+def _torch_gather(xp, x, dim, index, *, sparse_grad=False):
+    _gather_meta(mf.ArraySpec(x), dim, mf.ArraySpec(index))  # Note [gather is PyTorch's]
+    d = mf.normalize_axes("gather", dim, x.ndim)[0]
+    shape = tuple(index.shape)
+    if not x.ndim or not index.ndim:
+        x, index = xp.reshape(x, (-1,)), xp.reshape(index, (-1,))
+    size = x.shape[d]
+    if math.prod(index.shape):
+        lo, hi = int(xp.min(index)), int(xp.max(index))
+        if lo < 0 or hi >= size:
+            raise IndexError(f"gather: index {lo if lo < 0 else hi} is out of bounds for "
+                             f"dimension {d} with size {size}")
+    cut = tuple(slice(None) if i == d else slice(0, k) for i, k in enumerate(index.shape))
+    if index.dtype != xp.int64:
+        index = xp.astype(index, xp.int64)
+    return xp.reshape(xp.take_along_axis(x[cut], index, axis=d), shape)
+
+
+defop("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
+      impl=_torch_gather, meta=_gather_meta, methods=("gather",), kwarg_aliases={"axis": "dim"},
+      info=OpInfo(ref=lambda x, d, i: np.take_along_axis(
+          x[tuple(slice(None) if k == d % x.ndim else slice(0, n)
+                  for k, n in enumerate(i.shape))], i, d), dtypes=ALL,
+          samples=lambda d, rng: [
+              SampleInput((make_array((3, 4), d, rng), 1, np.asarray([[0, 3, 3], [1, 0, 2]]))),
+              SampleInput((make_array((3, 4), d, rng), 0, np.asarray([[2], [0], [1], [2]])))],
+          errors=lambda: [
+              ErrorInput(SampleInput((np.zeros((2, 4)), 1, np.asarray([[-1]]))), IndexError,
+                         "gather: index -1 is out of bounds for dimension 1 with size 4"),
+              ErrorInput(SampleInput((np.zeros((1, 4)), 1, np.asarray([[0], [0]]))),
+                         ValueError, "must be no larger than the tensor's shape"),
+              ErrorInput(SampleInput((np.zeros((2, 4)), 1, np.asarray([0]))), ValueError,
+                         "the index must have the tensor's number of dimensions")]))
 
 
 def _index_select(xp, x, dim, index):

@@ -342,8 +342,31 @@ def _pair(sa, sb):
 
 _linalg("cholesky", "Tensor self, *, bool upper=False", samples=_square(),
         ref=lambda a, upper=False: np.linalg.cholesky(a))
+def _cross_meta(a, b, axis=-1):
+    """The broadcast shape of two stacks of 3-vectors along ``axis``; ValueError naming
+    the op for any other length (NumPy also takes 2-vectors, which the Array API and
+    PyTorch do not), IndexError for an axis out of range."""
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if len(sa) != len(sb):
+        raise ValueError(f"linalg.cross: the inputs must have the same number of dimensions, "
+                         f"got shapes {sa} and {sb}")
+    for s in (sa, sb):
+        mf.normalize_axes("linalg.cross", axis, len(s))
+    if not sa or sa[axis] != 3 or sb[axis] != 3:
+        raise ValueError(f"linalg.cross: inputs dimension {axis} must have length 3, got "
+                         f"{sa[axis] if sa else 'a 0-d tensor'} and "
+                         f"{sb[axis] if sb else 'a 0-d tensor'}")
+    return mf.broadcast_shapes("linalg.cross", sa, sb), mf.result_type(a, b)
+
+
+def _cross(xp, a, b, axis=-1):
+    _cross_meta(mf.ArraySpec(a), mf.ArraySpec(b), axis)  # the same checks and messages
+    return xp.linalg.cross(a, b, axis=axis)
+
+
 _linalg("cross", "Tensor self, Tensor other, *, int axis=-1", samples=_pair((4, 3), (4, 3)),
-        ref=lambda a, b, axis=-1: np.cross(a, b, axis=axis))
+        ref=lambda a, b, axis=-1: np.cross(a, b, axis=axis), meta=_cross_meta,
+        xp_fn=lambda xp: functools.partial(_cross, xp))
 _linalg("det", "Tensor self", samples=_square(), ref=np.linalg.det,
         meta=lambda a: (tuple(a.shape[:-2]), mf.unary_float(a)[1]))
 _linalg("diagonal", "Tensor self, *, int offset=0", samples=_square(),

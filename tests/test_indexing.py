@@ -334,14 +334,48 @@ def test_take_and_index_select():
         md.index_select(_t(a), 0, md.asarray(np.ones(2)))
 
 
-def test_gather_is_take_along_axis_with_dim():
+def test_gather_is_torch_gather():
+    # Note [gather is PyTorch's]: md.gather was take_along_axis (the index broadcast, the
+    # positional form raised, negative indices wrapped)
     a = _grid((3, 4))
     idx = np.array([[0, 3], [1, 1], [2, 0]])
     want = np.take_along_axis(a, idx, axis=1)
-    np.testing.assert_array_equal(to_numpy(md.gather(_t(a), md.asarray(idx), dim=1)), want)
+    for got in (md.gather(_t(a), 1, md.asarray(idx)), _t(a).gather(1, md.asarray(idx)),
+                md.gather(_t(a), dim=1, index=md.asarray(idx))):
+        np.testing.assert_array_equal(to_numpy(got), want)
+    # a smaller index does not broadcast: the result has the index's shape
+    assert md.gather(_t(_grid((1, 4))), 1, md.asarray([[0]])).shape == (1, 1)
+    assert md.gather(_t(a), 0, md.asarray([[2], [0], [1], [2], [0]])).shape == (5, 1)
+    assert md.gather(_t(a), 1, md.asarray(np.zeros((3, 0), np.int64))).shape == (3, 0)
+    assert md.gather(md.asarray(5.0), 0, md.asarray(0)).item() == 5.0
     np.testing.assert_array_equal(
-        to_numpy(md.take_along_axis(_t(a), md.asarray(idx), axis=1)), want)
-    np.testing.assert_array_equal(to_numpy(_t(a).gather(md.asarray(idx), dim=1)), want)
+        to_numpy(md.take_along_axis(_t(a), md.asarray(idx), axis=1)),
+        np.take_along_axis(a, idx, axis=1))
+    with pytest.raises(IndexError, match="gather: index -1 is out of bounds for dimension 1 "
+                                         "with size 4"):
+        md.gather(_t(a), 1, md.asarray([[-1]]))
+    with pytest.raises(ValueError, match=r"gather: the index of shape \[4, 1\] must be no "
+                                         r"larger than the tensor's shape \[3, 4\] apart "
+                                         r"from dimension 1"):
+        md.gather(_t(a), 1, md.asarray([[0], [0], [0], [0]]))
+    with pytest.raises(TypeError, match="gather: expected an integer index tensor"):
+        md.gather(_t(a), 1, md.asarray([[0.0]]))
+    x = md.asarray([[1.0, 2.0], [3.0, 4.0]], dtype=md.float64, requires_grad=True)
+    md.gather(x, 1, md.asarray([[1, 1]])).sum().backward()
+    assert to_numpy(x.grad).tolist() == [[0.0, 2.0], [0.0, 0.0]]
+
+
+def test_an_empty_list_index_selects_nothing():
+    # [] made a float64 index array, which NumPy refuses
+    a = md.arange(6).reshape(3, 2)
+    assert a[[]].shape == (0, 2)
+    assert a[[], 0].shape == (0,)
+    assert a[[], []].shape == (0,)
+    assert a[[]].dtype == a.dtype
+    assert md.arange(6, device="meta").reshape(3, 2)[[]].shape == (0, 2)
+    b = md.zeros(3)
+    b[[]] = 1.0
+    assert to_numpy(b).tolist() == [0.0, 0.0, 0.0]
 
 
 def test_where_overloads():

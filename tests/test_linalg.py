@@ -47,3 +47,16 @@ def test_a_tolerance_on_another_device_is_refused(device):
         with pytest.raises(ValueError, match=r"linalg_\w+: expected all tensors to be on "
                                              r"the same device.*cpu"):
             fn(x, rtol=md.asarray(0.1, device="cpu"))
+
+
+def test_cross_needs_3_vectors():
+    # NumPy's cross takes 2-vectors (and gave 0.0 here); the Array API and PyTorch do not
+    for dev in (None, "meta"):
+        a = md.asarray([1.0, 2.0], device=dev)
+        with pytest.raises(ValueError, match="linalg.cross: inputs dimension -1 must have "
+                                             "length 3, got 2 and 2"):
+            md.linalg.cross(a, a)
+    x = md.asarray([[1.0, 0.0, 0.0]])
+    y = md.asarray([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    assert to_numpy(md.linalg.cross(x, y)).tolist() == [[0.0, 0.0, 1.0], [0.0, -1.0, 0.0]]
+    assert md.linalg.cross(x.to("meta"), y.to("meta")).shape == (2, 3)
