@@ -182,8 +182,13 @@ def _kernel_for(decl, impl, jax, jnp):
     None."""
     import functools
 
-    from mdtensor.ops._decl import axis_check, device_mismatch, impl_kernel, raise_from_backend
-    from mdtensor.ops._promotion import with_scalar_promotion
+    from mdtensor.ops._decl import (
+        axis_check,
+        device_mismatch,
+        impl_kernel,
+        prepared_impl,
+        raise_from_backend,
+    )
 
     from mdtensor._keys import DispatchKey
     from mdtensor._tensor import Tensor, new_counter
@@ -202,11 +207,11 @@ def _kernel_for(decl, impl, jax, jnp):
     if any(args[i].kwarg_only or args[i].type.optional or args[i].has_default
            or args[i].type.is_tensor_list for i in tensors):
         return None
-    generic = impl_kernel(schema, impl)  # for the calls the jitted kernel does not take
+    # the impl as the generic kernels call it: operands checked and promoted first
+    impl = prepared_impl(impl, schema, decl.accepts)
+    # for the calls the jitted kernel does not take
+    generic = impl_kernel(schema, impl, promote_scalars=False)
     name = schema.full_name
-    # the impl as the generic kernel calls it: operands of different kinds promoted first
-    # (Note [Tensors of different kinds] in ops/_promotion.py)
-    impl = with_scalar_promotion(impl, schema)
     traced = jax.jit(functools.partial(impl, jnp))
     n_positional = sum(1 for a in args if not a.kwarg_only)
     if "reduction" in tags and tensors == (0,):

@@ -49,7 +49,8 @@ from mdtensor._ops import _NO, Kernel, own_code
 from mdtensor._schema import FunctionSchema, parse_schema
 from mdtensor._tensor import Tensor
 
-from ._meta_fns import normalize_axes
+from ._accepted import with_accepted_kinds
+from ._meta_fns import check_has_dimension, normalize_axes
 from ._promotion import with_scalar_promotion
 
 __all__ = [
@@ -133,6 +134,7 @@ class OpDecl:
     #: the overloads Tensor methods resolve among (Note [Torch methods] in ops/_methods.py);
     #: empty: all of them
     method_overloads: tuple = ()
+    accepts: str | None = None  # Note [Accepted dtypes] in ops/_accepted.py
 
 
 CATALOGUE: dict[str, OpDecl] = {}
@@ -292,6 +294,14 @@ def raise_from_backend(op_name: str, exc: Exception, args, kwargs=None) -> NoRet
 _NOT_SELF_AXIS = frozenset({"unsqueeze", "unsqueeze_copy", "vecdot", "linalg_cross"})
 #: ops that take an axis more than once (``roll(x, (1, 1), axis=(0, 0))``, as PyTorch)
 _REPEATS = frozenset({"roll"})
+#: ops that need a dimension to work along: a 0-d tensor has no axis 0 for them (PyTorch's
+#: ``Dimension specified as 0 but tensor has no dimensions``), where reductions, sort, flip
+#: and softmax take a 0-d tensor's axis 0 or -1 as its element (Note [Axes of 0-d tensors]
+#: in ops/_meta_fns.py)
+NEEDS_DIMENSION = frozenset({
+    "roll", "unbind", "unbind_copy", "narrow", "narrow_copy", "split", "split_copy", "chunk",
+    "chunk_copy", "diff", "repeat_interleave", "take", "fft_fft", "fft_ifft", "fft_rfft",
+    "fft_irfft", "fft_hfft", "fft_ihfft"})
 
 
 def axis_check(schema: FunctionSchema) -> Callable | None:
@@ -323,12 +333,15 @@ def axis_check(schema: FunctionSchema) -> Callable | None:
     pos = None if a.kwarg_only else i - 1  # index into ``rest``
     default = a.default
     repeats = op in _REPEATS
+    needs_dim = op in NEEDS_DIMENSION
 
     def check(ndim: int, rest, kwargs) -> None:
         if pos is not None and pos < len(rest):
             axis = rest[pos]
         else:
             axis = kwargs.get(name, default)
+        if needs_dim:
+            check_has_dimension(op, ndim, axis)
         if isinstance(axis, int):
             normalize_axes(op, axis, ndim)
         elif isinstance(axis, (list, tuple)) and all(isinstance(v, int) for v in axis):
@@ -1063,6 +1076,7 @@ def defop(
     star_args: bool = False,
     promote_scalars: bool | str = True,
     method_overloads: Iterable[str] = (),
+    accepts: str | None = None,
 ) -> OpDecl:
     """Declare an op (see the module docstring).
 
@@ -1096,6 +1110,9 @@ def defop(
             [Python scalars on strict backends] in ops/_promotion.py); False for an impl
             that converts its operands itself; ``"exact"`` for a comparison (Note
             [Integers out of range]).
+        accepts: the dtype kinds the op's ``self`` and ``other`` may have (``"biuf"``:
+            real; ``"fc"``: floating or complex); others raise TypeError naming the op
+            (Note [Accepted dtypes] in ops/_accepted.py).  None: whatever the backend takes.
     """
     fschema = parse_schema(schema)
     tags = tuple(tags)
@@ -1104,7 +1121,7 @@ def defop(
                       names=tuple(names) if names is not None else (fschema.name,),
                       methods=tuple(methods or ()), kwarg_aliases=dict(kwarg_aliases or {}),
                       varargs=varargs, star_args=star_args,
-                      method_overloads=tuple(method_overloads))
+                      method_overloads=tuple(method_overloads), accepts=accepts)
         key = f"{fschema.namespace}::{fschema.name}"
         if key in CATALOGUE:
             raise RuntimeError(f"{key} is declared twice in the catalogue")
@@ -1119,9 +1136,16 @@ def defop(
      else decl.functional).append(op)
     # the impl the kernels call (the structured variants below wrap ``impl`` for their own
     # schemas)
-    kimpl = impl
-    if impl is not None and promote_scalars:
-        kimpl = with_scalar_promotion(impl, fschema, exact=promote_scalars == "exact")
+    accepts = decl.accepts
+    kimpl = prepared_impl(impl, fschema, accepts, promote_scalars)
+    raw_inplace_impl = inplace_impl  # for the structured variants, which check for themselves
+    inplace_impl = with_accepted_kinds(inplace_impl, fschema, accepts, offset=2)
+    if isinstance(cpu_impl, Ufunc) and accepts:
+        # the ufunc serves the accepted kinds only; the rest reach the checking impl
+        cpu_impl = Ufunc(cpu_impl.fn, True, "".join(k for k in cpu_impl.kinds if k in accepts)
+                         if cpu_impl.floats_only else accepts)
+    elif cpu_impl is not None:
+        cpu_impl = with_accepted_kinds(cpu_impl, fschema, accepts)
     if impl is not None:
         _register_leaf(op, _impl_kernel(fschema, kimpl, inplace_impl), DispatchKey.ArrayAPI)
     if cpu_impl is not None and not (fschema.is_inplace or fschema.is_out):
@@ -1143,19 +1167,32 @@ def defop(
     for key_name, fn in (kernels or {}).items():
         _register(op, fn, DispatchKey[key_name])
     if meta is not None and "Meta" not in (kernels or {}):
-        _register(op, _meta_kernel(fschema, meta), DispatchKey.Meta)
+        _register(op, _meta_kernel(fschema, with_accepted_kinds(meta, fschema, accepts, 0)),
+                  DispatchKey.Meta)
     _packet_aliases(op, decl)
     if structured:
         if not impl:
             raise ValueError(f"{fschema.full_name}: a structured op needs impl=")
         inplace_s, out_s = structured_variants(fschema)
         for s in (inplace_s, out_s):
-            defop(s, impl=impl, inplace_impl=inplace_impl, meta=meta, tags=tags, decl=decl,
+            defop(s, impl=impl, inplace_impl=raw_inplace_impl, meta=meta, tags=tags, decl=decl,
                   cpu_impl=cpu_impl if isinstance(cpu_impl, Ufunc) else None,
                   promote_scalars=promote_scalars)
         if not any(t == "inplace" for t in tags):
             decl.inplace[-1].tags = decl.inplace[-1].tags | {"inplace"}
     return decl
+
+
+def prepared_impl(impl, schema, accepts=None, promote_scalars=True):
+    """``impl`` as the generic kernels of ``schema`` call it: operands checked (Note
+    [Accepted dtypes] in ops/_accepted.py), then promoted (Notes [Python scalars on strict
+    backends] and [Tensors of different kinds] in ops/_promotion.py).  The JAX backend
+    traces the same."""
+    if impl is None:
+        return None
+    if promote_scalars:
+        impl = with_scalar_promotion(impl, schema, exact=promote_scalars == "exact")
+    return with_accepted_kinds(impl, schema, accepts)
 
 
 def _packet_aliases(op, decl) -> None:
@@ -1195,6 +1232,8 @@ def _meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
                 out._data = MetaArray(shape, out._data.dtype)
             return out
     else:
+        result_type = _result_tuple(schema) if kind == "tuple" else None
+
         def kernel(*args, **kwargs):
             if check is not None and args:  # Note [Axis errors]: the op's name
                 check(len(args[0].shape), args[1:], kwargs)
@@ -1202,8 +1241,8 @@ def _meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
             if kind == "tensor":
                 return make(spec)
             if kind == "list":
-                return [make(s) for s in spec]
-            return tuple(make(s) if s is not None else None for s in spec)
+                return tuple(make(s) for s in spec)  # as the real kernels' Tensor[] returns
+            return result_type(*(make(s) if s is not None else None for s in spec))
 
     kernel = own_code(kernel, f"meta[{name}]")  # Note [Own code objects]
     return kernel

@@ -13,8 +13,12 @@ from mdtensor import _dtypes
 from mdtensor._dtypes import DType, result_type
 
 __all__ = [
+    "ArraySpec",
+    "backend_axis",
     "binary",
+    "check_nonempty",
     "broadcast_shapes",
+    "check_has_dimension",
     "compare",
     "matmul",
     "normalize_axes",
@@ -100,6 +104,51 @@ def normalize_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: duplicate axes in {tuple(axes)}")
     return tuple(sorted(out))
+
+
+def backend_axis(op: str, ndim: int, axis):
+    """``axis`` of a tensor of ``ndim`` dimensions as the backends take it: an int, a tuple
+    or None.
+
+    Note [Axes of 0-d tensors]: PyTorch accepts axis 0 and -1 (and ``(0,)``, ``(-1,)``) of a
+    0-d tensor, as its only element, and every op that takes an axis of its input then
+    acts on that element: a reduction reduces it (the result is 0-d, with ``keepdims`` too),
+    sort, flip and softmax give a 0-d result.  NumPy refuses such an axis in most functions
+    (``AxisError``) and JAX in all.  So for a 0-d tensor the axis is checked here (an
+    IndexError naming the op beyond 0 and -1) and given to the backend as None, the whole
+    tensor, which is that element; ops that need a dimension (sort, softmax) compute on
+    the tensor made 1-d and give the result back its 0-d shape.
+    """
+    if ndim == 0 and axis is not None:
+        normalize_axes(op, axis, 0)
+        return None
+    return axis if axis is None or isinstance(axis, int) else tuple(axis)
+
+
+def check_has_dimension(op: str, ndim: int, axis) -> None:
+    """IndexError naming the op for ``axis`` of a 0-d tensor, for ops that need a dimension
+    to work along (``roll``, ``split``, ...: ``NEEDS_DIMENSION`` in ops/_decl.py), as
+    PyTorch's ``Dimension specified as 0 but tensor has no dimensions``."""
+    if not ndim and axis is not None:
+        raise IndexError(f"{op}: a 0-d tensor has no dimension {axis} (expected a tensor of "
+                         f"at least one dimension)")
+
+
+def check_nonempty(op: str, shape, axis) -> None:
+    """A reduction without identity (max, argmax, ...) over ``axis`` of a tensor of
+    ``shape``: ValueError naming the op when a reduced dimension has size 0, in PyTorch's
+    words.  Reducing no axis (``axis=()``) or only non-empty ones is fine, whatever the
+    other dimensions' sizes."""
+    if axis is None:
+        if 0 in tuple(shape):
+            raise ValueError(f"{op}: expected reduction dim to be specified for an empty "
+                             f"tensor (shape {tuple(shape)}; the reduction has no "
+                             f"identity)")
+        return
+    for a in normalize_axes(op, axis, len(shape)):
+        if len(shape) and shape[a] == 0:
+            raise ValueError(f"{op}: expected reduction dim {a} to have non-zero size "
+                             f"(shape {tuple(shape)}; the reduction has no identity)")
 
 
 def reduction(x, axis=None, keepdims=False, *, dtype=None, **kwargs):

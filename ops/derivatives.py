@@ -549,7 +549,7 @@ def _sum(g, out, x, axis=None, keepdims=False, *, dtype=None):
 
 
 def _count(x, axis):
-    if axis is None:
+    if axis is None or not x.ndim:  # a 0-d tensor's axis 0 is its element
         return max(x.numel(), 1) if x.numel() else 1
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     n = 1

@@ -55,6 +55,8 @@ REAL = INTS + FLOATS
 NUMERIC = REAL + COMPLEX
 ALL = BOOL + NUMERIC
 FLOATING = FLOATS + COMPLEX
+#: ``accepts=`` kinds (Note [Accepted dtypes] in ops/_accepted.py)
+REAL_KINDS, INT_KINDS, FLOAT_KINDS = "biuf", "biu", "fc"
 
 
 _INT_LIKE: dict = {}  # native dtype -> is bool/integer (filled on first sight of a dtype)
@@ -126,7 +128,7 @@ def to_float(xp, a):
 
 def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=None,
           names=None, methods=None, structured=True, domain=None, complex_special=False,
-          generic=None):
+          generic=None, accepts=None):
     """A pointwise unary op.  ``complex_special``: NumPy's function misses the standard's
     complex special values too, so the generic impl applies them for every backend (Note
     [Special values] in ops/special_values.py; the CPU ufunc kernel then serves real
@@ -168,13 +170,13 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
         meta=meta or (mf.unary_float if float_fn else mf.same),
         tags=("pointwise",),
         info=OpInfo(ref=ref, dtypes=dtypes, samples=unary_samples(domain)),
-        names=names, methods=methods if methods is not None else (name,),
+        names=names, methods=methods if methods is not None else (name,), accepts=accepts,
     )
 
 
 def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC, ref=None,
            names=None, methods=None, structured=True, domain=None, reflected=True,
-           impl=None, generic=None, comparison=False, tags=()):
+           impl=None, generic=None, comparison=False, tags=(), accepts=None):
     """A pointwise binary op with its Tensor, Scalar and reflected overloads.  ``impl``
     replaces the backend function ``xp.<xp_name>``; it then serves every backend (no
     ufunc CPU kernel) and out=/in-place variants compute it and copy.  ``generic(xp, a, b)``
@@ -211,7 +213,7 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
         f"{name}.Tensor(Tensor self, Tensor other) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
         tags=("pointwise", *tags), info=info, names=names,
-        methods=methods if methods is not None else (name,),
+        methods=methods if methods is not None else (name,), accepts=accepts,
     )
     defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl,
           inplace_impl=inplace_impl, structured=structured, meta=meta, cpu_impl=cpu,
@@ -371,9 +373,9 @@ def _remainder(xp, a, b):
     return xp.remainder(a, b)
 
 
-binary("floor_divide", dtypes=REAL, domain="nonzero", impl=_floor_divide,
+binary("floor_divide", dtypes=REAL, domain="nonzero", impl=_floor_divide, accepts=REAL_KINDS,
        ref=lambda a, b: _floor_divide(np, a, b), tags=("checks_values",))
-binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",),
+binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",), accepts=REAL_KINDS,
        methods=("remainder",), impl=_remainder, ref=np.remainder, tags=("checks_values",))
 
 
@@ -393,24 +395,27 @@ def _fmod(xp, a, b):
 
 
 defop("fmod.Tensor(Tensor self, Tensor other) -> Tensor", impl=_fmod, meta=mf.binary,
-      tags=("pointwise", "checks_values"), methods=("fmod",), names=("fmod",),
+      tags=("pointwise", "checks_values"), accepts=REAL_KINDS, methods=("fmod",),
+      names=("fmod",),
       info=OpInfo(ref=np.fmod, dtypes=REAL, samples=binary_samples("nonzero")))
 defop("fmod.Scalar(Tensor self, Scalar other) -> Tensor", impl=_fmod, meta=mf.binary,
       tags=("pointwise",), decl=_declaration("fmod"))
 binary("pow", dtypes=NUMERIC, domain="pow", methods=("pow",), names=("pow",))
-binary("atan2", float_fn=True, meta=_div_meta, dtypes=FLOATS, ref=np.arctan2,
+binary("atan2", float_fn=True, meta=_div_meta, dtypes=FLOATS, ref=np.arctan2, accepts=REAL_KINDS,
        methods=("atan2", "arctan2"), names=("atan2", "arctan2"))
-binary("hypot", float_fn=True, meta=_div_meta, dtypes=FLOATS)
-binary("copysign", float_fn=True, meta=_div_meta, dtypes=FLOATS)
-binary("nextafter", dtypes=FLOATS)
-binary("logaddexp", float_fn=True, meta=_div_meta, dtypes=FLOATS)
-binary("maximum", dtypes=REAL)
-binary("minimum", dtypes=REAL)
-binary("bitwise_and", dtypes=BOOL + INTS)
-binary("bitwise_or", dtypes=BOOL + INTS)
-binary("bitwise_xor", dtypes=BOOL + INTS)
-binary("bitwise_left_shift", dtypes=INTS, domain="shift", ref=np.left_shift)
-binary("bitwise_right_shift", dtypes=INTS, domain="shift", ref=np.right_shift)
+binary("hypot", float_fn=True, meta=_div_meta, dtypes=FLOATS, accepts=REAL_KINDS)
+binary("copysign", float_fn=True, meta=_div_meta, dtypes=FLOATS, accepts=REAL_KINDS)
+binary("nextafter", dtypes=FLOATS, accepts=REAL_KINDS)
+binary("logaddexp", float_fn=True, meta=_div_meta, dtypes=FLOATS, accepts=REAL_KINDS)
+binary("maximum", dtypes=REAL, accepts=REAL_KINDS)
+binary("minimum", dtypes=REAL, accepts=REAL_KINDS)
+binary("bitwise_and", dtypes=BOOL + INTS, accepts=INT_KINDS)
+binary("bitwise_or", dtypes=BOOL + INTS, accepts=INT_KINDS)
+binary("bitwise_xor", dtypes=BOOL + INTS, accepts=INT_KINDS)
+binary("bitwise_left_shift", dtypes=INTS, domain="shift", ref=np.left_shift,
+       accepts=INT_KINDS)
+binary("bitwise_right_shift", dtypes=INTS, domain="shift", ref=np.right_shift,
+       accepts=INT_KINDS)
 
 
 def _is_bool_array(v) -> bool:
@@ -440,17 +445,21 @@ def _order(xp_name):
     return generic
 
 
-def _compare(name, xp_name, names, generic=None):
+def _compare(name, xp_name, names, generic=None, accepts=None):
     binary(name, xp_name=xp_name, meta=mf.compare, dtypes=REAL + BOOL, structured=False,
-           names=names, methods=names, generic=generic, comparison=True)
+           names=names, methods=names, generic=generic, comparison=True, accepts=accepts)
 
 
 _compare("eq", "equal", ("eq", "equal"))
 _compare("ne", "not_equal", ("ne", "not_equal"))
-_compare("lt", "less", ("lt", "less"), _order("less"))
-_compare("le", "less_equal", ("le", "less_equal"), _order("less_equal"))
-_compare("gt", "greater", ("gt", "greater"), _order("greater"))
-_compare("ge", "greater_equal", ("ge", "greater_equal"), _order("greater_equal"))
+_compare("lt", "less", ("lt", "less"), _order("less"),
+         REAL_KINDS)
+_compare("le", "less_equal", ("le", "less_equal"), _order("less_equal"),
+         REAL_KINDS)
+_compare("gt", "greater", ("gt", "greater"), _order("greater"),
+         REAL_KINDS)
+_compare("ge", "greater_equal", ("ge", "greater_equal"), _order("greater_equal"),
+         REAL_KINDS)
 
 def _as_bool(xp, a):
     """PyTorch's logical ops take any dtype (nonzero is True); the Array API's take bool.
@@ -498,14 +507,14 @@ unary("neg", xp_name="negative", dtypes=NUMERIC, names=("neg", "negative"),
 unary("positive", dtypes=NUMERIC, structured=False)
 unary("sign", dtypes=NUMERIC)
 unary("square", dtypes=NUMERIC)
-unary("ceil", dtypes=REAL)
-unary("floor", dtypes=REAL)
-unary("trunc", dtypes=REAL)
+unary("ceil", dtypes=REAL, accepts=REAL_KINDS)
+unary("floor", dtypes=REAL, accepts=REAL_KINDS)
+unary("trunc", dtypes=REAL, accepts=REAL_KINDS)
 unary("round", dtypes=NUMERIC)
 unary("conj", dtypes=NUMERIC, structured=False)
 unary("bitwise_not", xp_name="bitwise_invert", dtypes=BOOL + INTS,
       names=("bitwise_not", "bitwise_invert"), methods=("bitwise_not", "bitwise_invert"),
-      ref=np.invert)
+      ref=np.invert, accepts=INT_KINDS)
 defop("logical_not(Tensor self) -> Tensor",
       impl=lambda xp, a: xp.logical_not(_as_bool(xp, a)), meta=mf.compare_unary,
       tags=("pointwise",), methods=("logical_not",),
@@ -546,7 +555,7 @@ def _erf_ref(a):
 
 
 defop("erf(Tensor self) -> Tensor", impl=_erf, structured=True, meta=mf.unary_float,
-      tags=("pointwise",), names=("erf",), methods=("erf",),
+      tags=("pointwise",), names=("erf",), methods=("erf",), accepts=REAL_KINDS,
       info=OpInfo(ref=_erf_ref, dtypes=FLOATS, samples=unary_samples(None)))
 
 
@@ -577,7 +586,7 @@ def _bool_unary(name):
 
 for _name in ("isfinite", "isinf", "isnan"):
     _bool_unary(_name)
-unary("signbit", meta=mf.compare_unary, dtypes=FLOATS, structured=False)
+unary("signbit", meta=mf.compare_unary, dtypes=FLOATS, structured=False, accepts=REAL_KINDS)
 
 
 def _real_meta(x, *args, **kwargs):
@@ -607,7 +616,7 @@ def _clip(xp, a, min=None, max=None):
 
 _clamp = defop("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", impl=_clip,
       structured=True, meta=mf.same, tags=("pointwise",), names=("clamp", "clip"),
-      methods=("clamp", "clip"),
+      methods=("clamp", "clip"), accepts=REAL_KINDS,
       info=OpInfo(ref=lambda a, min=None, max=None: np.clip(a, min, max), dtypes=FLOATS,
                   samples=unary_samples(None, kwargs=({"min": -0.5, "max": 0.5},))))
 

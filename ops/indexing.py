@@ -612,6 +612,7 @@ def setitem(self, key, value) -> None:
 
 
 def _take(xp, x, indices, axis=None):
+    mf.check_has_dimension("take", x.ndim, axis)  # NumPy would flatten
     if axis is None:
         if x.ndim != 1:
             raise ValueError(f"take: axis is required for a tensor of dimension {x.ndim}")

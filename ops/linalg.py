@@ -389,9 +389,17 @@ def _matrix_norm_samples(dtype, rng):
                     name="batched ord=1 keepdims")]
 
 
+def _matrix_norm_fro(xp, x, keepdims=False, ord="fro"):
+    # The Frobenius norm is the 2-norm of the elements, scaled (Note [Scaled norms]).
+    if ord == "fro" and x.ndim >= 2:
+        return _vector_norm(xp, x, axis=(-2, -1), keepdims=keepdims, ord=2)
+    return xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
+
+
 _linalg("matrix_norm", "Tensor self, *, bool keepdims=False, Any ord=\"fro\"",
         samples=_matrix_norm_samples, ref=lambda a, keepdims=False, ord="fro": np.linalg.norm(
-            a, ord=ord, axis=(-2, -1), keepdims=keepdims))
+            a, ord=ord, axis=(-2, -1), keepdims=keepdims),
+        xp_fn=lambda xp: functools.partial(_matrix_norm_fro, xp))
 _linalg("matrix_power", "Tensor self, int n", samples=lambda d, rng: [
     SampleInput((s.args[0], 3)) for s in _square()(d, rng)],
     ref=np.linalg.matrix_power)
@@ -468,11 +476,75 @@ _linalg("trace", "Tensor self, *, int offset=0, ScalarType? dtype=None", samples
 _linalg("vecdot", "Tensor self, Tensor other, *, int axis=-1", top_level=True,
         samples=_pair((2, 3), (2, 3)), xp_fn=attrgetter("vecdot"),
         ref=lambda a, b, axis=-1: np.sum(a * b, axis=axis))
-_linalg("vector_norm", "Tensor self, *, int[1]? axis=None, bool keepdims=False, "
-        "Any ord=2", samples=_pair((2, 3), (1,)) and (lambda d, rng: [
-            SampleInput((make_array((2, 3), d, rng),))]),
-        ref=lambda a, axis=None, keepdims=False, ord=2: np.linalg.norm(
-            a.reshape(-1) if axis is None else a, ord=ord, axis=axis, keepdims=keepdims))
+# Note [Scaled norms]
+# ~~~~~~~~~~~~~~~~~~~
+# ``sum(|x|^p)^(1/p)`` overflows (or underflows) in ``|x|^p`` long before the norm does:
+# ``vector_norm([2e245])`` was inf.  As LAPACK's ``nrm2``, the norm is computed from ``x``
+# divided by its largest magnitude ``s`` and multiplied back: ``s * sum((|x|/s)^p)^(1/p)``,
+# for every ``p > 0`` other than 1 and inf (which sum or compare magnitudes), and for the
+# Frobenius norm.  ``s`` is taken as 1 where it is 0 (all zeros), not finite (the norm is
+# then inf or nan anyway) or over an empty axis.  A negative ``p`` is computed as it is
+# (zeros give inf terms and a zero norm).  PyTorch does not scale: where its norm
+# overflows (``[2e245, 3e245]``) mdtensor's is finite, a deliberate difference.
+
+
+def _vector_norm(xp, x, axis=None, keepdims=False, ord=2):
+    x = to_float(xp, x)  # Note [Integer inputs of float functions] in ops/elementwise.py
+    axes = mf.backend_axis("linalg.vector_norm", x.ndim, axis)
+    ndim = x.ndim
+    if axes is None and ndim > 1:  # the flattened tensor's norm (Array API)
+        r = _vector_norm(xp, xp.reshape(x, (-1,)), None, False, ord)
+        return xp.reshape(r, (1,) * ndim) if keepdims else r
+    a = xp.abs(x)
+    inf = float("inf")
+    if ord in (inf, -inf):
+        mf.check_nonempty("linalg.vector_norm", a.shape, axes)
+        r = (xp.max if ord == inf else xp.min)(a, axis=axes, keepdims=keepdims)
+    elif ord == 0:
+        r = xp.sum(xp.astype(a != 0, a.dtype), axis=axes, keepdims=keepdims)
+    elif ord == 1:
+        r = xp.sum(a, axis=axes, keepdims=keepdims)
+    elif ord < 0:
+        r = xp.pow(xp.sum(xp.pow(a, float(ord)), axis=axes, keepdims=keepdims), 1.0 / ord)
+    else:
+        r = _scaled_norm(xp, a, axes, keepdims, float(ord))
+    return r
+
+
+def _scaled_norm(xp, a, axes, keepdims, p):
+    """Note [Scaled norms]: ``sum(a^p)^(1/p)`` over ``axes`` of magnitudes ``a``."""
+    reduced = mf.normalize_axes("linalg.vector_norm", axes, a.ndim)
+    if any(a.shape[i] == 0 for i in reduced):
+        s = xp.ones(mf.reduction(a, axes, True)[0], dtype=a.dtype)
+    else:
+        s = xp.max(a, axis=axes, keepdims=True)
+        s = xp.where(xp.logical_or(s == 0, xp.logical_not(xp.isfinite(s))),
+                     xp.ones_like(s), s)
+    q = a / s
+    t = xp.sum(q * q if p == 2 else xp.pow(q, p), axis=axes, keepdims=True)
+    r = (xp.sqrt(t) if p == 2 else xp.pow(t, 1.0 / p)) * s
+    return r if keepdims else xp.reshape(r, mf.reduction(a, axes, False)[0])
+
+
+def _vector_norm_meta(x, axis=None, keepdims=False, ord=2):
+    dtype = mf.real_dtype(mf.unary_float(x)[1])
+    if axis is None and x.ndim > 1:
+        return ((1,) * x.ndim if keepdims else ()), dtype
+    shape, _ = mf.reduction(x, axis, keepdims)
+    return shape, dtype
+
+
+def _vector_norm_ref(a, axis=None, keepdims=False, ord=2):
+    return np.linalg.norm(a.reshape(-1) if axis is None else a, ord=ord, axis=axis,
+                          keepdims=keepdims)
+
+
+defop("linalg_vector_norm(Tensor self, *, int[1]? axis=None, bool keepdims=False, "
+      "Any ord=2) -> Tensor", impl=_vector_norm, meta=_vector_norm_meta, names=(),
+      tags=("reduction",),
+      info=OpInfo(ref=_vector_norm_ref, dtypes=FLOATS, samples=lambda d, rng: [
+          SampleInput((make_array((2, 3), d, rng),))]))
+LINALG_NAMES["vector_norm"] = "linalg_vector_norm"
 
 
 def _mm(xp, a, b):

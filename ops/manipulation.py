@@ -448,6 +448,8 @@ def _squeeze(xp, x, axis=None):
     if axis is None:
         axis = tuple(i for i, d in enumerate(x.shape) if d == 1)
     axes = mf.normalize_axes("squeeze", axis, x.ndim)
+    if not x.ndim:  # Note [Axes of 0-d tensors] in ops/_meta_fns.py: nothing to squeeze
+        return x[...]
     for a in axes:
         if x.shape[a] != 1:
             raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size "
@@ -518,6 +520,9 @@ defop("moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
 
 
 def _narrow(xp, x, dim, start, length):
+    # checked here: ADInplaceOrView calls this view's impl directly (Note [Fused view
+    # kernels] in mdtensor/_inplace_or_view.py), past the generic kernel's axis check
+    mf.check_has_dimension("narrow", x.ndim, dim)
     d = mf.normalize_axes("narrow", dim, x.ndim)[0]
     if start < 0:
         start += x.shape[d]
@@ -676,11 +681,19 @@ defop("stack(Tensor[] tensors, int axis=0) -> Tensor", impl=_stack, meta=_stack_
 
 def _flip(xp, x, axis=None):
     # Note: PyTorch's flip copies; NumPy's returns a view, so copy to keep the schema honest.
-    return xp.asarray(xp.flip(x, axis=None if axis is None else _ints(axis)), copy=True)
+    # A 0-d tensor's axis 0 is its element (Note [Axes of 0-d tensors] in _meta_fns.py).
+    axis = None if axis is None else mf.backend_axis("flip", x.ndim, _ints(axis))
+    return xp.asarray(xp.flip(x, axis=axis), copy=True)
+
+
+def _flip_meta(x, axis=None):
+    if axis is not None:
+        mf.normalize_axes("flip", _ints(axis), x.ndim)
+    return tuple(x.shape), x.dtype
 
 
 defop("flip(Tensor self, int[]? axis=None) -> Tensor", impl=_flip,
-      meta=lambda x, axis=None: (tuple(x.shape), x.dtype), methods=("flip",),
+      meta=_flip_meta, methods=("flip",),
       kwarg_aliases={"dims": "axis"},
       info=OpInfo(ref=lambda x, axis=None: np.flip(x, axis), dtypes=ALL,
                   samples=_s(((2, 3), (), {}), ((2, 3), (1,), {}))))
@@ -699,9 +712,13 @@ defop("roll(Tensor self, int[1] shift, int[1]? axis=None) -> Tensor", impl=_roll
                   samples=_s(((5,), (2,), {}), ((2, 3), (1,), {"axis": 1}))))
 
 
+def _repeat_interleave(xp, x, repeats, axis=None):
+    mf.check_has_dimension("repeat_interleave", x.ndim, axis)  # NumPy would flatten
+    return xp.repeat(x, repeats._data if hasattr(repeats, "_data") else repeats, axis=axis)
+
+
 defop("repeat_interleave(Tensor self, Any repeats, *, int? axis=None) -> Tensor",
-      impl=lambda xp, x, repeats, axis=None: xp.repeat(
-          x, repeats._data if hasattr(repeats, "_data") else repeats, axis=axis),
+      impl=_repeat_interleave,
       meta=ms.repeat_interleave,
       names=("repeat_interleave", "repeat"), methods=("repeat_interleave",),
       kwarg_aliases={"dim": "axis"},

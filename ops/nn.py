@@ -24,7 +24,7 @@ def _relu(xp, x):
 
 
 defop("relu(Tensor self) -> Tensor", impl=_relu, structured=True, meta=mf.same,
-      tags=("pointwise",), methods=("relu",),
+      tags=("pointwise",), methods=("relu",), accepts="iuf",
       info=OpInfo(ref=lambda x: np.maximum(x, 0), dtypes=FLOATS, samples=unary_samples(None)))
 
 
@@ -52,7 +52,7 @@ def _gelu_ref(x, approximate="none"):
 
 
 defop("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", impl=_gelu, meta=mf.unary_float,
-      tags=("pointwise",), methods=("gelu",),
+      tags=("pointwise",), methods=("gelu",), accepts="biuf",
       info=OpInfo(ref=_gelu_ref, dtypes=FLOATS, rtol=1e-6, atol=1e-6,
                   samples=unary_samples(None, kwargs=({}, {"approximate": "tanh"}))))
 
@@ -70,8 +70,8 @@ defop("silu(Tensor self) -> Tensor", impl=_silu, meta=mf.unary_float, tags=("poi
 
 def _softmax(xp, x, dim=-1):
     x = to_float(xp, x)
-    if x.ndim == 0:
-        return xp.ones_like(x)
+    if x.ndim == 0 or x.shape[dim] == 0:
+        return _scalar_or_empty(xp, x, dim, _softmax)
     m = xp.max(x, axis=dim, keepdims=True)
     e = xp.exp(x - m)
     return e / xp.sum(e, axis=dim, keepdims=True)
@@ -79,11 +79,21 @@ def _softmax(xp, x, dim=-1):
 
 def _log_softmax(xp, x, dim=-1):
     x = to_float(xp, x)
-    if x.ndim == 0:
-        return xp.zeros_like(x)
+    if x.ndim == 0 or x.shape[dim] == 0:
+        return _scalar_or_empty(xp, x, dim, _log_softmax)
     m = xp.max(x, axis=dim, keepdims=True)
     s = x - m
     return s - xp.log(xp.sum(xp.exp(s), axis=dim, keepdims=True))
+
+
+def _scalar_or_empty(xp, x, dim, fn):
+    """softmax or log_softmax (``fn``) of a 0-d tensor, computed on it made 1-d (Note [Axes
+    of 0-d tensors] in ops/_meta_fns.py: its value counts, softmax(nan) is nan), or over an
+    empty axis (an empty result, as PyTorch's)."""
+    mf.normalize_axes("softmax", dim, x.ndim)
+    if x.ndim == 0:
+        return xp.reshape(fn(xp, xp.reshape(x, (1,)), 0), ())
+    return xp.asarray(x, copy=True)
 
 
 # Note [NumPy fast impls] (ops/_decl.py): the same computation with ufunc reductions,
@@ -94,14 +104,14 @@ _mul, _sub, _exp, _ndarray = np.multiply, np.subtract, np.exp, np.ndarray
 
 
 def _np_softmax(xp, x, dim=-1):
-    if x.ndim == 0 or x.dtype.kind != "f":
+    if x.ndim == 0 or x.dtype.kind != "f" or x.shape[dim] == 0:
         return _softmax(xp, x, dim)
     e = np.exp(x - _max_reduce(x, dim, keepdims=True))
     return e / _sum_reduce(e, dim, keepdims=True)
 
 
 def _np_log_softmax(xp, x, dim=-1):
-    if x.ndim == 0 or x.dtype.kind != "f":
+    if x.ndim == 0 or x.dtype.kind != "f" or x.shape[dim] == 0:
         return _log_softmax(xp, x, dim)
     s = x - _max_reduce(x, dim, keepdims=True)
     return s - np.log(_sum_reduce(np.exp(s), dim, keepdims=True))
@@ -109,7 +119,7 @@ def _np_log_softmax(xp, x, dim=-1):
 
 def _softmax_ref(x, dim=-1):
     if x.ndim == 0:
-        return np.ones_like(x)
+        return _softmax_ref(x.reshape(1), 0).reshape(())
     e = np.exp(x - x.max(axis=dim, keepdims=True))
     return e / e.sum(axis=dim, keepdims=True)
 
@@ -127,11 +137,11 @@ def _sm_samples(dtype, rng):
 
 
 defop("softmax(Tensor self, int dim=-1) -> Tensor", impl=_softmax, meta=_softmax_meta,
-      cpu_impl=_np_softmax,
+      cpu_impl=_np_softmax, accepts="biuf",
       methods=("softmax",), kwarg_aliases={"axis": "dim"},
       info=OpInfo(ref=_softmax_ref, dtypes=FLOATS, samples=_sm_samples))
 defop("log_softmax(Tensor self, int dim=-1) -> Tensor", impl=_log_softmax, meta=_softmax_meta,
-      cpu_impl=_np_log_softmax,
+      cpu_impl=_np_log_softmax, accepts="biuf",
       methods=("log_softmax",), kwarg_aliases={"axis": "dim"},
       info=OpInfo(ref=lambda x, dim=-1: np.log(_softmax_ref(x, dim)), dtypes=FLOATS,
                   samples=_sm_samples))

@@ -11,26 +11,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdtensor import _dtypes as dt
 from mdtensor._keys import DispatchKey
 
 from . import _meta_fns as mf
 from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, axis_check, defop
 from ._samples import make_array, unary_samples
-from .elementwise import FLOATING, FLOATS, NUMERIC, REAL, to_float
+from .elementwise import FLOATING, FLOATS, NUMERIC, REAL, REAL_KINDS, to_float
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
 
 _ALIASES = {"dim": "axis", "keepdim": "keepdims"}
 
 
-def _axis(axis):
-    if axis is None or isinstance(axis, int):
-        return axis
-    return tuple(axis)
+_axis = mf.backend_axis  # Note [Axes of 0-d tensors] in ops/_meta_fns.py
 
 
 def _sum(xp, x, axis=None, keepdims=False, *, dtype=None):
-    return xp.sum(x, axis=_axis(axis), keepdims=keepdims, dtype=dtype and _native(xp, dtype))
+    return xp.sum(x, axis=_axis("sum", x.ndim, axis), keepdims=keepdims,
+                  dtype=dtype and _native(xp, dtype))
 
 
 def _native(xp, dtype):
@@ -65,8 +64,8 @@ def _cpu_sum():
             # Note [Small sums]
             r = np.array(sum((x if x.ndim == 1 else x.reshape(-1)).tolist()), x.dtype)
         else:
-            if axis is not None and type(axis) is not int:
-                axis = tuple(axis)
+            if axis is not None and (type(axis) is not int or not x.ndim):
+                axis = _axis("sum", x.ndim, axis)
             try:
                 # Positional: reduce(array, axis, dtype, out, keepdims); the fewer, the
                 # faster
@@ -124,23 +123,26 @@ _register_leaf(CATALOGUE["aten::sum"].functional[0], _cpu_sum(), DispatchKey.CPU
 
 def _count(shape, axis) -> int:
     n = 1
+    if not shape:  # Note [Axes of 0-d tensors] in ops/_meta_fns.py: the element
+        return n
     for i in range(len(shape)) if axis is None else mf.normalize_axes(
             "reduction", axis, len(shape)):
         n *= shape[i]
     return n
 
 
-def _nans(xp, x, axis, keepdims):
-    """The result of reducing ``x`` over ``axis``, every element nan."""
+def _nans(xp, x, axis, keepdims, dtype=None):
+    """The result of reducing ``x`` over ``axis``, every element nan (of ``dtype``, by
+    default ``x``'s)."""
     shape, _ = mf.reduction(x, axis, keepdims)
-    return xp.full(shape, float("nan"), dtype=x.dtype)
+    return xp.full(shape, float("nan"), dtype=x.dtype if dtype is None else dtype)
 
 
 def _mean(xp, x, axis=None, keepdims=False):
     x = to_float(xp, x)
     if 0 in x.shape and _count(x.shape, axis) == 0:  # Note [Reductions of too few elements]
         return _nans(xp, x, axis, keepdims)
-    return xp.mean(x, axis=_axis(axis), keepdims=keepdims)
+    return xp.mean(x, axis=_axis("mean", x.ndim, axis), keepdims=keepdims)
 
 
 defop("mean(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", impl=_mean,
@@ -155,7 +157,8 @@ defop("mean(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", imp
 
 
 def _prod(xp, x, axis=None, keepdims=False, *, dtype=None):
-    return xp.prod(x, axis=_axis(axis), keepdims=keepdims, dtype=dtype and _native(xp, dtype))
+    return xp.prod(x, axis=_axis("prod", x.ndim, axis), keepdims=keepdims,
+                   dtype=dtype and _native(xp, dtype))
 
 
 defop("prod(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? dtype=None)"
@@ -166,20 +169,19 @@ defop("prod(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? 
                   dtypes=NUMERIC, samples=_REDUCE_SAMPLES))
 
 
-def _nonempty(op, x, axis):
-    axes = mf.normalize_axes(op, axis, x.ndim)
-    if any(x.shape[a] == 0 for a in axes) or (x.size == 0 and not axes):
-        raise ValueError(f"{op}: cannot reduce over a zero-size dimension (no identity)")
-
-
 def _extreme(name, which):
     def impl(xp, x, axis=None, keepdims=False):
-        _nonempty(name, x, axis)
-        return getattr(xp, which)(x, axis=_axis(axis), keepdims=keepdims)
+        mf.check_nonempty(name, x.shape, axis)
+        return getattr(xp, which)(x, axis=_axis(name, x.ndim, axis), keepdims=keepdims)
     return impl
 
 
 _max, _min = _extreme("max", "max"), _extreme("min", "min")
+
+
+def _as_int64(xp, idx):
+    """Indices in the default index dtype (JAX's argmax gives int32 without x64)."""
+    return idx if str(idx.dtype).endswith("int64") else xp.astype(idx, xp.int64)
 
 
 def _reduce_nonempty_samples(dtype, rng):
@@ -194,6 +196,7 @@ def _reduce_nonempty_samples(dtype, rng):
 for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
     _d = defop(f"{_n}(Tensor self, *, int[1]? axis=None, bool keepdims=False) -> Tensor",
                impl=_f, meta=mf.reduction, tags=("reduction",), methods=(_n,),
+               accepts=REAL_KINDS,
                kwarg_aliases={"keepdim": "keepdims"},
                info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: getattr(np, _n)(
                    x, axis=axis, keepdims=keepdims), dtypes=REAL,
@@ -201,8 +204,9 @@ for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
 
     def _dim_impl(xp, x, dim, keepdim=False, _f=_f, _n=_n):
         values = _f(xp, x, dim, keepdim)
-        idx = (xp.argmax if _n == "max" else xp.argmin)(x, axis=dim, keepdims=keepdim)
-        return values, idx
+        idx = (xp.argmax if _n == "max" else xp.argmin)(x, axis=_axis(_n, x.ndim, dim),
+                                                        keepdims=keepdim)
+        return values, _as_int64(xp, idx)
 
     def _dim_meta(x, dim, keepdim=False):
         shape, d = mf.reduction(x, dim, keepdim)
@@ -212,29 +216,57 @@ for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
     defop(f"{_n}.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, "
           f"Tensor indices)", impl=_dim_impl, meta=_dim_meta, decl=_d)
     defop(f"a{_n}(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",
-          impl=_extreme(f"a{_n}", _n),
+          impl=_extreme(f"a{_n}", _n), accepts=REAL_KINDS,
           meta=mf.reduction, tags=("reduction",), methods=(f"a{_n}",), kwarg_aliases=_ALIASES,
           info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: getattr(np, _n)(
               x, axis=axis, keepdims=keepdims), dtypes=REAL, samples=_reduce_nonempty_samples))
 
 
-def _spread(name):
+# Note [Variance in double precision]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The squared deviations of float32 values overflow (or underflow) long before their mean
+# does: ``std([3e37, -3e37])`` was inf.  As PyTorch's CPU kernels, which accumulate float32
+# moments in double, var and std of float32 (complex64) tensors compute in float64
+# (complex128) and round once at the end; float64 ones compute as they are (PyTorch's
+# then overflow as NumPy's do).  The variance of a complex tensor is real, as PyTorch's.
+
+
+def _moments(name, root):
     def impl(xp, x, *, axis=None, correction=0.0, keepdims=False):
         x = to_float(xp, x)
+        axes = _axis(name, x.ndim, axis)  # checked first
+        dtype = dt.as_dtype(x.dtype)
+        out = getattr(xp, _REAL.get(dtype.name, dtype.name))
         if (correction or 0 in x.shape) and _count(x.shape, axis) - correction <= 0:
             import warnings  # Note [Reductions of too few elements]
 
             warnings.warn(f"{name}(): degrees of freedom is <= 0 (correction {correction} "
                           f"for {_count(x.shape, axis)} elements per result); the result "
                           f"is nan", UserWarning, stacklevel=2)
-            return _nans(xp, x, axis, keepdims)
-        return getattr(xp, name)(x, axis=_axis(axis), keepdims=keepdims,
-                                 correction=correction)
+            return _nans(xp, x, axis, keepdims, out)
+        wide = _WIDE.get(dtype.name)
+        if wide is not None:
+            x = xp.astype(x, getattr(xp, wide))
+        if dtype.kind == "c":  # the variances of the two parts add up (the standard's
+            # var takes real numbers only)
+            r = xp.add(*(xp.var(part, axis=axes, keepdims=keepdims, correction=correction)
+                         for part in (xp.real(x), xp.imag(x))))
+            r = xp.sqrt(r) if root else r
+        else:
+            r = getattr(xp, name)(x, axis=axes, keepdims=keepdims, correction=correction)
+        return r if r.dtype == out else xp.astype(r, out)
     impl.__name__ = name
     return impl
 
 
-_var, _std = _spread("var"), _spread("std")
+_WIDE = {"float32": "float64", "float16": "float64", "complex64": "complex128"}
+_REAL = {"complex64": "float32", "complex128": "float64"}
+_var, _std = _moments("var", False), _moments("std", True)
+
+
+def _var_meta(x, *, axis=None, correction=0.0, keepdims=False):
+    shape, dtype = mf.float_reduction(x, axis, keepdims)
+    return shape, mf.real_dtype(dtype)
 
 
 def _spread_samples(dtype, rng):
@@ -269,7 +301,7 @@ def _torch_spread(name):
 # PyTorch's (correction 1).
 for _n, _f in (("var", _var), ("std", _std)):
     _d = defop(f"{_n}(Tensor self, *, int[1]? axis=None, float correction=0.0, "
-               f"bool keepdims=False) -> Tensor", impl=_f, meta=mf.float_reduction,
+               f"bool keepdims=False) -> Tensor", impl=_f, meta=_var_meta,
                tags=("reduction",), methods=(_n,),
                method_overloads=("unbiased", "correction", "dim"),
                info=OpInfo(ref=lambda x, axis=None, keepdims=False, correction=0.0, _n=_n:
@@ -301,21 +333,35 @@ def _cumulative(name):
                 dtype = "int64"
             elif kind == "u":
                 dtype = "uint64"
-        return getattr(xp, name)(x, axis=axis, dtype=dtype and _native(xp, dtype),
-                                 include_initial=include_initial)
+        if dtype is not None:  # accumulate in dtype (the standard's functions take no bool)
+            native = _native(xp, dtype)
+            if x.dtype != native:
+                x = xp.astype(x, native)
+        if x.ndim == 0:  # Note [Axes of 0-d tensors] in ops/_meta_fns.py
+            mf.normalize_axes(name, axis, 0)
+            r = getattr(xp, name)(xp.reshape(x, (1,)), axis=0,
+                                  include_initial=include_initial)
+            return r if include_initial else xp.reshape(r, ())
+        return getattr(xp, name)(x, axis=axis, include_initial=include_initial)
     return impl
 
 
 def _cum_meta(x, axis=None, *, dtype=None, include_initial=False):
-    shape = list(x.shape) or [1]
+    shape = list(x.shape)
     if include_initial:
         a = 0 if axis is None else mf.normalize_axes("cumulative", axis, x.ndim)[0]
+        shape = shape or [1]
         shape[a] += 1
+    elif axis is not None:
+        mf.normalize_axes("cumulative", axis, x.ndim)
     d = mf.as_dtype_or(dtype, x.dtype)
     if dtype is None and d.kind in "bi":
         from mdtensor import _dtypes
         d = _dtypes.int64
-    return tuple(shape) if x.ndim else (shape[0],), d
+    elif dtype is None and d.kind == "u":
+        from mdtensor import _dtypes
+        d = _dtypes.uint64
+    return tuple(shape), d
 
 
 for _n, _ref, _torch in (("cumulative_sum", np.cumsum, "cumsum"),
@@ -331,12 +377,18 @@ for _n, _ref, _torch in (("cumulative_sum", np.cumsum, "cumsum"),
 
 
 def _logsumexp(xp, x, axis=None, keepdims=False):
+    # Over an empty axis the sum of exponentials is 0 and the result -inf, as PyTorch's
+    # (the maximum, which only keeps exp from overflowing, is then taken as 0).  Integers
+    # give the default float dtype (Note [Integer inputs of float functions]).
     x = to_float(xp, x)
-    m = xp.max(x, axis=_axis(axis), keepdims=True)
-    m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
-    out = xp.log(xp.sum(xp.exp(x - m), axis=_axis(axis), keepdims=True)) + m
-    return out if keepdims else xp.squeeze(out, axis=_axis(axis) if axis is not None
-                                           else tuple(range(x.ndim)))
+    axes = _axis("logsumexp", x.ndim, axis)
+    if any(x.shape[a] == 0 for a in mf.normalize_axes("logsumexp", axes, x.ndim)):
+        m = xp.zeros(mf.reduction(x, axes, True)[0], dtype=x.dtype)
+    else:
+        m = xp.max(x, axis=axes, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    out = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
+    return out if keepdims else xp.reshape(out, mf.reduction(x, axes, False)[0])
 
 
 defop("logsumexp(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",

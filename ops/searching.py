@@ -17,8 +17,7 @@ __all__: list[str] = []  # importing the chapter declares its ops; it exports no
 _ALIASES = {"dim": "axis", "keepdim": "keepdims"}
 
 
-def _axis(axis):
-    return axis if axis is None or isinstance(axis, (int, np.integer)) else tuple(axis)
+_axis = mf.backend_axis  # Note [Axes of 0-d tensors] in ops/_meta_fns.py
 
 
 def _reduce_meta_to(dtype):
@@ -34,27 +33,36 @@ _NONEMPTY = lambda dtype, rng: [s for s in _SAMPLES(dtype, rng)  # noqa: E731
                                                        s.args[0].shape[s.kwargs["axis"]])]
 
 
-def _argmax(xp, x, axis=None, keepdims=False):
-    if x.size == 0:
-        raise ValueError("argmax: cannot compute on an empty tensor")
-    return xp.argmax(x, axis=axis, keepdims=keepdims)
+def _arg_extreme(name):
+    def impl(xp, x, axis=None, keepdims=False):
+        mf.check_nonempty(name, x.shape, axis)
+        r = getattr(xp, name)(x, axis=_axis(name, x.ndim, axis), keepdims=keepdims)
+        # with keepdims and no axis, PyTorch keeps every dimension (size 1)
+        if keepdims and axis is None and x.ndim:
+            r = xp.reshape(r, (1,) * x.ndim)
+        return r if str(r.dtype).endswith("int64") else xp.astype(r, xp.int64)
+    impl.__name__ = name
+    return impl
 
 
-def _argmin(xp, x, axis=None, keepdims=False):
-    if x.size == 0:
-        raise ValueError("argmin: cannot compute on an empty tensor")
-    return xp.argmin(x, axis=axis, keepdims=keepdims)
+_argmax, _argmin = _arg_extreme("argmax"), _arg_extreme("argmin")
+
+
+def _argext_meta(x, axis=None, keepdims=False):
+    if keepdims and axis is None:
+        return (1,) * x.ndim, dt.int64
+    return mf.reduction(x, axis, keepdims)[0], dt.int64
 
 
 for _n, _f in (("argmax", _argmax), ("argmin", _argmin)):
     defop(f"{_n}(Tensor self, int? axis=None, bool keepdims=False) -> Tensor", impl=_f,
-          meta=_reduce_meta_to(dt.int64), methods=(_n,), kwarg_aliases=_ALIASES,
+          meta=_argext_meta, methods=(_n,), kwarg_aliases=_ALIASES, accepts="biuf",
           info=OpInfo(ref=lambda x, axis=None, keepdims=False, _f=_f: _f(np, x, axis, keepdims),
                       dtypes=REAL, samples=_NONEMPTY, differentiable=False))
 
 
 def _count_nonzero(xp, x, axis=None, keepdims=False):
-    return xp.count_nonzero(x, axis=_axis(axis), keepdims=keepdims)
+    return xp.count_nonzero(x, axis=_axis("count_nonzero", x.ndim, axis), keepdims=keepdims)
 
 
 defop("count_nonzero(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",
@@ -130,6 +138,8 @@ def _sort(xp, x, axis=-1, descending=False, stable=True):
     n = x.ndim or 1
     if not -n <= axis < n:  # _check_axis, inline
         _check_axis("sort", axis, x.ndim)
+    if not x.ndim:  # Note [Axes of 0-d tensors] in ops/_meta_fns.py
+        return xp.asarray(x, copy=True)
     return xp.sort(x, axis=axis, descending=descending, stable=stable)
 
 
@@ -137,6 +147,8 @@ def _argsort(xp, x, axis=-1, descending=False, stable=True):
     n = x.ndim or 1
     if not -n <= axis < n:  # _check_axis, inline
         _check_axis("argsort", axis, x.ndim)
+    if not x.ndim:  # Note [Axes of 0-d tensors] in ops/_meta_fns.py
+        return xp.zeros((), dtype=xp.int64)
     return xp.argsort(x, axis=axis, descending=descending, stable=stable)
 
 
@@ -180,14 +192,14 @@ _SORT_SAMPLES = unary_samples(None, kwargs=({}, {"descending": True}))
 # API's (values); x.sort(), md.sort(x, 1), md.sort(x, dim=1) PyTorch's ((values, indices)).
 _d = defop("sort(Tensor self, *, int axis=-1, bool descending=False, bool stable=True) "
            "-> Tensor", impl=_sort, meta=_sort_meta("sort"), methods=("sort",),
-           method_overloads=("dim",),
+           method_overloads=("dim",), accepts="biuf",
            info=OpInfo(ref=_sort_ref, dtypes=REAL,
                        samples=lambda d, rng: [s for s in _SORT_SAMPLES(d, rng)
                                                if s.args[0].ndim]))
 defop("sort.dim(Tensor self, int dim=-1, bool descending=False, *, bool? stable=None) -> "
       "(Tensor values, Tensor indices)", impl=_sort_dim, meta=_sort_dim_meta, decl=_d)
 defop("argsort(Tensor self, int axis=-1, bool descending=False, *, bool stable=True)"
-      " -> Tensor", impl=_argsort,
+      " -> Tensor", impl=_argsort, accepts="biuf",
       meta=_sort_meta("argsort", dt.int64), methods=("argsort",),
       kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=_argsort_ref, dtypes=REAL, differentiable=False,
@@ -216,11 +228,11 @@ defop("unique_all(Tensor self) -> (Tensor values, Tensor indices, Tensor inverse
 
 
 def _all(xp, x, axis=None, keepdims=False):
-    return xp.all(x, axis=_axis(axis), keepdims=keepdims)
+    return xp.all(x, axis=_axis("all", x.ndim, axis), keepdims=keepdims)
 
 
 def _any(xp, x, axis=None, keepdims=False):
-    return xp.any(x, axis=_axis(axis), keepdims=keepdims)
+    return xp.any(x, axis=_axis("any", x.ndim, axis), keepdims=keepdims)
 
 
 for _n, _f in (("all", _all), ("any", _any)):

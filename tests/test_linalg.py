@@ -3,6 +3,8 @@ tests/test_cross_backend.py) do not cover."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from _helpers import backend_params, to_numpy
@@ -47,6 +49,22 @@ def test_a_tolerance_on_another_device_is_refused(device):
         with pytest.raises(ValueError, match=r"linalg_\w+: expected all tensors to be on "
                                              r"the same device.*cpu"):
             fn(x, rtol=md.asarray(0.1, device="cpu"))
+
+
+def test_norms_scale_instead_of_overflowing():
+    # Note [Scaled norms]: |x|^2 overflowed
+    assert md.linalg.vector_norm(md.asarray([2e245], dtype=md.float64)).item() == 2e245
+    big = md.asarray([[3e30, 4e30], [0.0, 0.0]], dtype=md.float32)
+    np.testing.assert_allclose(to_numpy(md.linalg.vector_norm(big)), 5e30, rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(md.linalg.matrix_norm(big)), 5e30, rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(md.linalg.vector_norm(big, ord=3, axis=1)),
+                               [(27 + 64) ** (1 / 3) * 1e30, 0.0], rtol=1e-6)
+    tiny = md.asarray([3e-200, 4e-200], dtype=md.float64)
+    np.testing.assert_allclose(to_numpy(md.linalg.vector_norm(tiny)), 5e-200, rtol=1e-14)
+    special = md.asarray([[math.inf, 1.0], [math.nan, 1.0], [0.0, 0.0]], dtype=md.float64)
+    got = to_numpy(md.linalg.vector_norm(special, axis=1))
+    assert got[0] == math.inf and math.isnan(got[1]) and got[2] == 0.0
+    assert md.linalg.vector_norm(md.zeros((2, 0)), axis=1).tolist() == [0.0, 0.0]
 
 
 def test_cross_needs_3_vectors():
