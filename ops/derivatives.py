@@ -226,14 +226,28 @@ def _identity(g, out, a, *args, **kwargs):
 
 @rule("pow")
 def _pow(g, out, a, b):
+    # PyTorch's pow_backward: a zero exponent gives the base a zero gradient (not 0 * 0^-1),
+    # and a zero base with a non-negative exponent gives the exponent a zero gradient (not
+    # 0 * log 0)
     ga = gb = None
     if hasattr(a, "_ks"):
-        ga = _g(aten.mul(aten.mul(g, b), aten.pow(a, aten.sub(b, 1) if hasattr(b, "_ks")
-                                                  else b - 1)), a)
+        if not hasattr(b, "_ks") and b == 0:
+            ga = aten.zeros_like(a)
+        else:
+            d = aten.mul(aten.mul(g, b), aten.pow(a, aten.sub(b, 1) if hasattr(b, "_ks")
+                                                  else b - 1))
+            if hasattr(b, "_ks"):
+                d = aten.where(aten.eq(b, 0), 0.0, d)
+            ga = _g(d, a)
     if hasattr(b, "_ks"):
-        base = a if hasattr(a, "_ks") else a
-        log_a = aten.log(base) if hasattr(base, "_ks") else math.log(base)
-        gb = _g(aten.mul(aten.mul(g, aten.pow(a, b)), log_a), b)
+        if hasattr(a, "_ks"):
+            d = aten.mul(aten.mul(g, aten.pow(a, b)), aten.log(a))
+            d = aten.where(aten.logical_and(aten.eq(a, 0), aten.ge(b, 0)), 0.0, d)
+        elif a == 0:
+            d = aten.where(aten.ge(b, 0), 0.0, aten.mul(aten.mul(g, aten.pow(a, b)), -math.inf))
+        else:
+            d = aten.mul(aten.mul(g, aten.pow(a, b)), math.log(a))
+        gb = _g(d, b)
     return ga, gb
 
 
@@ -407,9 +421,12 @@ def _sigmoid(g, out, a):
 
 @rule("atan2")
 def _atan2(g, out, a, b):
+    # PyTorch's atan2_backward: 1 / (a^2 + b^2) is taken as 0 where it is infinite (the
+    # origin), so atan2(0, 0) has a zero gradient
     denom = aten.add(aten.mul(a, a), aten.mul(b, b))
-    return (_g(aten.div(aten.mul(g, b), denom), a) if hasattr(a, "_ks") else None,
-            _g(aten.neg(aten.div(aten.mul(g, a), denom)), b) if hasattr(b, "_ks") else None)
+    recip = aten.where(aten.eq(denom, 0), 0.0, aten.reciprocal(denom))
+    return (_g(aten.mul(aten.mul(g, b), recip), a) if hasattr(a, "_ks") else None,
+            _g(aten.mul(aten.mul(g, aten.neg(a)), recip), b) if hasattr(b, "_ks") else None)
 
 
 @rule("hypot")
@@ -565,18 +582,64 @@ def _mean(g, out, x, axis=None, keepdims=False):
 
 
 @rule("prod")
-@uses_out
 def _prod(g, out, x, axis=None, keepdims=False, *, dtype=None):
-    # Note: divides by x, so zeros in x give nan gradients (documented limitation).
-    return (aten.div(aten.mul(_expand_back(g, x, axis, keepdims),
-                              _expand_back(out, x, axis, keepdims)), x), None, None)
+    # Note [Products of the others]: no division by x, so zeros get their gradient
+    gx = aten.mul(_expand_back(g, x, axis, keepdims), _prod_of_others(x, axis))
+    if gx.dtype != x.dtype:  # prod(x, dtype=...): back to x's dtype
+        gx = aten.astype(gx, x.dtype)
+    return gx, None, None
+
+
+# Note [Products of the others]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The gradient of a product with respect to one factor is the product of the others.
+# ``out / x`` gives it only where x is not 0 (PyTorch's prod_backward divides only when no
+# factor is 0); here it is always the product of the exclusive prefix and suffix
+# products along the reduced elements (``cumulative_prod`` with ``include_initial``), with
+# no division: ``[2, 0, 3]`` gets ``[0, 6, 0]``.  Several reduced axes are moved last and
+# flattened into one.  The determinant's gradient uses it on singular values.
+
+
+def _prod_of_others(x, axis=None):
+    """For each element of ``x``, the product of the other elements of its slice along
+    ``axis`` (all axes when None), shaped like ``x`` (Note [Products of the others])."""
+    nd = x.ndim
+    if not nd:
+        return aten.ones_like(x)
+    axes = _normalized_axes(axis, nd)
+    if not axes:
+        return aten.ones_like(x)
+    keep = [i for i in range(nd) if i not in axes]
+    order = keep + list(axes)
+    y = aten.permute(x, order) if order != list(range(nd)) else x
+    moved = tuple(y.shape)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    y = aten.reshape(y, moved[:len(keep)] + (n,))
+    left = aten.narrow(aten.cumulative_prod(y, -1, include_initial=True), -1, 0, n)
+    rev = aten.flip(y, (-1,))
+    right = aten.flip(aten.narrow(aten.cumulative_prod(rev, -1, include_initial=True),
+                                  -1, 0, n), (-1,))
+    r = aten.reshape(aten.mul(left, right), moved)
+    if order != list(range(nd)):
+        r = aten.permute(r, _inverse_perm(order))
+    return r
+
+
+def _normalized_axes(axis, nd):
+    if axis is None:
+        return tuple(range(nd))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return tuple(sorted({a % nd for a in axes}))
 
 
 @rule("var")
 def _var(g, out, x, axis=None, keepdims=False, *, correction=0.0):
     n = _count(x, axis)
     mean = aten.mean(x, axis, True)
-    scale = 2.0 / max(n - correction, 1)
+    # PyTorch's 2 / (n - correction): inf (a nan gradient) without degrees of freedom
+    scale = 2.0 / (n - correction) if n != correction else math.inf
     return (aten.mul(aten.mul(_expand_back(g, x, axis, keepdims), aten.sub(x, mean)), scale),
             None, None)
 
@@ -584,7 +647,9 @@ def _var(g, out, x, axis=None, keepdims=False, *, correction=0.0):
 @rule("std")
 @uses_out
 def _std(g, out, x, axis=None, keepdims=False, *, correction=0.0):
-    gvar = aten.div(g, aten.mul(out, 2))
+    # As PyTorch, a zero standard deviation (a constant input) gives a zero gradient, the
+    # subgradient, rather than 0/0
+    gvar = aten.where(aten.eq(out, 0), 0.0, aten.div(g, aten.mul(out, 2)))
     return _var(gvar, None, x, axis, keepdims, correction=correction)
 
 
@@ -605,7 +670,17 @@ def _max(g, out, x, axis=None, keepdims=False):
 @rule("max.dim", "min.dim")
 @uses_out
 def _max_dim(g, out, x, dim, keepdim=False):
-    return _select_extreme(g[0], out[0], x, dim, keepdim), None, None
+    # PyTorch's value_selecting_reduction_backward: the gradient goes to the index max.dim
+    # returned, not split among ties as for max(x) and amax
+    if not x.ndim:
+        return g[0], None, None
+    d = dim % x.ndim
+    idx, gv = out[1], g[0]
+    if not keepdim:
+        idx, gv = aten.unsqueeze(idx, d), aten.unsqueeze(gv, d)
+    pos = aten.arange(x.shape[d], device=x.device)
+    pos = aten.reshape(pos, (x.shape[d],) + (1,) * (x.ndim - d - 1))
+    return aten.where(aten.eq(pos, idx), gv, 0.0), None, None
 
 
 @rule("logsumexp")
@@ -1016,13 +1091,30 @@ DERIVATIVES["fmod"] = _mod_rule(aten.trunc)
 @rule("cumulative_prod")
 @uses_out
 def _cumprod(g, out, x, axis=None, *, dtype=None, include_initial=False):
-    # Note: divides by x (zeros in x give nan gradients), as the prod formula.
-    a = 0 if axis is None else axis
+    # As PyTorch's cumprod_backward: out / x only before the first zero of a slice; at the
+    # first zero the products that skip it (the cumulative product with that factor set to
+    # 1); after it nothing, as every product there has that zero in it.
+    if not x.ndim:
+        return (g if not include_initial else aten.reshape(aten.narrow(g, 0, 1, 1), ())), None
+    a = 0 if axis is None else axis % x.ndim
     if include_initial:
         g = aten.narrow(g, a, 1, g.shape[a] - 1)
         out = aten.narrow(out, a, 1, out.shape[a] - 1)
-    rev = aten.flip(aten.cumulative_sum(aten.flip(aten.mul(g, out), a), a), a)
-    return aten.div(rev, x), None
+    zero = aten.eq(x, 0)
+    seen = aten.cumulative_sum(zero, a)
+    before = aten.eq(seen, 0)
+    first = aten.logical_and(zero, aten.eq(seen, 1))
+    skip_first = aten.cumulative_prod(aten.where(first, 1.0, x), a)
+    if skip_first.dtype != g.dtype:
+        skip_first = aten.astype(skip_first, g.dtype)
+    at_first = _reverse_cumsum(aten.mul(g, skip_first), a)
+    until_zero = aten.div(_reverse_cumsum(aten.mul(g, out), a), aten.where(before, x, 1.0))
+    gx = aten.where(before, until_zero, aten.where(first, at_first, 0.0))
+    return (gx if gx.dtype == x.dtype else aten.astype(gx, x.dtype)), None
+
+
+def _reverse_cumsum(v, a):
+    return aten.flip(aten.cumulative_sum(aten.flip(v, a), a), a)
 
 
 def _tile_grad(g, x, reps):
@@ -1110,9 +1202,34 @@ def _inv(g, out, a):
 @rule("linalg_det")
 @uses_out
 def _det(g, out, a):
-    # g * conj(det) * A^-H
+    # g * conj(det) * A^-H where every matrix is invertible; PyTorch's singular formula
+    # otherwise (Note [Determinants of singular matrices])
+    gd = aten.mul(g, _cj(out))
+    if bool(aten.any(aten.eq(out, 0)).item()):
+        return (_det_grad_svd(g, a),)
     inv_h = _mH(aten.linalg_inv(a))
-    return (aten.mul(aten.unsqueeze(aten.unsqueeze(aten.mul(g, _cj(out)), -1), -1), inv_h),)
+    return (aten.mul(aten.unsqueeze(aten.unsqueeze(gd, -1), -1), inv_h),)
+
+
+# Note [Determinants of singular matrices]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The gradient of det(A) is the cofactor matrix, conj(det(A)) A^-H only where A is
+# invertible.  For a singular A (det 0 exactly: A^-1 does not exist, and NumPy's inv
+# raises) it comes from the SVD A = U S V^H, as PyTorch's linalg_det_backward does:
+# det(A) = det(U) det(V^H) prod(S), so the gradient is U diag(g * conj(det(U) det(V^H)) *
+# prod of the other singular values) V^H -- the products of the others without division
+# (Note [Products of the others]).  The check reads one bool from the backend; a batch
+# with any singular matrix takes this formula for all of them (it is exact for every
+# matrix, only slower).
+
+
+def _det_grad_svd(g, a):
+    u, s, vh = aten.linalg_svd(a, full_matrices=False)
+    alpha = _cj(aten.mul(aten.linalg_det(u), aten.linalg_det(vh)))
+    d = aten.mul(aten.unsqueeze(aten.mul(g, alpha), -1), _prod_of_others(s, -1))
+    if d.dtype != u.dtype:
+        d = aten.astype(d, u.dtype)
+    return aten.matmul(aten.mul(u, aten.unsqueeze(d, -2)), vh)
 
 
 @rule("linalg_solve")
@@ -1419,9 +1536,11 @@ def _vector_norm(g, out, x, axis=None, keepdims=False, ord=2):
         count = _expand_back(aten.sum(hit, axis, keepdims), x, axis, keepdims)
         r = aten.div(aten.mul(aten.sign(x), hit), count)
     else:
+        # as PyTorch, a zero norm gives a zero gradient (not 0/0)
         p = float(ord)
         r = aten.div(aten.mul(aten.sign(x), aten.pow(ax, p - 1)),
                      aten.pow(nx, p - 1))
+        r = aten.where(aten.eq(nx, 0), 0.0, r)
     return (aten.mul(gx, r),)
 
 
@@ -1430,8 +1549,8 @@ def _vector_norm(g, out, x, axis=None, keepdims=False, ord=2):
 def _matrix_norm(g, out, x, keepdims=False, ord="fro"):
     gx = g if keepdims else aten.unsqueeze(aten.unsqueeze(g, -1), -1)
     nx = out if keepdims else aten.unsqueeze(aten.unsqueeze(out, -1), -1)
-    if ord == "fro":
-        return (aten.mul(gx, aten.div(x, nx)),)
+    if ord == "fro":  # a zero matrix: a zero gradient, as PyTorch (not 0/0)
+        return (aten.mul(gx, aten.div(x, aten.where(aten.eq(nx, 0), 1.0, nx))),)
     if ord in ("nuc", 2, -2):
         u, s, vh = aten.linalg_svd(x, full_matrices=False)
         if ord == "nuc":

@@ -828,3 +828,65 @@ def test_second_derivatives_flow_through_saved_outputs(name):
     want = {"exp": np.exp(t), "sqrt": -0.25 * t ** -1.5,
             "tanh": -2 * np.tanh(t) * (1 - np.tanh(t) ** 2)}[name]
     np.testing.assert_allclose(to_numpy(g2), want, rtol=1e-12)
+
+
+# -- subgradients and zeros (values checked by hand; PyTorch gives the same) -----------------
+
+
+def _grad(fn, *values):
+    xs = [md.asarray(v, dtype=md.float64, requires_grad=True) for v in values]
+    fn(*xs).sum().backward()
+    return [to_numpy(x.grad).tolist() for x in xs]
+
+
+def test_prod_and_cumulative_prod_gradients_at_zero():
+    # Note [Products of the others]: out / x gave nan where x is 0
+    assert _grad(md.prod, [2.0, 0.0, 3.0]) == [[0.0, 6.0, 0.0]]
+    assert _grad(md.prod, [0.0, 0.0, 3.0]) == [[0.0, 0.0, 0.0]]
+    assert _grad(lambda x: md.prod(x.reshape(2, 3), axis=1),
+                 [1.0, 0.0, 3.0, 0.0, 0.0, 2.0]) == [[0.0, 3.0, 0.0, 0.0, 0.0, 0.0]]
+    assert _grad(lambda x: md.prod(x.reshape(2, 3), axis=(0,), keepdims=True),
+                 [1.0, 0.0, 3.0, 0.0, 0.0, 2.0]) == [[0.0, 0.0, 2.0, 1.0, 0.0, 3.0]]
+    # d/dx (x0 + x0 x1 + x0 x1 x2) at [2, 0, 3]
+    assert _grad(md.cumulative_prod, [2.0, 0.0, 3.0]) == [[1.0, 8.0, 0.0]]
+    assert _grad(lambda x: md.cumulative_prod(x.reshape(2, 3), axis=1),
+                 [1.0, 0.0, 3.0, 0.0, 0.0, 2.0]) == [[1.0, 4.0, 0.0, 1.0, 0.0, 0.0]]
+    x = md.asarray([2.0, 0.0, 3.0, 0.5], dtype=md.float64, requires_grad=True)
+    assert gradcheck(lambda t: md.cumulative_prod(t), (x,))
+    assert gradcheck(lambda t: md.prod(t), (x,))
+
+
+def test_max_dim_sends_the_gradient_to_the_index_it_returns():
+    # PyTorch's max.dim gives the returned index the whole gradient; max(x) splits it
+    assert _grad(lambda x: md.max(x, dim=0).values, [3.0, 1.0, 3.0]) == [[1.0, 0.0, 0.0]]
+    assert _grad(lambda x: md.min(x.reshape(2, 2), dim=1, keepdim=True).values,
+                 [1.0, 1.0, 2.0, 0.0]) == [[1.0, 0.0, 0.0, 1.0]]
+    assert _grad(md.max, [3.0, 1.0, 3.0]) == [[0.5, 0.0, 0.5]]
+    assert _grad(lambda x: md.amax(x, axis=0), [3.0, 1.0, 3.0]) == [[0.5, 0.0, 0.5]]
+
+
+def test_zero_gradients_where_the_formula_is_zero_over_zero():
+    # PyTorch's subgradients: std of a constant, norms of zeros, pow at 0, atan2 at 0
+    assert _grad(md.std, [1.0, 1.0, 1.0]) == [[0.0, 0.0, 0.0]]
+    assert _grad(lambda x: md.linalg.matrix_norm(x.reshape(2, 2)), [0.0] * 4) == [[0.0] * 4]
+    for p in (2, 3, 0.5):
+        assert _grad(lambda x, p=p: md.linalg.vector_norm(x, ord=p), [0.0, 0.0]) == \
+            [[0.0, 0.0]]
+    assert _grad(lambda x: md.pow(x, 0.0), [0.0, 1.0]) == [[0.0, 0.0]]
+    assert _grad(md.pow, [0.0, 0.0, 2.0], [0.0, 2.0, 0.0])[0] == [0.0, 0.0, 0.0]
+    assert _grad(md.pow, [0.0, 0.0], [0.0, 2.0])[1] == [0.0, 0.0]
+    assert _grad(md.atan2, [0.0], [0.0]) == [[0.0], [0.0]]
+
+
+def test_det_gradient_of_singular_matrices_is_the_cofactor_matrix():
+    # Note [Determinants of singular matrices]: inv raised LinAlgError
+    assert np.allclose(_grad(md.linalg.det, [[1.0, 2.0], [2.0, 4.0]])[0],
+                       [[4.0, -2.0], [-2.0, 1.0]])
+    assert np.allclose(_grad(md.linalg.det, [[1.0, 0.0], [0.0, 0.0]])[0],
+                       [[0.0, 0.0], [0.0, 1.0]])
+    batch = [[[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [2.0, 4.0]]]
+    assert np.allclose(_grad(md.linalg.det, batch)[0],
+                       [[[4.0, -3.0], [-2.0, 1.0]], [[4.0, -2.0], [-2.0, 1.0]]])
+    x = md.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], dtype=md.float64,
+                   requires_grad=True)
+    assert gradcheck(md.linalg.det, (x,))
