@@ -13,9 +13,11 @@ use md ops, so ``create_graph=True`` differentiates them again.
 
 from __future__ import annotations
 
+import cmath
 import math
 
 from mdtensor.ops import aten_calls as aten
+from mdtensor.ops._meta_fns import broadcast_shapes as _broadcast_shapes
 
 from mdtensor._keys import AUTOGRAD_FUNCTIONALITY as _AUTOGRAD
 from mdtensor._tls import dispatch_tls
@@ -170,6 +172,34 @@ def _as(gx, x):
     return gx
 
 
+# Note [Derivatives of analytic functions]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# For a complex input, PyTorch's gradient of an analytic function f is g * conj(f'(z))
+# (the conjugate Wirtinger convention, as ``_cj`` gives products of complex factors).  The
+# formulas below are written g * f'(z); f has real Taylor coefficients (exp, sin, log, ...
+# commute with conjugation), so evaluating a formula at conj(z) -- and conj(out) -- gives
+# g * f'(conj z) = g * conj(f'(z)).  ``analytic`` wraps a formula that way; real inputs
+# take the formula as it is, for one dtype check.
+
+
+def analytic(fn):
+    """Mark a unary formula ``g * f'(z)`` of an analytic ``f`` (Note [Derivatives of
+    analytic functions]); put it above ``uses_out``/``reads``."""
+    reads_input = getattr(fn, "reads", None) != frozenset()
+
+    def formula(g, out, a):
+        if _is_complex(out if out is not None else a):
+            return fn(g, None if out is None else aten.conj(out),
+                      aten.conj(a) if reads_input else a)
+        return fn(g, out, a)
+
+    for attr in ("uses_out", "reads", "uses_mask"):
+        if hasattr(fn, attr):
+            setattr(formula, attr, getattr(fn, attr))
+    formula.__name__ = fn.__name__
+    return formula
+
+
 # -- arithmetic -------------------------------------------------------------------------
 
 
@@ -208,7 +238,8 @@ def _div(needs, g, out, a, b):
     ga = _g(aten.div(g, _cj(b)), a) if needs[0] and hasattr(a, "_ks") else None
     gb = None
     if needs[1] and hasattr(b, "_ks"):
-        gb = _g(aten.neg(aten.div(aten.mul(g, _cj(a)), _cj(aten.mul(b, b)))), b)
+        # PyTorch's -g * ((a / b) / b): b * b would underflow where b is tiny
+        gb = _g(aten.neg(aten.mul(g, _cj(aten.div(aten.div(a, b), b)))), b)
     return ga, gb
 
 
@@ -234,43 +265,55 @@ def _pow(g, out, a, b):
         if not hasattr(b, "_ks") and b == 0:
             ga = aten.zeros_like(a)
         else:
-            d = aten.mul(aten.mul(g, b), aten.pow(a, aten.sub(b, 1) if hasattr(b, "_ks")
-                                                  else b - 1))
+            d = aten.mul(g, _cj(aten.mul(aten.pow(a, aten.sub(b, 1) if hasattr(b, "_ks")
+                                                  else b - 1), b)))
             if hasattr(b, "_ks"):
                 d = aten.where(aten.eq(b, 0), 0.0, d)
             ga = _g(d, a)
     if hasattr(b, "_ks"):
+        # PyTorch's condition: a real non-negative exponent (imag 0, real >= 0)
+        real_nonneg = aten.logical_and(aten.eq(aten.imag(b), 0), aten.ge(aten.real(b), 0)) \
+            if _is_complex(b) else aten.ge(b, 0)
         if hasattr(a, "_ks"):
-            d = aten.mul(aten.mul(g, aten.pow(a, b)), aten.log(a))
-            d = aten.where(aten.logical_and(aten.eq(a, 0), aten.ge(b, 0)), 0.0, d)
+            d = aten.mul(g, _cj(aten.mul(aten.pow(a, b), aten.log(a))))
+            d = aten.where(aten.logical_and(aten.eq(a, 0), real_nonneg), 0.0, d)
         elif a == 0:
-            d = aten.where(aten.ge(b, 0), 0.0, aten.mul(aten.mul(g, aten.pow(a, b)), -math.inf))
+            d = aten.where(real_nonneg, 0.0, aten.mul(aten.mul(g, aten.pow(a, b)), -math.inf))
         else:
-            d = aten.mul(aten.mul(g, aten.pow(a, b)), math.log(a))
+            d = aten.mul(g, _cj(aten.mul(aten.pow(a, b), cmath.log(a) if isinstance(a, complex)
+                                         else math.log(a))))
         gb = _g(d, b)
     return ga, gb
 
 
 @rule("abs")
 def _abs(g, out, a):
-    return (aten.mul(g, aten.sign(a)),)
+    # PyTorch's sgn: 0 at nan (a real nan input gets no gradient, not nan)
+    s = aten.sign(a)
+    if not _is_complex(a):
+        s = aten.where(aten.isnan(a), 0.0, s)
+    return (aten.mul(g, s),)
 
 
 @rule("square")
+@analytic
 def _square(g, out, a):
     return (aten.mul(g, aten.mul(a, 2)),)
 
 
 @rule("maximum", "minimum")
 def _maxmin(g, out, a, b):
-    # The larger (smaller) argument gets the gradient; ties split it evenly, as PyTorch.
-    wins_a = aten.astype(aten.eq(out, a), g.dtype)
-    wins_b = aten.astype(aten.eq(out, b), g.dtype)
-    both = aten.mul(wins_a, wins_b)
-    wa = aten.sub(wins_a, aten.mul(both, 0.5))
-    wb = aten.sub(wins_b, aten.mul(both, 0.5))
-    return (_g(aten.mul(g, wa), a) if hasattr(a, "_ks") else None,
-            _g(aten.mul(g, wb), b) if hasattr(b, "_ks") else None)
+    # PyTorch's: the losing argument gets nothing, a tie splits the gradient evenly, and a
+    # nan (which neither wins nor loses: the comparisons are false) gives both the whole
+    # gradient.  The loser is the argument the output is not, where they differ.
+    differ = aten.ne(a, b)
+    share = aten.where(differ, g, aten.mul(g, 0.5))
+    ga = gb = None
+    if hasattr(a, "_ks"):
+        ga = _g(aten.where(aten.logical_and(differ, aten.eq(out, b)), 0.0, share), a)
+    if hasattr(b, "_ks"):
+        gb = _g(aten.where(aten.logical_and(differ, aten.eq(out, a)), 0.0, share), b)
+    return ga, gb
 
 
 _maxmin.uses_out = True
@@ -290,6 +333,7 @@ def _clamp(g, out, a, min=None, max=None):
 
 
 @rule("exp")
+@analytic
 @uses_out
 @reads()  # the output only
 def _exp(g, out, a):
@@ -297,6 +341,7 @@ def _exp(g, out, a):
 
 
 @rule("expm1")
+@analytic
 @uses_out
 @reads()  # the output only
 def _expm1(g, out, a):
@@ -304,26 +349,31 @@ def _expm1(g, out, a):
 
 
 @rule("log")
+@analytic
 def _log(g, out, a):
     return (aten.div(g, a),)
 
 
 @rule("log2")
+@analytic
 def _log2(g, out, a):
     return (aten.div(g, aten.mul(a, math.log(2.0))),)
 
 
 @rule("log10")
+@analytic
 def _log10(g, out, a):
     return (aten.div(g, aten.mul(a, math.log(10.0))),)
 
 
 @rule("log1p")
+@analytic
 def _log1p(g, out, a):
     return (aten.div(g, aten.add(a, 1)),)
 
 
 @rule("sqrt")
+@analytic
 @uses_out
 @reads()  # the output only
 def _sqrt(g, out, a):
@@ -331,6 +381,7 @@ def _sqrt(g, out, a):
 
 
 @rule("rsqrt")
+@analytic
 @uses_out
 @reads()  # the output only
 def _rsqrt(g, out, a):
@@ -338,6 +389,7 @@ def _rsqrt(g, out, a):
 
 
 @rule("reciprocal")
+@analytic
 @uses_out
 @reads()  # the output only
 def _reciprocal(g, out, a):
@@ -345,16 +397,19 @@ def _reciprocal(g, out, a):
 
 
 @rule("sin")
+@analytic
 def _sin(g, out, a):
     return (aten.mul(g, aten.cos(a)),)
 
 
 @rule("cos")
+@analytic
 def _cos(g, out, a):
     return (aten.neg(aten.mul(g, aten.sin(a))),)
 
 
 @rule("tan")
+@analytic
 @uses_out
 @reads()  # the output only
 def _tan(g, out, a):
@@ -362,31 +417,37 @@ def _tan(g, out, a):
 
 
 @rule("asin")
+@analytic
 def _asin(g, out, a):
     return (aten.div(g, aten.sqrt(aten.sub(1, aten.mul(a, a)))),)
 
 
 @rule("acos")
+@analytic
 def _acos(g, out, a):
     return (aten.neg(aten.div(g, aten.sqrt(aten.sub(1, aten.mul(a, a))))),)
 
 
 @rule("atan")
+@analytic
 def _atan(g, out, a):
     return (aten.div(g, aten.add(aten.mul(a, a), 1)),)
 
 
 @rule("sinh")
+@analytic
 def _sinh(g, out, a):
     return (aten.mul(g, aten.cosh(a)),)
 
 
 @rule("cosh")
+@analytic
 def _cosh(g, out, a):
     return (aten.mul(g, aten.sinh(a)),)
 
 
 @rule("tanh")
+@analytic
 @uses_out
 @reads()  # the output only
 def _tanh(g, out, a):
@@ -396,21 +457,27 @@ def _tanh(g, out, a):
 
 
 @rule("asinh")
+@analytic
 def _asinh(g, out, a):
     return (aten.div(g, aten.sqrt(aten.add(aten.mul(a, a), 1))),)
 
 
 @rule("acosh")
+@analytic
 def _acosh(g, out, a):
-    return (aten.div(g, aten.sqrt(aten.sub(aten.mul(a, a), 1))),)
+    # 1 / (sqrt(a - 1) sqrt(a + 1)): the same as 1 / sqrt(a^2 - 1) for reals, and on the
+    # principal branch for complex a (PyTorch's)
+    return (aten.div(g, aten.mul(aten.sqrt(aten.sub(a, 1)), aten.sqrt(aten.add(a, 1)))),)
 
 
 @rule("atanh")
+@analytic
 def _atanh(g, out, a):
     return (aten.div(g, aten.sub(1, aten.mul(a, a))),)
 
 
 @rule("sigmoid")
+@analytic
 @uses_out
 @reads()  # the output only
 def _sigmoid(g, out, a):
@@ -419,14 +486,20 @@ def _sigmoid(g, out, a):
     return (aten.mul(g, aten.mul(out, aten.sub(1, out))),)
 
 
+def _squared(v):
+    """``v * v`` of a tensor or a Python scalar operand."""
+    return aten.mul(v, v) if hasattr(v, "_ks") else v * v
+
+
 @rule("atan2")
 def _atan2(g, out, a, b):
     # PyTorch's atan2_backward: 1 / (a^2 + b^2) is taken as 0 where it is infinite (the
     # origin), so atan2(0, 0) has a zero gradient
-    denom = aten.add(aten.mul(a, a), aten.mul(b, b))
+    denom = aten.add(_squared(a), _squared(b))
     recip = aten.where(aten.eq(denom, 0), 0.0, aten.reciprocal(denom))
     return (_g(aten.mul(aten.mul(g, b), recip), a) if hasattr(a, "_ks") else None,
-            _g(aten.mul(aten.mul(g, aten.neg(a)), recip), b) if hasattr(b, "_ks") else None)
+            _g(aten.mul(aten.mul(g, aten.neg(a) if hasattr(a, "_ks") else -a), recip), b)
+            if hasattr(b, "_ks") else None)
 
 
 @rule("hypot")
@@ -447,10 +520,12 @@ def _logaddexp(g, out, a, b):
 @uses_out
 @reads()  # the output only
 def _relu(g, out, a):
-    return (aten.mul(g, aten.astype(aten.gt(out, 0), g.dtype)),)
+    # PyTorch's threshold_backward: zero where out <= 0, so a nan passes the gradient
+    return (aten.where(aten.le(out, 0), 0.0, g),)
 
 
 @rule("silu")
+@analytic
 def _silu(g, out, a):
     s = aten.sigmoid(a)
     return (aten.mul(g, aten.mul(s, aten.add(aten.mul(a, aten.sub(1, s)), 1))),)
@@ -584,7 +659,7 @@ def _mean(g, out, x, axis=None, keepdims=False):
 @rule("prod")
 def _prod(g, out, x, axis=None, keepdims=False, *, dtype=None):
     # Note [Products of the others]: no division by x, so zeros get their gradient
-    gx = aten.mul(_expand_back(g, x, axis, keepdims), _prod_of_others(x, axis))
+    gx = aten.mul(_expand_back(g, x, axis, keepdims), _cj(_prod_of_others(x, axis)))
     if gx.dtype != x.dtype:  # prod(x, dtype=...): back to x's dtype
         gx = aten.astype(gx, x.dtype)
     return gx, None, None
@@ -940,22 +1015,31 @@ def _cat(g, out, tensors, axis=0):
         grads, start = [], 0
         for t in tensors:
             n = t.numel()
-            grads.append(aten.reshape(aten.narrow(g, 0, start, n), tuple(t.shape)))
+            grads.append(_in_dtype_of(aten.reshape(aten.narrow(g, 0, start, n),
+                                                   tuple(t.shape)), t))
             start += n
         return grads, None
     grads, start = [], 0
     a = axis % tensors[0].ndim
     for t in tensors:
         n = t.shape[a]
-        grads.append(aten.narrow(g, a, start, n))
+        grads.append(_in_dtype_of(aten.narrow(g, a, start, n), t))
         start += n
     return grads, None
+
+
+def _in_dtype_of(gx, x):
+    """The gradient of ``x``, an input promoted with others (cat, stack): the real part of
+    a complex gradient for a real ``x``, in ``x``'s dtype (PyTorch's behaviour)."""
+    gx = _as(gx, x)
+    return gx if gx._data.dtype == x._data.dtype else aten.astype(gx, x.dtype)
 
 
 @rule("stack")
 @reads()
 def _stack(g, out, tensors, axis=0):
-    return list(aten.unbind(g, axis % (tensors[0].ndim + 1))), None
+    return [_in_dtype_of(gi, t) for gi, t in
+            zip(aten.unbind(g, axis % (tensors[0].ndim + 1)), tensors)], None
 
 
 def _list_grads(g, out, x, *rest, axis=0):
@@ -1007,7 +1091,13 @@ def _index_put(g, out, x, key, value):
     gv = None
     if hasattr(value, "_ks"):
         sel = aten.basic_index(g, key) if _basic(key) else aten.index(g, key)
-        gv = sum_to(sel, value.shape)
+        # the forward broadcast the value without its leading 1s (a (1,) value into x[0])
+        shape = tuple(value.shape)
+        while shape and shape[0] == 1 and len(shape) > len(sel.shape):
+            shape = shape[1:]
+        gv = sum_to(sel, shape)
+        if shape != tuple(value.shape):
+            gv = aten.reshape(gv, tuple(value.shape))
     return gx, None, gv
 
 
@@ -1036,13 +1126,22 @@ def _scatter_add_along(g, x, indices, axis):
     shape = tuple(x.shape)
     if not shape:  # a 0-d tensor's dimension 0 is its element
         return aten.sum(g)
-    # np.put_along_axis would drop repeated indices; a scatter-add at the positions
-    # (Note [Gather backward]) accumulates them.
+    if not g.ndim:
+        g = aten.reshape(g, (1,))
+    gshape = tuple(g.shape)
+    a = axis % len(shape)
+    # take_along_axis broadcasts the tensor and the indices against each other (but along
+    # ``axis``): scatter into the tensor broadcast to g's shape, then sum back to x's.
+    # np.put_along_axis would drop repeated indices; a scatter-add at the positions (Note
+    # [Gather backward]) accumulates them.
+    wide = tuple(n if i == a else max(n, m) for i, (n, m) in enumerate(zip(shape, gshape)))
     idx_data = np.asarray(indices.device.backend.to_numpy(indices._data))
-    idx_data = idx_data.reshape(idx_data.shape or (1,))
-    idx = list(np.ix_(*[np.arange(s) for s in idx_data.shape]))
-    idx[axis % len(shape)] = idx_data
-    return _scatter_add(shape, tuple(idx), aten.reshape(g, idx_data.shape))
+    idx_data = np.broadcast_to(idx_data.reshape(idx_data.shape or (1,)), gshape)
+    idx = list(np.ix_(*[np.arange(s) for s in gshape]))
+    idx[a] = idx_data
+    acc = _scatter_add(wide, tuple(idx), g)
+    ones = tuple(i for i, (n, w) in enumerate(zip(shape, wide)) if n != w)
+    return aten.sum(acc, ones, True) if ones else acc
 
 
 @rule("astype")
@@ -1069,9 +1168,10 @@ def _conj(g, out, a):
 @rule("copysign")
 @uses_out
 def _copysign(g, out, a, b):
-    s = aten.mul(aten.sign(a), aten.sign(out))
-    return (_g(aten.mul(g, s), a) if hasattr(a, "_ks") else None,
-            _g(aten.mul(g, 0.0), b) if hasattr(b, "_ks") else None)
+    ga = None
+    if hasattr(a, "_ks"):
+        ga = _g(aten.mul(g, aten.mul(aten.sign(a), aten.sign(out))), a)
+    return ga, (_g(aten.mul(g, 0.0), b) if hasattr(b, "_ks") else None)
 
 
 def _mod_rule(rounding):
@@ -1100,6 +1200,8 @@ def _cumprod(g, out, x, axis=None, *, dtype=None, include_initial=False):
     if include_initial:
         g = aten.narrow(g, a, 1, g.shape[a] - 1)
         out = aten.narrow(out, a, 1, out.shape[a] - 1)
+    if x.shape[a] <= 1:  # the product of one factor is the factor (an inf or a 0 too)
+        return (g if g.dtype == x.dtype else aten.astype(g, x.dtype)), None
     zero = aten.eq(x, 0)
     seen = aten.cumulative_sum(zero, a)
     before = aten.eq(seen, 0)
@@ -1142,6 +1244,8 @@ def _repeat_tensor(g, out, x, repeats):
 
 @rule("sort")
 def _sort(g, out, x, axis=-1, descending=False, *, stable=True):
+    if not x.ndim:  # sorting one element moves nothing
+        return g, None, None
     idx = aten.argsort(x, axis, descending, stable=True)
     inverse = aten.argsort(idx, axis)
     return aten.take_along_axis(g, inverse, axis), None, None
@@ -1168,12 +1272,20 @@ def _take(g, out, x, indices, axis=None):
 DERIVATIVES["mm"] = DERIVATIVES["bmm"] = DERIVATIVES["matmul"]
 
 
+@rule("dot")
+@reads({0: (1,), 1: (0,)})
+def _dot(g, out, a, b):
+    # sum(a * b), no conjugation (PyTorch's dot): the products' gradients
+    return _as(aten.mul(g, _cj(b)), a), _as(aten.mul(g, _cj(a)), b)
+
+
 @rule("vecdot")
 @reads({0: (1,), 1: (0,)})
 def _vecdot(g, out, a, b, axis=-1):
     # The forward conjugates its first argument (Array API vecdot: sum(conj(a) * b)):
-    # ga = conj(g) * b, gb = g * a.
-    ge = aten.unsqueeze(g, axis) if g.ndim else g
+    # ga = conj(g) * b, gb = g * a, each summed back to its operand's shape (broadcast)
+    full = _broadcast_shapes("vecdot", tuple(a.shape), tuple(b.shape))
+    ge = aten.broadcast_to(aten.unsqueeze(g, axis), full)
     return (_as(sum_to(aten.mul(_cj(ge), b), a.shape), a),
             _as(sum_to(aten.mul(ge, a), b.shape), b))
 
@@ -1315,7 +1427,11 @@ def _meshgrid(g, out, tensors, indexing="xy"):
 
 @rule("index_select")
 def _index_select(g, out, x, dim, index):
+    if not x.ndim:  # one element selected (Note [Axes of 0-d tensors])
+        return g, None, None
     d = dim % x.ndim
+    if not index.ndim:  # a 0-d index selects like a 1-element one
+        index = aten.reshape(index, (1,))
     return _scatter_add(tuple(x.shape), (slice(None),) * d + (index,), g), None, None
 
 
@@ -1939,7 +2055,7 @@ def _irfft(g, out, x, n=None, axis=-1, norm="backward"):
     size = n if n is not None else 2 * (x.shape[axis] - 1)
     gx = aten.fft_rfft(g, None, axis, _DUAL_NORM[norm])
     gx = _double_inner_bins(gx, axis, size)
-    return (_fit(gx, axis, x.shape[axis]), None, None, None)
+    return (_real_if(x, _fit(gx, axis, x.shape[axis])), None, None, None)
 
 
 @rule("fft_irfftn")
@@ -1953,14 +2069,14 @@ def _irfftn(g, out, x, s=None, axes=None, norm="backward"):
     gx = _double_inner_bins(gx, last, size)
     for a in axes_:
         gx = _fit(gx, a, x.shape[a])
-    return (gx, None, None, None)
+    return (_real_if(x, gx), None, None, None)  # a real input (an irfft of reals) gets reals
 
 
 @rule("fft_hfft")
 def _hfft(g, out, x, n=None, axis=-1, norm="backward"):
     # hfft(x) = irfft(conj(x)) with the normalization direction swapped
     (gx, *_rest) = _irfft(g, None, x, n, axis, _DUAL_NORM[norm])
-    return (aten.conj(gx), None, None, None)
+    return (aten.conj(gx) if _is_complex(gx) else gx, None, None, None)
 
 
 @rule("fft_ihfft")

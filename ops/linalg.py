@@ -554,23 +554,50 @@ def _mm(xp, a, b):
 
 
 def _bmm(xp, a, b):
-    if a.ndim != 3 or b.ndim != 3:
-        raise ValueError(f"bmm: expected 3-D tensors, got {a.ndim}-D and {b.ndim}-D")
+    _bmm_meta(mf.ArraySpec(a), mf.ArraySpec(b))
     return xp.matmul(a, b)
 
 
+def _bmm_meta(a, b):
+    if a.ndim != 3 or b.ndim != 3:
+        raise ValueError(f"bmm: expected 3-D tensors, got {a.ndim}-D and {b.ndim}-D")
+    if a.shape[0] != b.shape[0]:  # PyTorch's bmm does not broadcast the batch
+        raise ValueError(f"bmm: the batch sizes must be equal, got {a.shape[0]} and "
+                         f"{b.shape[0]}")
+    return mf.matmul(a, b)
+
+
 def _dot(xp, a, b):
-    """PyTorch's ``dot``: no conjugation (``vecdot`` conjugates its first argument)."""
+    # PyTorch's dot conjugates nothing (vdot and the Array API's vecdot conjugate a); the
+    # result keeps the operands' dtype (a sum would widen small integers)
+    _dot_meta(mf.ArraySpec(a), mf.ArraySpec(b))
+    p = xp.multiply(a, b)
+    return xp.sum(p, dtype=p.dtype)
+
+
+def _mm_meta(a, b):
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"mm: expected 2-D tensors, got {a.ndim}-D and {b.ndim}-D")
+    return mf.matmul(a, b)
+
+
+def _dot_meta(a, b):
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(f"dot: expected 1-D tensors, got {a.ndim}-D and {b.ndim}-D")
-    return xp.vecdot(xp.conj(a) if xp.isdtype(a.dtype, "complex floating") else a, b)
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"dot: the tensors must have the same size, got {a.shape[0]} and "
+                         f"{b.shape[0]}")
+    return (), mf.result_type(a, b)
 
 
-defop("mm(Tensor self, Tensor mat2) -> Tensor", impl=_mm, meta=mf.matmul, methods=("mm",),
+defop("mm(Tensor self, Tensor mat2) -> Tensor", impl=_mm, meta=_mm_meta, methods=("mm",),
+      accepts="iufc",
       info=OpInfo(ref=np.matmul, dtypes=NUMERIC, samples=_pair((2, 3), (3, 4))))
-defop("bmm(Tensor self, Tensor mat2) -> Tensor", impl=_bmm, meta=mf.matmul, methods=("bmm",),
+defop("bmm(Tensor self, Tensor mat2) -> Tensor", impl=_bmm, meta=_bmm_meta, methods=("bmm",),
+      accepts="iufc",
       info=OpInfo(ref=np.matmul, dtypes=NUMERIC, samples=_pair((2, 2, 3), (2, 3, 4))))
-defop("dot(Tensor self, Tensor tensor) -> Tensor", impl=_dot, methods=("dot",),
+defop("dot(Tensor self, Tensor tensor) -> Tensor", impl=_dot, meta=_dot_meta, methods=("dot",),
+      accepts="iufc",
       info=OpInfo(ref=np.dot, dtypes=FLOATS, samples=_pair((3,), (3,))))
 
 

@@ -367,8 +367,8 @@ def test_tensordot_gradients(axes):
 # -- complex products and linalg: PyTorch's conjugate Wirtinger convention ---------------------
 # For a complex input the gradient is the conjugate Wirtinger derivative: a product's formula
 # takes the conjugate of the other factor (matmul: ga = g @ b^H, gb = a^H @ g), and md's
-# vecdot conjugates its first argument in the forward (Array API vecdot; md.dot is
-# torch.dot, which does not).  A real operand of a mixed product gets the real part.
+# vecdot conjugates its first argument in the forward (Array API vecdot; md.dot is torch.dot,
+# which does not).  A real operand of a mixed product gets the real part.
 
 
 def _cplx(*shape):
@@ -890,3 +890,21 @@ def test_det_gradient_of_singular_matrices_is_the_cofactor_matrix():
     x = md.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], dtype=md.float64,
                    requires_grad=True)
     assert gradcheck(md.linalg.det, (x,))
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["exp", "expm1", "log", "log1p", "log2", "log10", "sqrt",
+                                  "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                                  "tanh", "asinh", "acosh", "atanh", "reciprocal", "rsqrt",
+                                  "sigmoid", "square"])
+def test_complex_gradients_of_analytic_functions_are_conjugated(name):
+    # Note [Derivatives of analytic functions]: g * f'(z) was missing the conjugate
+    z = np.asarray([0.3 + 0.4j, -0.5 + 1.2j, 1.1 - 0.7j])
+    w_re, w_im = np.asarray([1.0, 2.0, -0.5]), np.asarray([0.5, -1.0, 3.0])
+    x = md.asarray(z, requires_grad=True)
+    y = getattr(md, name)(x)
+    ((md.real(y) * md.asarray(w_re)).sum() + (md.imag(y) * md.asarray(w_im)).sum()).backward()
+    t = torch.tensor(z, requires_grad=True)
+    u = getattr(torch, name)(t)
+    ((u.real * torch.tensor(w_re)).sum() + (u.imag * torch.tensor(w_im)).sum()).backward()
+    np.testing.assert_allclose(to_numpy(x.grad), t.grad.numpy(), rtol=1e-10, atol=1e-12)
