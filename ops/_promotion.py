@@ -51,6 +51,8 @@ kind: integers become the default float dtype, as for one operand.
 
 from __future__ import annotations
 
+import math
+
 from mdtensor import _dtypes as dt
 
 __all__ = [
@@ -131,6 +133,22 @@ def with_array(xp, arr, s, exact=False):
     if rank:  # a scalar of a higher kind
         return xp.astype(arr, getattr(xp, dt.result_type(dtype_of(arr), s).name)), s
     return arr, int(s)  # a bool beside numbers
+
+
+_BOUNDS: dict = {}  # DType -> (low, 2 ** bits)
+_FLOAT_MAX = {"float16": 65504.0, "float32": 3.4028234663852886e38,
+              "complex64": 3.4028234663852886e38}
+
+
+def _bounds(dtype) -> tuple[int, int]:
+    """``(lowest, 2 ** bits)`` of an integer dtype."""
+    bounds = _BOUNDS.get(dtype)
+    if bounds is None:
+        import numpy as np
+
+        info = np.iinfo(dtype.numpy)
+        bounds = _BOUNDS[dtype] = (int(info.min), int(info.max) - int(info.min) + 1)
+    return bounds
 
 
 def promote_scalar(xp, a, b):
@@ -261,15 +279,19 @@ def with_scalar_promotion(impl, schema, exact=False):
 
 # Note [Scalars written into tensors]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# ``x[k] = v`` and ``masked_fill_(mask, v)`` write a Python scalar into ``x``'s dtype, which
-# never changes.  Backends disagreed (NumPy raised for ``1j`` into float32, JAX dropped the
-# imaginary part; array_api_strict refused ``2.5`` into int64, NumPy and JAX truncated); the
-# one rule is PyTorch's: a complex scalar into a tensor that is not complex is a TypeError;
-# a float into an integer tensor is truncated toward zero (a non-finite one is a
-# ValueError), into a bool tensor it is ``bool(v)``; an int outside an integer dtype's range
-# is an OverflowError (PyTorch: "value cannot be converted to type int8_t without
-# overflow"); anything that is not a number (None) is a TypeError.  The value is converted
-# here, before anything is written.
+# ``x[k] = v``, ``masked_fill(mask, v)`` and ``full(shape, v, dtype=...)`` write a Python
+# scalar into a dtype that never changes.  Backends disagreed (NumPy raised for ``1j`` into
+# float32, JAX dropped the imaginary part; array_api_strict refused ``2.5`` into int64, NumPy
+# and JAX truncated); the one rule is PyTorch's ``checked_convert``: a complex scalar into a
+# tensor that is not complex is a TypeError; into a bool tensor a number is ``bool(v)``; a
+# float into an integer tensor is compared with the dtype's range first (c10's
+# ``overflows``: -0.5 does not fit uint8, it is 0 in int8) and then truncated toward zero (a
+# non-finite one is a ValueError); an int outside an integer dtype's range is an
+# OverflowError (PyTorch: "value cannot be converted to type int8_t without overflow"),
+# except that an unsigned dtype takes an int down to minus its maximum as two's complement
+# (-1 is 255 in uint8, as PyTorch); a finite float beyond a single-precision dtype (1e300
+# into float32) is an OverflowError too; anything that is not a number (None) is a
+# TypeError.  The value is converted here, before anything is written.
 
 
 def scalar_into(name: str, value, dtype: dt.DType):
@@ -279,26 +301,28 @@ def scalar_into(name: str, value, dtype: dt.DType):
         raise TypeError(f"{name}: can't assign a {type(value).__name__} to a {dtype.name} "
                         f"tensor; expected a number or a Tensor")
     kind = dtype.kind
-    if kind == "c":
-        return value
-    if isinstance(value, complex):
+    if kind != "c" and isinstance(value, complex):
         raise TypeError(f"{name}: can't assign the complex value {value!r} to a "
                         f"{dtype.name} tensor")
     if kind == "b":
         return bool(value)
-    if kind in "iu":
-        if isinstance(value, float):
-            if value != value or value in (float("inf"), float("-inf")):
-                raise ValueError(f"{name}: can't assign {value!r} to a {dtype.name} tensor")
-            value = int(value)  # toward zero, as PyTorch
-        import numpy as np
-
-        info = np.iinfo(dtype.numpy)
-        if not info.min <= value <= info.max:
-            raise OverflowError(f"{name}: value {value} cannot be converted to {dtype.name} "
-                                f"without overflow (range [{info.min}, {info.max}])")
+    if kind in "fc":
+        big = _FLOAT_MAX.get(dtype.name)
+        parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+        if big is not None and any(math.isfinite(p) and abs(p) > big for p in parts):
+            raise OverflowError(f"{name}: value {value!r} cannot be converted to "
+                                f"{dtype.name} without overflow")
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name}: can't assign {value!r} to a {dtype.name} tensor")
+    low, span = _bounds(dtype)
+    high = low + span - 1
+    if low <= value <= high:  # a float before it is truncated (-0.5 for uint8 is not)
         return int(value)
-    return value
+    if kind == "u" and not isinstance(value, float) and -high <= value < 0:
+        return int(value) + span  # two's complement
+    raise OverflowError(f"{name}: value {value!r} cannot be converted to {dtype.name} "
+                        f"without overflow (range [{low}, {high}])")
 
 
 def _positional(names, defaults, args, kwargs):

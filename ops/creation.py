@@ -151,7 +151,15 @@ def _arange(xp, start, stop=None, step=1, *, dtype=None, device=None):
     start, end, step = _arange_args(start, stop, step)
     if dtype is None:
         dtype = xp.int64 if _arange_dtype_is_int(start, end, step) else xp.float32
-    _arange_count(start, end, step)
+    n = _arange_count(start, end, step)
+    target = dt.as_dtype(dtype)
+    if target.kind in "iu" and (target is not dt.int64 or not all(
+            isinstance(v, int) for v in (start, end, step))):
+        # PyTorch: n values counted from the given bounds, computed from start and step
+        # truncated to integers, and cast (wrapping: arange(-1.5, 1.5, dtype=uint8) is
+        # [255, 0, 1]); NumPy computes in floats and refuses what overflows the dtype
+        wide = xp.arange(n, dtype=xp.int64, device=device) * int(step) + int(start)
+        return xp.astype(wide, dtype)
     return xp.arange(start, end, step, dtype=dtype, device=device)
 
 

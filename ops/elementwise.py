@@ -611,6 +611,8 @@ for _name in ("real", "imag"):
 
 
 def _clip(xp, a, min=None, max=None):
+    if _int_like(a):  # an int bound takes the tensor's dtype, as a scalar operand does
+        min, max = (with_array(xp, a, v)[1] if type(v) is int else v for v in (min, max))
     return xp.clip(a, min, max)
 
 

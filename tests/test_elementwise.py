@@ -76,3 +76,47 @@ def test_erf_is_correctly_rounded_in_float64_and_float32():
     assert f32.dtype == md.float32
     np.testing.assert_allclose(to_numpy(f32), np.float32(want), rtol=2e-7, atol=1e-7)
     assert md.erf(md.asarray([0, 1])).dtype == md.float32  # an integer input: the default
+
+
+def test_python_ints_out_of_an_integer_dtypes_range_wrap_as_in_pytorch():
+    # Note [Integers out of range] in ops/_promotion.py: NumPy and array_api_strict raised
+    # OverflowError, JAX wrapped
+    u8 = md.asarray([0, 1], dtype=md.uint8)
+    assert _values(md.add(u8, -1)) == [255, 0]
+    assert _values(md.add(md.asarray([0], dtype=md.int8), 300)) == [44]
+    assert _values(md.maximum(u8, -1)) == [255, 255]
+    assert _values(md.sub(300, md.asarray([0], dtype=md.int8))) == [44]
+    y = md.asarray([1], dtype=md.uint8)
+    y.add_(-1)
+    assert _values(y) == [0]
+    # fill values follow PyTorch's checked conversion: an int an unsigned dtype can take
+    # two's complement of wraps, anything else out of range raises naming the op
+    assert _values(md.full((2,), -1, dtype=md.uint8)) == [255, 255]
+    with pytest.raises(OverflowError, match="full: value 300 cannot be converted to uint8"):
+        md.full((2,), 300, dtype=md.uint8)
+    with pytest.raises(OverflowError, match="masked_fill: value -1.0 cannot be converted"):
+        md.masked_fill(u8, md.asarray([True, False]), -1.0)
+    with pytest.raises(OverflowError, match="full: value 1e\\+300 cannot be converted to "
+                                            "float32"):
+        md.full((1,), 1e300, dtype=md.float32)
+    # a float is compared with the dtype's range before it is truncated (c10's overflows):
+    # -0.5 is refused for uint8 (it truncated to 0), taken as 0 for int8; nan never fits
+    with pytest.raises(OverflowError, match="full: value -0.5 cannot be converted to uint8"):
+        md.full_like(u8, -0.5)
+    assert _values(md.full((1,), -0.5, dtype=md.int8)) == [0]
+    with pytest.raises(ValueError, match="full: can't assign nan to a int32 tensor"):
+        md.full((1,), math.nan, dtype=md.int32)
+
+
+@pytest.mark.parametrize("call", [
+    lambda z: md.maximum(z, z), lambda z: md.atan2(z, z), lambda z: md.lt(z, z),
+    lambda z: md.floor(z), lambda z: md.clamp(z, 0, 1), lambda z: md.sort(z),
+    lambda z: md.argmax(z)], ids=["maximum", "atan2", "lt", "floor", "clamp", "sort",
+                                  "argmax"])
+def test_real_only_ops_refuse_complex_tensors_on_every_device(call):
+    # Note [Accepted dtypes] in ops/_accepted.py: NumPy raised its own TypeError, JAX
+    # computed, Meta gave a complex dtype
+    for z in (md.asarray([1 + 1j]), md.asarray([1 + 1j], device="meta")):
+        with pytest.raises(TypeError, match="expected real \\(not complex\\) tensors, got "
+                                            "complex64|expected integer or floating-point"):
+            call(z)
