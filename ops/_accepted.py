@@ -9,10 +9,12 @@ float64 where the Meta kernel said int64.  An op that specifies the kinds it acc
 (``accepts="biuf"``: bool, signed and unsigned integers, real floating; ``"fc"``:
 floating or complex; ...) refuses the others itself, with a TypeError naming the op, what
 it accepts and what it got, before any backend sees them -- the same on every backend and
-on Meta.  The checked operands are the op's ``self`` and ``other`` (Tensors or Python
-scalars).  The choice follows the Array API where it specifies the op (``maximum``, the
-order comparisons, ``floor``: real numbers) and PyTorch for its own ops (``mean`` of
-integers, ``softmax`` of complex numbers).
+on Meta.  What is checked is the dtype the op computes in: the promoted dtype of its
+``self`` and ``other`` (Tensors or Python scalars), as PyTorch checks the dtype its kernel
+runs in (a bool tensor shifted by an int is an int64 shift; two bools are refused).  The
+choice follows the Array API where it specifies the op (``maximum``, the order
+comparisons, ``floor``: real numbers) and PyTorch for its own ops (``mean`` of integers,
+``softmax`` of complex numbers).
 
 The generic kernels check before calling the impl (``with_accepted_kinds``), the Meta
 kernels before the meta function, the JAX backend's jitted kernels when they trace; the
@@ -25,13 +27,17 @@ from __future__ import annotations
 
 from ._promotion import dtype_of
 
-__all__ = ["check_kinds", "describe", "kind_of", "operand_positions", "with_accepted_kinds"]
+__all__ = ["check_kinds", "computed_dtype", "describe", "operand_positions",
+           "with_accepted_kinds"]
 
 _SCALAR_KINDS = {bool: "b", int: "i", float: "f", complex: "c"}
 _WORDS = {
     "biuf": "real (not complex)",
     "biu": "integer or bool",
     "iuf": "integer or floating-point",
+    "iu": "integer",
+    "iufc": "numeric (not bool)",
+    "c": "complex",
     "fc": "floating-point or complex",
     "f": "real floating-point",
 }
@@ -42,37 +48,33 @@ def describe(accepts: str) -> str:
     return _WORDS.get(accepts, f"dtype kinds {accepts!r}")
 
 
-def kind_of(v) -> str | None:
-    """The dtype kind of a tensor, raw array or Python scalar (None for anything else)."""
-    kind = _SCALAR_KINDS.get(type(v))
-    if kind is not None:
-        return kind
-    dtype = getattr(v, "dtype", None)
-    if dtype is None:
+def computed_dtype(values):
+    """The dtype an op computes in from its operands -- tensors, raw arrays, Python
+    scalars (weak) -- by mdtensor's promotion; None when there is no array among them."""
+    from mdtensor import _dtypes as dt
+
+    dtypes, scalars = [], []
+    for v in values:
+        if type(v) in _SCALAR_KINDS:
+            scalars.append(v)
+            continue
+        dtype = getattr(v, "dtype", None)
+        if dtype is None:
+            continue
+        dtypes.append(dtype if isinstance(dtype, dt.DType) else dtype_of(v))
+    if not dtypes:
         return None
-    kind = getattr(dtype, "kind", None)  # mdtensor and NumPy dtypes
-    if kind is None or not isinstance(kind, str) or kind not in "biufc":
-        kind = dtype_of(v).kind  # another library's dtype
-    return kind
+    if len(dtypes) == 1 and not scalars:
+        return dtypes[0]
+    return dt.result_type(*dtypes, *scalars)
 
 
 def check_kinds(op: str, accepts: str, values) -> None:
-    """TypeError naming ``op`` for the first of ``values`` whose kind ``accepts`` lacks."""
-    for v in values:
-        kind = kind_of(v)
-        if kind is not None and kind not in accepts:
-            raise TypeError(f"{op}: expected {describe(accepts)} tensors, got "
-                            f"{_name(v)}")
-
-
-def _name(v) -> str:
-    if type(v) in _SCALAR_KINDS:
-        return f"a Python {type(v).__name__}"
-    dtype = v.dtype
-    name = getattr(dtype, "name", None)
-    if isinstance(name, str) and not hasattr(v, "_data"):
-        return name
-    return dtype_of(v).name if not hasattr(v, "_data") else v.dtype.name
+    """TypeError naming ``op`` when the dtype it computes in (``computed_dtype`` of its
+    operands ``values``) is of a kind ``accepts`` lacks."""
+    dtype = computed_dtype(values)
+    if dtype is not None and dtype.kind not in accepts:
+        raise TypeError(f"{op}: expected {describe(accepts)} tensors, got {dtype.name}")
 
 
 def operand_positions(schema) -> tuple[int, ...]:

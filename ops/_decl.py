@@ -300,7 +300,7 @@ _REPEATS = frozenset({"roll"})
 #: in ops/_meta_fns.py)
 NEEDS_DIMENSION = frozenset({
     "roll", "unbind", "unbind_copy", "narrow", "narrow_copy", "split", "split_copy", "chunk",
-    "chunk_copy", "diff", "repeat_interleave", "take", "fft_fft", "fft_ifft", "fft_rfft",
+    "chunk_copy", "repeat_interleave", "take", "fft_fft", "fft_ifft", "fft_rfft",
     "fft_irfft", "fft_hfft", "fft_ihfft"})
 
 
@@ -1166,6 +1166,8 @@ def defop(
         _register(op, explicit, DispatchKey.CompositeExplicitAutograd)
     for key_name, fn in (kernels or {}).items():
         _register(op, fn, DispatchKey[key_name])
+    if meta is None and "dynamic_output_shape" in tags:
+        meta = _data_dependent(fschema.name)
     if meta is not None and "Meta" not in (kernels or {}):
         _register(op, _meta_kernel(fschema, with_accepted_kinds(meta, fschema, accepts, 0)),
                   DispatchKey.Meta)
@@ -1193,6 +1195,15 @@ def prepared_impl(impl, schema, accepts=None, promote_scalars=True):
     if promote_scalars:
         impl = with_scalar_promotion(impl, schema, exact=promote_scalars == "exact")
     return with_accepted_kinds(impl, schema, accepts)
+
+
+def _data_dependent(name: str) -> Callable:
+    """The meta function of an op whose output shape depends on the values (nonzero,
+    unique): it raises, as PyTorch's Meta kernels of such ops do, saying why."""
+    def meta(*args, **kwargs):
+        raise NotImplementedError(f"{name}: the output shape is data-dependent; meta and "
+                                  f"fake tensors cannot compute it")
+    return meta
 
 
 def _packet_aliases(op, decl) -> None:

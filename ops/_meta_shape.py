@@ -96,6 +96,9 @@ def index_select(x, dim, index):
     if index.ndim > 1:
         raise ValueError(f"index_select: index must be 0-D or 1-D, got {index.ndim}-D")
     a = mf.normalize_axes("index_select", dim, x.ndim)[0]
+    if not x.ndim and int(np.prod(index.shape)) != 1:
+        raise IndexError(f"index_select: the index of a 0-d tensor has one element, got "
+                         f"{int(np.prod(index.shape))}")
     shape = list(x.shape) or [1]
     shape[a] = int(np.prod(index.shape))
     return tuple(shape[:x.ndim]) if x.ndim else (), x.dtype
@@ -131,5 +134,7 @@ def diff(x, axis=-1, n=1, *, prepend=None, append=None):
             raise ValueError(f"diff: prepend/append of shape {tuple(t.shape)} does not match "
                              f"the tensor's shape {tuple(x.shape)} except along axis {a}")
         shape[a] += tshape[a]
+    if n == 0:  # no difference taken: x itself, without prepend/append (NumPy, PyTorch)
+        return tuple(x.shape), x.dtype
     shape[a] = max(shape[a] - n, 0)
     return tuple(shape), result_type(*parts)

@@ -290,14 +290,32 @@ for _n in ("tril", "triu"):
                                                           {"k": 1})]))
 
 
-def _meshgrid(xp, tensors, indexing="xy"):
+def _meshgrid_meta(tensors, *, indexing="xy"):
+    """0-d or 1-d tensors of one dtype (the Array API and PyTorch): one output per input,
+    each of the sizes of all (the first two swapped with ``indexing="xy"``)."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    return tuple(xp.meshgrid(*tensors, indexing=indexing))
+    if any(t.ndim > 1 for t in tensors):
+        raise ValueError(f"meshgrid: expected 0-d or 1-d tensors, got shapes "
+                         f"{[tuple(t.shape) for t in tensors]}")
+    if len({t.dtype for t in tensors}) > 1:
+        raise TypeError(f"meshgrid: expected tensors of one dtype, got "
+                        f"{[t.dtype.name for t in tensors]}")
+    sizes = [math.prod(t.shape) if t.ndim else 1 for t in tensors]
+    if indexing == "xy" and len(sizes) > 1:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    return [(tuple(sizes), t.dtype) for t in tensors]
+
+
+def _meshgrid(xp, tensors, indexing="xy"):
+    from ._meta_fns import ArraySpec
+
+    _meshgrid_meta([ArraySpec(t) for t in tensors], indexing=indexing)
+    return tuple(xp.meshgrid(*(xp.reshape(t, (-1,)) for t in tensors), indexing=indexing))
 
 
 defop("meshgrid(Tensor[] tensors, *, str indexing=\"xy\") -> Tensor[]", impl=_meshgrid,
-      star_args=True,
+      star_args=True, meta=_meshgrid_meta,
       info=OpInfo(ref=lambda ts, indexing="xy": list(np_.meshgrid(*ts, indexing=indexing)),
                   dtypes=NUMERIC,
                   samples=lambda d, rng: [SampleInput(([make_array((3,), d, rng),

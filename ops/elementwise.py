@@ -28,6 +28,7 @@ from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
 from . import _special, special_values
+from ._accepted import computed_dtype
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
 from ._promotion import dtype_of, promote_scalar, with_array
 from ._samples import binary_samples, unary_samples
@@ -56,7 +57,7 @@ NUMERIC = REAL + COMPLEX
 ALL = BOOL + NUMERIC
 FLOATING = FLOATS + COMPLEX
 #: ``accepts=`` kinds (Note [Accepted dtypes] in ops/_accepted.py)
-REAL_KINDS, INT_KINDS, FLOAT_KINDS = "biuf", "biu", "fc"
+REAL_KINDS, INT_KINDS, FLOAT_KINDS, NUMBER_KINDS = "biuf", "biu", "fc", "iuf"
 
 
 _INT_LIKE: dict = {}  # native dtype -> is bool/integer (filled on first sight of a dtype)
@@ -128,13 +129,14 @@ def to_float(xp, a):
 
 def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=None,
           names=None, methods=None, structured=True, domain=None, complex_special=False,
-          generic=None, accepts=None):
+          generic=None, accepts=None, cpu_kinds=None):
     """A pointwise unary op.  ``complex_special``: NumPy's function misses the standard's
     complex special values too, so the generic impl applies them for every backend (Note
     [Special values] in ops/special_values.py; the CPU ufunc kernel then serves real
     dtypes only, and complex out=/in-place calls compute and copy).  ``generic(xp, a)``
     replaces the backend function ``xp.<xp_name>`` of a function that is not a float
-    function in the generic impl (the CPU ufunc kernel still calls NumPy's)."""
+    function in the generic impl (the CPU ufunc kernel still calls NumPy's, for the dtype
+    kinds ``cpu_kinds`` only when given)."""
     if float_fn and generic is not None:
         raise ValueError(f"unary {name!r}: generic= is for functions that are not float_fn")
     fn = attrgetter(xp_name or name)
@@ -161,8 +163,8 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
             return True
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     # With a complex fix the ufunc kernel serves real floats only (complex takes ``impl``).
-    cpu = _cpu_ufunc(xp_name or name, float_fn or complex_special,
-                     kinds="f" if complex_special else "fc")
+    cpu = _cpu_ufunc(xp_name or name, float_fn or complex_special or bool(cpu_kinds),
+                     kinds=cpu_kinds or ("f" if complex_special else "fc"))
     return defop(
         f"{name}(Tensor self) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured,
@@ -237,39 +239,58 @@ def _to_float_any(xp, a):
 # add / sub take alpha (torch): other is scaled by alpha first.
 
 
-def _times_alpha(xp, a, b, alpha):
-    """``(a, b * alpha)``.  A Python scalar ``b`` is multiplied in Python and stays weak
-    (NumPy's multiply of two scalars gives a NumPy scalar, which promotes like an array:
-    an int32 tensor minus ``1 * 2`` would be int64); the scaled scalar then meets ``a`` as
-    the Array API specifies (Note [Python scalars on strict backends] in ops/_promotion.py;
-    the kernels promoted ``b`` itself before)."""
+def _times_alpha(name, xp, a, b, alpha):
+    """``(a, b * alpha)``, computed in the dtype of ``a`` and ``b``, which ``alpha`` does not
+    change (PyTorch: ``add(bool, bool, alpha=2)`` is bool, ``add(int, int, alpha=0.5)``
+    raises, and so does a bool alpha beside numbers).  A Python scalar ``b`` is multiplied
+    in Python and stays weak (NumPy's multiply of two scalars gives a NumPy scalar, which
+    promotes like an array: an int32 tensor minus ``1 * 2`` would be int64); the scaled
+    scalar then meets ``a`` as the Array API specifies (Note [Python scalars on strict
+    backends] in ops/_promotion.py; the kernels promoted ``b`` itself before)."""
+    kind = computed_dtype([a, b]).kind
+    if isinstance(alpha, bool) and kind != "b":
+        raise TypeError(f"{name}: a bool alpha is only supported for bool results, got "
+                        f"{computed_dtype([a, b]).name}")
+    if (isinstance(alpha, float) and kind in "biu") or (
+            isinstance(alpha, complex) and kind != "c"):
+        raise TypeError(f"{name}: for {computed_dtype([a, b]).name} tensors alpha must not "
+                        f"be a {type(alpha).__name__}")
+    if kind == "b":  # b * alpha as a bool: b itself, or nothing
+        if alpha:
+            return a, b
+        return a, False if isinstance(b, (bool, int)) else xp.zeros_like(b)
     if isinstance(b, (bool, int, float, complex)):
         return with_array(xp, a, b * alpha)
     return a, xp.multiply(*with_array(xp, b, alpha))
 
 
+def _scales(alpha) -> bool:
+    """Whether ``alpha`` is anything but the int 1 (even 1.0 and True are checked)."""
+    return type(alpha) is not int or alpha != 1
+
+
 def _add(xp, a, b, alpha=1):
-    if alpha != 1:
-        a, b = _times_alpha(xp, a, b, alpha)
+    if _scales(alpha):
+        a, b = _times_alpha("add", xp, a, b, alpha)
     return xp.add(a, b)
 
 
 def _add_out(xp, out, a, b, alpha=1):
-    if alpha != 1:
-        a, b = _times_alpha(xp, a, b, alpha)
+    if _scales(alpha):
+        a, b = _times_alpha("add", xp, a, b, alpha)
     xp.add(a, b, out=out)
     return True
 
 
 def _sub(xp, a, b, alpha=1):
-    if alpha != 1:
-        a, b = _times_alpha(xp, a, b, alpha)
+    if _scales(alpha):
+        a, b = _times_alpha("sub", xp, a, b, alpha)
     return xp.subtract(a, b)
 
 
 def _sub_out(xp, out, a, b, alpha=1):
-    if alpha != 1:
-        a, b = _times_alpha(xp, a, b, alpha)
+    if _scales(alpha):
+        a, b = _times_alpha("sub", xp, a, b, alpha)
     xp.subtract(a, b, out=out)
     return True
 
@@ -373,9 +394,9 @@ def _remainder(xp, a, b):
     return xp.remainder(a, b)
 
 
-binary("floor_divide", dtypes=REAL, domain="nonzero", impl=_floor_divide, accepts=REAL_KINDS,
+binary("floor_divide", dtypes=REAL, domain="nonzero", impl=_floor_divide, accepts=NUMBER_KINDS,
        ref=lambda a, b: _floor_divide(np, a, b), tags=("checks_values",))
-binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",), accepts=REAL_KINDS,
+binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",), accepts=NUMBER_KINDS,
        methods=("remainder",), impl=_remainder, ref=np.remainder, tags=("checks_values",))
 
 
@@ -395,17 +416,18 @@ def _fmod(xp, a, b):
 
 
 defop("fmod.Tensor(Tensor self, Tensor other) -> Tensor", impl=_fmod, meta=mf.binary,
-      tags=("pointwise", "checks_values"), accepts=REAL_KINDS, methods=("fmod",),
+      tags=("pointwise", "checks_values"), accepts=NUMBER_KINDS, methods=("fmod",),
       names=("fmod",),
       info=OpInfo(ref=np.fmod, dtypes=REAL, samples=binary_samples("nonzero")))
 defop("fmod.Scalar(Tensor self, Scalar other) -> Tensor", impl=_fmod, meta=mf.binary,
       tags=("pointwise",), decl=_declaration("fmod"))
-binary("pow", dtypes=NUMERIC, domain="pow", methods=("pow",), names=("pow",))
+binary("pow", dtypes=NUMERIC, domain="pow", methods=("pow",), names=("pow",),
+       accepts="iufc")
 binary("atan2", float_fn=True, meta=_div_meta, dtypes=FLOATS, ref=np.arctan2, accepts=REAL_KINDS,
        methods=("atan2", "arctan2"), names=("atan2", "arctan2"))
 binary("hypot", float_fn=True, meta=_div_meta, dtypes=FLOATS, accepts=REAL_KINDS)
 binary("copysign", float_fn=True, meta=_div_meta, dtypes=FLOATS, accepts=REAL_KINDS)
-binary("nextafter", dtypes=FLOATS, accepts=REAL_KINDS)
+binary("nextafter", dtypes=FLOATS, accepts="f")
 binary("logaddexp", float_fn=True, meta=_div_meta, dtypes=FLOATS, accepts=REAL_KINDS)
 binary("maximum", dtypes=REAL, accepts=REAL_KINDS)
 binary("minimum", dtypes=REAL, accepts=REAL_KINDS)
@@ -413,9 +435,9 @@ binary("bitwise_and", dtypes=BOOL + INTS, accepts=INT_KINDS)
 binary("bitwise_or", dtypes=BOOL + INTS, accepts=INT_KINDS)
 binary("bitwise_xor", dtypes=BOOL + INTS, accepts=INT_KINDS)
 binary("bitwise_left_shift", dtypes=INTS, domain="shift", ref=np.left_shift,
-       accepts=INT_KINDS)
+       accepts="iu")
 binary("bitwise_right_shift", dtypes=INTS, domain="shift", ref=np.right_shift,
-       accepts=INT_KINDS)
+       accepts="iu")
 
 
 def _is_bool_array(v) -> bool:
@@ -500,18 +522,64 @@ def _abs(xp, a):
     return xp.abs(a)
 
 
+def _abs_meta(x, *args, **kwargs):
+    return x.shape, mf.real_dtype(x.dtype)  # |z| is real
+
+
 unary("abs", dtypes=NUMERIC + BOOL, methods=("abs", "absolute"), names=("abs", "absolute"),
+      meta=_abs_meta,
       generic=_abs)
 unary("neg", xp_name="negative", dtypes=NUMERIC, names=("neg", "negative"),
       methods=("neg", "negative"))
 unary("positive", dtypes=NUMERIC, structured=False)
-unary("sign", dtypes=NUMERIC)
-unary("square", dtypes=NUMERIC)
-unary("ceil", dtypes=REAL, accepts=REAL_KINDS)
-unary("floor", dtypes=REAL, accepts=REAL_KINDS)
-unary("trunc", dtypes=REAL, accepts=REAL_KINDS)
-unary("round", dtypes=NUMERIC)
-unary("conj", dtypes=NUMERIC, structured=False)
+def _sign(xp, a):
+    # The Array API's sign takes numeric dtypes; PyTorch's takes bool too (sign(b) is b).
+    if _is_bool_array(a):
+        return xp.asarray(a, copy=True)
+    if _is_complex(a):
+        return _complex_sign(xp, a)
+    return xp.sign(a)
+
+
+def _complex_sign(xp, z):
+    """z / |z| (the Array API's sign), 0 at 0; with an infinite part, the limit along it
+    (sign(inf + 1j) is 1, sign(inf + inf j) is (1 + 1j) / sqrt(2)) where z / |z| would be
+    nan, as NumPy gives."""
+    re, im = xp.real(z), xp.imag(z)
+    inf = xp.logical_or(xp.isinf(re), xp.isinf(im))
+    zero = xp.zeros_like(re)
+    re = xp.where(inf, xp.where(xp.isinf(re), xp.sign(re), zero), re)
+    im = xp.where(inf, xp.where(xp.isinf(im), xp.sign(im), zero), im)
+    mag = xp.hypot(re, im)
+    safe = xp.where(mag == 0, xp.ones_like(mag), mag)
+    unit = xp.asarray(1j, dtype=z.dtype, device=z.device)
+    return xp.astype(re / safe, z.dtype) + xp.astype(im / safe, z.dtype) * unit
+
+
+unary("sign", dtypes=NUMERIC, generic=_sign)
+def _square(xp, a):
+    # PyTorch's square of a bool tensor is pow(x, 2): int64 (NumPy's gives int8)
+    if _is_bool_array(a):
+        a = xp.astype(a, xp.int64)
+    return xp.square(a)
+
+
+def _square_meta(x, *args, **kwargs):
+    return x.shape, dt.int64 if x.dtype is dt.bool_ else x.dtype
+
+
+unary("square", dtypes=NUMERIC, generic=_square, meta=_square_meta, cpu_kinds="iufc")
+unary("ceil", dtypes=REAL, accepts=NUMBER_KINDS)
+unary("floor", dtypes=REAL, accepts=NUMBER_KINDS)
+unary("trunc", dtypes=REAL, accepts=NUMBER_KINDS)
+unary("round", dtypes=NUMERIC, accepts="iufc")
+def _conj(xp, a):
+    # The conjugate of a real number is itself, in its own dtype (NumPy's conjugate of a
+    # bool is int8)
+    return xp.conj(a) if _is_complex(a) else xp.asarray(a, copy=True)
+
+
+unary("conj", dtypes=NUMERIC, structured=False, generic=_conj, cpu_kinds="c")
 unary("bitwise_not", xp_name="bitwise_invert", dtypes=BOOL + INTS,
       names=("bitwise_not", "bitwise_invert"), methods=("bitwise_not", "bitwise_invert"),
       ref=np.invert, accepts=INT_KINDS)
@@ -604,8 +672,9 @@ def _xp_call(name):
 
 
 for _name in ("real", "imag"):
+    # the Array API's imag takes complex numbers only (PyTorch's too); real takes any number
     defop(f"{_name}(Tensor self) -> Tensor", impl=_xp_call(_name),
-          meta=_real_meta, tags=("pointwise",),
+          meta=_real_meta, tags=("pointwise",), accepts="c" if _name == "imag" else None,
           info=OpInfo(ref=getattr(np, _name), dtypes=COMPLEX, samples=unary_samples(None)),
           methods=(_name,) if _name == "imag" else ())
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from mdtensor import _dtypes as dt
 
+from . import _meta_fns as mf
 from ._decl import OpInfo, SampleInput, defop
 from ._factory import deffactory
 from ._samples import make_array
@@ -39,15 +40,75 @@ def _cast_like(out, x, xp):
     return out
 
 
+# Note [FFT shapes]
+# ~~~~~~~~~~~~~~~~~
+# The Meta kernels' rules, also checked by the real kernels before the backend sees the
+# call (so every backend raises the same named errors): a transformed axis has ``n`` points
+# (default: its size), which must be at least 1; the real-input transforms (rfft, ihfft)
+# keep ``n // 2 + 1`` of them, the real-output ones (irfft, hfft) make ``n`` from ``m``
+# inputs (default ``n = 2 (m - 1)``).  Complex outputs are complex64 for single precision
+# and complex128 otherwise, real outputs the matching float.
+
+_REAL_IN = {"rfft", "ihfft", "rfftn"}
+_REAL_OUT = {"irfft", "hfft", "irfftn"}
+
+
+def _fft_meta(name, many):
+    def meta(x, *args, **kwargs):
+        params = ("s", "axes", "norm") if many else ("n", "axis", "norm")
+        kw = dict(zip(params, args), **kwargs)
+        if many:
+            axes = kw.get("axes")
+            s = kw.get("s")
+            if axes is None:
+                axes = tuple(range(x.ndim))[-len(s):] if s is not None else \
+                    tuple(range(x.ndim))
+            axes = tuple(axes)
+            sizes = list(s) if s is not None else [None] * len(axes)
+            if len(sizes) != len(axes):
+                raise ValueError(f"fft_{name}: s and axes must have the same length, got "
+                                 f"{len(sizes)} and {len(axes)}")
+        else:
+            axes, sizes = (kw.get("axis", -1),), [kw.get("n")]
+        shape = list(x.shape)
+        for k, (a, n) in enumerate(zip(axes, sizes)):
+            if not x.ndim:
+                raise IndexError(f"fft_{name}: a 0-d tensor has no dimension {a}")
+            i = mf.normalize_axes(f"fft_{name}", a, x.ndim)[0]
+            last = k == len(axes) - 1
+            m = shape[i]
+            if n is None:
+                n = 2 * (m - 1) if name in _REAL_OUT and last else m
+            if n < 1:
+                raise ValueError(f"fft_{name}: invalid number of data points ({n}) along "
+                                 f"axis {a}")
+            shape[i] = n // 2 + 1 if name in _REAL_IN and last else n
+        single = x.dtype in (dt.float32, dt.complex64)
+        if name in _REAL_OUT:
+            return tuple(shape), dt.float32 if single else dt.float64
+        return tuple(shape), dt.complex64 if single else dt.complex128
+    meta.__name__ = f"fft_{name}_meta"
+    return meta
+
+
 def _fft_op(name, schema_args, dtypes, samples):
     getter = attrgetter(f"fft.{name}")
     # The standard's fft functions take n/axis/norm (s/axes/norm) keyword-only, and
     # array-api-compat's wrappers have ``xp`` as their second parameter: pass by name.
     params = ("n", "axis", "norm") if schema_args == _ONE else ("s", "axes", "norm")
 
+    meta = _fft_meta(name, schema_args == _MANY)
+
     def impl(xp, x, *args, **kwargs):
         x = to_float(xp, x)  # Note [Integer inputs of float functions] in elementwise.py
+        shape, dtype = meta(mf.ArraySpec(x), *args, **kwargs)  # Note [FFT shapes]
         kwargs.update(zip(params, args))
+        if schema_args == _MANY and not x.ndim:  # no axis to transform: x, as complex
+            if name in _REAL_IN or name in _REAL_OUT:
+                raise ValueError(f"fft_{name}: expected a tensor of at least one dimension")
+            return xp.astype(x, getattr(xp, dtype.name))
+        if 0 in tuple(x.shape):  # all zeros once padded (NumPy's irfftn leaves it unset)
+            return xp.zeros(shape, dtype=getattr(xp, dtype.name))
         if kwargs.get("s") is not None:
             kwargs["s"] = tuple(kwargs["s"])
         if kwargs.get("axes") is not None:
@@ -57,6 +118,7 @@ def _fft_op(name, schema_args, dtypes, samples):
     impl.__name__ = name
     ref_fn = getattr(np.fft, name)
     defop(f"fft_{name}(Tensor self, {schema_args}) -> Tensor", impl=impl, names=(),
+          meta=meta, accepts="biuf" if name in _REAL_IN else None,
           info=OpInfo(ref=lambda x, *a, **k: ref_fn(x, *a, **k), dtypes=dtypes,
                       samples=samples, rtol=1e-4, atol=1e-4))
     FFT_NAMES[name] = f"fft_{name}"
@@ -86,12 +148,20 @@ def _shift(name):
     getter = attrgetter(f"fft.{name}")
 
     def impl(xp, x, axes=None):
+        _shift_meta(x, axes)
         return getter(xp)(x, axes=None if axes is None else
                           (axes if isinstance(axes, int) else tuple(axes)))
 
+    def _shift_meta(x, axes=None):
+        if not len(x.shape):  # PyTorch: a 0-d tensor has no dimension to shift along
+            raise IndexError(f"fft_{name}: a 0-d tensor has no dimension to shift along")
+        if axes is not None:
+            mf.normalize_axes(f"fft_{name}", axes, len(x.shape))
+        return tuple(x.shape), x.dtype
+
     impl.__name__ = name
     defop(f"fft_{name}(Tensor self, int[1]? axes=None) -> Tensor", impl=impl, names=(),
-          meta=lambda x, axes=None: (tuple(x.shape), x.dtype),
+          meta=lambda x, axes=None: _shift_meta(x, axes),
           info=OpInfo(ref=getattr(np.fft, name), dtypes=_REAL + _COMPLEX, samples=_s((3, 4))))
     FFT_NAMES[name] = f"fft_{name}"
 
@@ -104,8 +174,13 @@ def _freq(name):
     getter = attrgetter(f"fft.{name}")
 
     def impl(xp, n, d=1.0, *, dtype=None, device=None):
-        if n <= 0:
-            raise ValueError(f"{name}: n must be positive, got {n}")
+        if n < 0:
+            raise ValueError(f"{name}: n must be non-negative, got {n}")
+        if n == 0:  # PyTorch: no frequencies, and rfftfreq's one is 0 / 0 (NumPy divides
+            # by zero)
+            if name == "fftfreq":
+                return xp.zeros((0,), dtype=dtype or xp.float32, device=device)
+            return xp.full((1,), float("nan"), dtype=dtype or xp.float32, device=device)
         out = getter(xp)(n, d=d, device=device)
         return xp.astype(out, dtype or xp.float32)
 

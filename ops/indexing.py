@@ -317,11 +317,13 @@ def _gather(xp, y, adv, op):
     return r
 
 
-def _in_bounds(xp, k, dim, size, checked, op):
+def _in_bounds(xp, k, dim, size, checked, op, low=None):
     """Index ``k`` of dimension ``dim`` (of ``size``) checked and made non-negative: a
-    Python int, or an int64 array."""
+    Python int, or an int64 array.  ``low``: the smallest index taken (``-size``; 0 for
+    PyTorch's gathers, which take no negative index)."""
+    low = -size if low is None else low
     if not _is_array(k):
-        if not -size <= k < size:
+        if not low <= k < size:
             raise IndexError(f"{op}: index {k} is out of bounds for dimension {dim} with size "
                              f"{size}")
         return int(k) + size if k < 0 else int(k)
@@ -335,7 +337,7 @@ def _in_bounds(xp, k, dim, size, checked, op):
     if n == 0:
         return k
     lo, hi = int(xp.min(k)), int(xp.max(k))
-    if hi >= size or lo < -size:
+    if hi >= size or lo < low:
         bad = hi if hi >= size else lo
         raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size "
                          f"{size}")
@@ -370,6 +372,11 @@ def _put_parts(self, key, value, name, where):
         if value._device is not dev:
             raise device_mismatch(f"aten::{name}", dev, value._device)
         value = value._data
+        lead = 0
+        while lead < len(value.shape) and value.shape[lead] == 1:
+            lead += 1
+        if lead:  # leading 1s broadcast away (PyTorch writes a (1,) value into x[0])
+            value = dev.xp.reshape(value, tuple(value.shape[lead:]))
     else:  # Note [Scalars written into tensors] in ops/_promotion.py
         value = scalar_into(where, value, self.dtype)
     if is_basic_key(key):
@@ -635,6 +642,7 @@ defop("take(Tensor self, Tensor indices, *, int? axis=None) -> Tensor", impl=_ta
 
 
 def _take_along_axis(xp, x, indices, axis=-1):
+    ms.take_along_axis(mf.ArraySpec(x), mf.ArraySpec(indices), axis)  # its named errors
     # Note [Gathers check their indices]
     if indices.ndim == x.ndim and -x.ndim <= axis < x.ndim:  # Note [Axis errors]
         indices = _in_bounds(xp, indices, axis % x.ndim, x.shape[axis], False,
@@ -713,7 +721,8 @@ defop("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> 
 def _index_select(xp, x, dim, index):
     ms.index_select(x, dim, _IndexSpec(index))  # the meta function's checks, same messages
     size = x.shape[dim % x.ndim] if x.ndim else 1  # Note [Gathers check their indices]
-    index = _in_bounds(xp, index, dim % max(x.ndim, 1), size, False, "index_select")
+    index = _in_bounds(xp, index, dim % max(x.ndim, 1), size, False, "index_select",
+                       low=0)  # PyTorch's bounds: [0, size)
     if x.ndim == 0:
         return xp.reshape(xp.take(xp.reshape(x, (1,)), xp.reshape(index, (-1,)), axis=0), ())
     return xp.take(x, xp.reshape(index, (-1,)), axis=dim)

@@ -9,6 +9,7 @@ from mdtensor._tensor import Tensor
 
 from . import _meta_fns as mf
 from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, defop, device_mismatch
+from ._linalg_meta import LINALG_METAS
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC, to_float
 
@@ -27,7 +28,7 @@ def _matmul_samples(dtype, rng):
 
 
 defop("matmul(Tensor self, Tensor other) -> Tensor", impl=_matmul, structured=True,
-      meta=mf.matmul, methods=("matmul",),
+      meta=mf.matmul, methods=("matmul",), accepts="iufc",
       info=OpInfo(ref=np.matmul, dtypes=NUMERIC, samples=_matmul_samples))
 
 
@@ -59,7 +60,10 @@ _np_matmul = np.matmul
 _LARGE = 4096
 
 
-def _cpu_matmul():
+_BOOL = np.dtype(bool)
+
+
+def _cpu_matmul(generic):
     from ._decl import device_mismatch, raise_from_backend
 
     name = "aten::matmul"
@@ -70,6 +74,8 @@ def _cpu_matmul():
         if b._device is not d:
             raise device_mismatch(name, d, b._device)
         x, y = a._data, b._data
+        if x.dtype is _BOOL and y.dtype is _BOOL:  # refused (Note [Accepted dtypes])
+            return generic(a, b)
         try:
             if 0 < x.ndim <= 2 and 0 < y.ndim <= 2 and x.shape[-1] == y.shape[0]:
                 if x.ndim == 2 and y.ndim == 2 and x.shape[0] * y.shape[1] >= _LARGE:
@@ -83,7 +89,10 @@ def _cpu_matmul():
     return kernel
 
 
-_register_leaf(CATALOGUE["aten::matmul"].functional[0], _cpu_matmul(), DispatchKey.CPU)
+_op = CATALOGUE["aten::matmul"].functional[0]
+_register_leaf(_op, _cpu_matmul(_op.kernels_for(DispatchKey.ArrayAPI)[0].fn),
+               DispatchKey.CPU)
+del _op
 
 
 # Note [matmul_backward]
@@ -130,8 +139,20 @@ def _check_mask(mask):
                          f"{len(mask)}: {tuple(mask)}")
 
 
+def _check_grad_shape(g, a, b):
+    """``g`` has the shape of ``a @ b`` (whose own errors name matmul)."""
+    try:
+        shape = mf.matmul(a, b)[0]
+    except ValueError as e:
+        raise ValueError(f"matmul_backward: {e}") from None
+    if tuple(g.shape) != tuple(shape):
+        raise ValueError(f"matmul_backward: grad_out has shape {tuple(g.shape)}, the product "
+                         f"of {tuple(a.shape)} and {tuple(b.shape)} has {tuple(shape)}")
+
+
 def _matmul_backward(xp, g, a, b, mask):
     _check_mask(mask)
+    _check_grad_shape(mf.ArraySpec(g), mf.ArraySpec(a), mf.ArraySpec(b))
     need_a, need_b = mask
     if a.ndim == 1 and b.ndim == 1:  # a dot product: g is 0-d
         return (_real_for(xp, xp.multiply(g, _conj(xp, b)), a) if need_a else None,
@@ -166,7 +187,8 @@ def _cpu_matmul_backward(generic):
         ad, bd, gd = a._data, b._data, g._data
         d = g._device
         if (len(mask) == 2 and ad.ndim == 2 and bd.ndim == 2 and ad.dtype.kind == "f"
-                and bd.dtype.kind == "f" and a._device is d and b._device is d):
+                and bd.dtype.kind == "f" and a._device is d and b._device is d
+                and gd.shape == (ad.shape[0], bd.shape[1]) and ad.shape[1] == bd.shape[0]):
             # Note [Matrix products through np.dot], and [Large products through
             # np.matmul]: the gradients have the shapes of a and b
             wrap = d.wrap
@@ -188,6 +210,7 @@ def _matmul_backward_meta(g, a, b, mask):
         return dt if x.dtype.kind == "c" else mf.real_dtype(dt)
 
     _check_mask(mask)
+    _check_grad_shape(g, a, b)
     return ((tuple(a.shape), grad_dtype(a, b)) if mask[0] else None,
             (tuple(b.shape), grad_dtype(b, a)) if mask[1] else None)
 
@@ -286,26 +309,56 @@ _FLOAT_RESULTS = {"cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv"
                   "vector_norm"}
 
 
+def _of_float_inputs(meta):
+    """``meta`` of a function whose integer and bool inputs compute in float32 (Note
+    [Integer inputs of float functions] in ops/elementwise.py): it sees them as float32."""
+    from types import SimpleNamespace
+
+    from mdtensor import _dtypes as dt
+
+    def as_float(a):
+        if hasattr(a, "shape") and hasattr(a, "dtype") and \
+                dt.as_dtype(a.dtype).kind in "biu":
+            return mf.ArraySpec(SimpleNamespace(shape=tuple(a.shape), dtype=dt.float32))
+        return a
+
+    def meta_of_floats(*args, **kwargs):
+        return meta(*(as_float(a) for a in args), **kwargs)
+
+    return meta_of_floats
+
+
 def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=None, ref=None,
             dtypes=FLOATS, meta=None, xp_fn=None, kwarg_aliases=None):
     getter = xp_fn or attrgetter(f"linalg.{name}")
     aten_name = name if top_level else f"linalg_{name}"
     floating = name in _FLOAT_RESULTS
     square = name in _SQUARE
+    checks = meta or LINALG_METAS.get(name)
+    # the Meta device sees the integers of a float function as float32
+    meta = _of_float_inputs(checks) if floating and checks is not None else checks
 
     def impl(xp, *args, **kwargs):
         if square:
             _check_square(name, args[0])
         if floating:  # Note [Integer inputs of float functions] in ops/elementwise.py
             args = [to_float(xp, a) if hasattr(a, "dtype") else a for a in args]
+        if checks is not None:  # Note [Linalg checks]
+            checks(*(mf.ArraySpec(a) if hasattr(a, "shape") else a for a in args), **kwargs)
         if kwargs.get("rtol") is not None:
             kwargs["rtol"] = _tolerance(aten_name, xp, args[0], kwargs["rtol"])
-        out = getter(xp)(*args, **kwargs)
+        try:
+            out = getter(xp)(*args, **kwargs)
+        except Exception as e:
+            if type(e).__name__ != "LinAlgError":  # NumPy's (a singular matrix, ...)
+                raise
+            raise ValueError(f"linalg.{name}: {e}") from None
         return tuple(out) if isinstance(out, tuple) else out
 
     impl.__name__ = name
     defop(f"{aten_name}({schema_args}) -> {returns}", impl=impl, meta=meta,
           names=(name,) if top_level else (), methods=(), kwarg_aliases=kwarg_aliases,
+          accepts="iufc" if name == "vecdot" else None,
           info=OpInfo(ref=ref, dtypes=dtypes, samples=samples,
                       differentiable=name in _WITH_FORMULA) if ref else None)
     if not top_level or name in ("tensordot", "vecdot", "outer"):
@@ -367,16 +420,14 @@ def _cross(xp, a, b, axis=-1):
 _linalg("cross", "Tensor self, Tensor other, *, int axis=-1", samples=_pair((4, 3), (4, 3)),
         ref=lambda a, b, axis=-1: np.cross(a, b, axis=axis), meta=_cross_meta,
         xp_fn=lambda xp: functools.partial(_cross, xp))
-_linalg("det", "Tensor self", samples=_square(), ref=np.linalg.det,
-        meta=lambda a: (tuple(a.shape[:-2]), mf.unary_float(a)[1]))
+_linalg("det", "Tensor self", samples=_square(), ref=np.linalg.det)
 _linalg("diagonal", "Tensor self, *, int offset=0", samples=_square(),
         ref=lambda a, offset=0: np.diagonal(a, offset, -2, -1))
 _linalg("eigh", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
 _linalg("eigvalsh", "Tensor self", samples=_square(), ref=np.linalg.eigvalsh)
 _linalg("eig", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
 _linalg("eigvals", "Tensor self")
-_linalg("inv", "Tensor self", samples=_square(), ref=np.linalg.inv,
-        meta=mf.unary_float)
+_linalg("inv", "Tensor self", samples=_square(), ref=np.linalg.inv)
 
 
 def _matrix_norm_samples(dtype, rng):
@@ -393,7 +444,24 @@ def _matrix_norm_fro(xp, x, keepdims=False, ord="fro"):
     # The Frobenius norm is the 2-norm of the elements, scaled (Note [Scaled norms]).
     if ord == "fro" and x.ndim >= 2:
         return _vector_norm(xp, x, axis=(-2, -1), keepdims=keepdims, ord=2)
+    if x.ndim >= 2 and 0 in tuple(x.shape[-2:]):
+        # empty matrices: the norms that are maxima or sums are 0 (PyTorch); a minimum
+        # over no columns (ord=-1), rows (-inf) or singular values (-2) has no identity
+        m, n = x.shape[-2:]
+        if (ord == -1 and not n) or (ord == -float("inf") and not m) or ord == -2:
+            raise ValueError(f"linalg.matrix_norm: the ord={ord} norm of an empty matrix "
+                             f"(shape {tuple(x.shape)}) is a minimum over nothing")
+        shape = mf.reduction(mf.ArraySpec(x), (-2, -1), keepdims)[0]
+        return xp.zeros(shape, dtype=xp.abs(xp.reshape(x, (-1,))[:0]).dtype)
     return xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
+
+
+def _vecdot(xp, a, b, axis=-1):
+    # operands broadcast first, as PyTorch's (conj(a) * b).sum(axis) (NumPy's gufunc wants
+    # both to have the axis)
+    if len(a.shape) != len(b.shape) or tuple(a.shape) != tuple(b.shape):
+        a, b = xp.broadcast_arrays(a, b)
+    return xp.vecdot(a, b, axis=axis)
 
 
 _linalg("matrix_norm", "Tensor self, *, bool keepdims=False, Any ord=\"fro\"",
@@ -474,7 +542,7 @@ _linalg("tensordot", "Tensor self, Tensor other, *, Any axes=2", top_level=True,
 _linalg("trace", "Tensor self, *, int offset=0, ScalarType? dtype=None", samples=_square(),
         ref=lambda a, offset=0: np.trace(a, offset, axis1=-2, axis2=-1))
 _linalg("vecdot", "Tensor self, Tensor other, *, int axis=-1", top_level=True,
-        samples=_pair((2, 3), (2, 3)), xp_fn=attrgetter("vecdot"),
+        samples=_pair((2, 3), (2, 3)), xp_fn=lambda xp: functools.partial(_vecdot, xp),
         ref=lambda a, b, axis=-1: np.sum(a * b, axis=axis))
 # Note [Scaled norms]
 # ~~~~~~~~~~~~~~~~~~~
@@ -504,7 +572,8 @@ def _vector_norm(xp, x, axis=None, keepdims=False, ord=2):
         r = xp.sum(xp.astype(a != 0, a.dtype), axis=axes, keepdims=keepdims)
     elif ord == 1:
         r = xp.sum(a, axis=axes, keepdims=keepdims)
-    elif ord < 0:
+    elif ord < 0:  # a minimum, in effect: no identity over nothing (PyTorch)
+        mf.check_nonempty("linalg.vector_norm", a.shape, axes)
         r = xp.pow(xp.sum(xp.pow(a, float(ord)), axis=axes, keepdims=keepdims), 1.0 / ord)
     else:
         r = _scaled_norm(xp, a, axes, keepdims, float(ord))
@@ -608,7 +677,16 @@ def _einsum(xp, equation, operands):
     return fn(equation, *operands)
 
 
+def _einsum_meta(equation, tensors):
+    try:
+        out = np.einsum(equation, *(mf.dummy(t) for t in tensors))
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"einsum: {e}") from None
+    return tuple(np.shape(out)), mf.result_type(*tensors)
+
+
 defop("einsum(str equation, Tensor[] tensors) -> Tensor", impl=_einsum, star_args=True,
+      meta=_einsum_meta,
       info=OpInfo(ref=lambda e, ts: np.einsum(e, *ts), dtypes=FLOATS,
                   samples=lambda d, rng: [SampleInput(("ij,jk->ik", [make_array((2, 3), d, rng),
                                                                    make_array((3, 4), d, rng)]))]))

@@ -73,7 +73,8 @@ def _transpose_perm(x, dim0, dim1):
     perm = list(range(n))
     d0, d1 = mf.normalize_axes("transpose", dim0, n)[0], mf.normalize_axes("transpose", dim1,
                                                                           n)[0]
-    perm[d0], perm[d1] = perm[d1], perm[d0]
+    if n:  # a 0-d tensor's dimension 0 is itself (Note [Axes of 0-d tensors])
+        perm[d0], perm[d1] = perm[d1], perm[d0]
     return tuple(perm)
 
 
@@ -92,12 +93,8 @@ def _np_transpose(xp, x, dim0, dim1):
 
 
 def _transpose_meta(x, dim0, dim1):
-    n = x.ndim
     shape = list(x.shape)
-    d0 = mf.normalize_axes("transpose", dim0, n)[0]
-    d1 = mf.normalize_axes("transpose", dim1, n)[0]
-    shape[d0], shape[d1] = shape[d1], shape[d0]
-    return tuple(shape), x.dtype
+    return tuple(shape[i] for i in _transpose_perm(x, dim0, dim1)), x.dtype
 
 
 def _transpose_samples(dtype, rng):
@@ -140,21 +137,21 @@ def _np_view(xp, x, shape):
         raise _not_viewable(x, shape, e) from None
 
 
-def _view_shape(x, shape):
+def _view_shape(x, shape, op="view"):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     n = math.prod(x.shape)
     if -1 not in shape:
         if math.prod(shape) != n or any(s < 0 for s in shape):
-            raise ValueError(f"view: shape {shape} is invalid for input of size {n}")
-        return _sized("view", x, shape) if 0 in shape else shape  # else: x's own size
+            raise ValueError(f"{op}: shape {shape} is invalid for input of size {n}")
+        return _sized(op, x, shape) if 0 in shape else shape  # else: x's own size
     if shape.count(-1) > 1:
-        raise ValueError(f"view: only one dimension can be inferred, got shape {shape}")
+        raise ValueError(f"{op}: only one dimension can be inferred, got shape {shape}")
     known = 1
     for s in shape:
         if s != -1:
             known *= s
     if known <= 0 or n % known:
-        raise ValueError(f"view: shape {shape} is invalid for input of size {n}")
+        raise ValueError(f"{op}: shape {shape} is invalid for input of size {n}")
     return tuple(n // known if s == -1 else s for s in shape)
 
 
@@ -337,6 +334,7 @@ def _copy_then_view(x, shape):
 
 def _reshape(x, shape, *, copy=None):
     shape = _ints(shape)
+    _view_shape(x, shape, "reshape")  # its own checks, named reshape
     if copy:
         return _copy_then_view(x, shape)
     try:
@@ -349,14 +347,15 @@ def _reshape(x, shape, *, copy=None):
 
 
 defop("reshape(Tensor self, SymInt[] shape, *, bool? copy=None) -> Tensor",
-      composite=_reshape, meta=lambda x, shape, copy=None: _view_meta(x, shape),
+      composite=_reshape,
+      meta=lambda x, shape, copy=None: (_view_shape(x, _ints(shape), "reshape"), x.dtype),
       methods=("reshape",), varargs=True, kwarg_aliases={"newshape": "shape"},
       info=OpInfo(ref=lambda x, s: np.reshape(x, s), dtypes=ALL,
                   samples=_s(((2, 3), ((3, 2),), {}), ((2, 3), ((-1,),), {}),
                              ((0, 3), ((3, 0),), {})),
                   errors=lambda: [
                       ErrorInput(SampleInput((np.zeros((2, 3)), (4,))), ValueError,
-                                 r"view: shape \(4,\) is invalid for input of size 6"),
+                                 r"reshape: shape \(4,\) is invalid for input of size 6"),
                       ErrorInput(SampleInput((np.zeros((2, 3)), (-1, -1))), ValueError,
                                  "only one dimension can be inferred")]))
 
@@ -437,9 +436,24 @@ defop("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", impl=_expand, cpu_im
       info=OpInfo(ref=lambda x, s: _expand(np, x, s), dtypes=ALL,
                   samples=_s(((3, 1), ((3, 4),), {}), ((3,), ((2, -1),), {}),
                              ((), ((2, 3),), {}))))
+def _broadcast_to_shape(x, shape):
+    """``shape`` checked as a target ``x`` broadcasts to (ValueError naming the op)."""
+    shape = _ints(shape)
+    xs = tuple(x.shape)
+    if len(xs) > len(shape) or any(d != t and d != 1 for d, t in zip(xs[::-1], shape[::-1])) \
+            or any(t < 0 for t in shape):
+        raise ValueError(f"broadcast_to: a tensor of shape {xs} cannot be broadcast to shape "
+                         f"{shape}")
+    return shape
+
+
+def _broadcast_to(xp, x, shape):
+    return xp.broadcast_to(x, _broadcast_to_shape(x, shape))
+
+
 defop("broadcast_to(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
-      impl=lambda xp, x, shape: xp.broadcast_to(x, _ints(shape)),
-      meta=mf.view_meta(lambda a, s: np.broadcast_to(a, _ints(s))),
+      impl=_broadcast_to,
+      meta=lambda x, shape: (_broadcast_to_shape(x, shape), x.dtype),
       info=OpInfo(ref=lambda x, s: np.broadcast_to(x, s), dtypes=ALL,
                   samples=_s(((3, 1), ((2, 3, 4),), {}))))
 
@@ -509,6 +523,10 @@ defop("unsqueeze(Tensor(a) self, int[1] axis) -> Tensor(a)", impl=_unsqueeze,
 
 
 def _moveaxis(xp, x, source, destination):
+    if not x.ndim:  # Note [Axes of 0-d tensors]: axis 0 of a 0-d tensor is itself
+        for axes in (source, destination):
+            mf.normalize_axes("moveaxis", axes, 0)
+        return x[...]
     return xp.moveaxis(x, source if isinstance(source, int) else tuple(source),
                        destination if isinstance(destination, int) else tuple(destination))
 
@@ -585,8 +603,9 @@ def _chunk(xp, x, chunks, axis=0):
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     n = x.shape[a]
-    size = -(-n // chunks) if n else 1
-    return _split(xp, x, size, a)
+    if not n:  # PyTorch: as many empty chunks as asked for
+        return [x[(slice(None),) * a + (slice(0, 0),)] for _ in range(chunks)]
+    return _split(xp, x, -(-n // chunks), a)
 
 
 defop("chunk(Tensor(a -> *) self, int chunks, int axis=0) -> Tensor(a)[]", impl=_chunk,
@@ -606,6 +625,8 @@ def _cat_meta(tensors, axis=0):
     first = tensors[0]
     if axis is None:
         return (sum(t.numel() for t in tensors),), _result_type(*tensors)
+    if not first.ndim:
+        raise ValueError("concat: zero-dimensional tensors cannot be concatenated")
     a = mf.normalize_axes("concat", axis, first.ndim)[0]
     shape = list(first.shape)
     for t in tensors[1:]:
@@ -618,7 +639,18 @@ def _cat_meta(tensors, axis=0):
     return tuple(shape), _result_type(*tensors)
 
 
+def _promoted(xp, tensors):
+    """``tensors`` in their common dtype: tensors of several dtypes promote (PyTorch's cat
+    and stack, and the Meta kernels); the Array API leaves mixed kinds unspecified and
+    array_api_strict refuses them."""
+    if len({t.dtype for t in tensors}) < 2:
+        return tensors
+    target = getattr(xp, _result_type(*(_Shape(t) for t in tensors)).name)
+    return [t if t.dtype == target else xp.astype(t, target) for t in tensors]
+
+
 def _concat(xp, tensors, axis=0):
+    tensors = _promoted(xp, tensors)
     try:
         return xp.concat(tensors, axis=axis)
     except (ValueError, IndexError, TypeError):
@@ -656,7 +688,7 @@ def _stack_meta(tensors, axis=0):
 
 def _stack(xp, tensors, axis=0):
     _stack_meta([_Shape(t) for t in tensors], axis)
-    return xp.stack(tensors, axis=axis)
+    return xp.stack(_promoted(xp, tensors), axis=axis)
 
 
 class _Shape:

@@ -56,7 +56,7 @@ def _argext_meta(x, axis=None, keepdims=False):
 
 for _n, _f in (("argmax", _argmax), ("argmin", _argmin)):
     defop(f"{_n}(Tensor self, int? axis=None, bool keepdims=False) -> Tensor", impl=_f,
-          meta=_argext_meta, methods=(_n,), kwarg_aliases=_ALIASES, accepts="biuf",
+          meta=_argext_meta, methods=(_n,), kwarg_aliases=_ALIASES, accepts="iuf",
           info=OpInfo(ref=lambda x, axis=None, keepdims=False, _f=_f: _f(np, x, axis, keepdims),
                       dtypes=REAL, samples=_NONEMPTY, differentiable=False))
 
@@ -244,8 +244,9 @@ for _n, _f in (("all", _all), ("any", _any)):
 
 
 def _diff(xp, x, axis=-1, n=1, prepend=None, append=None):
-    if n < 0:
-        raise ValueError(f"diff: order n must be non-negative, got {n}")
+    ms.diff(mf.ArraySpec(x), axis, n,  # the Meta kernel's named errors
+            prepend=None if prepend is None else mf.ArraySpec(prepend),
+            append=None if append is None else mf.ArraySpec(append))
     kw = {}
     if prepend is not None:
         kw["prepend"] = prepend

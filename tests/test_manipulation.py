@@ -131,7 +131,7 @@ def test_reshape_copy_argument_and_errors():
             md.reshape(x.t(), (6,), copy=False)
         with pytest.raises(ValueError, match="view: the tensor's memory layout"):
             x.t().view(6)
-    with pytest.raises(ValueError, match="view: shape .* is invalid for input of size 6"):
+    with pytest.raises(ValueError, match="reshape: shape .* is invalid for input of size 6"):
         x.reshape(4)
     with pytest.raises(ValueError, match="only one dimension can be inferred"):
         x.reshape(-1, -1)

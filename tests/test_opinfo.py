@@ -317,7 +317,14 @@ def test_cpu_ufunc_kernels_compute_what_the_generic_kernels_compute():
     assert not COMPAT_WRAPPED & direct
 
 
-@pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "float32", "float64", "complex64"])
+def test_cpu_matmul_kernel_refuses_bools():
+    # Note [Accepted dtypes] in ops/_accepted.py: PyTorch's matmul has no bool kernel
+    t = md.asarray([True, False], device="cpu")
+    with pytest.raises(TypeError, match="matmul: expected numeric \\(not bool\\) tensors"):
+        t @ t
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int64", "float32", "float64", "complex64"])
 def test_cpu_matmul_kernel_computes_what_np_matmul_computes(dtype):
     # Note [Matrix products through np.dot]: 1-D and 2-D operands take np.dot, the rest
     # np.matmul, and so do large products (Note [Large products through np.matmul]);

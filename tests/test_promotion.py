@@ -112,8 +112,13 @@ def test_alpha_times_a_scalar_stays_weak():
     f32 = md.ones(3)
     r = md.add(f32, 1, alpha=2)
     assert r.dtype is md.float32 and r.tolist() == [3.0, 3.0, 3.0]
-    r = md.add(md.asarray([1, 2]), 1, alpha=0.5)
+    # alpha does not promote (PyTorch: "For integral input tensors, argument alpha must not
+    # be a floating point number"); a float operand does
+    with pytest.raises(TypeError, match="add: for int64 tensors alpha must not be a float"):
+        md.add(md.asarray([1, 2]), 1, alpha=0.5)
+    r = md.add(md.asarray([1, 2]), 1.0, alpha=0.5)
     assert r.dtype is md.float32 and r.tolist() == [1.5, 2.5]
+    assert md.add(md.asarray([True]), md.asarray([True]), alpha=2).dtype is md.bool
     r = md.sub(1, f32, alpha=2)
     assert r.dtype is md.float32 and r.tolist() == [-1.0, -1.0, -1.0]
     f32.sub_(1, alpha=2)
