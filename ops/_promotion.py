@@ -57,6 +57,7 @@ from mdtensor import _dtypes as dt
 
 __all__ = [
     "dtype_of",
+    "astype_as_pytorch",
     "promote_arrays",
     "promote_scalar",
     "scalar_into",
@@ -151,6 +152,18 @@ def _bounds(dtype) -> tuple[int, int]:
     return bounds
 
 
+def astype_as_pytorch(xp, x, target):
+    """Array ``x`` cast to the mdtensor dtype ``target`` as PyTorch casts: a complex number
+    becomes real by its real part (bool: its truth), which the Array API leaves out (and
+    array_api_strict refuses)."""
+    native = getattr(xp, target.name)
+    if x.dtype == native:
+        return x
+    if target.kind != "c" and dtype_of(x).kind == "c":
+        x = xp.not_equal(x, 0) if target.kind == "b" else xp.real(x)
+    return xp.astype(x, native)
+
+
 def promote_scalar(xp, a, b):
     """``(a, b)`` -- arrays or Python scalars, at least one array unless both are scalars
     -- as the Array API specifies them (Note [Python scalars on strict backends])."""
@@ -202,13 +215,14 @@ def scalar_operands(schema) -> tuple[str, str] | None:
 
 
 def tensor_operands(schema) -> tuple[int, int] | None:
-    """The positions of an overload's ``self`` and ``other`` when both are Tensors
-    (``add.Tensor``, ``matmul``, ``where.self``), else None."""
+    """The positions of an overload's ``self`` and ``other`` (``mat2``, ``tensor``) when
+    both are Tensors (``add.Tensor``, ``matmul``, ``mm``, ``where.self``), else None."""
     positional = [a for a in schema.arguments if not a.kwarg_only]
     names = [a.name for a in positional]
-    if "self" not in names or "other" not in names:
+    second = next((n for n in ("other", "mat2", "tensor") if n in names), None)
+    if "self" not in names or second is None:  # mm(self, mat2), dot(self, tensor)
         return None
-    i, j = names.index("self"), names.index("other")
+    i, j = names.index("self"), names.index(second)
     others = [a for k, a in enumerate(schema.arguments) if k not in (i, j)
               and a.type.is_tensor_like and a.name != "condition"]
     if others:  # matmul_backward(grad_out, self, other): not a pair of operands

@@ -29,6 +29,7 @@ from mdtensor import _dtypes as dt
 from . import _meta_fns as mf
 from . import _special, special_values
 from ._accepted import computed_dtype
+from ._bools import as_numbers, is_bool, with_bools_as_numbers
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
 from ._promotion import dtype_of, promote_scalar, with_array
 from ._samples import binary_samples, unary_samples
@@ -272,6 +273,8 @@ def _scales(alpha) -> bool:
 def _add(xp, a, b, alpha=1):
     if _scales(alpha):
         a, b = _times_alpha("add", xp, a, b, alpha)
+    if is_bool(a) and is_bool(b):  # Note [Arithmetic of bools] in ops/_bools.py
+        return xp.not_equal(xp.add(*as_numbers(xp, a, b)), 0)
     return xp.add(a, b)
 
 
@@ -319,7 +322,8 @@ _alpha_op("add", _add, _add_out, np.add, ("add",))
 _alpha_op("sub", _sub, _sub_out, np.subtract, ("sub", "subtract"))
 
 
-binary("mul", xp_name="multiply", names=("mul", "multiply"), methods=("mul", "multiply"))
+binary("mul", xp_name="multiply", names=("mul", "multiply"), methods=("mul", "multiply"),
+       generic=with_bools_as_numbers(lambda xp, a, b: xp.multiply(a, b), True, 2))
 
 
 def _div_meta(a, b, *args, **kwargs):
@@ -421,16 +425,34 @@ defop("fmod.Tensor(Tensor self, Tensor other) -> Tensor", impl=_fmod, meta=mf.bi
       info=OpInfo(ref=np.fmod, dtypes=REAL, samples=binary_samples("nonzero")))
 defop("fmod.Scalar(Tensor self, Scalar other) -> Tensor", impl=_fmod, meta=mf.binary,
       tags=("pointwise",), decl=_declaration("fmod"))
+
+
+def _pow(xp, a, b):
+    # Both operands in the result's dtype first (JAX's power widens a uint8 tensor raised
+    # to a Python int's power); an integer raised to a negative integer power raises, as
+    # NumPy (one min read, so the impl is tagged checks_values: JAX would give garbage),
+    # where PyTorch computes 1 // x**-n.
+    dtype = computed_dtype([a, b])
+    a, b = (xp.asarray(v, dtype=getattr(xp, dtype.name)) if isinstance(v, (bool, int, float,
+                                                                           complex))
+            else v for v in (a, b))
+    if dtype.kind in "iu" and (bool(xp.min(b) < 0) if math.prod(b.shape) else False):
+        raise ValueError("pow: integers to negative integer powers are not allowed")
+    return xp.pow(a, b)
+
+
 binary("pow", dtypes=NUMERIC, domain="pow", methods=("pow",), names=("pow",),
-       accepts="iufc")
+       accepts="iufc", generic=_pow, tags=("checks_values",))
 binary("atan2", float_fn=True, meta=_div_meta, dtypes=FLOATS, ref=np.arctan2, accepts=REAL_KINDS,
        methods=("atan2", "arctan2"), names=("atan2", "arctan2"))
 binary("hypot", float_fn=True, meta=_div_meta, dtypes=FLOATS, accepts=REAL_KINDS)
 binary("copysign", float_fn=True, meta=_div_meta, dtypes=FLOATS, accepts=REAL_KINDS)
 binary("nextafter", dtypes=FLOATS, accepts="f")
 binary("logaddexp", float_fn=True, meta=_div_meta, dtypes=FLOATS, accepts=REAL_KINDS)
-binary("maximum", dtypes=REAL, accepts=REAL_KINDS)
-binary("minimum", dtypes=REAL, accepts=REAL_KINDS)
+binary("maximum", dtypes=REAL, accepts=REAL_KINDS,
+       generic=with_bools_as_numbers(lambda xp, a, b: xp.maximum(a, b), True, 2))
+binary("minimum", dtypes=REAL, accepts=REAL_KINDS,
+       generic=with_bools_as_numbers(lambda xp, a, b: xp.minimum(a, b), True, 2))
 binary("bitwise_and", dtypes=BOOL + INTS, accepts=INT_KINDS)
 binary("bitwise_or", dtypes=BOOL + INTS, accepts=INT_KINDS)
 binary("bitwise_xor", dtypes=BOOL + INTS, accepts=INT_KINDS)
@@ -552,7 +574,7 @@ def _complex_sign(xp, z):
     im = xp.where(inf, xp.where(xp.isinf(im), xp.sign(im), zero), im)
     mag = xp.hypot(re, im)
     safe = xp.where(mag == 0, xp.ones_like(mag), mag)
-    unit = xp.asarray(1j, dtype=z.dtype, device=z.device)
+    unit = xp.asarray(1j, dtype=z.dtype)
     return xp.astype(re / safe, z.dtype) + xp.astype(im / safe, z.dtype) * unit
 
 
@@ -647,14 +669,25 @@ for _name, _domain in _FLOAT_UNARY.items():
           complex_special=_name in ("expm1", "tanh"))
 
 
-def _bool_unary(name):
-    unary(name, meta=mf.compare_unary,
-          dtypes=NUMERIC, structured=False)
+def _bool_unary(name, of_integers):
+    """isfinite/isinf/isnan/signbit: ``of_integers(xp, a)`` for bool and integer tensors,
+    which the Array API leaves out (isfinite of an integer is True, signbit ``a < 0``)."""
+    fn = attrgetter(name)
+
+    def generic(xp, a):
+        return of_integers(xp, a) if _int_like(a) else fn(xp)(a)
+
+    real_only = name == "signbit"  # the Array API's signbit takes real numbers only
+    unary(name, meta=mf.compare_unary, dtypes=REAL if real_only else NUMERIC,
+          structured=False, generic=generic, cpu_kinds="fc",
+          accepts=REAL_KINDS if real_only else None)
 
 
-for _name in ("isfinite", "isinf", "isnan"):
-    _bool_unary(_name)
-unary("signbit", meta=mf.compare_unary, dtypes=FLOATS, structured=False, accepts=REAL_KINDS)
+_bool_unary("isfinite", lambda xp, a: xp.ones(a.shape, dtype=xp.bool))
+_bool_unary("isinf", lambda xp, a: xp.zeros(a.shape, dtype=xp.bool))
+_bool_unary("isnan", lambda xp, a: xp.zeros(a.shape, dtype=xp.bool))
+_bool_unary("signbit", lambda xp, a: xp.zeros(a.shape, dtype=xp.bool) if _is_bool_array(a)
+            else a < 0)
 
 
 def _real_meta(x, *args, **kwargs):
@@ -665,6 +698,8 @@ def _xp_call(name):
     fn = attrgetter(name)
 
     def impl(xp, a):
+        if name == "real" and not _is_complex(a):  # the Array API's real takes numbers only
+            return xp.asarray(a, copy=True)
         return fn(xp)(a)
 
     impl.__name__ = name
@@ -682,7 +717,13 @@ for _name in ("real", "imag"):
 def _clip(xp, a, min=None, max=None):
     if _int_like(a):  # an int bound takes the tensor's dtype, as a scalar operand does
         min, max = (with_array(xp, a, v)[1] if type(v) is int else v for v in (min, max))
+    if isinstance(min, (int, float)) and isinstance(max, (int, float)) and min > max:
+        # PyTorch: min(max(a, min), max) is max (array_api_strict refuses the bounds)
+        return xp.clip(xp.clip(a, min, None), None, max)
     return xp.clip(a, min, max)
+
+
+_clip = with_bools_as_numbers(_clip, True)  # Note [Arithmetic of bools] in ops/_bools.py
 
 
 _clamp = defop("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", impl=_clip,

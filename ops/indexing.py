@@ -17,8 +17,6 @@ arrays]).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from mdtensor import _dtypes as dt
@@ -689,15 +687,9 @@ def _torch_gather(xp, x, dim, index, *, sparse_grad=False):
     shape = tuple(index.shape)
     if not x.ndim or not index.ndim:
         x, index = xp.reshape(x, (-1,)), xp.reshape(index, (-1,))
-    size = x.shape[d]
-    if math.prod(index.shape):
-        lo, hi = int(xp.min(index)), int(xp.max(index))
-        if lo < 0 or hi >= size:
-            raise IndexError(f"gather: index {lo if lo < 0 else hi} is out of bounds for "
-                             f"dimension {d} with size {size}")
+    # Note [Gathers check their indices]: PyTorch's [0, size), as int64
+    index = _in_bounds(xp, index, d, x.shape[d], False, "gather", low=0)
     cut = tuple(slice(None) if i == d else slice(0, k) for i, k in enumerate(index.shape))
-    if index.dtype != xp.int64:
-        index = xp.astype(index, xp.int64)
     return xp.reshape(xp.take_along_axis(x[cut], index, axis=d), shape)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mdtensor._keys import DispatchKey
@@ -328,6 +330,25 @@ def _of_float_inputs(meta):
     return meta_of_floats
 
 
+# Note [Singular matrices]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# NumPy and PyTorch raise for a singular matrix (inv, solve) or one that is not positive
+# definite (cholesky); JAX returns infinities and nans.  So these ops check their result on
+# every backend: finite inputs with a non-finite result raise the ValueError NumPy's
+# LinAlgError becomes (one isfinite reduction read from the backend per call).
+_FAILS_SILENTLY = {"inv": "Singular matrix", "solve": "Singular matrix",
+                   "cholesky": "Matrix is not positive definite",
+                   "matrix_power": "Singular matrix"}
+
+
+def _check_finite(xp, name, args, out) -> None:
+    arrays = [a for a in args if hasattr(a, "shape")]
+    if not math.prod(out.shape) or bool(xp.all(xp.isfinite(out))):
+        return
+    if all(bool(xp.all(xp.isfinite(a))) for a in arrays):
+        raise ValueError(f"linalg.{name}: {_FAILS_SILENTLY[name]}")
+
+
 def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=None, ref=None,
             dtypes=FLOATS, meta=None, xp_fn=None, kwarg_aliases=None):
     getter = xp_fn or attrgetter(f"linalg.{name}")
@@ -353,6 +374,8 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
             if type(e).__name__ != "LinAlgError":  # NumPy's (a singular matrix, ...)
                 raise
             raise ValueError(f"linalg.{name}: {e}") from None
+        if name in _FAILS_SILENTLY:
+            _check_finite(xp, name, args, out)
         return tuple(out) if isinstance(out, tuple) else out
 
     impl.__name__ = name
@@ -468,9 +491,41 @@ _linalg("matrix_norm", "Tensor self, *, bool keepdims=False, Any ord=\"fro\"",
         samples=_matrix_norm_samples, ref=lambda a, keepdims=False, ord="fro": np.linalg.norm(
             a, ord=ord, axis=(-2, -1), keepdims=keepdims),
         xp_fn=lambda xp: functools.partial(_matrix_norm_fro, xp))
+def _matrix_power(xp, x, n):
+    """Repeated squaring with matmul, on every backend (the standard's matrix_power takes
+    floating-point matrices; PyTorch's integers too): x^0 is the identity, x^-n inv(x)^n."""
+    if n < 0:
+        x, n = _matrix_inv(xp, x), -n
+    size = x.shape[-1]
+    result = xp.broadcast_to(xp.eye(size, dtype=x.dtype), tuple(x.shape))
+    result = xp.asarray(result, copy=True)
+    power = x
+    while n:
+        if n & 1:
+            result = xp.matmul(result, power)
+        n >>= 1
+        if n:
+            power = xp.matmul(power, power)
+    return result
+
+
+def _matrix_inv(xp, x):
+    out = xp.linalg.inv(x)
+    _check_finite(xp, "matrix_power", (x,), out)
+    return out
+
+
+def _trace(xp, x, offset=0, dtype=None):
+    if dtype is None and str(x.dtype).endswith("bool"):  # bools count (as sum)
+        x = xp.astype(x, xp.int64)
+    return xp.linalg.trace(x, offset=offset, dtype=dtype)
+
+
 _linalg("matrix_power", "Tensor self, int n", samples=lambda d, rng: [
     SampleInput((s.args[0], 3)) for s in _square()(d, rng)],
-    ref=np.linalg.matrix_power)
+    ref=np.linalg.matrix_power, xp_fn=lambda xp: functools.partial(_matrix_power, xp))
+
+
 def _matrix_rank(xp, x, *, rtol=None):
     # The number of singular values above rtol times the largest (the standard's and
     # NumPy's definition; JAX's matrix_rank takes a given rtol as an absolute tolerance).
@@ -540,7 +595,8 @@ _linalg("tensordot", "Tensor self, Tensor other, *, Any axes=2", top_level=True,
         samples=_pair((2, 3, 4), (3, 4, 5)), xp_fn=attrgetter("tensordot"),
         ref=lambda a, b, axes=2: np.tensordot(a, b, axes))
 _linalg("trace", "Tensor self, *, int offset=0, ScalarType? dtype=None", samples=_square(),
-        ref=lambda a, offset=0: np.trace(a, offset, axis1=-2, axis2=-1))
+        ref=lambda a, offset=0: np.trace(a, offset, axis1=-2, axis2=-1),
+        xp_fn=lambda xp: functools.partial(_trace, xp))
 _linalg("vecdot", "Tensor self, Tensor other, *, int axis=-1", top_level=True,
         samples=_pair((2, 3), (2, 3)), xp_fn=lambda xp: functools.partial(_vecdot, xp),
         ref=lambda a, b, axis=-1: np.sum(a * b, axis=axis))
@@ -617,8 +673,7 @@ LINALG_NAMES["vector_norm"] = "linalg_vector_norm"
 
 
 def _mm(xp, a, b):
-    if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(f"mm: expected 2-D tensors, got {a.ndim}-D and {b.ndim}-D")
+    _mm_meta(mf.ArraySpec(a), mf.ArraySpec(b))  # the same named errors on every backend
     return xp.matmul(a, b)
 
 
@@ -633,7 +688,10 @@ def _bmm_meta(a, b):
     if a.shape[0] != b.shape[0]:  # PyTorch's bmm does not broadcast the batch
         raise ValueError(f"bmm: the batch sizes must be equal, got {a.shape[0]} and "
                          f"{b.shape[0]}")
-    return mf.matmul(a, b)
+    try:
+        return mf.matmul(a, b)
+    except ValueError as e:
+        raise ValueError(f"bmm: {e}") from None
 
 
 def _dot(xp, a, b):
@@ -647,7 +705,10 @@ def _dot(xp, a, b):
 def _mm_meta(a, b):
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"mm: expected 2-D tensors, got {a.ndim}-D and {b.ndim}-D")
-    return mf.matmul(a, b)
+    try:
+        return mf.matmul(a, b)
+    except ValueError as e:
+        raise ValueError(f"mm: {e}") from None
 
 
 def _dot_meta(a, b):

@@ -19,6 +19,7 @@ from mdtensor._tensor import Tensor
 from . import _meta_fns as mf
 from . import _meta_shape as ms
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
+from ._promotion import promote_arrays
 from ._samples import make_array, unary_samples
 from .elementwise import ALL
 
@@ -811,12 +812,16 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
 
 
 def _isin(xp, x1, x2, invert=False):
+    x1, x2 = promote_arrays(xp, x1, x2)  # compared in their common dtype
     fn = getattr(xp, "isin", None)
-    if fn is None:
-        eq = xp.expand_dims(x1, axis=-1) == xp.reshape(x2, (-1,))
-        out = xp.any(eq, axis=-1)
-        return xp.logical_not(out) if invert else out
-    return fn(x1, x2, invert=invert)
+    if fn is None or not str(x1.dtype).rstrip("0123456789").endswith("int") or \
+            not x1.ndim or not x2.ndim or not math.prod(x2.shape):
+        # the standard's isin takes integers only (array_api_strict enforces it, and errs
+        # for a 0-d tensor or no test elements): every element compared with every one
+        out = xp.any(xp.expand_dims(x1, axis=-1) == xp.reshape(x2, (-1,)), axis=-1)
+    else:
+        out = fn(x1, x2)  # inverted here: array_api_strict's isin ignores invert=
+    return xp.logical_not(out) if invert else out
 
 
 _isin_decl = defop("isin.Tensor(Tensor elements, Tensor test_elements, *, bool invert=False)"

@@ -15,7 +15,9 @@ from mdtensor import _dtypes as dt
 from mdtensor._keys import DispatchKey
 
 from . import _meta_fns as mf
+from ._bools import as_numbers, is_bool, with_bools_as_numbers
 from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, axis_check, defop
+from ._promotion import astype_as_pytorch
 from ._samples import make_array, unary_samples
 from .elementwise import FLOATING, FLOATS, NUMERIC, REAL, REAL_KINDS, to_float
 
@@ -30,6 +32,9 @@ _axis = mf.backend_axis  # Note [Axes of 0-d tensors] in ops/_meta_fns.py
 def _sum(xp, x, axis=None, keepdims=False, *, dtype=None):
     return xp.sum(x, axis=_axis("sum", x.ndim, axis), keepdims=keepdims,
                   dtype=dtype and _native(xp, dtype))
+
+
+_sum = with_bools_as_numbers(_sum, False)  # bools count (Note [Arithmetic of bools])
 
 
 def _native(xp, dtype):
@@ -161,6 +166,9 @@ def _prod(xp, x, axis=None, keepdims=False, *, dtype=None):
                    dtype=dtype and _native(xp, dtype))
 
 
+_prod = with_bools_as_numbers(_prod, False)
+
+
 defop("prod(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? dtype=None)"
       " -> Tensor", impl=_prod, meta=_sum_meta, tags=("reduction",), methods=("prod",),
       kwarg_aliases=_ALIASES,
@@ -173,7 +181,8 @@ def _extreme(name, which):
     def impl(xp, x, axis=None, keepdims=False):
         mf.check_nonempty(name, x.shape, axis)
         return getattr(xp, which)(x, axis=_axis(name, x.ndim, axis), keepdims=keepdims)
-    return impl
+    # the max of bools is their any (Note [Arithmetic of bools] in ops/_bools.py)
+    return with_bools_as_numbers(impl, True)
 
 
 _max, _min = _extreme("max", "max"), _extreme("min", "min")
@@ -203,10 +212,13 @@ for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
                    samples=_reduce_nonempty_samples))
 
     def _dim_impl(xp, x, dim, keepdim=False, _f=_f, _n=_n):
+        boolean = is_bool(x)
+        if boolean:  # Note [Arithmetic of bools] in ops/_bools.py
+            x = as_numbers(xp, x)[0]
         values = _f(xp, x, dim, keepdim)
         idx = (xp.argmax if _n == "max" else xp.argmin)(x, axis=_axis(_n, x.ndim, dim),
                                                         keepdims=keepdim)
-        return values, _as_int64(xp, idx)
+        return (xp.not_equal(values, 0) if boolean else values), _as_int64(xp, idx)
 
     def _dim_meta(x, dim, keepdim=False):
         shape, d = mf.reduction(x, dim, keepdim)
@@ -334,9 +346,7 @@ def _cumulative(name):
             elif kind == "u":
                 dtype = "uint64"
         if dtype is not None:  # accumulate in dtype (the standard's functions take no bool)
-            native = _native(xp, dtype)
-            if x.dtype != native:
-                x = xp.astype(x, native)
+            x = astype_as_pytorch(xp, x, dt.as_dtype(dtype))
         if x.ndim == 0:  # Note [Axes of 0-d tensors] in ops/_meta_fns.py
             mf.normalize_axes(name, axis, 0)
             r = getattr(xp, name)(xp.reshape(x, (1,)), axis=0,
@@ -384,8 +394,9 @@ def _logsumexp(xp, x, axis=None, keepdims=False):
     axes = _axis("logsumexp", x.ndim, axis)
     if any(x.shape[a] == 0 for a in mf.normalize_axes("logsumexp", axes, x.ndim)):
         m = xp.zeros(mf.reduction(x, axes, True)[0], dtype=x.dtype)
-    else:
-        m = xp.max(x, axis=axes, keepdims=True)
+    else:  # the largest real part (complex numbers have no order)
+        m = xp.max(xp.real(x) if dt.as_dtype(x.dtype).kind == "c" else x, axis=axes,
+                   keepdims=True)
         m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
     out = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
     return out if keepdims else xp.reshape(out, mf.reduction(x, axes, False)[0])

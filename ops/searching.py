@@ -9,6 +9,7 @@ from mdtensor import _dtypes as dt
 from . import _meta_fns as mf
 from . import _meta_shape as ms
 from ._decl import OpInfo, SampleInput, defop
+from ._promotion import astype_as_pytorch
 from ._samples import make_array, unary_samples
 from .elementwise import ALL, REAL
 
@@ -268,10 +269,11 @@ defop("diff(Tensor self, int axis=-1, int n=1, *, Tensor? prepend=None, Tensor? 
 def _astype(xp, x, dtype, *, copy=True, device=None):
     from ._factory import native_dtype
 
-    native = getattr(xp, dt.as_dtype(dtype).name if dt.as_dtype(dtype) is not dt.bool_
-                     else "bool")
+    target = dt.as_dtype(dtype)
     del native_dtype
-    return xp.astype(x, native, copy=copy)
+    if target.kind != "c" and dt.as_dtype(x.dtype).kind == "c":
+        return astype_as_pytorch(xp, x, target)  # the real part (PyTorch, NumPy)
+    return xp.astype(x, getattr(xp, target.name), copy=copy)
 
 
 defop("astype(Tensor self, ScalarType dtype, *, bool copy=True, Device? device=None)"
