@@ -286,13 +286,16 @@ def _pow(g, out, a, b):
     return ga, gb
 
 
+def _sgn(a):
+    """PyTorch's sgn, the derivative of abs: sign(a), and 0 at a real nan (a nan input gets
+    no gradient from abs, not nan)."""
+    s = aten.sign(a)
+    return s if _is_complex(a) else aten.where(aten.isnan(a), 0.0, s)
+
+
 @rule("abs")
 def _abs(g, out, a):
-    # PyTorch's sgn: 0 at nan (a real nan input gets no gradient, not nan)
-    s = aten.sign(a)
-    if not _is_complex(a):
-        s = aten.where(aten.isnan(a), 0.0, s)
-    return (aten.mul(g, s),)
+    return (aten.mul(g, _sgn(a)),)
 
 
 @rule("square")
@@ -465,8 +468,10 @@ def _asinh(g, out, a):
 @rule("acosh")
 @analytic
 def _acosh(g, out, a):
-    # 1 / (sqrt(a - 1) sqrt(a + 1)): the same as 1 / sqrt(a^2 - 1) for reals, and on the
-    # principal branch for complex a (PyTorch's)
+    # PyTorch's: for complex a 1 / (sqrt(a - 1) sqrt(a + 1)), on the principal branch; for
+    # real a rsqrt(a^2 - 1), which is also defined below -1 (1/sqrt(3) at -2, 0 at -inf)
+    if not _is_complex(a):
+        return (aten.mul(g, aten.rsqrt(aten.sub(aten.mul(a, a), 1))),)
     return (aten.div(g, aten.mul(aten.sqrt(aten.sub(a, 1)), aten.sqrt(aten.add(a, 1)))),)
 
 
@@ -510,10 +515,13 @@ def _hypot(g, out, a, b):
 
 
 @rule("logaddexp")
-@uses_out
 def _logaddexp(g, out, a, b):
-    return (_g(aten.mul(g, aten.exp(aten.sub(a, out))), a) if hasattr(a, "_ks") else None,
-            _g(aten.mul(g, aten.exp(aten.sub(b, out))), b) if hasattr(b, "_ks") else None)
+    # PyTorch's: g / (1 + exp(b - a)) for a, not g exp(a - out), which is exp(inf - inf) =
+    # nan where the other operand is finite and a is inf (the gradient is then g)
+    return (_g(aten.div(g, aten.add(aten.exp(aten.sub(b, a)), 1)), a) if hasattr(a, "_ks")
+            else None,
+            _g(aten.div(g, aten.add(aten.exp(aten.sub(a, b)), 1)), b) if hasattr(b, "_ks")
+            else None)
 
 
 @rule("relu")
@@ -1450,6 +1458,8 @@ def _repeat_interleave(g, out, x, repeats, axis=None):
 
 @rule("diff")
 def _diff(g, out, x, axis=-1, n=1, *, prepend=None, append=None):
+    if n == 0:  # the input itself: prepend and append are not used (NumPy, PyTorch)
+        return g, None, None, {"prepend": None, "append": None}
     parts = [t for t in (prepend, x, append) if t is not None]
     a = axis % x.ndim
     for _ in range(n):
@@ -1644,19 +1654,25 @@ def _vector_norm(g, out, x, axis=None, keepdims=False, ord=2):
         zero = aten.eq(nx, 0)
         r = aten.div(x, aten.where(zero, 1.0, nx))
     elif ord == 1:
-        r = aten.sign(x)
-    elif ord == 0:
-        r = aten.mul(x, 0.0)
+        r = _sgn(x)
+    elif ord == 0:  # a count: zero everywhere (x * 0 was nan at an infinity)
+        r = aten.zeros_like(x)
     elif ord in (math.inf, -math.inf):
-        hit = aten.astype(aten.eq(ax, nx), x.dtype)
-        count = _expand_back(aten.sum(hit, axis, keepdims), x, axis, keepdims)
-        r = aten.div(aten.mul(aten.sign(x), hit), count)
+        # the elements that are the norm share the gradient; the others, and all of a nan
+        # norm, get 0 (as PyTorch's, not 0 / 0)
+        hit = aten.eq(ax, nx)
+        count = _expand_back(aten.sum(aten.astype(hit, ax.dtype), axis, keepdims), x, axis,
+                             keepdims)
+        r = aten.where(hit, aten.div(_sgn(x), count), 0.0)
     else:
-        # as PyTorch, a zero norm gives a zero gradient (not 0/0)
+        # as PyTorch, a zero norm gives a zero gradient (not 0/0), and for p < 1 so does a
+        # zero element (0 * |0|^(p - 1) is 0 * inf)
         p = float(ord)
         r = aten.div(aten.mul(aten.sign(x), aten.pow(ax, p - 1)),
                      aten.pow(nx, p - 1))
         r = aten.where(aten.eq(nx, 0), 0.0, r)
+        if p < 1:
+            r = aten.where(aten.eq(x, 0), 0.0, r)
     return (aten.mul(gx, r),)
 
 

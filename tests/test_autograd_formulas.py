@@ -8,6 +8,8 @@ dropout."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from _helpers import NO_EINSUM, skip_on, to_numpy
@@ -760,6 +762,10 @@ def test_diff_gradients_with_prepend_and_append():
     md.diff(x, prepend=_const(2, 1), append=p).sum().backward()
     assert x.grad is not None and p.grad is not None
     assert p.grad.tolist() == [[1.0], [1.0]]  # d/dp of sum(diff([..., p])) = 1
+    # n=0 is the input itself, prepend unused: its gradient is g (it narrowed past the end)
+    x, p = _param(0), _param(1)
+    md.diff(x, n=0, prepend=p).sum().backward()
+    assert x.grad.shape == (0,) and p.grad is None
 
 
 @pytest.mark.parametrize("indexing", ["xy", "ij"])
@@ -876,6 +882,30 @@ def test_zero_gradients_where_the_formula_is_zero_over_zero():
     assert _grad(md.pow, [0.0, 0.0, 2.0], [0.0, 2.0, 0.0])[0] == [0.0, 0.0, 0.0]
     assert _grad(md.pow, [0.0, 0.0], [0.0, 2.0])[1] == [0.0, 0.0]
     assert _grad(md.atan2, [0.0], [0.0]) == [[0.0], [0.0]]
+
+
+def test_vector_norm_gradients_at_zeros_and_nans_as_pytorch():
+    # p < 1 at a zero element: 0 (sign(0) |0|^(p - 1) was 0 * inf); ord=1 at a nan: 0, as
+    # abs's; inf norms of a nan: 0 (0 / 0 for every element); ord=0: 0 (x * 0 at an inf)
+    def norm(ord):
+        return lambda x: md.linalg.vector_norm(x, ord=ord)
+
+    with np.errstate(all="ignore"):
+        assert _grad(norm(0.5), [0.0, 1.0]) == [[0.0, 1.0]]
+        assert _grad(norm(1), [math.nan, -2.0]) == [[0.0, -1.0]]
+        assert _grad(norm(math.inf), [math.nan, 1.0, 2.0]) == [[0.0, 0.0, 0.0]]
+        assert _grad(norm(-math.inf), [3.0, -1.0, 1.0]) == [[0.0, -0.5, 0.5]]
+        assert _grad(norm(0), [math.inf, 1.0]) == [[0.0, 0.0]]
+
+
+def test_real_gradients_off_the_formulas_domain_as_pytorch():
+    # acosh: PyTorch's rsqrt(x^2 - 1) for real x (1 / (sqrt(x - 1) sqrt(x + 1)) gave nan
+    # below -1); logaddexp: g / (1 + exp(b - a)) (g exp(a - out) was exp(inf - inf) = nan)
+    with np.errstate(all="ignore"):
+        got = _grad(md.acosh, [-2.0, -math.inf, 3.0])[0]
+        assert np.allclose(got, [3 ** -0.5, 0.0, 8 ** -0.5])
+        assert _grad(md.logaddexp, [math.inf, 0.0, 5.0], [0.0, math.inf, -math.inf]) == \
+            [[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
 
 
 def test_det_gradient_of_singular_matrices_is_the_cofactor_matrix():
