@@ -78,3 +78,16 @@ def test_cross_needs_3_vectors():
     y = md.asarray([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
     assert to_numpy(md.linalg.cross(x, y)).tolist() == [[0.0, 0.0, 1.0], [0.0, -1.0, 0.0]]
     assert md.linalg.cross(x.to("meta"), y.to("meta")).shape == (2, 3)
+
+
+def test_vecdot_contracts_axes_of_one_size():
+    # the Array API and NumPy: the other axes broadcast, the contracted ones do not (a
+    # (0,) and a (1,) vector gave 0.0; PyTorch raises for them)
+    for dev in (None, "meta"):
+        with pytest.raises(ValueError, match="vecdot: the contracted axis -1 has sizes 0 "
+                                             "and 1; expected equal sizes"):
+            md.vecdot(md.zeros((0,), device=dev), md.ones((1,), device=dev))
+        with pytest.raises(ValueError, match="sizes 1 and 3"):
+            md.vecdot(md.ones((2, 1), device=dev), md.ones((2, 3), device=dev))
+    x, y = md.asarray([[1.0, 2.0], [3.0, 4.0]]), md.asarray([1.0, -1.0])
+    assert to_numpy(md.vecdot(x, y)).tolist() == [-1.0, -1.0]
