@@ -564,18 +564,22 @@ def _sign(xp, a):
 
 
 def _complex_sign(xp, z):
-    """z / |z| (the Array API's sign), 0 at 0; with an infinite part, the limit along it
-    (sign(inf + 1j) is 1, sign(inf + inf j) is (1 + 1j) / sqrt(2)) where z / |z| would be
-    nan, as NumPy gives."""
+    """The Array API's sign, z / |z|, in real divisions by the larger part first: the
+    backends' complex division by |z| overflows for a subnormal |z| (NumPy's sign(1e-40j)
+    in complex64 was nan + inf j) and |z| itself for parts near the largest float.  0 at
+    +-0 (a positive zero), nan + nan j where a part is infinite or nan (the standard's
+    values: Note [Special values] in ops/special_values.py)."""
     re, im = xp.real(z), xp.imag(z)
-    inf = xp.logical_or(xp.isinf(re), xp.isinf(im))
-    zero = xp.zeros_like(re)
-    re = xp.where(inf, xp.where(xp.isinf(re), xp.sign(re), zero), re)
-    im = xp.where(inf, xp.where(xp.isinf(im), xp.sign(im), zero), im)
-    mag = xp.hypot(re, im)
-    safe = xp.where(mag == 0, xp.ones_like(mag), mag)
+    s = xp.maximum(xp.abs(re), xp.abs(im))
+    zero = s == 0
+    a, b = (p / xp.where(zero, xp.ones_like(s), s) for p in (re, im))  # within [-1, 1]
+    m = xp.sqrt(a * a + b * b)  # >= 1 where s > 0
+    m = xp.where(zero, xp.ones_like(m), m)
     unit = xp.asarray(1j, dtype=z.dtype)
-    return xp.astype(re / safe, z.dtype) + xp.astype(im / safe, z.dtype) * unit
+    r = xp.astype(a / m, z.dtype) + xp.astype(b / m, z.dtype) * unit
+    r = xp.where(zero, xp.zeros_like(z), r)
+    finite = xp.logical_and(xp.isfinite(re), xp.isfinite(im))
+    return xp.where(finite, r, xp.full_like(z, complex(math.nan, math.nan)))
 
 
 unary("sign", dtypes=NUMERIC, generic=_sign)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from _helpers import to_numpy
+from _helpers import backend_params, to_numpy
 
 import mdtensor as md
 
@@ -120,3 +120,19 @@ def test_real_only_ops_refuse_complex_tensors_on_every_device(call):
         with pytest.raises(TypeError, match="expected real \\(not complex\\) tensors, got "
                                             "complex64|expected integer or floating-point"):
             call(z)
+
+
+@pytest.mark.parametrize("device", backend_params("cpu", "loopback"))
+def test_sign_of_complex_numbers_at_extreme_magnitudes(device):
+    # z / |z| as a complex division overflowed for a subnormal |z| (sign(1.7e-40j) in
+    # complex64 was nan + inf j, PyTorch's sgn too) and |z| itself near the largest float;
+    # the parts are divided by the larger one first.  (XLA flushes subnormals to zero and
+    # folds the divisions back into one, so JAX is left out.)
+    zs = np.asarray([1.72853e-40j, 3e38 + 3e38j, -1e-45 + 2e-45j, -0.0 + 0j, 3 + 4j],
+                    dtype=np.complex64)
+    got = to_numpy(md.sign(md.asarray(zs, device=device)))
+    wide = zs.astype(np.complex128)  # z / |z| in double precision, where nothing overflows
+    with np.errstate(invalid="ignore"):
+        want = np.where(wide == 0, 0, wide / np.abs(wide))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert not np.signbit(got[3].real)  # +0, the standard's sign(-0 + 0j)
