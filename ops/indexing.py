@@ -126,11 +126,9 @@ def _np_basic_index(xp, x, key):
     # gives an array, never a scalar); the Array API (array_api_strict) wants it spelled out.
     # NumPy clips slices and raises for an out-of-bounds integer itself (Note [Basic keys
     # off NumPy]).
-    if type(key) is slice:
-        return x[key]
     try:
-        return x[_full_key(key)]
-    except IndexError:
+        return x[key] if type(key) is slice else x[_full_key(key)]
+    except IndexError:  # a slice of a 0-d tensor too
         _basic_key(x.shape, key, "__getitem__")  # raises with the op's own message
         raise
 

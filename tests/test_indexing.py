@@ -77,6 +77,13 @@ def test_basic_index_errors(key, match):
     assert x._version == 0
 
 
+def test_a_slice_of_a_0d_tensor_is_refused_naming_the_op():
+    # the CPU kernel's fast path for a sole slice raised NumPy's own message
+    with pytest.raises(IndexError, match="^__getitem__: too many indices for tensor of "
+                                         "dimension 0"):
+        _t(np.asarray(2.0))[:]
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(-6, 6), st.integers(-6, 6), st.integers(-3, 3).filter(bool))
 def test_slices_match_numpy(start, stop, step):
