@@ -1199,9 +1199,12 @@ DERIVATIVES["fmod"] = _mod_rule(aten.trunc)
 @rule("cumulative_prod")
 @uses_out
 def _cumprod(g, out, x, axis=None, *, dtype=None, include_initial=False):
-    # As PyTorch's cumprod_backward: out / x only before the first zero of a slice; at the
-    # first zero the products that skip it (the cumulative product with that factor set to
-    # 1); after it nothing, as every product there has that zero in it.
+    # As PyTorch's cumprod_backward: out / x only before the first zero of a slice (a sum of
+    # that range's terms only: an output past a zero may be 0 * inf = nan); at the first
+    # zero the products that skip it up to the second zero -- the product of the factors
+    # before it times the cumulative products of those after it, each with its gradient,
+    # the rest of the slice masked to 1 (factors) and 0 (gradients), as PyTorch masks; after
+    # it nothing, as every product there has that zero in it.
     if not x.ndim:
         return (g if not include_initial else aten.reshape(aten.narrow(g, 0, 1, 1), ())), None
     a = 0 if axis is None else axis % x.ndim
@@ -1214,11 +1217,16 @@ def _cumprod(g, out, x, axis=None, *, dtype=None, include_initial=False):
     seen = aten.cumulative_sum(zero, a)
     before = aten.eq(seen, 0)
     first = aten.logical_and(zero, aten.eq(seen, 1))
-    skip_first = aten.cumulative_prod(aten.where(first, 1.0, x), a)
-    if skip_first.dtype != g.dtype:
-        skip_first = aten.astype(skip_first, g.dtype)
-    at_first = _reverse_cumsum(aten.mul(g, skip_first), a)
-    until_zero = aten.div(_reverse_cumsum(aten.mul(g, out), a), aten.where(before, x, 1.0))
+    to_second = aten.eq(seen, 1)  # from the first zero to the second
+    after_first = aten.cumulative_prod(
+        aten.where(aten.logical_and(to_second, aten.logical_not(first)), x, 1.0), a)
+    before_first = aten.prod(aten.where(before, x, 1.0), a, True)
+    at_first = aten.mul(aten.sum(aten.mul(after_first, aten.where(to_second, g, 0.0)), a,
+                                 True), before_first)
+    if at_first.dtype != g.dtype:
+        at_first = aten.astype(at_first, g.dtype)
+    until_zero = aten.div(_reverse_cumsum(aten.where(before, aten.mul(g, out), 0.0), a),
+                          aten.where(before, x, 1.0))
     gx = aten.where(before, until_zero, aten.where(first, at_first, 0.0))
     return (gx if gx.dtype == x.dtype else aten.astype(gx, x.dtype)), None
 
@@ -1747,7 +1755,7 @@ def _slogdet(g, out, x):
         if glog is None:
             return (None,)
         return (aten.mul(aten.unsqueeze(aten.unsqueeze(glog, -1), -1),
-                         _mT(aten.linalg_inv(x))),)
+                         _mT(_slogdet_inv(x))),)
     if glog is None and gsign is None:
         return (None,)
     gw = None
@@ -1758,7 +1766,17 @@ def _slogdet(g, out, x):
             gw = aten.add(gw, glog)
     else:
         gw = glog
-    return (aten.mul(aten.unsqueeze(aten.unsqueeze(gw, -1), -1), _mH(aten.linalg_inv(x))),)
+    return (aten.mul(aten.unsqueeze(aten.unsqueeze(gw, -1), -1), _mH(_slogdet_inv(x))),)
+
+
+def _slogdet_inv(x):
+    """A^-1 for slogdet's gradient; for a singular A (logabsdet -inf) the error names
+    slogdet, whose gradient does not exist there."""
+    try:
+        return aten.linalg_inv(x)
+    except ValueError as e:
+        raise ValueError(f"linalg.slogdet: no gradient at a singular matrix (log|det| is "
+                         f"-inf): {e}") from None
 
 
 @rule("linalg_cholesky")

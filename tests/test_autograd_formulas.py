@@ -222,6 +222,11 @@ def test_slogdet_pinv_matrix_power_gradients():
     assert gradcheck(lambda x: (md.linalg.pinv(x) * _c53t).sum(), (tall,))
     for n in (0, 1, 2, 4, -1, -2):
         assert gradcheck(lambda x, n=n: (md.linalg.matrix_power(x, n) * c).sum(), (a,))
+    # log|det| of a singular matrix is -inf: no gradient, and the error names slogdet (it
+    # named the linalg.inv of the formula)
+    singular = md.asarray([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
+    with pytest.raises(ValueError, match="^linalg.slogdet: no gradient at a singular"):
+        md.linalg.slogdet(singular)[1].backward()
 
 
 _c53t = _const(3, 5)
@@ -857,6 +862,11 @@ def test_prod_and_cumulative_prod_gradients_at_zero():
     assert _grad(md.cumulative_prod, [2.0, 0.0, 3.0]) == [[1.0, 8.0, 0.0]]
     assert _grad(lambda x: md.cumulative_prod(x.reshape(2, 3), axis=1),
                  [1.0, 0.0, 3.0, 0.0, 0.0, 2.0]) == [[1.0, 4.0, 0.0, 1.0, 0.0, 0.0]]
+    # PyTorch's ranges: before the first zero, from it to the second zero, nothing after;
+    # an output past a zero (0 * inf = nan) no longer leaks into the earlier sums
+    with np.errstate(all="ignore"):
+        assert _grad(md.cumulative_prod, [0.0, 0.0, math.inf]) == [[1.0, 0.0, 0.0]]
+        assert _grad(md.cumulative_prod, [2.0, 0.0, math.inf]) == [[1.0, math.inf, 0.0]]
     x = md.asarray([2.0, 0.0, 3.0, 0.5], dtype=md.float64, requires_grad=True)
     assert gradcheck(lambda t: md.cumulative_prod(t), (x,))
     assert gradcheck(lambda t: md.prod(t), (x,))
