@@ -349,6 +349,8 @@ def _int_divisor_check(name, xp, a, b) -> None:
     division by zero])."""
     if _has_float(a) or _has_float(b):
         return
+    if any(not isinstance(v, (bool, int)) and 0 in v.shape for v in (a, b)):
+        return  # nothing is divided (PyTorch: an empty result)
     if isinstance(b, (bool, int)):
         zero = b == 0
     else:
