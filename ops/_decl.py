@@ -206,8 +206,9 @@ def raise_named(op_name: str, exc: Exception, *operands) -> NoReturn:
 # 2. the op's Meta kernel, run on stand-ins of the arrays (their shape and dtype) with the
 #    same other arguments: the meta functions check shapes (``matmul``'s inner sizes, the
 #    square matrices of ``inv``) and raise the op's own message;
-# 3. the dtypes the op's declaration supports (its OpInfo ``dtypes``): a TypeError naming
-#    the op, the dtypes it takes and the one it got (``bitwise_and`` of float32);
+# 3. for a TypeError, the dtypes the op's declaration supports (its OpInfo ``dtypes``): a
+#    TypeError naming the op, the dtypes it takes and the one it got (``bitwise_and`` of
+#    float32);
 # 4. otherwise the backend's error, of its type, with the op's name in front.
 
 
@@ -272,7 +273,9 @@ def raise_from_backend(op_name: str, exc: Exception, args, kwargs=None) -> NoRet
                 raise _named(op_name, e) from None
     decl = getattr(op, "decl", None)
     info = getattr(decl, "info", None)
-    if info is not None and info.dtypes:
+    if info is not None and info.dtypes and isinstance(exc, TypeError):
+        # a dtype refused (a ValueError is about values: linalg.inv of a singular complex
+        # matrix is no dtype the op lacks, whatever dtypes its OpInfo samples)
         from ._promotion import dtype_of
 
         for a in arrays:
