@@ -607,10 +607,11 @@ def setitem(self, key, value) -> None:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # NumPy's take raises IndexError for an index out of bounds; CuPy's wraps it around and
 # JAX's returns NaN (or clamps): a program that is wrong on one backend would compute
-# garbage on the others.  ``take``, ``take_along_axis`` (``gather``) and ``index_select``
+# garbage on the others.  ``take``, ``take_along_axis``, ``gather`` and ``index_select``
 # check their indices themselves on every backend, with one message (``_in_bounds``, as
 # advanced indexing does: Note [Advanced indexing]), and hand the backend indices made
-# non-negative.  On a GPU the check reads two numbers back (a synchronisation), as
+# non-negative; PyTorch's ``gather`` and ``index_select`` take no negative index
+# (``low=0``).  On a GPU the check reads two numbers back (a synchronisation), as
 # PyTorch's CPU kernels check and its CUDA kernels assert.
 
 
