@@ -7,7 +7,7 @@ Backends are found through two entry-point groups (docs/BACKENDS.md):
 * ``mdtensor.backends`` -- the ``Backend`` class or factory, loaded lazily on the first use
   of its device.
 
-The built-in backends (NumPy, JAX, CuPy) are registered through the same groups in
+The built-in backends (NumPy, JAX, CuPy, Dask) are registered through the same groups in
 mdtensor's own pyproject.toml.  A broken plug-in is reported with a warning naming its
 distribution and skipped; it never breaks ``import mdtensor`` or another backend.
 """
@@ -76,6 +76,7 @@ _BUILTIN = {
     "jax": ("mdtensor.backends.jax_backend", BackendInfo("jax", "jax", "JAX", ("jax",))),
     "cupy": ("mdtensor.backends.cupy_backend",
              BackendInfo("cupy", "cuda", "CUDA", ("cupy",), dlpack_device_types=(2,))),
+    "dask": ("mdtensor.backends.dask_backend", BackendInfo("dask", "dask", "Dask", ("dask",))),
 }
 
 
@@ -177,7 +178,7 @@ def _add(entry: _Entry) -> None:
     if info.key not in _keys.BACKEND_COMPONENTS or info.key == "Meta":
         raise ValueError(
             f"backend {info.name!r} names backend key {info.key!r}; expected one of "
-            f"CPU, CUDA, JAX, PrivateUse1, PrivateUse2, PrivateUse3"
+            f"{', '.join(k for k in _keys.BACKEND_COMPONENTS if k != 'Meta')}"
         )
     for other in _by_name.values():
         if other.info.key == info.key:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Backend", "BackendInfo", "Capabilities", "push_backend_kernel"]
+__all__ = ["Backend", "BackendInfo", "Capabilities", "draw", "push_backend_kernel"]
 
 
 class Capabilities:
@@ -27,16 +27,28 @@ class Capabilities:
             they are.  The Array API specifies only basic keys and a sole boolean mask;
             without this, mdtensor computes such writes itself, with those semantics (Note
             [Writes through index arrays] in ops/indexing.py).
+        fancy_getitem: ``x[key]`` takes a tuple of integer index arrays, one per dimension,
+            with NumPy's (pointwise) semantics; without it such reads are spelled with
+            ``take`` (Note [Advanced indexing] in ops/indexing.py).
+        lazy: ops build a graph and values are computed only when asked for (``to``,
+            ``tolist``, ``item``): ``repr`` then shows the values of small tensors only.
+        chunked: arrays are split into chunks: ``md.asarray(x, chunks=...)`` passes
+            ``chunks`` to the backend's ``asarray`` and ``Tensor.chunks`` reads
+            ``Backend.chunks(array)``.
     """
 
     def __init__(self, *, views=True, inplace=True, ufunc_out=False, float64=True,
-                 complex128=True, fancy_setitem=False):
+                 complex128=True, fancy_setitem=False, fancy_getitem=False, lazy=False,
+                 chunked=False):
         self.views = views
         self.inplace = inplace
         self.ufunc_out = ufunc_out
         self.fancy_setitem = fancy_setitem
+        self.fancy_getitem = fancy_getitem
         self.float64 = float64
         self.complex128 = complex128
+        self.lazy = lazy
+        self.chunked = chunked
 
     def __repr__(self) -> str:
         flags = ", ".join(f"{k}={v}" for k, v in vars(self).items())
@@ -77,7 +89,7 @@ class Backend:
     Optional, with defaults: ``capabilities``, ``device_count``, ``device_index``,
     ``asarray``, ``to_numpy``, ``from_dlpack``, ``to_dlpack``, ``ensure_array``,
     ``owns_dense``, ``native_dtype`` / ``dtype_from_native``, ``copy_into``,
-    ``default_float``.
+    ``default_float``, ``chunks``, ``random``.
     """
 
     name: str = ""
@@ -145,6 +157,18 @@ class Backend:
         """Write ``src`` into ``dst`` in place (mutable backends only)."""
         dst[...] = src
 
+    def chunks(self, array):
+        """The chunks of ``array`` (``capabilities.chunked`` backends), else None."""
+        return None
+
+    def random(self, rng, method: str, shape: tuple, dtype, params: dict):
+        """Random numbers for ``md.rand``/``randn``/``randint``: ``method`` (``"random"``,
+        ``"standard_normal"``, ``"integers"`` with ``params`` ``low``/``high``) of the NumPy
+        generator ``rng``, ``shape`` and NumPy ``dtype``, as an array ``asarray`` takes.
+        The default draws on the host, so every backend gives the CPU's numbers for a
+        seed; a backend that must not hold the whole array draws its own way."""
+        return draw(rng, method, shape, dtype, params)
+
     # -- dtypes -------------------------------------------------------------------------
     def native_dtype(self, dtype):
         """The library's dtype for an mdtensor DType."""
@@ -190,3 +214,15 @@ def push_backend_kernel(op, fn, key: str, origin: str) -> None:
 
 #: origin -> the md.library.Library holding the kernels push_backend_kernel registered
 _LIBRARIES: dict = {}
+
+
+def draw(rng, method: str, shape, dtype, params: dict):
+    """``shape`` numbers of NumPy ``dtype`` from the NumPy generator ``rng`` (see
+    ``Backend.random``)."""
+    if method == "random":
+        return rng.random(shape).astype(dtype)
+    if method == "standard_normal":
+        return rng.standard_normal(shape).astype(dtype)
+    if method == "integers":
+        return rng.integers(params["low"], params["high"], size=shape).astype(dtype)
+    raise ValueError(f"random: unknown method {method!r}")

@@ -23,7 +23,8 @@ class CuPyBackend(Backend):
     # Note: no fancy_setitem: CuPy's ``x[index_arrays] = v`` wraps indices out of bounds
     # around and leaves which of repeated indices wins undefined, so such writes take
     # mdtensor's own scatter (Note [Writes through index arrays] in ops/indexing.py).
-    capabilities = Capabilities(views=True, inplace=True, ufunc_out=True)
+    capabilities = Capabilities(views=True, inplace=True, ufunc_out=True,
+                                fancy_getitem=True)
 
     def __init__(self):
         import array_api_compat.cupy as xp

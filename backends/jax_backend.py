@@ -66,7 +66,8 @@ class JAXBackend(Backend):
     name = "jax"
     device_type = "jax"
     key = "JAX"
-    capabilities = Capabilities(views=False, inplace=False, ufunc_out=False)
+    capabilities = Capabilities(views=False, inplace=False, ufunc_out=False,
+                                fancy_getitem=True)
     #: the ops whose XLA functions miss the standard's special values (Note [Special
     #: values] in ops/special_values.py): complex functions at infinities, NaNs and
     #: signed zeros, and the sign of zero results of ``%``, ``//`` and ``sign``

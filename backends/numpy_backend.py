@@ -29,7 +29,7 @@ class NumPyBackend(Backend):
     device_type = "cpu"
     key = "CPU"
     capabilities = Capabilities(views=True, inplace=True, ufunc_out=True,
-                                fancy_setitem=True)
+                                fancy_setitem=True, fancy_getitem=True)
     array_type = np.ndarray
 
     def __init__(self):

@@ -98,10 +98,12 @@ __all__ = sorted(
 
 # Note [Lazy submodules]
 # ~~~~~~~~~~~~~~~~~~~~~~
-# ``md.nn``, ``md.optim``, ``md.save`` and ``md.load`` are imported on first use, so
-# ``import mdtensor`` pays nothing for them (tests/test_nn.py checks what it imports).
+# ``md.nn``, ``md.optim``, ``md.save``, ``md.load`` and ``md.dask`` are imported on first
+# use, so ``import mdtensor`` pays nothing for them (tests/test_nn.py checks what it imports;
+# md.dask imports no Dask itself, tests/test_backends.py).
 _LAZY = {"nn": ("mdtensor.nn", None), "optim": ("mdtensor.optim", None),
-         "save": ("mdtensor._serialization", "save"), "load": ("mdtensor._serialization", "load")}
+         "save": ("mdtensor._serialization", "save"), "load": ("mdtensor._serialization", "load"),
+         "dask": ("mdtensor.dask", None)}
 
 
 def __getattr__(name: str):

@@ -52,8 +52,10 @@ def _infer_from_sequence(obj):
     return None
 
 
-def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
-    """Convert ``obj`` to a tensor (Array API ``asarray`` plus ``requires_grad``).
+def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False,
+            chunks=None) -> Tensor:
+    """Convert ``obj`` to a tensor (Array API ``asarray`` plus ``requires_grad`` and
+    ``chunks``).
 
     Args:
         obj: a Tensor, an array of any library supporting DLPack or the buffer protocol,
@@ -63,13 +65,19 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False) 
         copy: True always copies; False never copies (ValueError if it must); None copies
             only when needed.
         requires_grad: make the result a leaf that requires grad.
+        chunks: how a chunked backend (``device="dask"``) splits the result: anything
+            ``dask.array.from_array`` takes (default: the backend's, Note [Dask chunks] in
+            backends/dask_backend.py).
 
     Raises:
-        ValueError: ``copy=False`` but a copy is needed.
+        ValueError: ``copy=False`` but a copy is needed; ``chunks`` for a device whose
+            backend has no chunks.
         TypeError: ``obj`` cannot be converted.
     """
     if dtype is not None:
         dtype = as_dtype(dtype)
+    if chunks is not None:
+        return _chunked(obj, dtype, device, copy, requires_grad, chunks)
     if isinstance(obj, Tensor):
         out = obj
         dev = as_device(device) if device is not None else obj._device
@@ -126,6 +134,33 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False) 
         from mdtensor.ops import aten_calls
 
         t = aten_calls.lift_fresh(t)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _chunked(obj, dtype, device, copy, requires_grad, chunks) -> Tensor:
+    """``asarray`` with ``chunks=``: host data is split into chunks as it becomes a device
+    array; a tensor is converted first, then rechunked by the op ``md.dask.rechunk``."""
+    src = obj._device if isinstance(obj, Tensor) else None
+    dev = as_device(device) if device is not None else src or as_device(None)
+    if not dev.backend.capabilities.chunked:
+        raise ValueError(f"asarray: chunks= applies to chunked backends such as 'dask'; "
+                         f"device {dev} has no chunks")
+    if isinstance(obj, Tensor):
+        from . import dask
+
+        out = dask.rechunk(asarray(obj, dtype=dtype, device=dev, copy=copy), chunks)
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+    if not isinstance(obj, dev.backend.array_type):
+        # host data first, with mdtensor's dtype rules (Python floats give float32)
+        obj = asarray(obj, dtype=dtype, device="cpu", copy=False if copy is False else None
+                      )._data
+    native = dev.backend.native_dtype(dtype) if dtype is not None else None
+    t = dev.wrap(dev.backend.asarray(obj, dtype=native, index=dev.index, copy=copy,
+                                     chunks=chunks))
     if requires_grad:
         t.requires_grad_(True)
     return t

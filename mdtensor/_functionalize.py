@@ -236,7 +236,7 @@ def _plain_key(t) -> tuple:
 
 def _commit_plain(op, t: Tensor, value, inplace: bool) -> None:
     """``t`` takes ``value`` (a Tensor of the same backend); its aliases follow."""
-    from mdtensor.ops.indexing import scatter_set
+    from mdtensor.ops.indexing import gather_at, scatter_set
 
     _check_new_value(op, t, value, inplace)
     xp = t._device.xp
@@ -264,7 +264,7 @@ def _commit_plain(op, t: Tensor, value, inplace: bool) -> None:
     for v in _live_views(base._vc) if base._vc is not None else ():
         if v is not t:
             v._data = xp.broadcast_to(base._data, tuple(v._data.shape)) if scalar_base \
-                else base._data[_plain_key(v)]
+                else gather_at(v._device, base._data, _plain_key(v))
 
 
 def _plain_fallback(op, ks, args, kwargs):

@@ -3,7 +3,7 @@
 Note [Key set layout]
 ~~~~~~~~~~~~~~~~~~~~~
 A key set is a plain Python ``int`` on the hot path (``DispatchKeySet`` wraps it for the
-public API).  As in PyTorch, the low bits are *backend components* (CPU, CUDA, JAX,
+public API).  As in PyTorch, the low bits are *backend components* (CPU, CUDA, JAX, Dask,
 PrivateUse1..3, Meta) and the bits above them are *functionalities* (Dense, Sparse,
 BackendSelect, ...), ordered so that a higher bit means a higher priority.  A *runtime
 key* is one functionality, combined with one backend when the functionality is
@@ -27,12 +27,15 @@ __all__ = [
     "DispatchKeySet",
 ]
 
-#: Backend components, lowest bit first.  Meta is the highest backend bit, so a Meta
-#: tensor mixed with another backend dispatches to Meta (PyTorch does the same).
+#: Backend components, lowest bit first: the built-in backends (NumPy, CuPy, JAX, Dask),
+#: the three keys left to third-party plug-ins, then Meta.  Meta is the highest backend
+#: bit, so a Meta tensor mixed with another backend dispatches to Meta (PyTorch does the
+#: same).
 BACKEND_COMPONENTS: tuple[str, ...] = (
     "CPU",
     "CUDA",
     "JAX",
+    "Dask",
     "PrivateUse1",
     "PrivateUse2",
     "PrivateUse3",

@@ -251,6 +251,12 @@ class Tensor(_Generated):
         return self._device
 
     @property
+    def chunks(self):
+        """The chunks of a tensor on a chunked backend (Dask: a tuple of block sizes per
+        dimension, as ``dask.array``'s); None elsewhere."""
+        return self._device.backend.chunks(self._data)
+
+    @property
     def keyset(self) -> DispatchKeySet:
         """The tensor's dispatch key set."""
         return DispatchKeySet(self._ks)

@@ -49,7 +49,7 @@ __all__ = [
     "set_dispatch_trace",
 ]
 
-_DEVICE_TO_KEY = {"cpu": "CPU", "cuda": "CUDA", "jax": "JAX", "meta": "Meta"}
+_DEVICE_TO_KEY = {"cpu": "CPU", "cuda": "CUDA", "jax": "JAX", "dask": "Dask", "meta": "Meta"}
 _def_namespaces: dict[str, _weakref.ref[Library]] = {}
 
 

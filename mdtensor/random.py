@@ -2,7 +2,9 @@
 
 Each device type has a default ``Generator`` (as in PyTorch).  Generators draw with NumPy's
 PCG64 on the host and move the numbers to the device, so every backend gives the same
-numbers for the same seed.
+numbers for the same seed -- except Dask, whose chunks draw from streams of their own so
+that no array is ever whole in memory (Note [Random numbers on Dask] in
+backends/dask_backend.py).
 """
 
 from __future__ import annotations
@@ -115,6 +117,13 @@ def _shape(name, size, dtype):
     return shape
 
 
+def _draw(generator, device, method: str, shape: tuple, dtype, params: dict):
+    """Draw on the device's backend (``Backend.random``: on the host, except where a
+    backend draws its own way, e.g. Dask chunk by chunk)."""
+    gen = _gen(generator, device)
+    return as_device(device).backend.random(gen._rng, method, shape, dtype.numpy, params)
+
+
 def _finish(arr, dtype, device, requires_grad):
     from ._factories import asarray
 
@@ -127,7 +136,7 @@ def rand(*size, dtype=None, device=None, generator=None, requires_grad=False):
     if dt.kind not in "fc":
         raise TypeError(f"rand: expected a floating dtype, got {dt.name}")
     shape = _shape("rand", size, dt)
-    arr = _gen(generator, device)._rng.random(shape).astype(dt.numpy)
+    arr = _draw(generator, device, "random", shape, dt, {})
     return _finish(arr, dt, device, requires_grad)
 
 
@@ -137,7 +146,7 @@ def randn(*size, dtype=None, device=None, generator=None, requires_grad=False):
     if dt.kind not in "fc":
         raise TypeError(f"randn: expected a floating dtype, got {dt.name}")
     shape = _shape("randn", size, dt)
-    arr = _gen(generator, device)._rng.standard_normal(shape).astype(dt.numpy)
+    arr = _draw(generator, device, "standard_normal", shape, dt, {})
     return _finish(arr, dt, device, requires_grad)
 
 
@@ -154,5 +163,5 @@ def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None)
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     dt = as_dtype(dtype) if dtype is not None else int64
     shape = _shape("randint", size, dt)
-    arr = _gen(generator, device)._rng.integers(low, high, size=shape).astype(dt.numpy)
+    arr = _draw(generator, device, "integers", shape, dt, {"low": low, "high": high})
     return _finish(arr, dt, device, False)

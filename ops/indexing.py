@@ -448,6 +448,17 @@ defop("index_put_.Scalar(Tensor(a!) self, Any key, Scalar value) -> Tensor(a!)",
       meta=lambda self, key, value: (tuple(self.shape), self.dtype))
 
 
+def gather_at(device, data, raw):
+    """``data[raw]`` for ``raw`` a tuple of in-bounds integer index arrays, one per
+    dimension of ``data`` (Functionalize regenerating a view from its base): the backend's
+    own indexing where its arrays take such keys (``Capabilities.fancy_getitem``), else
+    one ``take`` (Note [Advanced indexing])."""
+    if device.backend.capabilities.fancy_getitem:
+        return data[raw]
+    adv = [(i, k, i, size, True) for i, (k, size) in enumerate(zip(raw, data.shape))]
+    return _gather(device.xp, data, adv, "view")
+
+
 def scatter_set(device, data, raw, value, *, op="index_put", check=True):
     """A new array: ``data`` with ``data[raw] = value``, on ``device``'s backend, for
     arrays that cannot or must not be written (Note [Writes through index arrays]).
@@ -471,6 +482,17 @@ def scatter_set(device, data, raw, value, *, op="index_put", check=True):
             raise
         raise _native_error(e, "__setitem__" if op == "index_put" else op, data, raw,
                             value) from None
+
+
+def _device_of(data):
+    # ``data.device`` (the Array API), or array-api-compat's answer for arrays without it
+    # (Dask's)
+    dev = getattr(data, "device", None)
+    if dev is None:
+        from array_api_compat import device
+
+        dev = device(data)
+    return dev
 
 
 def _scatter(xp, data, key, value, op, check=True):
@@ -499,7 +521,7 @@ def _scatter(xp, data, key, value, op, check=True):
     n = 1
     for s in shape:
         n *= s
-    ids = xp.reshape(xp.arange(n, dtype=xp.int64, device=data.device), shape)
+    ids = xp.reshape(xp.arange(n, dtype=xp.int64, device=_device_of(data)), shape)
     positions = _advanced_index(xp, ids, key, op, check)
     target = tuple(positions.shape)
     values = _values_for(xp, value, data.dtype, target, op)

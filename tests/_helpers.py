@@ -20,6 +20,9 @@ import pytest
 TEST_DEVICE = os.environ.get("MDTENSOR_TEST_BACKEND", "").strip() or "cpu"
 TEST_DEVICE_TYPE = TEST_DEVICE.split(":")[0]
 
+#: Dask's ``array.chunk-size`` in tests on the Dask backend (conftest.py): a few elements
+DASK_TEST_CHUNK_SIZE = "16B"
+
 
 def to_numpy(t):
     """A tensor's values as a NumPy array, whatever its device: ``t.to("cpu").numpy()``.

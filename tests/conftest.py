@@ -21,7 +21,7 @@ import itertools
 import os
 
 import pytest
-from _helpers import TEST_DEVICE
+from _helpers import DASK_TEST_CHUNK_SIZE, TEST_DEVICE
 
 TEST_BACKEND = None if TEST_DEVICE == "cpu" else TEST_DEVICE
 
@@ -43,6 +43,22 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     return f"mdtensor test backend: {TEST_BACKEND or 'cpu (default)'}"
+
+
+@pytest.fixture(autouse=True)
+def _dask_chunks_of_a_few_elements(request):
+    """Tests on the Dask backend (``MDTENSOR_TEST_BACKEND=dask`` or a ``device="dask"``
+    parameter) split arrays into chunks of a few elements (Dask's ``array.chunk-size`` of
+    16 bytes), so that every op meets chunk boundaries, as it does at scale.  (By
+    default a test-sized array is one chunk.)"""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    if TEST_BACKEND != "dask" and params.get("device") != "dask":
+        yield
+        return
+    import dask
+
+    with dask.config.set({"array.chunk-size": DASK_TEST_CHUNK_SIZE}):
+        yield
 
 
 @pytest.fixture

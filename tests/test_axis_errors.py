@@ -26,6 +26,9 @@ DEVICES = [
         reason="loopback plug-in not installed (pip install -e plugins/mdtensor_loopback)")),
     pytest.param("jax", marks=pytest.mark.skipif(
         importlib.util.find_spec("jax") is None, reason="JAX not installed")),
+    pytest.param("dask", marks=pytest.mark.skipif(
+        importlib.util.find_spec("dask") is None,
+        reason="Dask not installed (pip install -e '.[dask]')")),
 ]
 
 

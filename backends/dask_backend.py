@@ -1,0 +1,130 @@
+"""The Dask backend: device ``"dask"``, backend component Dask (docs/SCALE.md).
+
+Tensors wrap lazy, chunked ``dask.array`` arrays; every op builds the graph and nothing is
+computed until values are asked for (``.to("cpu")``, ``.tolist()``, ``.item()``, a small
+``repr``, ``md.dask.compute``).  Dask arrays are immutable, so every Dask tensor carries
+the Functionalize key (Note [Immutable backends] in mdtensor/_device.py): in-place ops,
+``__setitem__`` and views behave as on NumPy, written back into the lazy graph.  The
+generic ArrayAPI kernels serve the catalogue through ``array_api_compat.dask.array``;
+what Dask cannot do lazily raises (Note [What Dask cannot do]).
+
+Note [Dask chunks]
+~~~~~~~~~~~~~~~~~~
+``md.asarray(x, device="dask", chunks=...)`` takes anything ``dask.array.from_array``
+takes (an int, a tuple per dimension, ``"auto"``); without it the chunks are Dask's
+``"auto"``, sized by Dask's ``array.chunk-size`` setting (128 MiB unless configured), which
+is the backend default.  Factories (``zeros``, ``arange``, ...) chunk the same way, and
+results take the chunks Dask gives them (elementwise ops keep their inputs', reductions
+and products combine them).  ``x.chunks`` shows them; ``md.dask.rechunk(x, chunks)``
+changes them, as an op that autograd records.
+
+Note [Random numbers on Dask]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``md.rand``/``randn``/``randint`` on the host draw the whole array from one PCG64 stream
+and copy it to the device; on Dask that would hold the whole array in memory, which is
+what the backend exists to avoid.  So a Dask draw takes one 64-bit seed from the device's
+generator (advancing it, so the next draw differs) and every chunk draws from its own
+PCG64 stream, spawned from that seed and the chunk's position
+(``SeedSequence(seed, spawn_key=position)``): chunks are made independently, in any
+order, on any worker, and the same seed and chunks give the same numbers.  They are not
+the CPU's numbers for the same seed (a documented difference, docs/SCALE.md).
+"""
+
+from __future__ import annotations
+
+from ._base import Backend, BackendInfo, Capabilities, draw
+
+INFO = BackendInfo("dask", "dask", "Dask", requires=("dask",))
+
+__all__ = ["INFO", "DaskBackend", "backend"]
+
+
+class DaskBackend(Backend):
+    name = "dask"
+    device_type = "dask"
+    key = "Dask"
+    capabilities = Capabilities(views=False, inplace=False, ufunc_out=False, lazy=True,
+                                chunked=True)
+
+    def __init__(self):
+        import dask.array as da
+
+        from . import dask_namespace
+
+        self._da = da
+        self._xp = dask_namespace
+        self.array_type = da.Array
+
+    def namespace(self):
+        return self._xp
+
+    # -- arrays ---------------------------------------------------------------------------
+    def ensure_array(self, result):
+        if type(result) is self.array_type:
+            return result
+        return self._da.asarray(result)
+
+    def asarray(self, obj, dtype=None, index: int = 0, copy=None, chunks=None):
+        """A Dask array of ``obj``: a Dask array stays lazy (rechunked when ``chunks`` is
+        given), anything else is copied into host memory once and split into ``chunks``
+        (Note [Dask chunks])."""
+        import numpy as np
+
+        da = self._da
+        if isinstance(obj, da.Array):
+            if dtype is not None and obj.dtype != dtype:
+                if copy is False:
+                    raise ValueError("asarray: copy=False but a dtype conversion is needed")
+                obj = obj.astype(dtype)
+            return obj if chunks is None else obj.rechunk(chunks)
+        if copy is False:
+            raise ValueError("asarray: copy=False, but host data must be copied to become a "
+                             "Dask array")
+        arr = np.array(obj, dtype=dtype, copy=True)
+        if chunks is None:
+            # Dask's "auto" divides by the block size: an empty array is one (empty) chunk
+            chunks = "auto" if arr.size else -1
+        return da.from_array(arr, chunks=chunks)
+
+    def to_numpy(self, array):
+        from mdtensor import dask as md_dask
+
+        return md_dask.compute_arrays(array)[0]
+
+    def from_dlpack(self, obj, index: int = 0):
+        import numpy as np
+
+        return self._da.from_array(np.array(np.from_dlpack(obj), copy=True))
+
+    def copy_into(self, dst, src) -> None:
+        raise RuntimeError("Dask arrays are immutable; in-place ops run through Functionalize")
+
+    def chunks(self, array):
+        return array.chunks
+
+    def native_dtype(self, dtype):
+        return dtype.numpy
+
+    # -- random numbers (Note [Random numbers on Dask]) -------------------------------------
+    def random(self, rng, method: str, shape: tuple, dtype, params: dict):
+        seed = int(rng.integers(0, 1 << 63))
+        return _chunked_random(self._da, seed, method, shape, dtype, params)
+
+
+def _chunked_random(da, seed: int, method: str, shape: tuple, dtype, params: dict):
+    """A Dask array of ``shape`` whose chunks each draw from their own stream."""
+    import numpy as np
+
+    chunks = da.core.normalize_chunks("auto", shape, dtype=dtype)
+
+    def block(block_info=None):
+        info = block_info[None]
+        rng = np.random.Generator(np.random.PCG64(
+            np.random.SeedSequence(seed, spawn_key=tuple(info["chunk-location"]))))
+        return draw(rng, method, info["chunk-shape"], dtype, params)
+
+    return da.map_blocks(block, chunks=chunks, dtype=dtype, meta=np.empty((0,) * len(shape),
+                                                                          dtype))
+
+
+backend = DaskBackend

@@ -1,0 +1,378 @@
+"""The Array API namespace of the Dask backend: ``array_api_compat.dask.array``, completed.
+
+array-api-compat wraps ``dask.array`` as an Array API namespace, but leaves gaps that the
+generic kernels would fall into: functions Dask lacks (``take_along_axis``, most of
+``linalg``), a few that answer differently from NumPy (``linalg.cholesky`` returns the
+upper factor, ``linalg.inv`` computes float32 in float64, ``linalg.svd`` refuses
+``full_matrices=True``), ``reshape(copy=False)`` (it sets ``shape`` on the array), and
+results of unknown size.  This module is that namespace with those filled in; everything
+else is array-api-compat's.  It is imported by the backend when it loads (it imports Dask).
+
+Note [Dask linear algebra]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+Dask has blocked algorithms for products (``matmul``, ``tensordot``, ``vecdot``) and for
+the QR and SVD of tall-and-skinny matrices (TSQR): those stay Dask's, and scale past
+memory.  The other linear-algebra functions work on whole matrices: each one runs
+NumPy's (array-api-compat's NumPy function, the CPU backend's own) on every matrix of a
+batch with ``dask.array.apply_gufunc``, which puts the last two dimensions of each input in
+one chunk and keeps the batch dimensions chunked.  So a batch of matrices is computed in
+parallel, chunk by chunk, and the answer is the CPU backend's to the last bit; one matrix
+must fit in memory (docs/SCALE.md, "What does not scale").
+
+Note [Data-dependent shapes on Dask]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``nonzero``, ``unique_*`` and boolean-mask indexing have sizes that depend on the values.
+Dask gives such results unknown (NaN) chunk sizes, and by Dask's rules an array of
+unknown sizes must have them computed (``compute_chunk_sizes()``) before anything that
+needs its shape.  A tensor always has a shape (autograd, broadcasting checks, views and
+``Tensor.shape`` need it), so these functions apply that rule at once: the sizes are
+computed when the op is called (one pass over the graph feeding it, on the scheduler
+``md.dask.use`` chose), while the values stay lazy.  They are the only ops that compute
+while a Dask program is being built.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import types
+
+import array_api_compat.dask.array as _compat
+import array_api_compat.numpy as _np_xp
+import dask.array as da
+import numpy as np
+from array_api_compat.dask.array import *  # noqa: F403  (the namespace, then its gaps)
+
+__all__ = list(_compat.__all__)
+
+
+def reshape(x, /, shape, *, copy=None):
+    """NumPy's ``reshape``, for any chunks.
+
+    ``copy=False`` asks for no copy: a Dask array is immutable and reshaped lazily, so no
+    reshape copies anything (array-api-compat's sets ``shape`` on the array, which Dask
+    refuses).  Dask reshapes only by merging or splitting dimensions along chunk
+    boundaries; other reshapes go through one dimension whose chunks are whole rows of
+    the new shape (Dask's own advice: "reshape in multiple passes")."""
+    try:
+        return _compat.reshape(x, shape)
+    except NotImplementedError:
+        shape = _resolve(shape, x.size)
+        flat = da.reshape(x, (-1,))
+        row = math.prod(shape[1:])
+        if row:
+            flat = flat.rechunk(builtins.max(row, flat.chunksize[0] // row * row))
+        return da.reshape(flat, shape)
+
+
+def _resolve(shape, size: int) -> tuple:
+    """``shape`` with its -1 (if any) replaced by the size it stands for."""
+    shape = tuple(shape)
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        shape = tuple(size // known if s == -1 else s for s in shape)
+    return shape
+
+
+def take_along_axis(x, indices, /, *, axis=-1):
+    """NumPy's ``take_along_axis``: each lane along ``axis`` in one chunk."""
+    x = da.moveaxis(x, axis, -1)
+    indices = da.moveaxis(indices, axis, -1)
+    out = da.apply_gufunc(_take_along_last, "(i),(j)->(j)", x, indices,
+                          output_dtypes=x.dtype, allow_rechunk=True)
+    return da.moveaxis(out, -1, axis)
+
+
+def _take_along_last(a, i):
+    return np.take_along_axis(a, i, axis=-1)
+
+
+def _keep_dtype(name):
+    """Dask's ``name`` (a product), cast back to NumPy's result dtype: Dask adds the
+    products of its blocks with ``sum``, which widens small integers to int64 (NumPy's
+    int8 @ int8 is int8; the wider sum wraps to the same int8 values)."""
+    fn = getattr(_compat, name)
+
+    def product(x1, x2, /, **kwargs):
+        out = fn(x1, x2, **kwargs)
+        dtype = np.result_type(x1.dtype, x2.dtype)
+        return out if out.dtype == dtype else out.astype(dtype)
+
+    product.__name__ = name
+    return product
+
+
+matmul = _keep_dtype("matmul")
+tensordot = _keep_dtype("tensordot")
+vecdot = _keep_dtype("vecdot")
+
+
+def _empty_safe(name):
+    """Dask's ``name`` (max, min, argmax, argmin), except where it differs from NumPy.  On
+    an array with no elements Dask's chunk reductions compute the wrong shape (``max`` of
+    (0, 1, 0) along axis 1 gives (1, 0)) or fail, where NumPy returns an empty result of
+    the right shape -- NumPy's answer on a zero-size stand-in is used."""
+    fn = getattr(_compat, name)
+
+    def reduce(x, /, *, axis=None, keepdims=False):
+        if x.size == 0:
+            empty = getattr(_np_xp, name)(np.empty(x.shape, x.dtype), axis=axis,
+                                          keepdims=keepdims)
+            return da.from_array(empty, chunks=-1)  # "auto" divides by the size
+        if axis is None and x.ndim > 1 and name.startswith("arg"):
+            # Dask's flat arg-reduction of a chunked matrix breaks ties by chunk, not by
+            # position ([[5, 4, 8], [8, -6, -7]] in 1x1 chunks: 3, not 2); along one
+            # dimension it keeps the first, as NumPy does
+            r = fn(da.reshape(x, (-1,)), axis=0)
+            return da.reshape(r, (1,) * x.ndim) if keepdims else r
+        return fn(x, axis=axis, keepdims=keepdims)
+
+    reduce.__name__ = name
+    return reduce
+
+
+argmax = _empty_safe("argmax")
+argmin = _empty_safe("argmin")
+
+
+def _distinct_axes(fn):
+    """``fn`` refusing a repeated axis as NumPy does (Dask reduces over it once):
+    mdtensor's kernels then name the op (Note [Axis errors] in ops/_decl.py)."""
+
+    def reduce(x, /, *args, axis=None, **kwargs):
+        if isinstance(axis, tuple) and x.ndim and len({a % x.ndim for a in axis}) < len(axis):
+            raise ValueError("duplicate value in 'axis'")
+        return fn(x, *args, axis=axis, **kwargs)
+
+    reduce.__name__ = fn.__name__
+    return reduce
+
+
+max = _distinct_axes(_empty_safe("max"))  # noqa: A001
+min = _distinct_axes(_empty_safe("min"))  # noqa: A001
+all = _distinct_axes(_compat.all)  # noqa: A001
+any = _distinct_axes(_compat.any)  # noqa: A001
+count_nonzero = _distinct_axes(_compat.count_nonzero)
+flip = _distinct_axes(_compat.flip)
+mean = _distinct_axes(_compat.mean)
+prod = _distinct_axes(_compat.prod)
+std = _distinct_axes(_compat.std)
+sum = _distinct_axes(_compat.sum)  # noqa: A001
+var = _distinct_axes(_compat.var)
+
+
+# ---------------------------------------------------------------------------------------
+# Note [Data-dependent shapes on Dask]
+
+
+def known_sizes(arrays):
+    """``arrays`` (a tuple) with unknown chunk sizes computed, on md.dask's scheduler."""
+    from mdtensor import dask as md_dask
+
+    return md_dask.compute_chunk_sizes(*arrays)
+
+
+def nonzero(x, /):
+    return known_sizes(tuple(_compat.nonzero(x)))
+
+
+def unique_all(x, /):
+    return type(r := _compat.unique_all(x))(*known_sizes(tuple(r)))
+
+
+def unique_counts(x, /):
+    return type(r := _compat.unique_counts(x))(*known_sizes(tuple(r)))
+
+
+def unique_inverse(x, /):
+    return type(r := _compat.unique_inverse(x))(*known_sizes(tuple(r)))
+
+
+def unique_values(x, /):
+    return known_sizes((_compat.unique_values(x),))[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Note [Dask linear algebra]
+
+
+def _real(dtype):
+    return np.empty(0, dtype).real.dtype
+
+
+def _per_matrix(name, signature, *arrays, dtypes, sizes=None, **kwargs):
+    """array-api-compat's NumPy ``linalg.<name>`` on every matrix of ``arrays``."""
+    fn = getattr(_np_xp.linalg, name)
+
+    def run(*blocks):
+        out = fn(*blocks, **kwargs)
+        return tuple(out) if isinstance(out, tuple) else out
+
+    run.__name__ = f"linalg_{name}"
+    return da.apply_gufunc(run, signature, *arrays, output_dtypes=dtypes,
+                           output_sizes=sizes, allow_rechunk=True)
+
+
+def _tall_skinny(x) -> bool:
+    """A 2-D matrix Dask's TSQR takes: at least as many rows as columns, its columns in one
+    chunk (rows may be chunked)."""
+    return x.ndim == 2 and x.shape[0] >= x.shape[1] and len(x.chunks[1]) == 1
+
+
+def _cholesky(x, /, *, upper=False):
+    return _per_matrix("cholesky", "(i,j)->(i,j)", x, dtypes=x.dtype, upper=upper)
+
+
+def _cross(x1, x2, /, *, axis=-1):
+    dtype = np.result_type(x1.dtype, x2.dtype)
+    out = _per_matrix("cross", "(i),(i)->(i)", da.moveaxis(x1, axis, -1),
+                      da.moveaxis(x2, axis, -1), dtypes=dtype)
+    return da.moveaxis(out, -1, axis)
+
+
+def _det(x, /):
+    return _per_matrix("det", "(i,j)->()", x, dtypes=x.dtype)
+
+
+def _eigh(x, /):
+    w, v = _per_matrix("eigh", "(i,j)->(i),(i,j)", x, dtypes=(_real(x.dtype), x.dtype))
+    return _compat.linalg.EighResult(w, v)
+
+
+def _eigvalsh(x, /):
+    return _per_matrix("eigvalsh", "(i,j)->(i)", x, dtypes=_real(x.dtype))
+
+
+def _not_lazy(name):
+    def refuse(x, /, *args, **kwargs):
+        raise NotImplementedError(
+            f"linalg_{name}: not available on the Dask backend (key Dask): NumPy's result "
+            f"dtype depends on the values (real when every eigenvalue is real, else "
+            f"complex), which a lazy result cannot know before it is computed; compute on "
+            f"the CPU (x.to('cpu')) or use eigh/eigvalsh for symmetric matrices")
+    return refuse
+
+
+def _inv(x, /):
+    return _per_matrix("inv", "(i,j)->(i,j)", x, dtypes=x.dtype)
+
+
+def _matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    if ord in (2, -2, "nuc"):  # singular values: per matrix (Dask's need one chunked axis)
+        r = _per_matrix("matrix_norm", "(i,j)->()", x, dtypes=_real(x.dtype), ord=ord)
+        return da.expand_dims(r, (-2, -1)) if keepdims else r
+    return _compat.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
+
+
+def _matrix_power(x, n, /):
+    return _per_matrix("matrix_power", "(i,j)->(i,j)", x, dtypes=x.dtype, n=n)
+
+
+def _matrix_rank(x, /, *, rtol=None):
+    return _per_matrix("matrix_rank", "(i,j)->()", x, dtypes=np.int64, rtol=rtol)
+
+
+def _pinv(x, /, *, rtol=None):
+    return _per_matrix("pinv", "(i,j)->(j,i)", x, dtypes=x.dtype, rtol=rtol)
+
+
+def _qr(x, /, *, mode="reduced"):
+    if mode == "reduced" and _tall_skinny(x):
+        return _compat.linalg.qr(x)
+    m, n = x.shape[-2:]
+    k = builtins.min(m, n) if mode == "reduced" else m
+    q, r = _per_matrix("qr", "(i,j)->(i,k),(k,j)", x, dtypes=(x.dtype, x.dtype),
+                       sizes={"k": k}, mode=mode)
+    return _compat.linalg.QRResult(q, r)
+
+
+def _slogdet(x, /):
+    sign, logabsdet = _per_matrix("slogdet", "(i,j)->(),()", x,
+                                  dtypes=(x.dtype, _real(x.dtype)))
+    return _compat.linalg.SlogdetResult(sign, logabsdet)
+
+
+def _solve(x1, x2, /):
+    dtype = np.result_type(x1.dtype, x2.dtype)
+    if x2.ndim == 1:  # a vector right-hand side (the Array API's one special case)
+        return _per_matrix("solve", "(i,j),(j)->(i)", x1, x2, dtypes=dtype)
+    return _per_matrix("solve", "(i,j),(j,k)->(i,k)", x1, x2, dtypes=dtype)
+
+
+def _svd(x, /, *, full_matrices=True):
+    if not full_matrices and _tall_skinny(x):
+        return _compat.linalg.svd(x, full_matrices=False)
+    m, n = x.shape[-2:]
+    k = builtins.min(m, n)
+    sizes = {"k": k, "u": m if full_matrices else k, "v": n if full_matrices else k}
+    u, s, vh = _per_matrix("svd", "(i,j)->(i,u),(k),(v,j)", x,
+                           dtypes=(x.dtype, _real(x.dtype), x.dtype), sizes=sizes,
+                           full_matrices=full_matrices)
+    return _compat.linalg.SVDResult(u, s, vh)
+
+
+def _svdvals(x, /):
+    if _tall_skinny(x):
+        return _compat.linalg.svd(x, full_matrices=False)[1]
+    return _per_matrix("svdvals", "(i,j)->(k)", x, dtypes=_real(x.dtype),
+                       sizes={"k": builtins.min(x.shape[-2:])})
+
+
+linalg = types.SimpleNamespace(**{n: getattr(_compat.linalg, n) for n in dir(_compat.linalg)
+                                  if not n.startswith("_")})
+linalg.cholesky = _cholesky
+linalg.cross = _cross
+linalg.det = _det
+linalg.eigh = _eigh
+linalg.eigvalsh = _eigvalsh
+linalg.eig = _not_lazy("eig")
+linalg.eigvals = _not_lazy("eigvals")
+linalg.inv = _inv
+linalg.matrix_norm = _matrix_norm
+linalg.matrix_power = _matrix_power
+linalg.matrix_rank = _matrix_rank
+linalg.pinv = _pinv
+linalg.qr = _qr
+linalg.slogdet = _slogdet
+linalg.solve = _solve
+linalg.svd = _svd
+linalg.svdvals = _svdvals
+
+
+# ---------------------------------------------------------------------------------------
+# FFTs: Dask transforms along an axis held in one chunk (it raises otherwise); the
+# transformed axes are rechunked so, the others stay chunked.
+
+
+def _whole_along(x, axes):
+    return x.rechunk({a % x.ndim: -1 for a in axes}) if x.ndim else x
+
+
+def _fft_along_axis(name):
+    fn = getattr(_compat.fft, name)
+
+    def transform(x, /, *, n=None, axis=-1, norm="backward"):
+        return fn(_whole_along(x, (axis,)), n=n, axis=axis, norm=norm)
+
+    transform.__name__ = name
+    return transform
+
+
+def _fft_along_axes(name):
+    fn = getattr(_compat.fft, name)
+
+    def transform(x, /, *, s=None, axes=None, norm="backward"):
+        if axes is None:
+            axes = range(x.ndim) if s is None else range(x.ndim - len(s), x.ndim)
+        return fn(_whole_along(x, tuple(axes)), s=s, axes=axes, norm=norm)
+
+    transform.__name__ = name
+    return transform
+
+
+fft = types.SimpleNamespace(**{n: getattr(_compat.fft, n) for n in dir(_compat.fft)
+                               if not n.startswith("_")})
+for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
+    setattr(fft, _name, _fft_along_axis(_name))
+for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
+    setattr(fft, _name, _fft_along_axes(_name))
