@@ -32,7 +32,7 @@ the CPU's numbers for the same seed (a documented difference, docs/SCALE.md).
 
 from __future__ import annotations
 
-from ._base import Backend, BackendInfo, Capabilities, draw
+from ._base import Backend, BackendInfo, Capabilities, draw, push_backend_kernel
 
 INFO = BackendInfo("dask", "dask", "Dask", requires=("dask",))
 
@@ -54,6 +54,7 @@ class DaskBackend(Backend):
         self._da = da
         self._xp = dask_namespace
         self.array_type = da.Array
+        _install_kernels()
 
     def namespace(self):
         return self._xp
@@ -109,6 +110,48 @@ class DaskBackend(Backend):
     def random(self, rng, method: str, shape: tuple, dtype, params: dict):
         seed = int(rng.integers(0, 1 << 63))
         return _chunked_random(self._da, seed, method, shape, dtype, params)
+
+
+# ---------------------------------------------------------------------------------------
+# Kernels of the backend's own
+
+_installed: list = []
+
+
+def _install_kernels() -> None:
+    """Register, once per process, a Dask-key kernel for every op of the catalogue tagged
+    ``dynamic_output_shape`` (nonzero, unique_*, indexing): the generic kernel, then the
+    sizes of its results computed (Note [Data-dependent shapes on Dask] in
+    backends/dask_namespace.py; the namespace does it for the functions it wraps, this
+    covers ``x[mask]``, which is Dask's own ``__getitem__``)."""
+    if _installed:
+        return
+    from mdtensor.ops._decl import CATALOGUE
+
+    from mdtensor._keys import DispatchKey
+
+    for decl in list(CATALOGUE.values()):
+        for op in decl.functional:
+            if "dynamic_output_shape" in op.tags:
+                generic = op.resolve(DispatchKey.ArrayAPI)[0].fn
+                push_backend_kernel(op, _with_known_sizes(op, generic), "Dask",
+                                    "mdtensor (Dask backend)")
+                _installed.append(op)
+    _installed.append(None)
+
+
+def _with_known_sizes(op, generic):
+    from mdtensor import dask as md_dask
+    from mdtensor._tensor import Tensor
+
+    def kernel(*args, **kwargs):
+        out = generic(*args, **kwargs)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        md_dask.compute_chunk_sizes(*(t._data for t in outs if isinstance(t, Tensor)))
+        return out
+
+    kernel.__qualname__ = kernel.__name__ = f"dask_known_sizes[{op.name}]"
+    return kernel
 
 
 def _chunked_random(da, seed: int, method: str, shape: tuple, dtype, params: dict):

@@ -15,7 +15,7 @@ import mdtensor as md
 
 def test_available_lists_builtins_without_importing_them():
     rows = {r["name"]: r for r in md.backends.available()}
-    assert {"numpy", "jax", "cupy"} <= set(rows)
+    assert {"numpy", "jax", "cupy", "dask"} <= set(rows)
     assert rows["numpy"]["device_type"] == "cpu" and rows["numpy"]["key"] == "CPU"
     assert rows["cupy"]["distribution"] == "mdtensor"
 

@@ -254,9 +254,10 @@ def test_device_mismatch_names_both_devices(device):
         md.ops.aten.add.Tensor(a, b)
 
 
-def test_import_does_not_import_jax_or_cupy_or_plum():
+def test_import_does_not_import_jax_or_cupy_or_dask_or_plum():
     code = ("import sys, mdtensor; "
-            "print(','.join(m for m in ('jax', 'cupy', 'torch', 'plum') if m in sys.modules))")
+            "print(','.join(m for m in ('jax', 'cupy', 'dask', 'distributed', 'torch', 'plum') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == ""
