@@ -8,6 +8,22 @@ upper factor, ``linalg.inv`` computes float32 in float64, ``linalg.svd`` refuses
 results of unknown size.  This module is that namespace with those filled in; everything
 else is array-api-compat's.  It is imported by the backend when it loads (it imports Dask).
 
+Note [Broadcasts stay small]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``broadcast_to`` gives one chunk along each dimension it adds or stretches, whatever the
+chunks of the arrays the result will meet; Dask then rechunks it (split and merge tasks,
+a full-size copy) in every elementwise op with a chunked partner.  Gradients meet this
+constantly: the backward of ``mean``, ``sum`` and of a broadcast operand expands a small
+gradient to a large shape, then multiplies it with large, chunked arrays.  So a broadcast
+made here remembers what it broadcasts (its *source*), and the elementwise functions
+below compute with the sources of such operands wherever broadcasting the other operands
+reaches the same result shape (``f(broadcast_to(g, s), y) = f(g, y)`` when ``y.shape ==
+s``), and otherwise on the sources alone, broadcasting the small result
+(``broadcast_to(g, s) / n = broadcast_to(g / n, s)``).  The values are the same; the
+rechunks and the full-size intermediates are gone (a logistic-regression gradient step
+lost 2 tasks per chunk), and the elementwise work on a broadcast happens once, on its
+source.  Other functions receive the broadcast array itself.
+
 Note [Dask linear algebra]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
 Dask has blocked algorithms for products (``matmul``, ``tensordot``, ``vecdot``) and for
@@ -72,6 +88,17 @@ def _resolve(shape, size: int) -> tuple:
         known = math.prod(s for s in shape if s != -1)
         shape = tuple(size // known if s == -1 else s for s in shape)
     return shape
+
+
+def expand_dims(x, /, *, axis=0):
+    """One new dimension, by indexing with ``None``: Dask's ``expand_dims`` reshapes,
+    and a reshape layer is not fused with the blockwise ops around it, where an indexing
+    layer is (one task per chunk less in a gradient through ``matmul``)."""
+    if not isinstance(axis, int):
+        return _compat.expand_dims(x, axis=axis)
+    if not -x.ndim - 1 <= axis <= x.ndim:
+        raise IndexError(f"axis {axis} is out of bounds for array of dimension {x.ndim + 1}")
+    return x[(slice(None),) * (axis % (x.ndim + 1)) + (None,)]
 
 
 def take_along_axis(x, indices, /, *, axis=-1):
@@ -376,3 +403,108 @@ for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
     setattr(fft, _name, _fft_along_axis(_name))
 for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
     setattr(fft, _name, _fft_along_axes(_name))
+
+
+
+# ---------------------------------------------------------------------------------------
+# Note [Broadcasts stay small]
+
+_SOURCE = "_mdtensor_broadcast_of"
+
+
+def broadcast_to(x, /, shape):
+    out = _compat.broadcast_to(x, tuple(shape))
+    if out.shape != x.shape:
+        setattr(out, _SOURCE, getattr(x, _SOURCE, x))
+    return out
+
+
+def _is_array(a) -> bool:
+    return isinstance(a, (da.Array, np.ndarray, np.generic))
+
+
+def _on_sources(fn):
+    def elementwise(*args, **kwargs):
+        sources = [getattr(a, _SOURCE, None) for a in args]
+        if builtins.all(s is None for s in sources):
+            return fn(*args, **kwargs)
+        shape = np.broadcast_shapes(*(a.shape for a in args if _is_array(a)))
+        small = [a if s is None else s for a, s in zip(args, sources)]
+        out = fn(*small, **kwargs)
+        return out if out.shape == shape else broadcast_to(out, shape)
+
+    elementwise.__name__ = fn.__name__
+    elementwise.__doc__ = fn.__doc__
+    return elementwise
+
+
+# The elementwise functions of the standard (and astype, clip, where), on sources.
+abs = _on_sources(_compat.abs)  # noqa: A001
+acos = _on_sources(_compat.acos)
+acosh = _on_sources(_compat.acosh)
+add = _on_sources(_compat.add)
+asin = _on_sources(_compat.asin)
+asinh = _on_sources(_compat.asinh)
+astype = _on_sources(_compat.astype)
+atan = _on_sources(_compat.atan)
+atan2 = _on_sources(_compat.atan2)
+atanh = _on_sources(_compat.atanh)
+bitwise_and = _on_sources(_compat.bitwise_and)
+bitwise_invert = _on_sources(_compat.bitwise_invert)
+bitwise_left_shift = _on_sources(_compat.bitwise_left_shift)
+bitwise_or = _on_sources(_compat.bitwise_or)
+bitwise_right_shift = _on_sources(_compat.bitwise_right_shift)
+bitwise_xor = _on_sources(_compat.bitwise_xor)
+ceil = _on_sources(_compat.ceil)
+clip = _on_sources(_compat.clip)
+conj = _on_sources(_compat.conj)
+copysign = _on_sources(_compat.copysign)
+cos = _on_sources(_compat.cos)
+cosh = _on_sources(_compat.cosh)
+divide = _on_sources(_compat.divide)
+equal = _on_sources(_compat.equal)
+exp = _on_sources(_compat.exp)
+expm1 = _on_sources(_compat.expm1)
+floor = _on_sources(_compat.floor)
+floor_divide = _on_sources(_compat.floor_divide)
+greater = _on_sources(_compat.greater)
+greater_equal = _on_sources(_compat.greater_equal)
+hypot = _on_sources(_compat.hypot)
+imag = _on_sources(_compat.imag)
+isfinite = _on_sources(_compat.isfinite)
+isinf = _on_sources(_compat.isinf)
+isnan = _on_sources(_compat.isnan)
+less = _on_sources(_compat.less)
+less_equal = _on_sources(_compat.less_equal)
+log = _on_sources(_compat.log)
+log1p = _on_sources(_compat.log1p)
+log2 = _on_sources(_compat.log2)
+log10 = _on_sources(_compat.log10)
+logaddexp = _on_sources(_compat.logaddexp)
+logical_and = _on_sources(_compat.logical_and)
+logical_not = _on_sources(_compat.logical_not)
+logical_or = _on_sources(_compat.logical_or)
+logical_xor = _on_sources(_compat.logical_xor)
+maximum = _on_sources(_compat.maximum)
+minimum = _on_sources(_compat.minimum)
+multiply = _on_sources(_compat.multiply)
+negative = _on_sources(_compat.negative)
+nextafter = _on_sources(_compat.nextafter)
+not_equal = _on_sources(_compat.not_equal)
+positive = _on_sources(_compat.positive)
+pow = _on_sources(_compat.pow)  # noqa: A001
+real = _on_sources(_compat.real)
+reciprocal = _on_sources(_compat.reciprocal)
+remainder = _on_sources(_compat.remainder)
+round = _on_sources(_compat.round)  # noqa: A001
+sign = _on_sources(_compat.sign)
+signbit = _on_sources(_compat.signbit)
+sin = _on_sources(_compat.sin)
+sinh = _on_sources(_compat.sinh)
+sqrt = _on_sources(_compat.sqrt)
+square = _on_sources(_compat.square)
+subtract = _on_sources(_compat.subtract)
+tan = _on_sources(_compat.tan)
+tanh = _on_sources(_compat.tanh)
+trunc = _on_sources(_compat.trunc)
+where = _on_sources(_compat.where)

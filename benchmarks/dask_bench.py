@@ -1,0 +1,159 @@
+"""The Dask backend's benchmarks (docs/SCALE.md): ``python -m benchmarks.dask_bench CASE``.
+
+One full-batch gradient step of logistic regression -- ``p = sigmoid(X @ w + b)``, the mean
+binary cross-entropy, its gradient with respect to ``w`` and ``b`` -- computed in one pass
+with the loss:
+
+* ``step [--rows 10000000]``: a float32 design matrix of ``rows`` x 32, generated once and
+  held in memory (``persist``), so the step itself is timed.  mdtensor on
+  ``device="dask"`` (autograd builds the gradient) against the same step written directly
+  with ``dask.array`` (the gradient by hand, ``X.T @ (p - y) / n``), both on Dask's
+  threaded scheduler over the same chunks, in interleaved rounds (Note [Paired ratios] in
+  benchmarks/harness.py); the number of tasks in each graph, as built and as Dask runs it
+  (after its optimisation, which fuses chains of blockwise tasks); and the NumPy backend
+  (``device="cpu"``, autograd) on the same data as one NumPy array.
+* ``out-of-core [--rows 100000000]``: the step on 100,000,000 x 32 float32 (12.8 GB) made
+  chunk by chunk on the Dask device (``md.rand``), never whole in memory, on this
+  machine's cores: the wall time and the process's peak resident memory (``ru_maxrss``).
+  Run it alone: it takes minutes and every core.
+
+BLAS threads are pinned to 1 (as in ``python -m benchmarks``): Dask's scheduler runs one
+chunk per core, and NumPy's single-threaded time is the reference of the other cases.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+COLS = 32
+
+
+def md_step(md, X, y):
+    """The step on mdtensor tensors (any device): loss, grad w, grad b (lazy on Dask)."""
+    w = md.zeros(X.shape[1], device=X.device, requires_grad=True)
+    b = md.zeros((), device=X.device, requires_grad=True)
+    p = md.sigmoid(X @ w + b)
+    loss = -(y * md.log(p) + (1 - y) * md.log(1 - p)).mean()
+    loss.backward()
+    return loss, w.grad, b.grad
+
+
+def dask_step(da, X, y):
+    """The same step written directly with dask.array (lazy): loss, grad w, grad b."""
+    import numpy as np
+
+    w = da.zeros(X.shape[1], dtype=np.float32)
+    b = np.float32(0)
+    p = 1 / (1 + da.exp(-(X @ w + b)))
+    loss = -(y * da.log(p) + (1 - y) * da.log(1 - p)).mean()
+    r = (p - y) / np.float32(X.shape[0])
+    return loss, X.T @ r, r.sum()
+
+
+def task_counts(*arrays) -> tuple[int, int]:
+    """Tasks in the graph of ``arrays`` (shared tasks once): as built, and after Dask's
+    optimisation (``dask.optimize`` of them together, what ``dask.compute`` runs)."""
+    import dask
+
+    def tasks(collections) -> int:
+        keys = set()
+        for a in collections:
+            keys.update(a.__dask_graph__().keys())
+        return len(keys)
+
+    return tasks(arrays), tasks(dask.optimize(*arrays))
+
+
+def peak_rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9  # KiB on Linux
+
+
+def step(rows: int, repeats: int) -> int:
+    import dask
+    import dask.array as da
+    import numpy as np
+
+    import mdtensor as md
+
+    from .harness import Case, fmt, fmt_ratio, run_case, table
+
+    rng = da.random.default_rng(0)
+    X = rng.standard_normal((rows, COLS), dtype=np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(np.float32)
+    X, y = dask.persist(X, y)
+    Xt, yt = md.dask.from_dask(X), md.dask.from_dask(y)
+    X_np, y_np = dask.compute(X, y)
+    Xc, yc = md.asarray(X_np), md.asarray(y_np)
+    print(f"# {rows} x {COLS} float32, chunks {X.chunksize} ({len(X.chunks[0])} chunks), "
+          f"{os.cpu_count()} cores")
+
+    want = [np.asarray(v) for v in dask.compute(*dask_step(da, X, y))]
+    got = [t.numpy() for t in md.dask.compute(*md_step(md, Xt, yt))]
+    cpu = [t.item() if t.ndim == 0 else t.numpy() for t in md_step(md, Xc, yc)]
+    for a, b, c in zip(want, got, cpu):
+        np.testing.assert_allclose(b, a, rtol=2e-3, atol=1e-6)
+        np.testing.assert_allclose(c, a, rtol=2e-3, atol=1e-6)
+    print("# results agree (loss, grad w, grad b) across dask.array, md on dask, md on cpu")
+
+    md_counts = task_counts(*(md.dask.to_dask(t) for t in md_step(md, Xt, yt)))
+    dask_counts = task_counts(*dask_step(da, X, y))
+    print(f"# tasks (as built / as run): mdtensor {md_counts[0]} / {md_counts[1]}, "
+          f"dask.array {dask_counts[0]} / {dask_counts[1]}")
+
+    case = Case(f"logistic step [{rows}x{COLS} f32]", "dask", impls={
+        "dask": lambda: dask.compute(*dask_step(da, X, y)),
+        "mdtensor": lambda: md.dask.compute(*md_step(md, Xt, yt)),
+        "numpy": lambda: [t.item() if t.ndim == 0 else t.numpy() for t in md_step(md, Xc, yc)],
+    })
+    run_case(case, repeats, target=0.0)
+    print(table([case], impls=("dask", "mdtensor", "numpy"), refs=("dask", "numpy")))
+    print(f"\nmdtensor/dask.array {fmt_ratio(case.ratio('mdtensor', 'dask'))}; "
+          f"NumPy backend {fmt(case.medians['numpy'])}; peak RSS {peak_rss_gb():.2f} GB")
+    return 0
+
+
+def out_of_core(rows: int) -> int:
+    import mdtensor as md
+
+    t0 = time.perf_counter()
+    md.manual_seed(0)
+    X = md.rand(rows, COLS, device="dask") - 0.5
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).to(md.float32)
+    loss, gw, gb = md_step(md, X, y)
+    built = time.perf_counter() - t0
+    chunks = X.chunks
+    print(f"# {rows} x {COLS} float32 = {rows * COLS * 4 / 1e9:.1f} GB, chunks of "
+          f"{max(chunks[0])} rows ({len(chunks[0])} chunks), {os.cpu_count()} cores; graph "
+          f"built in {built:.2f} s")
+    t0 = time.perf_counter()
+    loss, gw, gb = md.dask.compute(loss, gw, gb)
+    took = time.perf_counter() - t0
+    print(f"# loss {loss.item():.6f}, |grad w| {float((gw * gw).sum()) ** 0.5:.6f}, "
+          f"grad b {gb.item():.6f}")
+    print(f"out-of-core logistic step [{rows}x{COLS} f32]: {took:.1f} s, peak RSS "
+          f"{peak_rss_gb():.2f} GB")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.dask_bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("case", choices=("step", "out-of-core"))
+    p.add_argument("--rows", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=7, help="rounds of the step case")
+    args = p.parse_args(argv)
+    if args.case == "step":
+        return step(args.rows or 10_000_000, args.repeats)
+    return out_of_core(args.rows or 100_000_000)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
