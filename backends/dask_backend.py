@@ -52,7 +52,7 @@ class DaskBackend(Backend):
         from . import dask_namespace
 
         self._da = da
-        self._xp = dask_namespace
+        self._xp = dask_namespace.namespace
         self.array_type = da.Array
         _install_kernels()
 

@@ -5,7 +5,7 @@ generic kernels would fall into: functions Dask lacks (``take_along_axis``, most
 ``linalg``), a few that answer differently from NumPy (``linalg.cholesky`` returns the
 upper factor, ``linalg.inv`` computes float32 in float64, ``linalg.svd`` refuses
 ``full_matrices=True``), ``reshape(copy=False)`` (it sets ``shape`` on the array), and
-results of unknown size.  This module is that namespace with those filled in; everything
+results of unknown size.  ``namespace`` is that namespace with those filled in; everything
 else is array-api-compat's.  It is imported by the backend when it loads (it imports Dask).
 
 Note [Broadcasts stay small]
@@ -49,7 +49,6 @@ while a Dask program is being built.
 
 from __future__ import annotations
 
-import builtins
 import math
 import types
 
@@ -57,12 +56,11 @@ import array_api_compat.dask.array as _compat
 import array_api_compat.numpy as _np_xp
 import dask.array as da
 import numpy as np
-from array_api_compat.dask.array import *  # noqa: F403  (the namespace, then its gaps)
 
-__all__ = list(_compat.__all__)
+__all__ = ["namespace"]
 
 
-def reshape(x, /, shape, *, copy=None):
+def _reshape(x, /, shape, *, copy=None):
     """NumPy's ``reshape``, for any chunks.
 
     ``copy=False`` asks for no copy: a Dask array is immutable and reshaped lazily, so no
@@ -77,7 +75,7 @@ def reshape(x, /, shape, *, copy=None):
         flat = da.reshape(x, (-1,))
         row = math.prod(shape[1:])
         if row:
-            flat = flat.rechunk(builtins.max(row, flat.chunksize[0] // row * row))
+            flat = flat.rechunk(max(row, flat.chunksize[0] // row * row))
         return da.reshape(flat, shape)
 
 
@@ -90,7 +88,7 @@ def _resolve(shape, size: int) -> tuple:
     return shape
 
 
-def expand_dims(x, /, *, axis=0):
+def _expand_dims(x, /, *, axis=0):
     """One new dimension, by indexing with ``None``: Dask's ``expand_dims`` reshapes,
     and a reshape layer is not fused with the blockwise ops around it, where an indexing
     layer is (one task per chunk less in a gradient through ``matmul``)."""
@@ -101,7 +99,7 @@ def expand_dims(x, /, *, axis=0):
     return x[(slice(None),) * (axis % (x.ndim + 1)) + (None,)]
 
 
-def take_along_axis(x, indices, /, *, axis=-1):
+def _take_along_axis(x, indices, /, *, axis=-1):
     """NumPy's ``take_along_axis``: each lane along ``axis`` in one chunk."""
     x = da.moveaxis(x, axis, -1)
     indices = da.moveaxis(indices, axis, -1)
@@ -114,11 +112,11 @@ def _take_along_last(a, i):
     return np.take_along_axis(a, i, axis=-1)
 
 
-def _keep_dtype(name):
-    """Dask's ``name`` (a product), cast back to NumPy's result dtype: Dask adds the
-    products of its blocks with ``sum``, which widens small integers to int64 (NumPy's
-    int8 @ int8 is int8; the wider sum wraps to the same int8 values)."""
-    fn = getattr(_compat, name)
+def _keep_dtype(fn):
+    """Dask's product ``fn``, cast back to NumPy's result dtype: Dask adds the products of
+    its blocks with ``sum``, which widens small integers to int64 (NumPy's int8 @ int8 is
+    int8; the wider sum wraps to the same int8 values)."""
+    name = fn.__name__
 
     def product(x1, x2, /, **kwargs):
         out = fn(x1, x2, **kwargs)
@@ -128,10 +126,6 @@ def _keep_dtype(name):
     product.__name__ = name
     return product
 
-
-matmul = _keep_dtype("matmul")
-tensordot = _keep_dtype("tensordot")
-vecdot = _keep_dtype("vecdot")
 
 
 def _empty_safe(name):
@@ -158,10 +152,6 @@ def _empty_safe(name):
     return reduce
 
 
-argmax = _empty_safe("argmax")
-argmin = _empty_safe("argmin")
-
-
 def _distinct_axes(fn):
     """``fn`` refusing a repeated axis as NumPy does (Dask reduces over it once):
     mdtensor's kernels then name the op (Note [Axis errors] in ops/_decl.py)."""
@@ -175,48 +165,35 @@ def _distinct_axes(fn):
     return reduce
 
 
-max = _distinct_axes(_empty_safe("max"))  # noqa: A001
-min = _distinct_axes(_empty_safe("min"))  # noqa: A001
-all = _distinct_axes(_compat.all)  # noqa: A001
-any = _distinct_axes(_compat.any)  # noqa: A001
-count_nonzero = _distinct_axes(_compat.count_nonzero)
-flip = _distinct_axes(_compat.flip)
-mean = _distinct_axes(_compat.mean)
-prod = _distinct_axes(_compat.prod)
-std = _distinct_axes(_compat.std)
-sum = _distinct_axes(_compat.sum)  # noqa: A001
-var = _distinct_axes(_compat.var)
-
-
 # ---------------------------------------------------------------------------------------
 # Note [Data-dependent shapes on Dask]
 
 
-def known_sizes(arrays):
+def _known_sizes(arrays):
     """``arrays`` (a tuple) with unknown chunk sizes computed, on md.dask's scheduler."""
     from mdtensor import dask as md_dask
 
     return md_dask.compute_chunk_sizes(*arrays)
 
 
-def nonzero(x, /):
-    return known_sizes(tuple(_compat.nonzero(x)))
+def _nonzero(x, /):
+    return _known_sizes(tuple(_compat.nonzero(x)))
 
 
-def unique_all(x, /):
-    return type(r := _compat.unique_all(x))(*known_sizes(tuple(r)))
+def _unique_all(x, /):
+    return type(r := _compat.unique_all(x))(*_known_sizes(tuple(r)))
 
 
-def unique_counts(x, /):
-    return type(r := _compat.unique_counts(x))(*known_sizes(tuple(r)))
+def _unique_counts(x, /):
+    return type(r := _compat.unique_counts(x))(*_known_sizes(tuple(r)))
 
 
-def unique_inverse(x, /):
-    return type(r := _compat.unique_inverse(x))(*known_sizes(tuple(r)))
+def _unique_inverse(x, /):
+    return type(r := _compat.unique_inverse(x))(*_known_sizes(tuple(r)))
 
 
-def unique_values(x, /):
-    return known_sizes((_compat.unique_values(x),))[0]
+def _unique_values(x, /):
+    return _known_sizes((_compat.unique_values(x),))[0]
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,7 +284,7 @@ def _qr(x, /, *, mode="reduced"):
     if mode == "reduced" and _tall_skinny(x):
         return _compat.linalg.qr(x)
     m, n = x.shape[-2:]
-    k = builtins.min(m, n) if mode == "reduced" else m
+    k = min(m, n) if mode == "reduced" else m
     q, r = _per_matrix("qr", "(i,j)->(i,k),(k,j)", x, dtypes=(x.dtype, x.dtype),
                        sizes={"k": k}, mode=mode)
     return _compat.linalg.QRResult(q, r)
@@ -330,7 +307,7 @@ def _svd(x, /, *, full_matrices=True):
     if not full_matrices and _tall_skinny(x):
         return _compat.linalg.svd(x, full_matrices=False)
     m, n = x.shape[-2:]
-    k = builtins.min(m, n)
+    k = min(m, n)
     sizes = {"k": k, "u": m if full_matrices else k, "v": n if full_matrices else k}
     u, s, vh = _per_matrix("svd", "(i,j)->(i,u),(k),(v,j)", x,
                            dtypes=(x.dtype, _real(x.dtype), x.dtype), sizes=sizes,
@@ -342,28 +319,7 @@ def _svdvals(x, /):
     if _tall_skinny(x):
         return _compat.linalg.svd(x, full_matrices=False)[1]
     return _per_matrix("svdvals", "(i,j)->(k)", x, dtypes=_real(x.dtype),
-                       sizes={"k": builtins.min(x.shape[-2:])})
-
-
-linalg = types.SimpleNamespace(**{n: getattr(_compat.linalg, n) for n in dir(_compat.linalg)
-                                  if not n.startswith("_")})
-linalg.cholesky = _cholesky
-linalg.cross = _cross
-linalg.det = _det
-linalg.eigh = _eigh
-linalg.eigvalsh = _eigvalsh
-linalg.eig = _not_lazy("eig")
-linalg.eigvals = _not_lazy("eigvals")
-linalg.inv = _inv
-linalg.matrix_norm = _matrix_norm
-linalg.matrix_power = _matrix_power
-linalg.matrix_rank = _matrix_rank
-linalg.pinv = _pinv
-linalg.qr = _qr
-linalg.slogdet = _slogdet
-linalg.solve = _solve
-linalg.svd = _svd
-linalg.svdvals = _svdvals
+                       sizes={"k": min(x.shape[-2:])})
 
 
 # ---------------------------------------------------------------------------------------
@@ -397,22 +353,13 @@ def _fft_along_axes(name):
     return transform
 
 
-fft = types.SimpleNamespace(**{n: getattr(_compat.fft, n) for n in dir(_compat.fft)
-                               if not n.startswith("_")})
-for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
-    setattr(fft, _name, _fft_along_axis(_name))
-for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
-    setattr(fft, _name, _fft_along_axes(_name))
-
-
-
 # ---------------------------------------------------------------------------------------
 # Note [Broadcasts stay small]
 
 _SOURCE = "_mdtensor_broadcast_of"
 
 
-def broadcast_to(x, /, shape):
+def _broadcast_to(x, /, shape):
     out = _compat.broadcast_to(x, tuple(shape))
     if out.shape != x.shape:
         setattr(out, _SOURCE, getattr(x, _SOURCE, x))
@@ -426,85 +373,68 @@ def _is_array(a) -> bool:
 def _on_sources(fn):
     def elementwise(*args, **kwargs):
         sources = [getattr(a, _SOURCE, None) for a in args]
-        if builtins.all(s is None for s in sources):
+        if all(s is None for s in sources):
             return fn(*args, **kwargs)
         shape = np.broadcast_shapes(*(a.shape for a in args if _is_array(a)))
         small = [a if s is None else s for a, s in zip(args, sources)]
         out = fn(*small, **kwargs)
-        return out if out.shape == shape else broadcast_to(out, shape)
+        return out if out.shape == shape else _broadcast_to(out, shape)
 
     elementwise.__name__ = fn.__name__
     elementwise.__doc__ = fn.__doc__
     return elementwise
 
 
-# The elementwise functions of the standard (and astype, clip, where), on sources.
-abs = _on_sources(_compat.abs)  # noqa: A001
-acos = _on_sources(_compat.acos)
-acosh = _on_sources(_compat.acosh)
-add = _on_sources(_compat.add)
-asin = _on_sources(_compat.asin)
-asinh = _on_sources(_compat.asinh)
-astype = _on_sources(_compat.astype)
-atan = _on_sources(_compat.atan)
-atan2 = _on_sources(_compat.atan2)
-atanh = _on_sources(_compat.atanh)
-bitwise_and = _on_sources(_compat.bitwise_and)
-bitwise_invert = _on_sources(_compat.bitwise_invert)
-bitwise_left_shift = _on_sources(_compat.bitwise_left_shift)
-bitwise_or = _on_sources(_compat.bitwise_or)
-bitwise_right_shift = _on_sources(_compat.bitwise_right_shift)
-bitwise_xor = _on_sources(_compat.bitwise_xor)
-ceil = _on_sources(_compat.ceil)
-clip = _on_sources(_compat.clip)
-conj = _on_sources(_compat.conj)
-copysign = _on_sources(_compat.copysign)
-cos = _on_sources(_compat.cos)
-cosh = _on_sources(_compat.cosh)
-divide = _on_sources(_compat.divide)
-equal = _on_sources(_compat.equal)
-exp = _on_sources(_compat.exp)
-expm1 = _on_sources(_compat.expm1)
-floor = _on_sources(_compat.floor)
-floor_divide = _on_sources(_compat.floor_divide)
-greater = _on_sources(_compat.greater)
-greater_equal = _on_sources(_compat.greater_equal)
-hypot = _on_sources(_compat.hypot)
-imag = _on_sources(_compat.imag)
-isfinite = _on_sources(_compat.isfinite)
-isinf = _on_sources(_compat.isinf)
-isnan = _on_sources(_compat.isnan)
-less = _on_sources(_compat.less)
-less_equal = _on_sources(_compat.less_equal)
-log = _on_sources(_compat.log)
-log1p = _on_sources(_compat.log1p)
-log2 = _on_sources(_compat.log2)
-log10 = _on_sources(_compat.log10)
-logaddexp = _on_sources(_compat.logaddexp)
-logical_and = _on_sources(_compat.logical_and)
-logical_not = _on_sources(_compat.logical_not)
-logical_or = _on_sources(_compat.logical_or)
-logical_xor = _on_sources(_compat.logical_xor)
-maximum = _on_sources(_compat.maximum)
-minimum = _on_sources(_compat.minimum)
-multiply = _on_sources(_compat.multiply)
-negative = _on_sources(_compat.negative)
-nextafter = _on_sources(_compat.nextafter)
-not_equal = _on_sources(_compat.not_equal)
-positive = _on_sources(_compat.positive)
-pow = _on_sources(_compat.pow)  # noqa: A001
-real = _on_sources(_compat.real)
-reciprocal = _on_sources(_compat.reciprocal)
-remainder = _on_sources(_compat.remainder)
-round = _on_sources(_compat.round)  # noqa: A001
-sign = _on_sources(_compat.sign)
-signbit = _on_sources(_compat.signbit)
-sin = _on_sources(_compat.sin)
-sinh = _on_sources(_compat.sinh)
-sqrt = _on_sources(_compat.sqrt)
-square = _on_sources(_compat.square)
-subtract = _on_sources(_compat.subtract)
-tan = _on_sources(_compat.tan)
-tanh = _on_sources(_compat.tanh)
-trunc = _on_sources(_compat.trunc)
-where = _on_sources(_compat.where)
+# ---------------------------------------------------------------------------------------
+# The namespace
+
+#: the standard's elementwise functions, and astype, clip, where (Note [Broadcasts stay
+#: small])
+_ELEMENTWISE = (
+    "abs", "acos", "acosh", "add", "asin", "asinh", "astype", "atan", "atan2", "atanh",
+    "bitwise_and", "bitwise_invert", "bitwise_left_shift", "bitwise_or",
+    "bitwise_right_shift", "bitwise_xor", "ceil", "clip", "conj", "copysign", "cos", "cosh",
+    "divide", "equal", "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal",
+    "hypot", "imag", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log1p",
+    "log2", "log10", "logaddexp", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "maximum", "minimum", "multiply", "negative", "nextafter", "not_equal",
+    "positive", "pow", "real", "reciprocal", "remainder", "round", "sign", "signbit", "sin",
+    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc", "where",
+)
+#: reductions taking a tuple of axes, which must refuse a repeated one
+_AXES = ("all", "any", "count_nonzero", "flip", "mean", "prod", "std", "sum", "var")
+
+
+def _linalg() -> types.SimpleNamespace:
+    ns = {n: getattr(_compat.linalg, n) for n in dir(_compat.linalg) if not n.startswith("_")}
+    ns.update(cholesky=_cholesky, cross=_cross, det=_det, eigh=_eigh, eigvalsh=_eigvalsh,
+              eig=_not_lazy("eig"), eigvals=_not_lazy("eigvals"), inv=_inv,
+              matrix_norm=_matrix_norm, matrix_power=_matrix_power,
+              matrix_rank=_matrix_rank, pinv=_pinv, qr=_qr, slogdet=_slogdet, solve=_solve,
+              svd=_svd, svdvals=_svdvals)
+    return types.SimpleNamespace(**ns)
+
+
+def _fft() -> types.SimpleNamespace:
+    ns = {n: getattr(_compat.fft, n) for n in dir(_compat.fft) if not n.startswith("_")}
+    ns.update({n: _fft_along_axis(n) for n in ("fft", "ifft", "rfft", "irfft", "hfft",
+                                               "ihfft")})
+    ns.update({n: _fft_along_axes(n) for n in ("fftn", "ifftn", "rfftn", "irfftn")})
+    return types.SimpleNamespace(**ns)
+
+
+def _namespace() -> types.SimpleNamespace:
+    ns = {n: getattr(_compat, n) for n in _compat.__all__}
+    ns.update({n: _on_sources(ns[n]) for n in _ELEMENTWISE})
+    ns.update({n: _keep_dtype(ns[n]) for n in ("matmul", "tensordot", "vecdot")})
+    ns.update({n: _empty_safe(n) for n in ("argmax", "argmin", "max", "min")})
+    ns.update({n: _distinct_axes(ns[n]) for n in _AXES + ("max", "min")})
+    ns.update(reshape=_reshape, expand_dims=_expand_dims, broadcast_to=_broadcast_to,
+              take_along_axis=_take_along_axis, nonzero=_nonzero, unique_all=_unique_all,
+              unique_counts=_unique_counts, unique_inverse=_unique_inverse,
+              unique_values=_unique_values, linalg=_linalg(), fft=_fft())
+    return types.SimpleNamespace(**ns)
+
+
+#: the Dask backend's ``namespace()``
+namespace = _namespace()

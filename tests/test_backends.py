@@ -90,17 +90,21 @@ def test_plugin_that_fails_at_load_reports_on_use(tmp_path):
     assert "no device attached" in r.stdout and "[2.0]" in r.stdout
 
 
-@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX not installed")
-def test_jax_is_imported_only_when_a_jax_tensor_is_created():
-    code = """
+@pytest.mark.parametrize("device, modules", [("jax", ("jax",)),
+                                             ("dask", ("dask", "distributed"))])
+def test_a_backend_library_is_imported_only_when_its_first_tensor_is_created(device, modules):
+    if importlib.util.find_spec(modules[0]) is None:
+        pytest.skip(f"{modules[0]} not installed")
+    code = f"""
         import sys, mdtensor as md
-        before = "jax" in sys.modules
-        x = md.asarray([1.0], device="jax")
-        print(before, "jax" in sys.modules, x.device)
+        md.backends.available(); (md.asarray([1.0]) + 1).tolist(); md.dask
+        before = [m for m in {modules!r} if m in sys.modules]
+        x = md.asarray([1.0], device={device!r})
+        print(before, {modules[0]!r} in sys.modules, x.device)
     """
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                        text=True, timeout=120)
-    assert r.stdout.split() == ["False", "True", "jax:0"], r.stderr
+    assert r.stdout.split() == ["[]", "True", f"{device}:0"], r.stderr
 
 
 def test_unknown_device_and_bad_registration():
