@@ -23,15 +23,15 @@ chunk per core, and NumPy's single-threaded time is the reference of the other c
 
 from __future__ import annotations
 
+import argparse
 import os
+import resource
+import sys
+import time
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
-import argparse  # noqa: E402
-import resource  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+if __name__ == "__main__":  # before NumPy is imported (not when a test imports the steps)
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 COLS = 32
 
