@@ -37,7 +37,8 @@ must fit in memory (docs/SCALE.md, "What does not scale").
 
 Note [Data-dependent shapes on Dask]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-``nonzero``, ``unique_*`` and boolean-mask indexing have sizes that depend on the values.
+``nonzero``, ``unique_*``, boolean-mask indexing and ``repeat`` by an array of counts have
+sizes that depend on the values.
 Dask gives such results unknown (NaN) chunk sizes, and by Dask's rules an array of
 unknown sizes must have them computed (``compute_chunk_sizes()``) before anything that
 needs its shape.  A tensor always has a shape (autograd, broadcasting checks, views and
@@ -72,6 +73,8 @@ def _reshape(x, /, shape, *, copy=None):
         return _compat.reshape(x, shape)
     except NotImplementedError:
         shape = _resolve(shape, x.size)
+        if not x.size:  # nothing to move: one (empty) chunk reshapes freely
+            return da.reshape(x.rechunk(-1), shape)
         flat = da.reshape(x, (-1,))
         row = math.prod(shape[1:])
         if row:
@@ -97,6 +100,38 @@ def _expand_dims(x, /, *, axis=0):
     if not -x.ndim - 1 <= axis <= x.ndim:
         raise IndexError(f"axis {axis} is out of bounds for array of dimension {x.ndim + 1}")
     return x[(slice(None),) * (axis % (x.ndim + 1)) + (None,)]
+
+
+def _filled(fn):
+    """Dask's ``fn`` (zeros, ones, empty, full); an empty shape in one chunk, as Dask's
+    "auto" chunks divide by the size (a ZeroDivisionError for (0, 2) with small chunks)."""
+
+    def create(shape, *args, **kwargs):
+        dims = (shape,) if isinstance(shape, int) else tuple(shape)
+        if 0 in dims:
+            kwargs["chunks"] = -1
+        return fn(shape, *args, **kwargs)
+
+    create.__name__ = fn.__name__
+    return create
+
+
+def _eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    """``eye`` in Dask's "auto" chunks, each block NumPy's ``eye`` of its part of the
+    diagonal.  (Dask's own takes the first row block's height as the size of square blocks,
+    so a matrix with fewer rows than a block gets a graph that misses blocks: ``eye(1,
+    3, k=2)`` in blocks of 2 declares 3 column blocks and builds 2.)"""
+    m = n_rows if n_cols is None else n_cols
+    dtype = np.dtype(np.float64 if dtype is None else dtype)
+    if not (n_rows and m):  # empty ("auto" divides by the size)
+        return da.from_array(np.eye(n_rows, m, k=k, dtype=dtype), chunks=-1)
+
+    def block(block_info=None):
+        (r0, r1), (c0, c1) = block_info[None]["array-location"]
+        return np.eye(r1 - r0, c1 - c0, k=k - (c0 - r0), dtype=dtype)
+
+    return da.map_blocks(block, chunks=da.core.normalize_chunks("auto", (n_rows, m), dtype=dtype),
+                         dtype=dtype, meta=np.empty((0, 0), dtype))
 
 
 def _take_along_axis(x, indices, /, *, axis=-1):
@@ -180,6 +215,23 @@ def _nonzero(x, /):
     return _known_sizes(tuple(_compat.nonzero(x)))
 
 
+def _repeat(x, repeats, /, *, axis=None):
+    """NumPy's ``repeat``.  Dask repeats by one integer along one axis only: per-element
+    counts repeat by taking ``x`` at ``np.repeat(arange(n), counts)``, and counts in an
+    array (whose values decide the result's size) are computed at the call."""
+    if isinstance(repeats, da.Array):
+        from mdtensor import dask as md_dask
+
+        repeats = md_dask.compute_arrays(repeats)[0]
+    if axis is None:
+        x, axis = da.reshape(x, (-1,)), 0
+    counts = np.asarray(repeats)
+    if counts.ndim == 0:
+        return _compat.repeat(x, int(counts), axis=axis)
+    n = x.shape[axis]
+    return da.take(x, np.repeat(np.arange(n), np.broadcast_to(counts, (n,))), axis=axis)
+
+
 def _unique_all(x, /):
     return type(r := _compat.unique_all(x))(*_known_sizes(tuple(r)))
 
@@ -247,14 +299,24 @@ def _eigvalsh(x, /):
     return _per_matrix("eigvalsh", "(i,j)->(i)", x, dtypes=_real(x.dtype))
 
 
-def _not_lazy(name):
-    def refuse(x, /, *args, **kwargs):
+def _eig(x, /):
+    _complex_only("eig", x)
+    return _per_matrix("eig", "(i,j)->(i),(i,j)", x, dtypes=(x.dtype, x.dtype))
+
+
+def _eigvals(x, /):
+    _complex_only("eigvals", x)
+    return _per_matrix("eigvals", "(i,j)->(i)", x, dtypes=x.dtype)
+
+
+def _complex_only(name, x):
+    if not np.issubdtype(x.dtype, np.complexfloating):
         raise NotImplementedError(
-            f"linalg_{name}: not available on the Dask backend (key Dask): NumPy's result "
-            f"dtype depends on the values (real when every eigenvalue is real, else "
-            f"complex), which a lazy result cannot know before it is computed; compute on "
-            f"the CPU (x.to('cpu')) or use eigh/eigvalsh for symmetric matrices")
-    return refuse
+            f"linalg_{name}: not available on the Dask backend (key Dask) for a real "
+            f"{x.dtype} input: NumPy's result dtype then depends on the values (real when "
+            f"every eigenvalue is real, else complex), which a lazy result cannot know before "
+            f"it is computed; compute on the CPU (x.to('cpu')), pass a complex input, or use "
+            f"eigh/eigvalsh for symmetric matrices")
 
 
 def _inv(x, /):
@@ -408,7 +470,7 @@ _AXES = ("all", "any", "count_nonzero", "flip", "mean", "prod", "std", "sum", "v
 def _linalg() -> types.SimpleNamespace:
     ns = {n: getattr(_compat.linalg, n) for n in dir(_compat.linalg) if not n.startswith("_")}
     ns.update(cholesky=_cholesky, cross=_cross, det=_det, eigh=_eigh, eigvalsh=_eigvalsh,
-              eig=_not_lazy("eig"), eigvals=_not_lazy("eigvals"), inv=_inv,
+              eig=_eig, eigvals=_eigvals, inv=_inv,
               matrix_norm=_matrix_norm, matrix_power=_matrix_power,
               matrix_rank=_matrix_rank, pinv=_pinv, qr=_qr, slogdet=_slogdet, solve=_solve,
               svd=_svd, svdvals=_svdvals)
@@ -428,9 +490,11 @@ def _namespace() -> types.SimpleNamespace:
     ns.update({n: _on_sources(ns[n]) for n in _ELEMENTWISE})
     ns.update({n: _keep_dtype(ns[n]) for n in ("matmul", "tensordot", "vecdot")})
     ns.update({n: _empty_safe(n) for n in ("argmax", "argmin", "max", "min")})
+    ns.update({n: _filled(ns[n]) for n in ("zeros", "ones", "empty", "full")})
     ns.update({n: _distinct_axes(ns[n]) for n in _AXES + ("max", "min")})
-    ns.update(reshape=_reshape, expand_dims=_expand_dims, broadcast_to=_broadcast_to,
-              take_along_axis=_take_along_axis, nonzero=_nonzero, unique_all=_unique_all,
+    ns.update(reshape=_reshape, expand_dims=_expand_dims, broadcast_to=_broadcast_to, eye=_eye,
+              take_along_axis=_take_along_axis, nonzero=_nonzero, repeat=_repeat,
+              unique_all=_unique_all,
               unique_counts=_unique_counts, unique_inverse=_unique_inverse,
               unique_values=_unique_values, linalg=_linalg(), fft=_fft())
     return types.SimpleNamespace(**ns)

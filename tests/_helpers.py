@@ -42,8 +42,13 @@ def writes_in_place(t) -> bool:
 def shares_memory(t, u) -> bool:
     """Whether tensors ``t`` and ``u`` share memory: NumPy's exact check on host arrays;
     for CuPy's (whose memory NumPy cannot read, and whose ``shares_memory`` answers wrongly
-    for 0-d arrays in CuPy 14.2) whether their byte ranges overlap."""
+    for 0-d arrays in CuPy 14.2) whether their byte ranges overlap; on a lazy backend
+    (Dask), whose arrays are graphs that own no memory until computed, whether both hold
+    the same array (``detach`` shares it; a copy is another array, even of the same
+    graph, and Functionalize keeps writes to either from the other)."""
     a, b = t._data, u._data
+    if t.device.backend.capabilities.lazy:
+        return a is b
     if type(a).__module__.split(".")[0] == "cupy":
         (lo_a, hi_a), (lo_b, hi_b) = _byte_range(a), _byte_range(b)
         return lo_a < hi_b and lo_b < hi_a
@@ -100,6 +105,9 @@ INPLACE_ALPHA = ("an in-place op with alpha= (x.add_(y, alpha=2)) on JAX: Functi
                  "add_(y * alpha) instead (Note [In-place updates])")
 
 # -- documented limits (reasons for skip_on) ---------------------------------------------
+
+NO_REAL_EIG_ON_DASK = ("linalg.eig/eigvals of a real input: NumPy's result dtype depends on "
+                      "the values, so the Dask backend raises NotImplementedError (docs/SCALE.md)")
 
 NO_EINSUM = ("einsum is not in the Array API standard: array_api_strict has none, and "
              "mdtensor's einsum raises NotImplementedError there by design (ops/linalg.py)")

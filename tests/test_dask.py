@@ -402,8 +402,12 @@ def test_decompositions_and_the_ops_dask_cannot_run_lazily():
     np.testing.assert_allclose(host(q @ r), host(tall), atol=1e-10)
     for name in ("eig", "eigvals"):
         with pytest.raises(NotImplementedError, match=rf"^linalg_{name}: not available on "
-                                                      rf"the Dask backend \(key Dask\)"):
+                                                      rf"the Dask backend \(key Dask\) for a "
+                                                      rf"real float64 input"):
             getattr(md.linalg, name)(a)
+    c = a + 1j * a.mT  # complex: the result dtype is known, and Dask computes it
+    np.testing.assert_allclose(host(md.linalg.eigvals(c)),
+                               np.linalg.eigvals(a_np + 1j * np.swapaxes(a_np, -1, -2)))
     x = md.ones((100,), device="dask")
     kept = md.dropout(x, p=0.5, train=True)
     assert type(kept._data) is da.Array and set(host(kept).tolist()) <= {0.0, 2.0}
