@@ -1,17 +1,19 @@
 """The Dask backend's benchmarks (docs/SCALE.md): ``python -m benchmarks.dask_bench CASE``.
 
-One full-batch gradient step of logistic regression -- ``p = sigmoid(X @ w + b)``, the mean
-binary cross-entropy, its gradient with respect to ``w`` and ``b`` -- computed in one pass
-with the loss:
+One full-batch gradient step of logistic regression -- the mean binary cross-entropy of
+``z = X @ w + b`` written with logits (``logaddexp(0, z) - y * z``, PyTorch's
+``BCEWithLogitsLoss``; no log of a saturated probability), its gradient with respect to
+``w`` and ``b`` -- computed in one pass with the loss:
 
 * ``step [--rows 10000000]``: a float32 design matrix of ``rows`` x 32, generated once and
   held in memory (``persist``), so the step itself is timed.  mdtensor on
   ``device="dask"`` (autograd builds the gradient) against the same step written directly
-  with ``dask.array`` (the gradient by hand, ``X.T @ (p - y) / n``), both on Dask's
-  threaded scheduler over the same chunks, in interleaved rounds (Note [Paired ratios] in
-  benchmarks/harness.py); the number of tasks in each graph, as built and as Dask runs it
-  (after its optimisation, which fuses chains of blockwise tasks); and the NumPy backend
-  (``device="cpu"``, autograd) on the same data as one NumPy array.
+  with ``dask.array`` (the gradient by hand, ``X.T @ (sigmoid(z) - y) / n``), both on
+  Dask's threaded scheduler over the same chunks, in interleaved rounds (Note [Paired
+  ratios] in benchmarks/harness.py), wall and CPU time; the number of tasks in each graph,
+  as built and as Dask runs it (after its optimisation, which fuses chains of blockwise
+  tasks); and the NumPy backend (``device="cpu"``, autograd) on the same data as one
+  NumPy array.
 * ``out-of-core [--rows 100000000]``: the step on 100,000,000 x 32 float32 (12.8 GB) made
   chunk by chunk on the Dask device (``md.rand``), never whole in memory, on this
   machine's cores: the wall time and the process's peak resident memory (``ru_maxrss``).
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import sys
 import time
 
@@ -40,8 +43,8 @@ def md_step(md, X, y):
     """The step on mdtensor tensors (any device): loss, grad w, grad b (lazy on Dask)."""
     w = md.zeros(X.shape[1], device=X.device, requires_grad=True)
     b = md.zeros((), device=X.device, requires_grad=True)
-    p = md.sigmoid(X @ w + b)
-    loss = -(y * md.log(p) + (1 - y) * md.log(1 - p)).mean()
+    z = X @ w + b
+    loss = (md.logaddexp(0, z) - y * z).mean()
     loss.backward()
     return loss, w.grad, b.grad
 
@@ -52,9 +55,9 @@ def dask_step(da, X, y):
 
     w = da.zeros(X.shape[1], dtype=np.float32)
     b = np.float32(0)
-    p = 1 / (1 + da.exp(-(X @ w + b)))
-    loss = -(y * da.log(p) + (1 - y) * da.log(1 - p)).mean()
-    r = (p - y) / np.float32(X.shape[0])
+    z = X @ w + b
+    loss = (da.logaddexp(0, z) - y * z).mean()
+    r = (1 / (1 + da.exp(-z)) - y) / np.float32(X.shape[0])
     return loss, X.T @ r, r.sum()
 
 
@@ -70,6 +73,19 @@ def task_counts(*arrays) -> tuple[int, int]:
         return len(keys)
 
     return tasks(arrays), tasks(dask.optimize(*arrays))
+
+
+def cpu_timed(record: dict, name: str, fn):
+    """``fn``, recording the CPU time of every call (all the process's threads: less
+    sensitive than wall time to other processes on a shared machine)."""
+    times = record.setdefault(name, [])
+
+    def run():
+        t0 = time.process_time()
+        fn()
+        times.append(time.process_time() - t0)
+
+    return run
 
 
 def peak_rss_gb() -> float:
@@ -108,13 +124,21 @@ def step(rows: int, repeats: int) -> int:
     print(f"# tasks (as built / as run): mdtensor {md_counts[0]} / {md_counts[1]}, "
           f"dask.array {dask_counts[0]} / {dask_counts[1]}")
 
+    cpu: dict[str, list[float]] = {}
     case = Case(f"logistic step [{rows}x{COLS} f32]", "dask", impls={
-        "dask": lambda: dask.compute(*dask_step(da, X, y)),
-        "mdtensor": lambda: md.dask.compute(*md_step(md, Xt, yt)),
-        "numpy": lambda: [t.item() if t.ndim == 0 else t.numpy() for t in md_step(md, Xc, yc)],
+        "dask": cpu_timed(cpu, "dask", lambda: dask.compute(*dask_step(da, X, y))),
+        "mdtensor": cpu_timed(cpu, "mdtensor", lambda: md.dask.compute(*md_step(md, Xt, yt))),
+        "numpy": cpu_timed(cpu, "numpy", lambda: [t.item() if t.ndim == 0 else t.numpy()
+                                                  for t in md_step(md, Xc, yc)]),
     })
     run_case(case, repeats, target=0.0)
     print(table([case], impls=("dask", "mdtensor", "numpy"), refs=("dask", "numpy")))
+    rounds = zip(case.samples["mdtensor"], case.samples["dask"])
+    print("per-round mdtensor/dask.array: " + " ".join(f"{a / b:.2f}" for a, b in rounds))
+    med = {k: statistics.median(v) for k, v in cpu.items()}
+    print("CPU time per step (all threads, median): " + ", ".join(
+        f"{k} {fmt(v)}" for k, v in med.items())
+        + f"; mdtensor/dask.array {med['mdtensor'] / med['dask']:.2f}x")
     print(f"\nmdtensor/dask.array {fmt_ratio(case.ratio('mdtensor', 'dask'))}; "
           f"NumPy backend {fmt(case.medians['numpy'])}; peak RSS {peak_rss_gb():.2f} GB")
     return 0
