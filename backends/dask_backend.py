@@ -95,7 +95,7 @@ class DaskBackend(Backend):
     def from_dlpack(self, obj, index: int = 0):
         import numpy as np
 
-        return self._da.from_array(np.array(np.from_dlpack(obj), copy=True))
+        return self.asarray(np.from_dlpack(obj), copy=True)
 
     def copy_into(self, dst, src) -> None:
         raise RuntimeError("Dask arrays are immutable; in-place ops run through Functionalize")

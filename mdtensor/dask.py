@@ -29,6 +29,8 @@ thread or task.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from contextvars import ContextVar
 
 __all__ = ["compute", "compute_arrays", "compute_chunk_sizes", "from_dask", "persist",
@@ -53,16 +55,18 @@ class use:
             (``"threads"``, ``"synchronous"``, ``"processes"``, ``"distributed"``), or None.
 
     Raises:
-        TypeError: ``scheduler`` is none of these.
+        TypeError: ``scheduler`` is neither a Client, a string nor None.
+        ValueError: a name Dask does not know.
     """
 
     def __init__(self, scheduler):
-        if not (scheduler is None or _is_client(scheduler)
-                or (isinstance(scheduler, str) and scheduler.lower() in _NAMED)):
+        if isinstance(scheduler, str) and scheduler.lower() not in _NAMED:
+            raise ValueError(f"md.dask.use: unknown scheduler name {scheduler!r}; expected "
+                             f"'threads', 'synchronous', 'processes' or 'distributed'")
+        if not (scheduler is None or isinstance(scheduler, str) or _is_client(scheduler)):
             raise TypeError(
-                f"md.dask.use: expected a dask.distributed Client, a scheduler name "
-                f"('threads', 'synchronous', 'processes', 'distributed') or None, got "
-                f"{scheduler!r}")
+                f"md.dask.use: expected a dask.distributed Client, a scheduler name or None, "
+                f"got {type(scheduler).__name__}")
         self.scheduler = scheduler
         self._token = _scheduler.set(scheduler)
 
@@ -108,17 +112,11 @@ def compute_chunk_sizes(*arrays) -> tuple:
     import dask
 
     s = _scheduler.get()
-    with dask.config.set(scheduler=s) if s is not None else _no_change():
+    with dask.config.set(scheduler=s) if s is not None else contextlib.nullcontext():
         for a in arrays:
             if any(math.isnan(n) for c in a.chunks for n in c):
                 a.compute_chunk_sizes()
     return arrays
-
-
-def _no_change():
-    import contextlib
-
-    return contextlib.nullcontext()
 
 
 def _dask_tensors(fn: str, tensors) -> list:
@@ -206,6 +204,7 @@ def rechunk(x, chunks):
 #: the op and the Library that defined it (a Library undoes its registrations when
 #: destroyed, so it is kept here)
 _defined: dict = {}
+_define_lock = threading.Lock()
 
 
 def _rechunk_op():
@@ -213,6 +212,13 @@ def _rechunk_op():
     op = _defined.get("op")
     if op is not None:
         return op
+    with _define_lock:
+        if "op" not in _defined:
+            _define_rechunk()
+    return _defined["op"]
+
+
+def _define_rechunk() -> None:
     from . import library
     from ._ops import lookup
 
@@ -223,7 +229,6 @@ def _rechunk_op():
     op = lookup("dask::rechunk")._overloads["default"]
     library.register_autograd(op, _rechunk_backward, setup_context=_rechunk_setup, lib=lib)
     _defined.update(op=op, library=lib)
-    return op
 
 
 def _rechunk_kernel(x, chunks):

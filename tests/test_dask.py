@@ -311,8 +311,10 @@ def test_use_chooses_the_scheduler_and_a_with_block_restores_it():
             assert c.count == 1
     assert md.dask.scheduler() is None
     with pytest.raises(TypeError, match="md.dask.use: expected a dask.distributed Client, a "
-                                        "scheduler name"):
+                                        "scheduler name or None, got int"):
         md.dask.use(42)
+    with pytest.raises(ValueError, match="md.dask.use: unknown scheduler name 'gpu'"):
+        md.dask.use("gpu")
     assert md.dask.scheduler() is None
 
 
