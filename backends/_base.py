@@ -87,9 +87,9 @@ class Backend:
 
     Required: ``name``, ``device_type``, ``key``, ``namespace()``, ``array_type``.
     Optional, with defaults: ``capabilities``, ``device_count``, ``device_index``,
-    ``asarray``, ``to_numpy``, ``from_dlpack``, ``to_dlpack``, ``ensure_array``,
-    ``owns_dense``, ``native_dtype`` / ``dtype_from_native``, ``copy_into``,
-    ``default_float``, ``chunks``, ``random``.
+    ``asarray``, ``to_numpy``, ``from_dlpack``, ``to_dlpack``, ``dlpack_device``,
+    ``ensure_array``, ``owns_dense``, ``native_dtype`` / ``dtype_from_native``,
+    ``copy_into``, ``default_float``, ``chunks``, ``random``.
     """
 
     name: str = ""
@@ -144,6 +144,11 @@ class Backend:
                                     ("dl_device", dl_device), ("copy", copy))
                   if v is not None}
         return array.__dlpack__(**kwargs)
+
+    def dlpack_device(self, array) -> tuple[int, int]:
+        """``Tensor.__dlpack_device__``: the DLPack device ``to_dlpack`` exports to.  The
+        default asks the array."""
+        return array.__dlpack_device__()
 
     def owns_dense(self, array) -> bool:
         """Whether ``array`` is dense and writable: C-contiguous, no broadcast (zero)

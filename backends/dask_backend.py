@@ -28,6 +28,14 @@ PCG64 stream, spawned from that seed and the chunk's position
 (``SeedSequence(seed, spawn_key=position)``): chunks are made independently, in any
 order, on any worker, and the same seed and chunks give the same numbers.  They are not
 the CPU's numbers for the same seed (a documented difference, docs/SCALE.md).
+
+Note [DLPack on Dask]
+~~~~~~~~~~~~~~~~~~~~~
+A lazy array has no memory to share, so ``__dlpack__`` computes the values (one pass, on
+``md.dask``'s scheduler: a materialisation point like ``to("cpu")``) and NumPy exports
+them; ``__dlpack_device__`` is the CPU's.  ``copy=False`` is honoured: no copy is made
+beyond computing, and nothing can write to the exported values through the Dask tensor,
+which is immutable.  (``np.from_dlpack(t)`` of a Dask tensor is a NumPy array.)
 """
 
 from __future__ import annotations
@@ -47,7 +55,11 @@ class DaskBackend(Backend):
                                 chunked=True)
 
     def __init__(self):
-        import dask.array as da
+        try:
+            import dask.array as da
+        except ImportError as e:
+            raise ImportError(f"the Dask backend needs dask[array] (pip install "
+                              f"'mdtensor[dask]'): {e}") from e
 
         from . import dask_namespace
 
@@ -96,6 +108,23 @@ class DaskBackend(Backend):
         import numpy as np
 
         return self.asarray(np.from_dlpack(obj), copy=True)
+
+    def to_dlpack(self, array, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The computed values, exported by NumPy (Note [DLPack on Dask])."""
+        if dl_device is not None and tuple(dl_device) != (1, 0):
+            raise BufferError(f"__dlpack__: the dask backend exports computed values from "
+                              f"host memory (DLPack device (1, 0)), not to DLPack device "
+                              f"{tuple(dl_device)}")
+        values = self.to_numpy(array)
+        if not values.flags.writeable:  # DLPack cannot say read-only before version 1
+            values = values.copy()
+        kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version),
+                                    ("dl_device", dl_device), ("copy", copy))
+                  if v is not None}
+        return values.__dlpack__(**kwargs)
+
+    def dlpack_device(self, array) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU: the values are computed into this process's memory
 
     def copy_into(self, dst, src) -> None:
         raise RuntimeError("Dask arrays are immutable; in-place ops run through Functionalize")

@@ -310,7 +310,7 @@ class Tensor(_Generated):
                                               dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
-        return self._data.__dlpack_device__()
+        return self._device.backend.dlpack_device(self._data)
 
     def __array__(self, dtype=None, copy=None):
         if self._device.type == "meta":
