@@ -102,6 +102,17 @@ def _expand_dims(x, /, *, axis=0):
     return x[(slice(None),) * (axis % (x.ndim + 1)) + (None,)]
 
 
+def _on_empty(fn, *arrays, **kwargs):
+    """NumPy's ``fn`` on zero-size stand-ins of Dask ``arrays`` (no values to read), its
+    results as Dask arrays in one chunk.  For inputs with no elements, where Dask's own
+    functions fail or differ from NumPy: ``apply_gufunc`` and "auto" chunks divide by the
+    sizes, reductions compute the wrong shape, concatenations have nothing to join."""
+    out = fn(*(np.empty(a.shape, a.dtype) for a in arrays), **kwargs)
+    if isinstance(out, tuple):
+        return tuple(da.from_array(np.asarray(o), chunks=-1) for o in out)
+    return da.from_array(np.asarray(out), chunks=-1)
+
+
 def _filled(fn):
     """Dask's ``fn`` (zeros, ones, empty, full); an empty shape in one chunk, as Dask's
     "auto" chunks divide by the size (a ZeroDivisionError for (0, 2) with small chunks)."""
@@ -136,6 +147,8 @@ def _eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
 
 def _take_along_axis(x, indices, /, *, axis=-1):
     """NumPy's ``take_along_axis``: each lane along ``axis`` in one chunk."""
+    if not (x.size and indices.size):
+        return _on_empty(np.take_along_axis, x, indices, axis=axis)
     x = da.moveaxis(x, axis, -1)
     indices = da.moveaxis(indices, axis, -1)
     out = da.apply_gufunc(_take_along_last, "(i),(j)->(j)", x, indices,
@@ -167,14 +180,12 @@ def _empty_safe(name):
     """Dask's ``name`` (max, min, argmax, argmin), except where it differs from NumPy.  On
     an array with no elements Dask's chunk reductions compute the wrong shape (``max`` of
     (0, 1, 0) along axis 1 gives (1, 0)) or fail, where NumPy returns an empty result of
-    the right shape -- NumPy's answer on a zero-size stand-in is used."""
+    the right shape -- NumPy's answer on a zero-size stand-in is used (``_on_empty``)."""
     fn = getattr(_compat, name)
 
     def reduce(x, /, *, axis=None, keepdims=False):
         if x.size == 0:
-            empty = getattr(_np_xp, name)(np.empty(x.shape, x.dtype), axis=axis,
-                                          keepdims=keepdims)
-            return da.from_array(empty, chunks=-1)  # "auto" divides by the size
+            return _on_empty(getattr(_np_xp, name), x, axis=axis, keepdims=keepdims)
         if axis is None and x.ndim > 1 and name.startswith("arg"):
             # Dask's flat arg-reduction of a chunked matrix breaks ties by chunk, not by
             # position ([[5, 4, 8], [8, -6, -7]] in 1x1 chunks: 3, not 2); along one
@@ -223,6 +234,8 @@ def _repeat(x, repeats, /, *, axis=None):
         from mdtensor import dask as md_dask
 
         repeats = md_dask.compute_arrays(repeats)[0]
+    if not x.size:  # Dask concatenates the repeated chunks: here there are none
+        return _on_empty(np.repeat, x, repeats=repeats, axis=axis)
     if axis is None:
         x, axis = da.reshape(x, (-1,)), 0
     counts = np.asarray(repeats)
@@ -230,6 +243,16 @@ def _repeat(x, repeats, /, *, axis=None):
         return _compat.repeat(x, int(counts), axis=axis)
     n = x.shape[axis]
     return da.take(x, np.repeat(np.arange(n), np.broadcast_to(counts, (n,))), axis=axis)
+
+
+def _searchsorted(x1, x2, /, *, side="left", sorter=None):
+    """NumPy's ``searchsorted``.  Dask's refuses ``sorter``, which means searching
+    ``x1[sorter]`` (``x1`` sorted by it), and fails at compute time for a 0-d ``x2``."""
+    if sorter is not None:
+        x1 = da.take(x1, sorter)
+    if x2.ndim == 0:
+        return da.reshape(_compat.searchsorted(x1, x2[None], side=side), ())
+    return _compat.searchsorted(x1, x2, side=side)
 
 
 def _unique_all(x, /):
@@ -265,6 +288,8 @@ def _per_matrix(name, signature, *arrays, dtypes, sizes=None, **kwargs):
         return tuple(out) if isinstance(out, tuple) else out
 
     run.__name__ = f"linalg_{name}"
+    if not all(a.size for a in arrays):
+        return _on_empty(run, *arrays)
     return da.apply_gufunc(run, signature, *arrays, output_dtypes=dtypes,
                            output_sizes=sizes, allow_rechunk=True)
 
@@ -300,23 +325,19 @@ def _eigvalsh(x, /):
 
 
 def _eig(x, /):
-    _complex_only("eig", x)
-    return _per_matrix("eig", "(i,j)->(i),(i,j)", x, dtypes=(x.dtype, x.dtype))
+    dtype = _complex(x.dtype)
+    return _per_matrix("eig", "(i,j)->(i),(i,j)", x, dtypes=(dtype, dtype))
 
 
 def _eigvals(x, /):
-    _complex_only("eigvals", x)
-    return _per_matrix("eigvals", "(i,j)->(i)", x, dtypes=x.dtype)
+    return _per_matrix("eigvals", "(i,j)->(i)", x, dtypes=_complex(x.dtype))
 
 
-def _complex_only(name, x):
-    if not np.issubdtype(x.dtype, np.complexfloating):
-        raise NotImplementedError(
-            f"linalg_{name}: not available on the Dask backend (key Dask) for a real "
-            f"{x.dtype} input: NumPy's result dtype then depends on the values (real when "
-            f"every eigenvalue is real, else complex), which a lazy result cannot know before "
-            f"it is computed; compute on the CPU (x.to('cpu')), pass a complex input, or use "
-            f"eigh/eigvalsh for symmetric matrices")
+def _complex(dtype):
+    """The dtype of ``eig``'s results: complex of ``dtype``'s precision, whatever the
+    values (the standard's rule, which array-api-compat's NumPy function follows; NumPy's
+    own would be real when every eigenvalue is, which a lazy result could not know)."""
+    return np.result_type(dtype, np.complex64)
 
 
 def _inv(x, /):
@@ -494,6 +515,7 @@ def _namespace() -> types.SimpleNamespace:
     ns.update({n: _distinct_axes(ns[n]) for n in _AXES + ("max", "min")})
     ns.update(reshape=_reshape, expand_dims=_expand_dims, broadcast_to=_broadcast_to, eye=_eye,
               take_along_axis=_take_along_axis, nonzero=_nonzero, repeat=_repeat,
+              searchsorted=_searchsorted,
               unique_all=_unique_all,
               unique_counts=_unique_counts, unique_inverse=_unique_inverse,
               unique_values=_unique_values, linalg=_linalg(), fft=_fft())

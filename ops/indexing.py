@@ -189,6 +189,9 @@ def _index(xp, x, key):
         return xp.asarray(_basic_index(xp, x, raw), copy=True)
     if _is_bool_array(raw):  # a sole boolean mask: the Array API's own
         _check_mask_shape(tuple(x.shape), raw, 0, "__getitem__")
+        if raw.ndim == 0:  # x[True] is x[None], x[False] x[None][:0]: one mask of one
+            # element on a new dimension, which every backend takes (Dask no 0-d mask)
+            return xp.expand_dims(x, axis=0)[xp.reshape(raw, (1,))]
         if tuple(raw.shape) != tuple(x.shape[:raw.ndim]):  # a mask of size 0 selects
             raw = xp.zeros(x.shape[:raw.ndim], dtype=xp.bool)  # nothing
         return x[raw]

@@ -106,9 +106,6 @@ INPLACE_ALPHA = ("an in-place op with alpha= (x.add_(y, alpha=2)) on JAX: Functi
 
 # -- documented limits (reasons for skip_on) ---------------------------------------------
 
-NO_REAL_EIG_ON_DASK = ("linalg.eig/eigvals of a real input: NumPy's result dtype depends on "
-                      "the values, so the Dask backend raises NotImplementedError (docs/SCALE.md)")
-
 NO_EINSUM = ("einsum is not in the Array API standard: array_api_strict has none, and "
              "mdtensor's einsum raises NotImplementedError there by design (ops/linalg.py)")
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from _helpers import NO_EINSUM, NO_REAL_EIG_ON_DASK, skip_on, to_numpy
+from _helpers import NO_EINSUM, skip_on, to_numpy
 
 import mdtensor as md
 from mdtensor.testing import gradcheck, gradgradcheck
@@ -155,7 +155,6 @@ def test_eig_gradients_match_torch(which, shape, complex_input):
     np.testing.assert_allclose(got[0], want[0], rtol=1e-8, atol=1e-10)
 
 
-@skip_on("dask", reason=NO_REAL_EIG_ON_DASK)
 @pytest.mark.parametrize("which", ["eigvals", "eig"])
 def test_eig_gradcheck(which):
     w = _const(4, 1)

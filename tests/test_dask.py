@@ -360,6 +360,40 @@ def test_data_dependent_shapes_are_computed_at_the_call():
 
 
 # ---------------------------------------------------------------------------------------
+# What the Array API conformance suite found on Dask (docs/SCALE.md, "Conformance")
+
+
+def test_empty_inputs_zero_d_masks_and_sorters_give_numpys_results():
+    def run(device):
+        empty = md.zeros((0, 0), device=device)
+        return (
+            md.linalg.inv(empty), md.linalg.cholesky(empty), md.linalg.det(empty),
+            md.linalg.solve(empty, md.zeros(0, device=device)),
+            md.linalg.cross(md.zeros((0, 3), device=device), md.ones((1, 1, 3), device=device)),
+            md.take_along_axis(md.ones(1, device=device),
+                               md.asarray(np.zeros(0, np.int64), device=device), axis=0),
+            md.repeat(md.zeros((5, 0, 2), device=device), 6),
+            md.asarray(3.0, device=device)[md.asarray(True, device=device)],
+            md.ones((2, 3), device=device)[md.asarray(False, device=device)],
+            md.searchsorted(md.asarray([9, 1, 16, 3], device=device), 4,
+                            sorter=md.asarray([1, 3, 0, 2], device=device)),
+        )
+
+    for g, w in zip(*both(run)):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def test_dlpack_exports_the_computed_values_from_host_memory():
+    x = md.asarray(np.arange(6.0), device="dask", chunks=2) * 2
+    assert x.__dlpack_device__() == (1, 0)  # kDLCPU
+    with Computations() as c:
+        np.testing.assert_array_equal(np.from_dlpack(x), 2 * np.arange(6.0))
+        assert c.count == 1
+    x.__dlpack__(copy=False, max_version=(1, 0), dl_device=(1, 0))
+
+
+# ---------------------------------------------------------------------------------------
 # The catalogue ops the OpInfo sweeps cannot run (no samples)
 
 
@@ -402,14 +436,15 @@ def test_decompositions_and_the_ops_dask_cannot_run_lazily():
     q, r = md.linalg.qr(tall)  # Dask's own TSQR (Note [Dask linear algebra])
     np.testing.assert_allclose(host(q.mT @ q), np.eye(3), atol=1e-10)
     np.testing.assert_allclose(host(q @ r), host(tall), atol=1e-10)
-    for name in ("eig", "eigvals"):
-        with pytest.raises(NotImplementedError, match=rf"^linalg_{name}: not available on "
-                                                      rf"the Dask backend \(key Dask\) for a "
-                                                      rf"real float64 input"):
-            getattr(md.linalg, name)(a)
-    c = a + 1j * a.mT  # complex: the result dtype is known, and Dask computes it
-    np.testing.assert_allclose(host(md.linalg.eigvals(c)),
-                               np.linalg.eigvals(a_np + 1j * np.swapaxes(a_np, -1, -2)))
+    # eig of a real input is complex whatever the values (the standard's rule): lazy too
+    for x in (a.to(md.float32), a + 1j * a.mT):
+        w, v = md.linalg.eig(x)
+        assert w.dtype is v.dtype is md.linalg.eigvals(x).dtype is md.linalg.eig(
+            x.to("cpu"))[0].dtype
+        np.testing.assert_allclose(host(x @ v), host(v * w[..., None, :]), atol=1e-4)
+        np.testing.assert_allclose(np.sort_complex(host(md.linalg.eigvals(x))),
+                                   np.sort_complex(host(md.linalg.eigvals(x.to("cpu")))),
+                                   rtol=1e-4, atol=1e-5)
     x = md.ones((100,), device="dask")
     kept = md.dropout(x, p=0.5, train=True)
     assert type(kept._data) is da.Array and set(host(kept).tolist()) <= {0.0, 2.0}
@@ -444,7 +479,7 @@ def test_every_op_the_sweeps_cannot_run_is_run_here():
 def cluster():
     distributed = pytest.importorskip("distributed", reason="dask.distributed not installed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None,
+                                  host="127.0.0.1", dashboard_address="127.0.0.1:0",
                                   silence_logs=40) as lc:
         yield lc
 
