@@ -97,19 +97,33 @@ def _cleanup(ns: dict) -> None:
             v._destroy()
 
 
+#: the optional packages a page's examples need (installed by .ci/run): without them the
+#: page's blocks skip
+_NEEDS = {"SCALE.md": ("dask.array", "distributed")}
+
+
 @pytest.fixture
 def on_cpu():
-    """The pages show the CPU backend (``MDTENSOR_TEST_BACKEND`` changes the default)."""
+    """The pages show the CPU backend (``MDTENSOR_TEST_BACKEND`` changes the default) and
+    Dask's own chunk size (tests on the Dask backend make it a few bytes: conftest.py)."""
     from mdtensor._device import default_device
 
     before = default_device()
     md.set_default_device("cpu")
-    yield
+    with contextlib.ExitStack() as stack:
+        if "dask" in sys.modules:
+            import dask.config
+
+            default = dask.config.merge(*dask.config.defaults)["array"]["chunk-size"]
+            stack.enter_context(dask.config.set({"array.chunk-size": default}))
+        yield
     md.set_default_device(before)
 
 
 @pytest.mark.parametrize("page,lang", _all_blocks())
 def test_code_blocks_run(page, lang, on_cpu):
+    for module in _NEEDS.get(page.name, ()):
+        pytest.importorskip(module, reason=f"{page.name} needs {module}")
     blocks = [code for block_lang, code in _blocks(page) if block_lang == lang]
     if lang == "python":
         ns: dict = {"__name__": f"docs_{page.stem}"}
