@@ -106,11 +106,19 @@ def _on_empty(fn, *arrays, **kwargs):
     """NumPy's ``fn`` on zero-size stand-ins of Dask ``arrays`` (no values to read), its
     results as Dask arrays in one chunk.  For inputs with no elements, where Dask's own
     functions fail or differ from NumPy: ``apply_gufunc`` and "auto" chunks divide by the
-    sizes, reductions compute the wrong shape, concatenations have nothing to join."""
-    out = fn(*(np.empty(a.shape, a.dtype) for a in arrays), **kwargs)
+    sizes, reductions compute the wrong shape, concatenations have nothing to join,
+    products lose their shape checks.  Where one input is empty the results' values do not
+    depend on the others' (they are empty, or a function of the shapes alone: ``det`` of a
+    0x0 matrix is 1, a product over an empty dimension 0), so the others' stand-ins
+    broadcast one element (no memory, whatever their size)."""
+    out = fn(*(_stand_in(a) for a in arrays), **kwargs)
     if isinstance(out, tuple):
         return tuple(da.from_array(np.asarray(o), chunks=-1) for o in out)
     return da.from_array(np.asarray(out), chunks=-1)
+
+
+def _stand_in(a):
+    return np.broadcast_to(np.zeros((), a.dtype), a.shape)
 
 
 def _filled(fn):
@@ -145,6 +153,49 @@ def _eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
                          dtype=dtype, meta=np.empty((0, 0), dtype))
 
 
+def _linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    """NumPy's ``linspace`` in Dask's "auto" chunks, each block computed as NumPy computes
+    its part (in float64, ``stop`` exact at the end).  Dask's own computes in the result's
+    dtype and may miss ``stop``: ``linspace(3.3e15, 1.0, 24)`` in float32 ended at 1.5."""
+    work = np.result_type(start, stop, float(num))
+    dtype = np.dtype(work if dtype is None else dtype)
+    if not num:
+        return da.from_array(np.linspace(start, stop, 0, dtype=dtype), chunks=-1)
+    div = num - 1 if endpoint else num
+    delta = np.asarray(stop, work) - np.asarray(start, work)
+    step = delta / div if div > 0 else None
+
+    def block(block_info=None):
+        (a, b), = block_info[None]["array-location"]
+        y = np.arange(a, b, dtype=work)
+        if step is None:
+            y = y * delta
+        elif step == 0:
+            y = y / div * delta
+        else:
+            y = y * step
+        y += start
+        if endpoint and num > 1 and b == num:
+            y[-1] = stop
+        return y.astype(dtype, copy=False)
+
+    return da.map_blocks(block, chunks=da.core.normalize_chunks("auto", (num,), dtype=dtype),
+                         dtype=dtype, meta=np.empty((0,), dtype))
+
+
+def _take(x, indices, /, *, axis=0):
+    """Dask's ``take``, except for one index in a Dask array: Dask's indexing then gives
+    the result the size of ``x``'s whole axis (``x[i]`` for ``x`` of 3 elements in one
+    chunk and ``i`` a Dask array of one says shape (3,) and computes 1), so the index is
+    repeated and the result cut to one."""
+    if not (isinstance(indices, da.Array) and indices.size == 1 and indices.ndim <= 1):
+        return _compat.take(x, indices, axis=axis)
+    axis %= x.ndim
+    twice = da.concatenate([da.reshape(indices, (1,))] * 2)
+    out = _compat.take(x, twice, axis=axis)[(slice(None),) * axis + (slice(0, 1),)]
+    return out if indices.ndim else da.squeeze(out, axis=axis)
+
+
 def _take_along_axis(x, indices, /, *, axis=-1):
     """NumPy's ``take_along_axis``: each lane along ``axis`` in one chunk."""
     if not (x.size and indices.size):
@@ -163,10 +214,13 @@ def _take_along_last(a, i):
 def _keep_dtype(fn):
     """Dask's product ``fn``, cast back to NumPy's result dtype: Dask adds the products of
     its blocks with ``sum``, which widens small integers to int64 (NumPy's int8 @ int8 is
-    int8; the wider sum wraps to the same int8 values)."""
+    int8; the wider sum wraps to the same int8 values).  Products with an empty operand are
+    NumPy's (``_on_empty``)."""
     name = fn.__name__
 
     def product(x1, x2, /, **kwargs):
+        if not (x1.size and x2.size):  # Dask's lose the shape checks, tensordot its sizes
+            return _on_empty(getattr(_np_xp, name), x1, x2, **kwargs)
         out = fn(x1, x2, **kwargs)
         dtype = np.result_type(x1.dtype, x2.dtype)
         return out if out.dtype == dtype else out.astype(dtype)
@@ -515,7 +569,7 @@ def _namespace() -> types.SimpleNamespace:
     ns.update({n: _distinct_axes(ns[n]) for n in _AXES + ("max", "min")})
     ns.update(reshape=_reshape, expand_dims=_expand_dims, broadcast_to=_broadcast_to, eye=_eye,
               take_along_axis=_take_along_axis, nonzero=_nonzero, repeat=_repeat,
-              searchsorted=_searchsorted,
+              searchsorted=_searchsorted, linspace=_linspace, take=_take,
               unique_all=_unique_all,
               unique_counts=_unique_counts, unique_inverse=_unique_inverse,
               unique_values=_unique_values, linalg=_linalg(), fft=_fft())

@@ -478,6 +478,10 @@ def scatter_set(device, data, raw, value, *, op="index_put", check=True):
         if at is not None:
             return at[raw].set(value)
         out = xp.asarray(data, copy=True)
+        if 0 in tuple(data.shape):  # nothing to write (Dask refuses even a fitting value)
+            _values_for(xp, value, data.dtype, tuple(data[raw].shape),
+                        "__setitem__" if op == "index_put" else op)
+            return out
         out[raw] = value
         return out
     except (IndexError, ValueError, TypeError) as e:

@@ -374,11 +374,27 @@ def test_empty_inputs_zero_d_masks_and_sorters_give_numpys_results():
             md.ones((2, 3), device=device)[md.asarray(False, device=device)],
             md.searchsorted(md.asarray([9, 1, 16, 3], device=device), 4,
                             sorter=md.asarray([1, 3, 0, 2], device=device)),
+            md.take(md.asarray([1, 2, 3], device=device), md.asarray([2], device=device)),
+            md.ones((3, 0), device=device) @ md.ones((0, 4), device=device),
+            md.tensordot(md.ones((0, 2, 1, 0), device=device),
+                         md.ones((0, 2, 1, 0), device=device), axes=((0, -1), (0, 3))),
+            md.linspace(3294243405692928.0, 1.0, 24, device=device),
+            empty_setitem(device),
         )
+
+    def empty_setitem(device):
+        x = md.zeros((0, 2), dtype=md.bool, device=device)
+        x[:, :] = md.zeros((0, 2), dtype=md.bool, device=device)
+        return x
 
     for g, w in zip(*both(run)):
         assert g.shape == w.shape and g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+    for device in ("cpu", "dask"):  # NumPy's shape checks, empty operands included
+        with pytest.raises(ValueError, match="matmul"):
+            md.ones(2, device=device) @ md.ones((1, 0), device=device)
+        with pytest.raises(ValueError, match="shape mismatch"):
+            md.zeros((0, 2), device=device)[:, :] = md.zeros(3, device=device)
 
 
 def test_dlpack_exports_the_computed_values_from_host_memory():
