@@ -16,7 +16,8 @@ One full-batch gradient step of logistic regression -- the mean binary cross-ent
   NumPy array.
 * ``out-of-core [--rows 100000000]``: the step on 100,000,000 x 32 float32 (12.8 GB) made
   chunk by chunk on the Dask device (``md.rand``), never whole in memory, on this
-  machine's cores: the wall time and the process's peak resident memory (``ru_maxrss``).
+  machine's cores: the wall time and the peak resident memory (``ru_maxrss`` of the
+  process and of its children).
   Run it alone: it takes minutes and every core.
 
 BLAS threads are pinned to 1 (as in ``python -m benchmarks``): Dask's scheduler runs one
@@ -98,7 +99,17 @@ def cpu_timed(record: dict, name: str, fn):
 
 
 def peak_rss_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9  # KiB on Linux
+    """The peak resident memory of this process, or of its largest child process if that
+    was larger (Dask's threaded scheduler runs in this process; a ``"processes"`` one in
+    children), in GB (``ru_maxrss`` is in KiB on Linux)."""
+    return max(resource.getrusage(who).ru_maxrss
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) * 1024 / 1e9
+
+
+def load() -> str:
+    """The machine's load averages (1, 5, 15 minutes): timings on a shared machine say
+    what else ran."""
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def step(rows: int, repeats: int) -> int:
@@ -118,7 +129,7 @@ def step(rows: int, repeats: int) -> int:
     X_np, y_np = dask.compute(X, y)
     Xc, yc = md.asarray(X_np), md.asarray(y_np)
     print(f"# {rows} x {COLS} float32, chunks {X.chunksize} ({len(X.chunks[0])} chunks), "
-          f"{os.cpu_count()} cores")
+          f"{os.cpu_count()} cores, {load()}")
 
     want = [np.asarray(v) for v in dask.compute(*dask_step(da, X, y))]
     got = [t.numpy() for t in md.dask.compute(*md_step(md, Xt, yt))]
@@ -149,7 +160,8 @@ def step(rows: int, repeats: int) -> int:
         f"{k} {fmt(v)}" for k, v in med.items())
         + f"; mdtensor/dask.array {med['mdtensor'] / med['dask']:.2f}x")
     print(f"\nmdtensor/dask.array {fmt_ratio(case.ratio('mdtensor', 'dask'))}; "
-          f"NumPy backend {fmt(case.medians['numpy'])}; peak RSS {peak_rss_gb():.2f} GB")
+          f"NumPy backend {fmt(case.medians['numpy'])}; peak RSS {peak_rss_gb():.2f} GB; "
+          f"{load()}")
     return 0
 
 
@@ -164,15 +176,15 @@ def out_of_core(rows: int) -> int:
     built = time.perf_counter() - t0
     chunks = X.chunks
     print(f"# {rows} x {COLS} float32 = {rows * COLS * 4 / 1e9:.1f} GB, chunks of "
-          f"{max(chunks[0])} rows ({len(chunks[0])} chunks), {os.cpu_count()} cores; graph "
-          f"built in {built:.2f} s")
+          f"{max(chunks[0])} rows ({len(chunks[0])} chunks), {os.cpu_count()} cores, "
+          f"{load()}; graph built in {built:.2f} s")
     t0 = time.perf_counter()
     loss, gw, gb = md.dask.compute(loss, gw, gb)
     took = time.perf_counter() - t0
     print(f"# loss {loss.item():.6f}, |grad w| {float((gw * gw).sum()) ** 0.5:.6f}, "
           f"grad b {gb.item():.6f}")
     print(f"out-of-core logistic step [{rows}x{COLS} f32]: {took:.1f} s, peak RSS "
-          f"{peak_rss_gb():.2f} GB")
+          f"{peak_rss_gb():.2f} GB; {load()}")
     return 0
 
 
