@@ -211,6 +211,23 @@ def _take_along_last(a, i):
     return np.take_along_axis(a, i, axis=-1)
 
 
+def _check_contracted(x1, x2):
+    """NumPy's rule that ``matmul``'s contracted dimensions are equal: Dask's blockwise
+    product broadcasts a 1 against any size ((2, 1) @ (2,) gave (2,))."""
+    if x1.ndim and x2.ndim:
+        k1, k2 = x1.shape[-1], x2.shape[-2 if x2.ndim > 1 else 0]
+        if k1 != k2:
+            raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension "
+                             f"0 (size {k2} is different from {k1})")
+
+
+def _roll(x, /, shift, *, axis=None):
+    """Dask's ``roll``, except of an empty array (Dask's fails: nothing to concatenate)."""
+    if not x.size:
+        return _on_empty(np.roll, x, shift=shift, axis=axis)
+    return _compat.roll(x, shift, axis=axis)
+
+
 def _keep_dtype(fn):
     """Dask's product ``fn``, cast back to NumPy's result dtype: Dask adds the products of
     its blocks with ``sum``, which widens small integers to int64 (NumPy's int8 @ int8 is
@@ -219,6 +236,8 @@ def _keep_dtype(fn):
     name = fn.__name__
 
     def product(x1, x2, /, **kwargs):
+        if name == "matmul":
+            _check_contracted(x1, x2)
         if not (x1.size and x2.size):  # Dask's lose the shape checks, tensordot its sizes
             return _on_empty(getattr(_np_xp, name), x1, x2, **kwargs)
         out = fn(x1, x2, **kwargs)
@@ -569,7 +588,7 @@ def _namespace() -> types.SimpleNamespace:
     ns.update({n: _distinct_axes(ns[n]) for n in _AXES + ("max", "min")})
     ns.update(reshape=_reshape, expand_dims=_expand_dims, broadcast_to=_broadcast_to, eye=_eye,
               take_along_axis=_take_along_axis, nonzero=_nonzero, repeat=_repeat,
-              searchsorted=_searchsorted, linspace=_linspace, take=_take,
+              searchsorted=_searchsorted, linspace=_linspace, take=_take, roll=_roll,
               unique_all=_unique_all,
               unique_counts=_unique_counts, unique_inverse=_unique_inverse,
               unique_values=_unique_values, linalg=_linalg(), fft=_fft())

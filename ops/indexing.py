@@ -474,14 +474,16 @@ def scatter_set(device, data, raw, value, *, op="index_put", check=True):
     if (not device.backend.capabilities.fancy_setitem and _writes_through_index_arrays(raw)
             and (check or at is None)):
         return _scatter(xp, data, raw, value, op, check)
+    if at is None and 0 in tuple(data.shape):  # nothing to write (Dask refuses even a
+        # value that fits); a mask's count is unknown on Dask, and 0 here
+        target = ((0, *data.shape[raw.ndim:]) if _is_bool_array(raw)
+                  else tuple(data[raw].shape))
+        _values_for(xp, value, data.dtype, target, "__setitem__" if op == "index_put" else op)
+        return xp.asarray(data, copy=True)
     try:
         if at is not None:
             return at[raw].set(value)
         out = xp.asarray(data, copy=True)
-        if 0 in tuple(data.shape):  # nothing to write (Dask refuses even a fitting value)
-            _values_for(xp, value, data.dtype, tuple(data[raw].shape),
-                        "__setitem__" if op == "index_put" else op)
-            return out
         out[raw] = value
         return out
     except (IndexError, ValueError, TypeError) as e:

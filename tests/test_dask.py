@@ -380,11 +380,13 @@ def test_empty_inputs_zero_d_masks_and_sorters_give_numpys_results():
                          md.ones((0, 2, 1, 0), device=device), axes=((0, -1), (0, 3))),
             md.linspace(3294243405692928.0, 1.0, 24, device=device),
             empty_setitem(device),
+            md.roll(md.zeros((2, 0), device=device), 1),
         )
 
     def empty_setitem(device):
         x = md.zeros((0, 2), dtype=md.bool, device=device)
         x[:, :] = md.zeros((0, 2), dtype=md.bool, device=device)
+        x[md.zeros(0, dtype=md.bool, device=device)] = False
         return x
 
     for g, w in zip(*both(run)):
@@ -393,6 +395,8 @@ def test_empty_inputs_zero_d_masks_and_sorters_give_numpys_results():
     for device in ("cpu", "dask"):  # NumPy's shape checks, empty operands included
         with pytest.raises(ValueError, match="matmul"):
             md.ones(2, device=device) @ md.ones((1, 0), device=device)
+        with pytest.raises(ValueError, match="matmul"):  # Dask broadcasts a 1 against 2
+            md.ones((2, 1), device=device) @ md.ones(2, device=device)
         with pytest.raises(ValueError, match="shape mismatch"):
             md.zeros((0, 2), device=device)[:, :] = md.zeros(3, device=device)
 
