@@ -454,6 +454,12 @@ def _slogdet(x, /):
 
 def _solve(x1, x2, /):
     dtype = np.result_type(x1.dtype, x2.dtype)
+    if x1.size and x2.ndim > 1 and not x2.shape[-1]:
+        # No right-hand side: an empty result, whatever x1 holds (NumPy factorizes x1
+        # first, and raises for a singular one: lazily, that would mean computing x1; the
+        # stand-ins of _on_empty would make any x1 singular)
+        shape = np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2]) + x2.shape[-2:]
+        return da.from_array(np.empty(shape, dtype), chunks=-1)
     if x2.ndim == 1:  # a vector right-hand side (the Array API's one special case)
         return _per_matrix("solve", "(i,j),(j)->(i)", x1, x2, dtypes=dtype)
     return _per_matrix("solve", "(i,j),(j,k)->(i,k)", x1, x2, dtypes=dtype)

@@ -381,6 +381,7 @@ def test_empty_inputs_zero_d_masks_and_sorters_give_numpys_results():
             md.linspace(3294243405692928.0, 1.0, 24, device=device),
             empty_setitem(device),
             md.roll(md.zeros((2, 0), device=device), 1),
+            md.linalg.solve(md.ones((1, 1), device=device), md.ones((1, 0), device=device)),
         )
 
     def empty_setitem(device):
