@@ -92,7 +92,7 @@ __all__ = sorted(
        "uint8", "uint16", "uint32", "uint64", "float", "double", "half", "long", "int",
        "short", "cfloat", "cdouble", "enable_grad", "inference_mode", "is_grad_enabled",
        "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "manual_seed", "rand",
-       "randint", "randn", "autograd", "backends", "fft", "func", "library", "linalg",
+       "randint", "randn", "autograd", "backends", "dask", "fft", "func", "library", "linalg",
        "modes", "ops", "random", "testing", "nn", "optim", "save", "load"})
 
 

@@ -8,6 +8,7 @@ from typing import Any, overload
 
 from . import autograd as autograd
 from . import backends as backends
+from . import dask as dask
 from . import fft as fft
 from . import func as func
 from . import library as library
@@ -166,6 +167,7 @@ __all__ = [
     "cumsum",
     "cumulative_prod",
     "cumulative_sum",
+    "dask",
     "diff",
     "div",
     "divide",

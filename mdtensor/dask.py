@@ -226,7 +226,7 @@ def _define_rechunk() -> None:
     lib.define("rechunk(Tensor self, Any chunks) -> Tensor")
     lib.impl("rechunk", _rechunk_kernel, "Dask")
     lib.impl("rechunk", _rechunk_elsewhere, "CompositeExplicitAutograd")
-    op = lookup("dask::rechunk")._overloads["default"]
+    op = lookup("dask::rechunk.default")
     library.register_autograd(op, _rechunk_backward, setup_context=_rechunk_setup, lib=lib)
     _defined.update(op=op, library=lib)
 
