@@ -357,7 +357,7 @@ def test_data_dependent_shapes_are_computed_at_the_call():
 
 
 # ---------------------------------------------------------------------------------------
-# What the Array API conformance suite found on Dask (docs/SCALE.md, "Conformance")
+# What the Array API conformance suite found on Dask (docs/CONFORMANCE.md)
 
 
 def test_empty_inputs_zero_d_masks_and_sorters_give_numpys_results():
