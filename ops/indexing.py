@@ -194,8 +194,20 @@ def _index(xp, x, key):
             return xp.expand_dims(x, axis=0)[xp.reshape(raw, (1,))]
         if tuple(raw.shape) != tuple(x.shape[:raw.ndim]):  # a mask of size 0 selects
             raw = xp.zeros(x.shape[:raw.ndim], dtype=xp.bool)  # nothing
+        if 1 < raw.ndim < x.ndim:
+            x, raw = _mask_on_one_dimension(xp, x, raw)
         return x[raw]
     return _advanced_index(xp, x, raw, "__getitem__")
+
+
+def _mask_on_one_dimension(xp, x, mask):
+    """``x`` with the dimensions a boolean ``mask`` covers merged into one, and the mask
+    flattened to match: the same selection, for backends whose masks cover one dimension
+    or all of them (Dask refuses a (3, 4) mask on a (3, 4, 5) array)."""
+    n = 1
+    for s in mask.shape:
+        n *= s
+    return xp.reshape(x, (n, *x.shape[mask.ndim:])), xp.reshape(mask, (n,))
 
 
 def _check_mask_shape(shape, mask, dim, op):
@@ -474,23 +486,30 @@ def scatter_set(device, data, raw, value, *, op="index_put", check=True):
     if (not device.backend.capabilities.fancy_setitem and _writes_through_index_arrays(raw)
             and (check or at is None)):
         return _scatter(xp, data, raw, value, op, check)
-    if at is None and 0 in tuple(data.shape):  # nothing to write (Dask refuses even a
-        # value that fits); a mask's count is unknown on Dask, and 0 here
-        target = ((0, *data.shape[raw.ndim:]) if _is_bool_array(raw)
-                  else tuple(data[raw].shape))
-        _values_for(xp, value, data.dtype, target, "__setitem__" if op == "index_put" else op)
+    name = "__setitem__" if op == "index_put" else op
+    mask = _is_bool_array(raw)
+    if mask:
+        _check_mask_shape(tuple(data.shape), raw, 0, name)
+    if at is None and (0 in tuple(data.shape) or mask and 0 in tuple(raw.shape)):
+        # nothing to write (Dask refuses even a value that fits); a mask's count is
+        # unknown on Dask, and 0 here
+        target = (0, *data.shape[raw.ndim:]) if mask else tuple(data[raw].shape)
+        _values_for(xp, value, data.dtype, target, name)
         return xp.asarray(data, copy=True)
     try:
         if at is not None:
             return at[raw].set(value)
         out = xp.asarray(data, copy=True)
+        if mask and 1 < raw.ndim < out.ndim:
+            flat, raw = _mask_on_one_dimension(xp, out, raw)
+            flat[raw] = value
+            return xp.reshape(flat, tuple(data.shape))
         out[raw] = value
         return out
     except (IndexError, ValueError, TypeError) as e:
         if isinstance(e, TypeError) and "broadcast" not in str(e).lower():
             raise
-        raise _native_error(e, "__setitem__" if op == "index_put" else op, data, raw,
-                            value) from None
+        raise _native_error(e, name, data, raw, value) from None
 
 
 def _device_of(data):

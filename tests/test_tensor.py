@@ -71,7 +71,7 @@ def test_repr_like_pytorch(device):
     # backend's tensor its largest chunks (Note [Lazy reprs] in mdtensor/_format.py).
     def dev(t):
         chunks = "" if t.chunks is None else f", chunksize={tuple(max(c) for c in t.chunks)}"
-        return ("" if device == "cpu" else f", device='{device}'") + chunks
+        return ("" if device == "cpu" else f", device='{t.device}'") + chunks  # 'jax:0'
 
     x = md.asarray([1.0, 2.0])
     assert repr(x) == f"tensor([1., 2.]{dev(x)})"
