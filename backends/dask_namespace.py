@@ -33,7 +33,10 @@ NumPy's (array-api-compat's NumPy function, the CPU backend's own) on every matr
 batch with ``dask.array.apply_gufunc``, which puts the last two dimensions of each input in
 one chunk and keeps the batch dimensions chunked.  So a batch of matrices is computed in
 parallel, chunk by chunk, and the answer is the CPU backend's to the last bit; one matrix
-must fit in memory (docs/SCALE.md, "What does not scale").
+must fit in memory (docs/SCALE.md, "What does not scale").  A singular matrix raises
+when the values are computed, with the CPU backend's ValueError (the namespace says
+``computes_lazily``, so the catalogue reads no value at the call: Note [Singular matrices]
+in ops/linalg.py).
 
 Note [Data-dependent shapes on Dask]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -357,7 +360,10 @@ def _per_matrix(name, signature, *arrays, dtypes, sizes=None, **kwargs):
     fn = getattr(_np_xp.linalg, name)
 
     def run(*blocks):
-        out = fn(*blocks, **kwargs)
+        try:
+            out = fn(*blocks, **kwargs)
+        except np.linalg.LinAlgError as e:  # raised when computed: the CPU backend's error
+            raise ValueError(f"linalg.{name}: {e}") from None
         return tuple(out) if isinstance(out, tuple) else out
 
     run.__name__ = f"linalg_{name}"
@@ -592,6 +598,7 @@ def _namespace() -> types.SimpleNamespace:
     ns.update({n: _empty_safe(n) for n in ("argmax", "argmin", "max", "min")})
     ns.update({n: _filled(ns[n]) for n in ("zeros", "ones", "empty", "full")})
     ns.update({n: _distinct_axes(ns[n]) for n in _AXES + ("max", "min")})
+    ns["computes_lazily"] = True  # Note [Singular matrices] in ops/linalg.py
     ns.update(reshape=_reshape, expand_dims=_expand_dims, broadcast_to=_broadcast_to, eye=_eye,
               take_along_axis=_take_along_axis, nonzero=_nonzero, repeat=_repeat,
               searchsorted=_searchsorted, linspace=_linspace, take=_take, roll=_roll,

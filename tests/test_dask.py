@@ -367,7 +367,7 @@ def test_empty_inputs_zero_d_masks_and_sorters_give_numpys_results():
         return (
             md.linalg.inv(empty), md.linalg.cholesky(empty), md.linalg.det(empty),
             md.linalg.solve(empty, md.zeros(0, device=device)),
-            md.linalg.cross(md.zeros((0, 3), device=device), md.ones((1, 1, 3), device=device)),
+            md.linalg.cross(md.zeros((0, 3), device=device), md.ones((1, 3), device=device)),
             md.take_along_axis(md.ones(1, device=device),
                                md.asarray(np.zeros(0, np.int64), device=device), axis=0),
             md.repeat(md.zeros((5, 0, 2), device=device), 6),
@@ -401,6 +401,19 @@ def test_empty_inputs_zero_d_masks_and_sorters_give_numpys_results():
             md.ones((2, 1), device=device) @ md.ones(2, device=device)
         with pytest.raises(ValueError, match="shape mismatch"):
             md.zeros((0, 2), device=device)[:, :] = md.zeros(3, device=device)
+
+
+def test_a_singular_matrix_raises_when_computed_with_the_cpu_backends_error():
+    a = md.asarray([[1.0, 2.0], [2.0, 4.0]], device="dask")
+    with Computations() as c:  # Note [Singular matrices]: no value read at the call
+        inv, x, low = (md.linalg.inv(a), md.linalg.solve(a, md.ones(2, device="dask")),
+                       md.linalg.cholesky(a))
+        assert c.count == 0
+    for t, message in ((inv, "linalg.inv: Singular matrix"),
+                       (x, "linalg.solve: Singular matrix"),
+                       (low, "linalg.cholesky: Matrix is not positive definite")):
+        with pytest.raises(ValueError, match=message):
+            t.tolist()
 
 
 def test_dlpack_exports_the_computed_values_from_host_memory():
