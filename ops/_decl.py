@@ -1030,13 +1030,15 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
 
 
 def impl_kernel(schema: FunctionSchema, impl: Callable, inplace_impl: Callable | None = None,
-                *, promote_scalars: bool = True) -> Callable:
+                *, promote_scalars: bool = True, accepts: str | None = None) -> Callable:
     """The kernel of the overload ``schema`` that computes ``impl(xp, *arrays, ...)`` on
     its tensors' arrays: what ``defop`` registers for ArrayAPI, functional, in-place or
     ``out=`` by the schema; a backend registers such kernels for its own key (ops/
-    special_values.py).  ``promote_scalars``: Note [Python scalars on strict backends]."""
-    if promote_scalars:
-        impl = with_scalar_promotion(impl, schema)
+    special_values.py).  ``promote_scalars``: Note [Python scalars on strict backends];
+    ``accepts``: the op's accepted dtype kinds (Note [Accepted dtypes] in
+    ops/_accepted.py), checked first as the catalogue's own kernels check them."""
+    impl = prepared_impl(impl, schema, accepts, promote_scalars)
+    inplace_impl = with_accepted_kinds(inplace_impl, schema, accepts, offset=2)
     return _impl_kernel(schema, impl, inplace_impl)
 
 

@@ -499,7 +499,7 @@ def register(lib, key: str, ops: Iterable[str]) -> dict[str, Callable]:
         decl = CATALOGUE[f"aten::{name}"]
         impl = impls[name] = fixed(name, decl.impl)
         for op in decl.overloads:
-            kernel = impl_kernel(op.schema, impl)
+            kernel = impl_kernel(op.schema, impl, accepts=decl.accepts)
             kernel.__name__ = kernel.__qualname__ = f"special_values[{op.name}]"
             lib.impl(op, kernel, key, backend=True)
     return impls
