@@ -440,7 +440,12 @@ def _pow(xp, a, b):
             else v for v in (a, b))
     if dtype.kind in "iu" and (bool(xp.min(b) < 0) if math.prod(b.shape) else False):
         raise ValueError("pow: integers to negative integer powers are not allowed")
-    return xp.pow(a, b)
+    r = xp.pow(a, b)
+    if dtype.kind == "c":  # 0 ** w as NumPy's on every backend (JAX: nan for 0 ** (1 + 1j)):
+        zero = a == 0  # 1 at w = 0, 0 where Re(w) > 0 (the limit), nan elsewhere
+        r = xp.where(xp.logical_and(zero, xp.real(b) > 0), xp.zeros_like(r), r)
+        r = xp.where(xp.logical_and(zero, b == 0), xp.ones_like(r), r)
+    return r
 
 
 binary("pow", dtypes=NUMERIC, domain="pow", methods=("pow",), names=("pow",),

@@ -419,6 +419,8 @@ _CALLS = {
     "logsumexp of complex": lambda d: md.logsumexp(_t(d, [1 + 1j, 2 - 1j])),
     "uint8 to an int power": lambda d: md.pow(_t(d, [2, 3], "uint8"), 2),
     "ints to negative powers": lambda d: md.pow(_t(d, [2, 3]), _t(d, [-1, 1])),
+    "complex powers of 0": lambda d: md.pow(_t(d, [0j] * 5, "complex64"),
+                                            _t(d, [0j, 2, 1 + 1j, -1, 1j], "complex64")),
     "floor_divide of bools": lambda d: md.floor_divide(_t(d, [True]), _t(d, [True])),
     "remainder of bools": lambda d: md.remainder(_t(d, [False]), _t(d, [True])),
     "inv of a singular matrix": lambda d: md.linalg.inv(_t(d, [[1.0, 2.0], [2.0, 4.0]])),
