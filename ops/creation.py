@@ -111,12 +111,13 @@ def _scalar_dtype(xp, value):
 
 
 def _full(xp, shape, fill_value, *, dtype=None, device=None):
-    if dtype is not None:  # Note [Scalars written into tensors] in ops/_promotion.py
-        from ._promotion import scalar_into
+    from ._promotion import scalar_into
 
-        fill_value = scalar_into("full", fill_value, dt.as_dtype(dtype))
-    return xp.full(_check_shape("full", shape), fill_value,
-                   dtype=dtype or _scalar_dtype(xp, fill_value), device=device)
+    # Note [Scalars written into tensors] in ops/_promotion.py, in the given dtype or the
+    # default one of the value's kind (1e300 does not fit the default float32)
+    dtype = dtype or _scalar_dtype(xp, fill_value)
+    fill_value = scalar_into("full", fill_value, dt.as_dtype(dtype))
+    return xp.full(_check_shape("full", shape), fill_value, dtype=dtype, device=device)
 
 
 

@@ -99,6 +99,9 @@ def test_python_ints_out_of_an_integer_dtypes_range_wrap_as_in_pytorch():
     with pytest.raises(OverflowError, match="full: value 1e\\+300 cannot be converted to "
                                             "float32"):
         md.full((1,), 1e300, dtype=md.float32)
+    with pytest.raises(OverflowError, match="full: value 1e\\+300 cannot be converted to "
+                                            "float32"):
+        md.full((1,), 1e300)  # the default float dtype (it gave inf)
     # a float is compared with the dtype's range before it is truncated (c10's overflows):
     # -0.5 is refused for uint8 (it truncated to 0), taken as 0 for int8; nan never fits
     with pytest.raises(OverflowError, match="full: value -0.5 cannot be converted to uint8"):
