@@ -20,7 +20,7 @@ import warnings as _warnings
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
-from mdtensor import _keys
+from mdtensor.dispatch import keys as _keys
 
 from ._base import Backend, BackendInfo, Capabilities, push_backend_kernel
 

@@ -594,7 +594,7 @@ def _axes(axis, ndim):
 def kernels(cupy, aten):
     """``(overload, kernel)`` pairs for the CUDA key; each falls back to the op's generic
     ArrayAPI kernel (the one the CUDA key has without them)."""
-    from mdtensor._keys import DispatchKey
+    from mdtensor.dispatch.keys import DispatchKey
 
     def generic(op):
         kernel, _ = op.resolve(DispatchKey.ArrayAPI)

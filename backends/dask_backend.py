@@ -157,7 +157,7 @@ def _install_kernels() -> None:
         return
     from mdtensor.ops._decl import CATALOGUE
 
-    from mdtensor._keys import DispatchKey
+    from mdtensor.dispatch.keys import DispatchKey
 
     for decl in list(CATALOGUE.values()):
         for op in decl.functional:

@@ -191,8 +191,8 @@ def _kernel_for(decl, impl, jax, jnp):
         raise_from_backend,
     )
 
-    from mdtensor._keys import DispatchKey
     from mdtensor._tensor import Tensor, new_counter
+    from mdtensor.dispatch.keys import DispatchKey
 
     new = object.__new__
     op = decl.overloads[0]

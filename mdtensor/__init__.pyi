@@ -47,8 +47,6 @@ from ._dtypes import uint64 as uint64
 from ._factories import asarray as asarray
 from ._factories import from_numpy as from_numpy
 from ._factories import tensor as tensor
-from ._keys import DispatchKey as DispatchKey
-from ._keys import DispatchKeySet as DispatchKeySet
 from ._namespace import __array_namespace_info__ as __array_namespace_info__
 from ._namespace import can_cast as can_cast
 from ._namespace import e as e
@@ -84,6 +82,8 @@ from .autograd import is_grad_enabled as is_grad_enabled
 from .autograd import is_inference_mode_enabled as is_inference_mode_enabled
 from .autograd import no_grad as no_grad
 from .autograd import set_grad_enabled as set_grad_enabled
+from .dispatch.keys import DispatchKey as DispatchKey
+from .dispatch.keys import DispatchKeySet as DispatchKeySet
 from .modes import DispatchMode as DispatchMode
 from .ops.creation import from_dlpack as from_dlpack
 from .ops.manipulation import broadcast_shapes as broadcast_shapes

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from ._keys import DispatchKey
+from mdtensor.dispatch.keys import DispatchKey
 
 __all__ = ["Device", "as_device"]
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.tls import dispatch_tls
+
 from ._device import as_device
 from ._dtypes import as_dtype, float32, int64
-from ._keys import DispatchKey
 from ._tensor import Tensor
-from ._tls import dispatch_tls
 
 _PYTHON = DispatchKey.Python.value
 

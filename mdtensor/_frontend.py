@@ -25,7 +25,7 @@ from typing import Optional, Union
 
 import numpy as np
 
-from ._schema import NO_DEFAULT, FunctionSchema
+from mdtensor.dispatch.schema import NO_DEFAULT, FunctionSchema
 
 __all__ = ["plum_signature", "resolve"]
 

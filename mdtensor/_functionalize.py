@@ -37,10 +37,11 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from ._keys import AFTER_FUNCTIONALIZE, AFTER_PYTHON, DispatchKey
+from mdtensor.dispatch.keys import AFTER_FUNCTIONALIZE, AFTER_PYTHON, DispatchKey
+from mdtensor.dispatch.tls import ExcludeGuard, IncludeGuard, RestoreGuard, dispatch_tls
+
 from ._ops import Kernel, dispatcher, flip_gates, lookup, register_fallback
 from ._tensor import Tensor
-from ._tls import ExcludeGuard, IncludeGuard, RestoreGuard, dispatch_tls
 
 __all__ = ["FunctionalTensor", "functionalize", "install", "track_view"]
 

@@ -19,8 +19,9 @@ all views of the same base.  Autograd saves ``(tensor, version)`` and compares o
 
 from __future__ import annotations
 
+from mdtensor.dispatch.keys import DispatchKey
+
 from ._functionalize import track_view
-from ._keys import DispatchKey
 from ._ops import _NO, Kernel, dispatcher, fallthrough_kernel, own_code, register_fallback
 from ._tensor import INFERENCE, Tensor, VersionCounter, ViewInfo, new_counter
 

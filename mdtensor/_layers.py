@@ -17,7 +17,8 @@ key is dropped from the op's key set mask once, so it costs nothing per call.
 
 from __future__ import annotations
 
-from ._keys import DispatchKey
+from mdtensor.dispatch.keys import DispatchKey
+
 from ._ops import Kernel, fallthrough_kernel, register_fallback
 
 __all__ = ["install"]

@@ -56,7 +56,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ._keys import (
+from mdtensor.dispatch.keys import (
     BACKEND_COMPONENTS,
     BACKEND_MASK,
     FULL,
@@ -70,8 +70,8 @@ from ._keys import (
     remove_key,
     runtime_keys,
 )
-from ._schema import FunctionSchema, parse_schema
-from ._tls import dispatch_tls
+from mdtensor.dispatch.schema import FunctionSchema, parse_schema
+from mdtensor.dispatch.tls import dispatch_tls
 
 __all__ = [
     "Kernel",

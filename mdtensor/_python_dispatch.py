@@ -32,11 +32,12 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
-from ._keys import AFTER_PYTHON, DispatchKey
+from mdtensor.dispatch.keys import AFTER_PYTHON, DispatchKey
+from mdtensor.dispatch.schema import NO_DEFAULT, Symbol
+from mdtensor.dispatch.tls import dispatch_tls
+
 from ._ops import Kernel, register_fallback
-from ._schema import NO_DEFAULT, Symbol
 from ._tensor import Tensor
-from ._tls import dispatch_tls
 
 __all__ = ["mode_stack", "normalize", "push_mode"]
 

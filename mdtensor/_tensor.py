@@ -29,8 +29,9 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY, DispatchKeySet
+
 from ._dtypes import DType
-from ._keys import AUTOGRAD_FUNCTIONALITY, DispatchKeySet
 
 # Note [Stubs]
 # ~~~~~~~~~~~~
@@ -150,8 +151,9 @@ class Tensor(_Generated):
         A subclass defining ``__md_dispatch__`` gets the Python key, so every op on its
         instances reaches its handler (docs/MODES.md).
         """
+        from mdtensor.dispatch.keys import DispatchKey
+
         from ._inplace_or_view import counter
-        from ._keys import DispatchKey
 
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError(f"_make_subclass: expected a Tensor subclass, got {cls!r}")
@@ -188,8 +190,9 @@ class Tensor(_Generated):
         gradient flows to this tensor)."""
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError(f"as_subclass: expected a Tensor subclass, got {cls!r}")
-        from ._keys import DispatchKey
-        from ._tls import ExcludeGuard
+        from mdtensor.dispatch.keys import DispatchKey
+        from mdtensor.dispatch.tls import ExcludeGuard
+
         from .ops import aten_calls
 
         with ExcludeGuard(DispatchKey.Python):  # the data itself, not a handler's answer

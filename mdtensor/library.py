@@ -28,10 +28,11 @@ import warnings as _warnings
 import weakref as _weakref
 from collections.abc import Callable, Sequence
 
+from mdtensor.dispatch.keys import DispatchKey, key_from_name, runtime_keys
+from mdtensor.dispatch.schema import SchemaParseError, parse_schema
+
 from . import _ops
-from ._keys import DispatchKey, key_from_name, runtime_keys
 from ._ops import Kernel, OpOverload, dispatcher, fallthrough_kernel
-from ._schema import SchemaParseError, parse_schema
 
 __all__ = [
     "Library",

@@ -44,10 +44,10 @@ from typing import NoReturn
 
 from mdtensor import _ops
 from mdtensor._dtypes import can_cast
-from mdtensor._keys import DispatchKey
 from mdtensor._ops import _NO, Kernel, own_code
-from mdtensor._schema import FunctionSchema, parse_schema
 from mdtensor._tensor import Tensor
+from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.schema import FunctionSchema, parse_schema
 
 from ._accepted import with_accepted_kinds
 from ._meta_fns import check_has_dimension, normalize_axes

@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 from mdtensor._device import Device, as_device
 from mdtensor._dtypes import DType, as_dtype
-from mdtensor._keys import AFTER_BACKEND_SELECT, DispatchKey
 from mdtensor._meta import MetaArray
 from mdtensor._ops import own_code
+from mdtensor.dispatch.keys import AFTER_BACKEND_SELECT, DispatchKey
 
 from ._decl import OpInfo, _register, defop
 

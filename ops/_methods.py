@@ -11,7 +11,7 @@ from __future__ import annotations
 from mdtensor._frontend import resolve
 from mdtensor._ops import lookup, own_code
 from mdtensor._tensor import Tensor
-from mdtensor._tls import dispatch_tls
+from mdtensor.dispatch.tls import dispatch_tls
 
 from ._decl import CATALOGUE
 

@@ -19,8 +19,8 @@ import math
 from mdtensor.ops import aten_calls as aten
 from mdtensor.ops._meta_fns import broadcast_shapes as _broadcast_shapes
 
-from mdtensor._keys import AUTOGRAD_FUNCTIONALITY as _AUTOGRAD
-from mdtensor._tls import dispatch_tls
+from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY as _AUTOGRAD
+from mdtensor.dispatch.tls import dispatch_tls
 
 _tls_get = dispatch_tls.get
 

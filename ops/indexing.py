@@ -21,7 +21,7 @@ import numpy as np
 
 from mdtensor import _dtypes as dt
 from mdtensor._tensor import Tensor
-from mdtensor._tls import dispatch_tls
+from mdtensor.dispatch.tls import dispatch_tls
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms

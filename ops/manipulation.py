@@ -188,8 +188,8 @@ def _view_meta(x, shape):
 def _strided_check(x, shape):
     """Raise NotViewableError if ``x.view(shape)`` would need a copy on a strided backend
     (Note [view without strides])."""
-    from mdtensor._keys import AUTOGRAD_FUNCTIONALITY, FULL
-    from mdtensor._tls import DEFAULT_EXCLUDED, DEFAULT_INCLUDED, RestoreGuard
+    from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY, FULL
+    from mdtensor.dispatch.tls import DEFAULT_EXCLUDED, DEFAULT_INCLUDED, RestoreGuard
 
     info = x._view
     base = Device("cpu").wrap(np.zeros(tuple(info.base.shape), dtype=np.int8))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor import _dtypes as dt
-from mdtensor._keys import DispatchKey
+from mdtensor.dispatch.keys import DispatchKey
 
 from . import _meta_fns as mf
 from ._bools import as_numbers, is_bool, with_bools_as_numbers

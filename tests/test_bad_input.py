@@ -295,7 +295,7 @@ def test_the_sweep_has_at_least_80_calls():
 
 
 def _state(t):
-    from mdtensor import _tls
+    from mdtensor.dispatch import tls as _tls
 
     return {
         "values": [to_numpy(a.detach()).tolist() for a in t.all()],

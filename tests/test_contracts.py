@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import mdtensor as md
-from mdtensor import _tls
+from mdtensor.dispatch import tls as _tls
 
 
 def _op(lib, name):
@@ -78,8 +78,8 @@ def test_out_kernel_must_return_out(lib):
 
 
 def test_builtin_kernels_are_not_wrapped(lib):
-    from mdtensor._keys import DispatchKey
     from mdtensor._ops import Kernel
+    from mdtensor.dispatch.keys import DispatchKey
 
     lib.define("raw(Tensor x) -> Tensor")
     op = _op(lib, "raw").default

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import mdtensor as md
 from mdtensor._pytree import tree_flatten
-from mdtensor._tls import dispatch_tls
+from mdtensor.dispatch.tls import dispatch_tls
 
 F = md.func
 

@@ -232,8 +232,8 @@ def test_inplace_rules_still_apply_inside():
 
 
 def test_an_error_inside_leaves_the_inputs_and_state_unchanged():
-    from mdtensor import _tls
     from mdtensor._functionalize import _live
+    from mdtensor.dispatch import tls as _tls
 
     x = md.asarray([1.0, 2.0])
     before = _tls.local_state()

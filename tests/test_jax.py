@@ -131,7 +131,7 @@ def test_autograd_matches_numpy_backend():
 
 
 def _jax_kernel(op):
-    from mdtensor._keys import DispatchKey
+    from mdtensor.dispatch.keys import DispatchKey
 
     kernel, rung = op.resolve(DispatchKey.JAX)
     return kernel, rung
@@ -153,7 +153,7 @@ def test_hot_ops_get_jitted_leaf_kernels():
 
 
 def _generic(op, *args, **kwargs):
-    from mdtensor._keys import DispatchKey
+    from mdtensor.dispatch.keys import DispatchKey
 
     return op.kernels_for(DispatchKey.ArrayAPI)[0].fn(*args, **kwargs)
 

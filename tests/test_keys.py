@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mdtensor as md
-from mdtensor import _keys
-from mdtensor._keys import DispatchKey as K
-from mdtensor._keys import DispatchKeySet
+from mdtensor.dispatch import keys as _keys
+from mdtensor.dispatch.keys import DispatchKey as K
+from mdtensor.dispatch.keys import DispatchKeySet
 
 _DESIGN_ORDER = ["PreDispatch", "Batched", "Autocast", "AutogradFunctionality",
                  "ADInplaceOrView", "Functionalize", "Python", "BackendSelect", "Sparse",

@@ -10,7 +10,7 @@ import pytest
 
 import mdtensor as md
 from mdtensor import _ops
-from mdtensor._keys import DispatchKey as K
+from mdtensor.dispatch.keys import DispatchKey as K
 
 
 def _kernels_snapshot(op):

@@ -43,7 +43,7 @@ def test_innermost_mode_runs_first_and_is_popped_while_running():
         md.exp(x)
     assert log == [("inner", "aten::exp"), ("outer", "aten::exp")]
     assert md.modes.active_modes() == ()
-    assert md.DispatchKey.Python not in md._tls.included()
+    assert md.DispatchKey.Python not in md.dispatch.tls.included()
 
 
 def test_modes_see_backward_ops():
@@ -278,7 +278,7 @@ def test_modes_exited_out_of_order_leave_an_empty_stack():
     # issue 25 item 7: the outer mode stayed on for good (its exit reset a token)
     from mdtensor.modes import LoggingMode, active_modes
 
-    before = md.DispatchKey.Python in md._tls.included()
+    before = md.DispatchKey.Python in md.dispatch.tls.included()
     a, b = LoggingMode(), LoggingMode()
     a.__enter__()
     b.__enter__()
@@ -286,7 +286,7 @@ def test_modes_exited_out_of_order_leave_an_empty_stack():
     assert active_modes() == (b,)
     b.__exit__(None, None, None)
     assert active_modes() == ()
-    assert (md.DispatchKey.Python in md._tls.included()) == before
+    assert (md.DispatchKey.Python in md.dispatch.tls.included()) == before
     x = md.ones(2)
     md.exp(x)
     assert a.log == [] and b.log == []

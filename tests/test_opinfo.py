@@ -301,7 +301,7 @@ def test_cpu_ufunc_kernels_compute_what_the_generic_kernels_compute():
     import array_api_compat.numpy as compat
     from mdtensor.ops.elementwise import COMPAT_WRAPPED
 
-    from mdtensor._keys import DispatchKey
+    from mdtensor.dispatch.keys import DispatchKey
 
     direct = set()
     for decl in CATALOGUE.values():

@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mdtensor as md
-from mdtensor import _keys, _ops, _tls
-from mdtensor._keys import DispatchKey as K
-from mdtensor._keys import DispatchKeySet
+from mdtensor import _ops
+from mdtensor.dispatch import keys as _keys
+from mdtensor.dispatch import tls as _tls
+from mdtensor.dispatch.keys import DispatchKey as K
+from mdtensor.dispatch.keys import DispatchKeySet
 
 _counter = itertools.count()
 

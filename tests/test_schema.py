@@ -8,13 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdtensor._schema import (
-    NO_DEFAULT,
-    AliasInfo,
-    SchemaParseError,
-    Symbol,
-    parse_schema,
-)
+from mdtensor.dispatch.schema import NO_DEFAULT, AliasInfo, SchemaParseError, Symbol, parse_schema
 
 EXAMPLES = [
     "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",

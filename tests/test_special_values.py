@@ -330,7 +330,7 @@ def test_operators_of_zeros(device):
 
 @pytest.mark.parametrize("device", DEVICES[1:])
 def test_backends_register_their_special_values_for_their_own_key(device):
-    from mdtensor._keys import DispatchKey
+    from mdtensor.dispatch.keys import DispatchKey
 
     md.zeros(1, device=device)  # loads the backend, which registers its kernels
     backend = md.backends.get(device)

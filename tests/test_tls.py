@@ -8,8 +8,8 @@ import threading
 import pytest
 
 import mdtensor as md
-from mdtensor import _tls
-from mdtensor._keys import DispatchKey as K
+from mdtensor.dispatch import tls as _tls
+from mdtensor.dispatch.keys import DispatchKey as K
 
 
 def test_defaults():

@@ -24,14 +24,10 @@ from typing import TypeVar as _TypeVar
 from typing import overload as _overload
 
 from mdtensor._inplace_or_view import counter
-from mdtensor._keys import (
-    AFTER_AUTOGRAD,
-    AUTOGRAD_FUNCTIONALITY,
-    DispatchKey,
-)
 from mdtensor._ops import _NO, LEAF_KERNELS, Kernel, dispatcher, own_code, register_fallback
 from mdtensor._tensor import INFERENCE, Tensor, VersionCounter, creation_counter, new_counter
-from mdtensor._tls import dispatch_tls
+from mdtensor.dispatch.keys import AFTER_AUTOGRAD, AUTOGRAD_FUNCTIONALITY, DispatchKey
+from mdtensor.dispatch.tls import dispatch_tls
 
 from ._graph import (
     AccumulateGrad,

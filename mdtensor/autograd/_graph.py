@@ -30,9 +30,9 @@ from heapq import heappop, heappush
 from itertools import count, repeat
 from operator import is_not
 
-from mdtensor._keys import AUTOGRAD_FUNCTIONALITY
 from mdtensor._ops import own_code
-from mdtensor._tls import dispatch_tls
+from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
+from mdtensor.dispatch.tls import dispatch_tls
 
 from ._meta import AutogradMeta
 

@@ -9,8 +9,8 @@ and the Autograd kernels add the key; ``detach`` makes a tensor without it.
 
 from __future__ import annotations
 
-from mdtensor._keys import AUTOGRAD_FUNCTIONALITY
 from mdtensor._tensor import INFERENCE, new_counter
+from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
 
 __all__ = ["AutogradMeta", "inference_saved", "saved_version", "set_grad",
            "set_requires_grad"]
