@@ -13,7 +13,7 @@ although no buffer is ever written.
   recorded by ADInplaceOrView (``ViewInfo``: root base + replay) and registered on the
   base's version counter (``track_view``); values are replaced below the dispatcher, on raw
   arrays.  Non-mutating ops fall through the layer (a gated kernel: Note [Gated kernels] in
-  mdtensor/_ops.py).
+  mdtensor/dispatch/operators.py).
 * **Functional wrappers** (``FunctionalTensor``), made by ``md.func.functionalize(f)``: a
   wrapper holds an ordinary inner tensor, and every op on wrappers reaches this layer, which
   runs the op (or its functional form) on the inner tensors through a full dispatch -- so
@@ -38,9 +38,9 @@ from contextvars import ContextVar
 import numpy as np
 
 from mdtensor.dispatch.keys import AFTER_FUNCTIONALIZE, AFTER_PYTHON, DispatchKey
+from mdtensor.dispatch.operators import Kernel, dispatcher, flip_gates, lookup, register_fallback
 from mdtensor.dispatch.tls import ExcludeGuard, IncludeGuard, RestoreGuard, dispatch_tls
 
-from ._ops import Kernel, dispatcher, flip_gates, lookup, register_fallback
 from ._tensor import Tensor
 
 __all__ = ["FunctionalTensor", "functionalize", "install", "track_view"]
@@ -54,7 +54,7 @@ _ABOVE_BACKEND = ~AFTER_PYTHON & ((1 << 64) - 1)
 # Whether a ``functionalize()`` transform runs is per thread/context (``_transforms``, a
 # ContextVar): the layer's kernel wraps factory results and sees captured tensors only for
 # the context running the transform.  The gate of its table entries (Note [Gated kernels]
-# in mdtensor/_ops.py) is process-wide -- the tables are -- so it counts the transforms
+# in mdtensor/dispatch/operators.py) is process-wide -- the tables are -- so it counts the transforms
 # running in any thread (``_live``, changed under ``_gate_lock``); while it is open, ops of
 # other threads reach the kernel too, find no transform in their own context and go on as
 # plain calls.  (Before, the kernel read the process-wide count itself, so a transform in
@@ -504,7 +504,7 @@ def _enter():
     with _gate_lock:
         _live[0] += 1
         if _live[0] == 1:
-            flip_gates(_live)  # Note [Gated kernels] in mdtensor/_ops.py
+            flip_gates(_live)  # Note [Gated kernels] in mdtensor/dispatch/operators.py
     return token
 
 
@@ -530,7 +530,7 @@ def _register_for(op) -> None:
         # Functionalize's kernel for non-mutating built-in ops falls through -- tensors of
         # immutable backends pay one check -- except while a ``functionalize()`` transform
         # runs, when it is the boxed fallback (wrappers need every op): Note [Gated
-        # kernels] in mdtensor/_ops.py.
+        # kernels] in mdtensor/dispatch/operators.py.
         op.register_kernel(Kernel(
             _functionalize_fallback, DispatchKey.Functionalize, boxed=True, gate=_live,
             name="fallthrough (functionalize while a transform runs)"))

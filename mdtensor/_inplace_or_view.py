@@ -20,9 +20,16 @@ all views of the same base.  Autograd saves ``(tensor, version)`` and compares o
 from __future__ import annotations
 
 from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.operators import (
+    _NO,
+    Kernel,
+    dispatcher,
+    fallthrough_kernel,
+    own_code,
+    register_fallback,
+)
 
 from ._functionalize import track_view
-from ._ops import _NO, Kernel, dispatcher, fallthrough_kernel, own_code, register_fallback
 from ._tensor import INFERENCE, Tensor, VersionCounter, ViewInfo, new_counter
 
 __all__ = ["bump_version", "check_inference_inplace", "counter", "install", "mark_view"]
@@ -99,7 +106,7 @@ def _mutated_positions(schema):
 
 def _inplace_kernel(op):
     """The in-place/out= kernel of ``op``, as a wrapper factory (Note [Wrapper kernels] in
-    mdtensor/_ops.py): ``factory(kernel)`` is the entry that calls ``kernel``, the entry
+    mdtensor/dispatch/operators.py): ``factory(kernel)`` is the entry that calls ``kernel``, the entry
     below ADInplaceOrView, then bumps the mutated arguments' version counters."""
     mutated = _mutated_positions(op.schema)
     name = f"ADInplaceOrView[{op.name}]"
@@ -122,7 +129,7 @@ def _inplace_kernel(op):
                 vc.value += 1
                 return result
 
-            # Note [Own code objects] in mdtensor/_ops.py
+            # Note [Own code objects] in mdtensor/dispatch/operators.py
             ad_inplace_self = own_code(ad_inplace_self)
             ad_inplace_self.__qualname__ = name
             return ad_inplace_self
@@ -143,7 +150,7 @@ def _inplace_kernel(op):
                     bump_version(t)
                 return result
 
-            ad_inplace = own_code(ad_inplace)  # Note [Own code objects] in mdtensor/_ops.py
+            ad_inplace = own_code(ad_inplace)  # Note [Own code objects] in mdtensor/dispatch/operators.py
             ad_inplace.__qualname__ = name
             return ad_inplace
 
@@ -185,7 +192,7 @@ def _view_kernel(op):
             _mark_views(op, result, src, args[1:], kwargs)
             return result
 
-        ad_view = own_code(ad_view)  # Note [Own code objects] in mdtensor/_ops.py
+        ad_view = own_code(ad_view)  # Note [Own code objects] in mdtensor/dispatch/operators.py
         ad_view.__qualname__ = name
         return ad_view
 
@@ -231,7 +238,7 @@ def _fused_view_kernel(op, impl, name):
         _mark_views(op, result, src, rest, kwargs)
         return result
 
-    ad_view_fused = own_code(ad_view_fused)  # Note [Own code objects] in mdtensor/_ops.py
+    ad_view_fused = own_code(ad_view_fused)  # Note [Own code objects] in mdtensor/dispatch/operators.py
     ad_view_fused.__qualname__ = name
     return ad_view_fused
 
@@ -257,7 +264,7 @@ def register_for(op) -> None:
     else:
         return
     # Both kernels call only the entry below them (plus version counters and view
-    # metadata, no op): wrapper kernels (Note [Wrapper kernels] in mdtensor/_ops.py)
+    # metadata, no op): wrapper kernels (Note [Wrapper kernels] in mdtensor/dispatch/operators.py)
     op.register_kernel(Kernel(fn, DispatchKey.ADInplaceOrView, name=fn.__qualname__,
                            factory=True, leaf=True))
 

@@ -18,8 +18,7 @@ key is dropped from the op's key set mask once, so it costs nothing per call.
 from __future__ import annotations
 
 from mdtensor.dispatch.keys import DispatchKey
-
-from ._ops import Kernel, fallthrough_kernel, register_fallback
+from mdtensor.dispatch.operators import Kernel, fallthrough_kernel, register_fallback
 
 __all__ = ["install"]
 
@@ -46,8 +45,7 @@ def install() -> None:
 
 def _install_backend_hook() -> None:
     from mdtensor import backends
-
-    from ._ops import dispatcher
+    from mdtensor.dispatch.operators import dispatcher
 
     def on_load(backend) -> None:
         if backend.array_api:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdtensor.dispatch.contracts import check_result
 from mdtensor.dispatch.keys import DispatchKey
 
-from ._contracts import check_result
 from ._tensor import Tensor
 
 __all__ = ["opcheck"]

@@ -33,10 +33,10 @@ from __future__ import annotations
 from contextvars import ContextVar
 
 from mdtensor.dispatch.keys import AFTER_PYTHON, DispatchKey
+from mdtensor.dispatch.operators import Kernel, register_fallback
 from mdtensor.dispatch.schema import NO_DEFAULT, Symbol
 from mdtensor.dispatch.tls import dispatch_tls
 
-from ._ops import Kernel, register_fallback
 from ._tensor import Tensor
 
 __all__ = ["mode_stack", "normalize", "push_mode"]

@@ -219,8 +219,9 @@ def _rechunk_op():
 
 
 def _define_rechunk() -> None:
+    from mdtensor.dispatch.operators import lookup
+
     from . import library
-    from ._ops import lookup
 
     lib = library.Library("dask", "DEF")
     lib.define("rechunk(Tensor self, Any chunks) -> Tensor")

@@ -28,11 +28,10 @@ import warnings as _warnings
 import weakref as _weakref
 from collections.abc import Callable, Sequence
 
+from mdtensor.dispatch import operators as _ops
 from mdtensor.dispatch.keys import DispatchKey, key_from_name, runtime_keys
+from mdtensor.dispatch.operators import Kernel, OpOverload, dispatcher, fallthrough_kernel
 from mdtensor.dispatch.schema import SchemaParseError, parse_schema
-
-from . import _ops
-from ._ops import Kernel, OpOverload, dispatcher, fallthrough_kernel
 
 __all__ = [
     "Library",

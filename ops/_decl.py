@@ -42,11 +42,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from mdtensor import _ops
 from mdtensor._dtypes import can_cast
-from mdtensor._ops import _NO, Kernel, own_code
 from mdtensor._tensor import Tensor
+from mdtensor.dispatch import operators as _ops
 from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.operators import _NO, Kernel, own_code
 from mdtensor.dispatch.schema import FunctionSchema, parse_schema
 
 from ._accepted import with_accepted_kinds
@@ -662,7 +662,7 @@ def _ufunc_out_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) ->
 
 
 def _fast_kernel(name, impl, pos, extra, check=None):
-    """Kernels for the common shapes of schema (Note [The hot path] in mdtensor/_ops.py).
+    """Kernels for the common shapes of schema (Note [The hot path] in mdtensor/dispatch/operators.py).
 
     ``extra``: the schema has positional non-Tensor arguments after the tensors, so the
     kernel forwards ``*rest``; without them it avoids building the tuple, and it calls
@@ -698,7 +698,7 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                     raise
                 raise_from_backend(name, e, (a._data,), kwargs)
     elif pos == (0,):
-        def kernel(a, b=_NO, /, *rest, **kwargs):  # Note [Star calls] in mdtensor/_ops.py
+        def kernel(a, b=_NO, /, *rest, **kwargs):  # Note [Star calls] in mdtensor/dispatch/operators.py
             d = a._device
             try:
                 if b is _NO:
@@ -889,7 +889,7 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
 
 def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
     """In-place kernel when ``self`` (and maybe ``other``) are the only, positional,
-    Tensor arguments (Note [The hot path] in mdtensor/_ops.py)."""
+    Tensor arguments (Note [The hot path] in mdtensor/dispatch/operators.py)."""
 
     def kernel(self, *args, **kwargs):
         dev = self._device

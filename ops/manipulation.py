@@ -13,8 +13,8 @@ import numpy as np
 
 from mdtensor import _dtypes
 from mdtensor._device import Device
-from mdtensor._ops import ops as _namespaces
 from mdtensor._tensor import Tensor
+from mdtensor.dispatch.operators import ops as _namespaces
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms

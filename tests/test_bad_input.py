@@ -17,7 +17,7 @@ import pytest
 from _helpers import TEST_DEVICE, to_numpy
 
 import mdtensor as md
-from mdtensor import _ops
+from mdtensor.dispatch import operators as _ops
 
 _DEVICES = ["cpu"] + [row["device_type"] for row in md.backends.available()
                       if row["installed"] and row["device_type"] in ("jax", "loopback")]

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mdtensor as md
-from mdtensor import _ops
 from mdtensor.dispatch import keys as _keys
+from mdtensor.dispatch import operators as _ops
 from mdtensor.dispatch import tls as _tls
 from mdtensor.dispatch.keys import DispatchKey as K
 from mdtensor.dispatch.keys import DispatchKeySet

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import mdtensor as md
-from mdtensor import _ops
+from mdtensor.dispatch import operators as _ops
 
 
 def _tag(name):

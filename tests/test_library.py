@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mdtensor as md
-from mdtensor import _ops
+from mdtensor.dispatch import operators as _ops
 from mdtensor.dispatch.keys import DispatchKey as K
 
 
@@ -216,7 +216,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import typing  # noqa: E402
 
-from mdtensor._ops import Kernel  # noqa: E402
+from mdtensor.dispatch.operators import Kernel  # noqa: E402
 
 _n = itertools.count()
 

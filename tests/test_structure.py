@@ -1,6 +1,6 @@
 """The code's structure, checked (issue 33): what the built-in layers, the catalogue and the
 backends use of the operator registry is the public operator API (Note [The operator API]
-in mdtensor/_ops.py), the one third-party code gets."""
+in mdtensor/dispatch/operators.py), the one third-party code gets."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: the modules that own the registry's private state: operators and their tables, and
 #: overload resolution (which fills the packets' resolution caches)
-DISPATCHER = {"mdtensor/_ops.py", "mdtensor/_frontend.py"}
+DISPATCHER = {"mdtensor/dispatch/operators.py", "mdtensor/dispatch/resolution.py"}
 
 #: private attributes of OpOverload and OpOverloadPacket (each name is used by no other
 #: class in the project, so a match is an access to the registry's privates)
@@ -40,7 +40,7 @@ def test_no_module_reads_the_registrys_privates():
 
 def test_the_check_finds_private_access():
     # the pattern is not vacuous: the dispatcher itself uses these names
-    text = (ROOT / "mdtensor/_ops.py").read_text()
+    text = (ROOT / "mdtensor/dispatch/operators.py").read_text()
     assert len(_PRIVATE.findall(text)) > 20
     assert _PRIVATE.search("stack = op._kernels.get(key)")
     assert not _PRIVATE.search("stack = op.kernels_for(key)")

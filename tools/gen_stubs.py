@@ -67,7 +67,7 @@ from ._dtypes import DType
 from ._tensor import Tensor
 
 # What a call may pass for each schema type (the overload resolution's types,
-# mdtensor/_frontend.py _py_type).
+# mdtensor/dispatch/resolution.py _py_type).
 Bool: TypeAlias = bool | np.bool_
 Int: TypeAlias = int | np.integer[Any]
 Float: TypeAlias = float | np.floating[Any] | np.integer[Any]

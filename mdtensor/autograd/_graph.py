@@ -30,8 +30,8 @@ from heapq import heappop, heappush
 from itertools import count, repeat
 from operator import is_not
 
-from mdtensor._ops import own_code
 from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
+from mdtensor.dispatch.operators import own_code
 from mdtensor.dispatch.tls import dispatch_tls
 
 from ._meta import AutogradMeta
@@ -174,7 +174,7 @@ Node.apply = _make_apply()
 
 def single_output_apply(formula, masked: bool):
     """The ``apply`` of an op's own Node class (Note [Node classes] in __init__.py), with a
-    code object of its own (Note [Own code objects] in mdtensor/_ops.py)."""
+    code object of its own (Note [Own code objects] in mdtensor/dispatch/operators.py)."""
     return own_code(_make_apply(formula, masked))
 
 
@@ -362,7 +362,7 @@ def _refresh_view(t, ag) -> None:
 # weakly keyed by node: most graphs have neither, and a pass over a graph that has none
 # tests one dict per node instead of reading two attributes of every node (attributes of
 # the per-op Node classes, a generic load each: Note [Own code objects] in
-# mdtensor/_ops.py), and recording stores nothing for them.
+# mdtensor/dispatch/operators.py), and recording stores nothing for them.
 
 
 class _Hooks:

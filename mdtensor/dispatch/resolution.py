@@ -34,9 +34,9 @@ _Scalar = Union[bool, int, float, complex, np.generic]
 
 def _py_type(t):
     """The plum type hint for a ``SchemaType``."""
-    from ._device import Device
-    from ._dtypes import DType
-    from ._tensor import Tensor
+    from mdtensor._device import Device
+    from mdtensor._dtypes import DType
+    from mdtensor._tensor import Tensor
 
     base = t.base
     if base == "Tensor":

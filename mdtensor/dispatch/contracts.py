@@ -18,7 +18,7 @@ __all__ = ["check_result", "checked"]
 
 
 def _tensors(value):
-    from ._tensor import Tensor
+    from mdtensor._tensor import Tensor
 
     if isinstance(value, Tensor):
         return [value]

@@ -672,7 +672,7 @@ def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Ca
     else:
         entry = fn
     if kernel.user:
-        from ._contracts import checked
+        from mdtensor.dispatch.contracts import checked
 
         entry = checked(op, kernel, entry)
     if dispatcher.trace:
@@ -930,7 +930,7 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
 
     def learn(key, caller):
         nonlocal one_type, one_op, one_table, two_type, two_op, two_table, mixed_first
-        from ._tensor import Tensor
+        from mdtensor._tensor import Tensor
 
         op = getattr(caller, "op", None)
         if op is None:
@@ -1039,7 +1039,7 @@ def _packet_function(packet: OpOverloadPacket) -> Callable:
             key = type(a) if n == 1 else (type(a), type(b)) if n == 2 else tuple(map(type, args))
         caller = cache.get(key)
         if caller is None:
-            from ._frontend import resolve
+            from mdtensor.dispatch.resolution import resolve
 
             caller = resolve(packet, args, kwargs, key)
         return caller(*args, **kwargs)
