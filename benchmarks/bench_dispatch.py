@@ -26,8 +26,8 @@ import timeit  # noqa: E402
 import numpy as np  # noqa: E402
 
 import mdtensor as md  # noqa: E402
+from mdtensor.dispatch.kernel import Kernel  # noqa: E402
 from mdtensor.dispatch.keys import DispatchKey  # noqa: E402
-from mdtensor.dispatch.operators import Kernel  # noqa: E402
 
 
 def main() -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 
 from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.operators import dispatcher
+from mdtensor.dispatch.resolution import register_schema_class
 
 __all__ = ["Device", "as_device"]
 
@@ -89,6 +91,7 @@ class Device:
             # mutated carries Functionalize, so in-place ops and views behave as on NumPy.
             ks |= DispatchKey.Functionalize.value
         object.__setattr__(self, "ks", ks)
+        dispatcher.device_types[backend.key] = kind  # for the dispatcher's error messages
         object.__setattr__(self, "wrap", make_wrap(self))
         # native dtype -> md DType, for Tensor.dtype (one dict per backend: its own native
         # dtypes only, never compared with another library's)
@@ -125,6 +128,9 @@ class Device:
 
     def __hash__(self) -> int:
         return hash((self.type, self.index))
+
+
+register_schema_class("Device", Device)  # Note [Schema classes] in mdtensor/dispatch/resolution.py
 
 
 _default_device = None

@@ -37,8 +37,10 @@ from contextvars import ContextVar
 
 import numpy as np
 
+from mdtensor.dispatch.kernel import Kernel
 from mdtensor.dispatch.keys import AFTER_FUNCTIONALIZE, AFTER_PYTHON, DispatchKey
-from mdtensor.dispatch.operators import Kernel, dispatcher, flip_gates, lookup, register_fallback
+from mdtensor.dispatch.namespaces import lookup
+from mdtensor.dispatch.operators import dispatcher, flip_gates, register_fallback
 from mdtensor.dispatch.tls import ExcludeGuard, IncludeGuard, RestoreGuard, dispatch_tls
 
 from ._tensor import Tensor
@@ -52,13 +54,13 @@ _ABOVE_BACKEND = ~AFTER_PYTHON & ((1 << 64) - 1)
 # Note [Transforms in other threads]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Whether a ``functionalize()`` transform runs is per thread/context (``_transforms``, a
-# ContextVar): the layer's kernel wraps factory results and sees captured tensors only for
-# the context running the transform.  The gate of its table entries (Note [Gated kernels]
-# in mdtensor/dispatch/operators.py) is process-wide -- the tables are -- so it counts the transforms
-# running in any thread (``_live``, changed under ``_gate_lock``); while it is open, ops of
-# other threads reach the kernel too, find no transform in their own context and go on as
-# plain calls.  (Before, the kernel read the process-wide count itself, so a transform in
-# one thread made JAX tensors in another come out as FunctionalTensors.)
+# ContextVar): the layer's kernel wraps factory results and sees captured tensors only for the
+# context running the transform.  The gate of its table entries (Note [Gated kernels] in
+# mdtensor/dispatch/operators.py) is process-wide -- the tables are -- so it counts the
+# transforms running in any thread (``_live``, changed under ``_gate_lock``); while it is open,
+# ops of other threads reach the kernel too, find no transform in their own context and go on as
+# plain calls.  (Before, the kernel read the process-wide count itself, so a transform in one
+# thread made JAX tensors in another come out as FunctionalTensors.)
 
 #: number of functionalize() transforms running in any thread: the gate (while 0, ops on
 #: plain tensors of immutable backends skip the layer's kernel)

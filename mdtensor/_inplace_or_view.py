@@ -19,15 +19,10 @@ all views of the same base.  Autograd saves ``(tensor, version)`` and compares o
 
 from __future__ import annotations
 
+from mdtensor.dispatch.callers import _NO
+from mdtensor.dispatch.kernel import Kernel, fallthrough_kernel, own_code
 from mdtensor.dispatch.keys import DispatchKey
-from mdtensor.dispatch.operators import (
-    _NO,
-    Kernel,
-    dispatcher,
-    fallthrough_kernel,
-    own_code,
-    register_fallback,
-)
+from mdtensor.dispatch.operators import dispatcher, register_fallback
 
 from ._functionalize import track_view
 from ._tensor import INFERENCE, Tensor, VersionCounter, ViewInfo, new_counter
@@ -106,8 +101,8 @@ def _mutated_positions(schema):
 
 def _inplace_kernel(op):
     """The in-place/out= kernel of ``op``, as a wrapper factory (Note [Wrapper kernels] in
-    mdtensor/dispatch/operators.py): ``factory(kernel)`` is the entry that calls ``kernel``, the entry
-    below ADInplaceOrView, then bumps the mutated arguments' version counters."""
+    mdtensor/dispatch/operators.py): ``factory(kernel)`` is the entry that calls ``kernel``, the
+    entry below ADInplaceOrView, then bumps the mutated arguments' version counters."""
     mutated = _mutated_positions(op.schema)
     name = f"ADInplaceOrView[{op.name}]"
     if mutated == [(0, op.schema.arguments[0].name, False, False)]:
@@ -129,7 +124,7 @@ def _inplace_kernel(op):
                 vc.value += 1
                 return result
 
-            # Note [Own code objects] in mdtensor/dispatch/operators.py
+            # Note [Own code objects] in mdtensor/dispatch/kernel.py
             ad_inplace_self = own_code(ad_inplace_self)
             ad_inplace_self.__qualname__ = name
             return ad_inplace_self
@@ -150,7 +145,8 @@ def _inplace_kernel(op):
                     bump_version(t)
                 return result
 
-            ad_inplace = own_code(ad_inplace)  # Note [Own code objects] in mdtensor/dispatch/operators.py
+            # Note [Own code objects] in mdtensor/dispatch/kernel.py
+            ad_inplace = own_code(ad_inplace)
             ad_inplace.__qualname__ = name
             return ad_inplace
 
@@ -192,7 +188,7 @@ def _view_kernel(op):
             _mark_views(op, result, src, args[1:], kwargs)
             return result
 
-        ad_view = own_code(ad_view)  # Note [Own code objects] in mdtensor/dispatch/operators.py
+        ad_view = own_code(ad_view)  # Note [Own code objects] in mdtensor/dispatch/kernel.py
         ad_view.__qualname__ = name
         return ad_view
 
@@ -238,7 +234,8 @@ def _fused_view_kernel(op, impl, name):
         _mark_views(op, result, src, rest, kwargs)
         return result
 
-    ad_view_fused = own_code(ad_view_fused)  # Note [Own code objects] in mdtensor/dispatch/operators.py
+    # Note [Own code objects] in mdtensor/dispatch/kernel.py
+    ad_view_fused = own_code(ad_view_fused)
     ad_view_fused.__qualname__ = name
     return ad_view_fused
 

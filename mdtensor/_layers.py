@@ -17,8 +17,9 @@ key is dropped from the op's key set mask once, so it costs nothing per call.
 
 from __future__ import annotations
 
+from mdtensor.dispatch.kernel import Kernel, fallthrough_kernel
 from mdtensor.dispatch.keys import DispatchKey
-from mdtensor.dispatch.operators import Kernel, fallthrough_kernel, register_fallback
+from mdtensor.dispatch.operators import register_fallback
 
 __all__ = ["install"]
 

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
+from mdtensor.dispatch.kernel import Kernel
 from mdtensor.dispatch.keys import AFTER_PYTHON, DispatchKey
-from mdtensor.dispatch.operators import Kernel, register_fallback
+from mdtensor.dispatch.operators import register_fallback
 from mdtensor.dispatch.schema import NO_DEFAULT, Symbol
 from mdtensor.dispatch.tls import dispatch_tls
 

@@ -30,6 +30,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY, DispatchKeySet
+from mdtensor.dispatch.resolution import register_schema_class
 
 from ._dtypes import DType
 
@@ -528,6 +529,9 @@ def _warn_non_leaf_grad() -> None:
                   ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
                   "by mistake, make sure you access the leaf Tensor instead.", UserWarning,
                   stacklevel=3)
+
+
+register_schema_class("Tensor", Tensor)  # Note [Schema classes] in mdtensor/dispatch/resolution.py
 
 
 class _Size(int):

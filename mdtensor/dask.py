@@ -219,7 +219,7 @@ def _rechunk_op():
 
 
 def _define_rechunk() -> None:
-    from mdtensor.dispatch.operators import lookup
+    from mdtensor.dispatch.namespaces import lookup
 
     from . import library
 

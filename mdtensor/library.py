@@ -28,9 +28,12 @@ import warnings as _warnings
 import weakref as _weakref
 from collections.abc import Callable, Sequence
 
-from mdtensor.dispatch import operators as _ops
+from mdtensor.dispatch.kernel import Kernel, fallthrough_kernel
 from mdtensor.dispatch.keys import DispatchKey, key_from_name, runtime_keys
-from mdtensor.dispatch.operators import Kernel, OpOverload, dispatcher, fallthrough_kernel
+from mdtensor.dispatch.namespaces import OpOverloadPacket, lookup
+from mdtensor.dispatch.namespaces import define as define_op
+from mdtensor.dispatch.namespaces import undefine as undefine_op
+from mdtensor.dispatch.operators import OpOverload, dispatcher, register_fallback, remove_fallback
 from mdtensor.dispatch.schema import SchemaParseError, parse_schema
 
 __all__ = [
@@ -158,8 +161,8 @@ class Library:
         if parsed.namespace != self.ns:
             raise RuntimeError(f"{self!r}: cannot define {parsed.full_name} in another "
                                f"namespace")
-        op = _ops.define(parsed, tags=tags)
-        self._handles.append(RegistrationHandle(lambda: _ops.undefine(op), f"def {op.name}"))
+        op = define_op(parsed, tags=tags)
+        self._handles.append(RegistrationHandle(lambda: undefine_op(op), f"def {op.name}"))
         return parsed.name + ("." + parsed.overload_name if parsed.overload_name else "")
 
     # -- impl ---------------------------------------------------------------------------
@@ -261,8 +264,8 @@ class Library:
         key = _key(dispatch_key)
         kernel = Kernel(fn, key, boxed=fn is not fallthrough_kernel,
                         origin=f"{self!r} at {_caller_location()}")
-        _ops.register_fallback(kernel)
-        handle = RegistrationHandle(lambda: _ops.remove_fallback(kernel),
+        register_fallback(kernel)
+        handle = RegistrationHandle(lambda: remove_fallback(kernel),
                                     f"fallback for {key.name}", self)
         self._handles.append(handle)
         return handle
@@ -271,11 +274,11 @@ class Library:
         op_name = _packet_of(op_name)
         if isinstance(op_name, OpOverload):
             return op_name
-        if isinstance(op_name, _ops.OpOverloadPacket):
+        if isinstance(op_name, OpOverloadPacket):
             op_name = op_name.__name__
         name = op_name if "::" in op_name else f"{self.ns}::{op_name}"
-        found = _ops.lookup(name)
-        if isinstance(found, _ops.OpOverloadPacket):
+        found = lookup(name)
+        if isinstance(found, OpOverloadPacket):
             names = found.overloads()
             if "default" in names:
                 return found.default
@@ -445,8 +448,8 @@ class CustomOpDef:
         self._lib = Library(ns, "FRAGMENT")
         schema = schema or infer_schema(fn, qualname, mutates_args)
         self._lib.define(schema)
-        self._op = _ops.lookup(qualname + "")
-        if isinstance(self._op, _ops.OpOverloadPacket):
+        self._op = lookup(qualname + "")
+        if isinstance(self._op, OpOverloadPacket):
             self._op = self._op.default
         self.__name__ = short
         self.__doc__ = fn.__doc__
@@ -524,7 +527,7 @@ def _fake_kernel(op: OpOverload, fake_fn: Callable) -> Callable:
 def _packet_of(op):
     """A namespace function (``md.sum``) stands for its packet (``md.ops.aten.sum``)."""
     inner = getattr(op, "op", None)
-    return inner if isinstance(inner, _ops.OpOverloadPacket) else op
+    return inner if isinstance(inner, OpOverloadPacket) else op
 
 
 def _resolve_op(op) -> OpOverload:
@@ -532,8 +535,8 @@ def _resolve_op(op) -> OpOverload:
         return op.op
     op = _packet_of(op)
     if isinstance(op, str):
-        op = _ops.lookup(op)
-    if isinstance(op, _ops.OpOverloadPacket):
+        op = lookup(op)
+    if isinstance(op, OpOverloadPacket):
         if len(op.overloads()) != 1:
             raise ValueError(f"{op.name} has several overloads; pass one "
                              f"({', '.join(op.overloads())})")
@@ -599,9 +602,9 @@ def dump(op, *, file=None) -> None:
 def dump_text(op) -> str:
     """The text ``dump`` prints."""
     if isinstance(op, str):
-        op = _ops.lookup(op)
+        op = lookup(op)
     op = _packet_of(op)
-    if isinstance(op, _ops.OpOverloadPacket):
+    if isinstance(op, OpOverloadPacket):
         return "\n\n".join(dump_text(o) for o in op.all_overloads())
     if isinstance(op, CustomOpDef):
         op = op.op

@@ -8,7 +8,7 @@ root of the operator namespaces, as ``torch.ops`` is.
 
 from __future__ import annotations
 
-from mdtensor.dispatch.operators import ops as _namespaces
+from mdtensor.dispatch.namespaces import namespaces as _namespaces
 
 from . import (  # noqa: F401  (imported for their declarations)
     creation,

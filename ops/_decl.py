@@ -44,9 +44,11 @@ from typing import NoReturn
 
 from mdtensor._dtypes import can_cast
 from mdtensor._tensor import Tensor
-from mdtensor.dispatch import operators as _ops
+from mdtensor.dispatch.callers import _NO
+from mdtensor.dispatch.kernel import Kernel, own_code
 from mdtensor.dispatch.keys import DispatchKey
-from mdtensor.dispatch.operators import _NO, Kernel, own_code
+from mdtensor.dispatch.namespaces import define
+from mdtensor.dispatch.operators import dispatcher
 from mdtensor.dispatch.schema import FunctionSchema, parse_schema
 
 from ._accepted import with_accepted_kinds
@@ -259,7 +261,7 @@ def raise_from_backend(op_name: str, exc: Exception, args, kwargs=None) -> NoRet
         err = broadcast_error(op_name, [tuple(a.shape) for a in arrays])
         if err is not None:
             raise err from None
-    op = _ops.dispatcher.overloads.get(op_name)
+    op = dispatcher.overloads.get(op_name)
     metas = op.kernels_for(DispatchKey.Meta) if op is not None else None
     if metas:
         try:
@@ -662,7 +664,8 @@ def _ufunc_out_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) ->
 
 
 def _fast_kernel(name, impl, pos, extra, check=None):
-    """Kernels for the common shapes of schema (Note [The hot path] in mdtensor/dispatch/operators.py).
+    """Kernels for the common shapes of schema (Note [The hot path] in
+    mdtensor/dispatch/callers.py).
 
     ``extra``: the schema has positional non-Tensor arguments after the tensors, so the
     kernel forwards ``*rest``; without them it avoids building the tuple, and it calls
@@ -698,7 +701,8 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                     raise
                 raise_from_backend(name, e, (a._data,), kwargs)
     elif pos == (0,):
-        def kernel(a, b=_NO, /, *rest, **kwargs):  # Note [Star calls] in mdtensor/dispatch/operators.py
+        # Note [Star calls] in mdtensor/dispatch/callers.py
+        def kernel(a, b=_NO, /, *rest, **kwargs):
             d = a._device
             try:
                 if b is _NO:
@@ -889,7 +893,7 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
 
 def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
     """In-place kernel when ``self`` (and maybe ``other``) are the only, positional,
-    Tensor arguments (Note [The hot path] in mdtensor/dispatch/operators.py)."""
+    Tensor arguments (Note [The hot path] in mdtensor/dispatch/callers.py)."""
 
     def kernel(self, *args, **kwargs):
         dev = self._device
@@ -1134,7 +1138,7 @@ def defop(
     view = fschema.is_view
     if view and "view" not in tags:
         tags = tags + ("view",)
-    op = _ops.define(fschema, tags=tags)
+    op = define(fschema, tags=tags)
     op.decl = decl
     decl.overloads.append(op)
     (decl.inplace if fschema.is_inplace else decl.out if fschema.is_out

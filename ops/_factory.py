@@ -14,8 +14,8 @@ from collections.abc import Callable
 from mdtensor._device import Device, as_device
 from mdtensor._dtypes import DType, as_dtype
 from mdtensor._meta import MetaArray
+from mdtensor.dispatch.kernel import own_code
 from mdtensor.dispatch.keys import AFTER_BACKEND_SELECT, DispatchKey
-from mdtensor.dispatch.operators import own_code
 
 from ._decl import OpInfo, _register, defop
 
@@ -127,7 +127,8 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
                                f"can require gradients, got {t.dtype.name}")
         t.requires_grad_(True)
 
-    kernel = own_code(kernel, f"factory[{name}]")  # Note [Own code objects] in mdtensor/dispatch/operators.py
+    # Note [Own code objects] in mdtensor/dispatch/kernel.py
+    kernel = own_code(kernel, f"factory[{name}]")
     _register(op, _backend_select(op), DispatchKey.BackendSelect, with_keyset=True)
     _register(op, kernel, DispatchKey.CompositeExplicitAutograd)
     if cpu_impl is not None:

@@ -9,7 +9,8 @@ operators from the one table below.
 from __future__ import annotations
 
 from mdtensor._tensor import Tensor
-from mdtensor.dispatch.operators import lookup, own_code
+from mdtensor.dispatch.kernel import own_code
+from mdtensor.dispatch.namespaces import lookup
 from mdtensor.dispatch.resolution import resolve
 from mdtensor.dispatch.tls import dispatch_tls
 
@@ -111,7 +112,7 @@ def _binary(packet, reflected: bool):
                 except TypeError:
                     return NotImplemented
             return caller(self, other)
-    return own_code(operator)  # Note [Own code objects] in mdtensor/dispatch/operators.py
+    return own_code(operator)  # Note [Own code objects] in mdtensor/dispatch/kernel.py
 
 
 _TT = (Tensor, Tensor)
@@ -165,12 +166,12 @@ def _method(packet, varargs: bool):
                 caller = cache.get((type(self), type(b)))
                 if caller is None:
                     return packet(self, b)
-                return caller(self, b)  # Note [Star calls] in mdtensor/dispatch/operators.py
+                return caller(self, b)  # Note [Star calls] in mdtensor/dispatch/callers.py
             caller = cache.get((type(self), *map(type, args)))
             if caller is None:
                 return packet(self, *args)
             return caller(self, *args)
-    method = own_code(method)  # Note [Own code objects] in mdtensor/dispatch/operators.py
+    method = own_code(method)  # Note [Own code objects] in mdtensor/dispatch/kernel.py
     method.__name__ = packet.__name__
     method.__doc__ = packet.__doc__
     return method

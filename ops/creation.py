@@ -14,7 +14,7 @@ import math
 import numpy as np_
 
 from mdtensor import _dtypes as dt
-from mdtensor.dispatch.operators import ops as md_ops
+from mdtensor.dispatch.namespaces import namespaces as md_ops
 
 from ._factory import deffactory
 

@@ -626,7 +626,7 @@ defop("index_put.Scalar(Tensor self, Any key, Scalar value) -> Tensor",
 def getitem(self, key) -> Tensor:
     """``Tensor.__getitem__`` (Note [Indexing ops])."""
     if type(key) is slice or is_basic_key(key):
-        # the overload's caller, inlined (Note [Inline dispatch] in mdtensor/dispatch/operators.py):
+        # the overload's caller, inlined (Note [Inline dispatch] in mdtensor/dispatch/callers.py):
         # ``self`` is a Tensor, so its key set is all the call needs
         inc, keep = _tls_get()
         op = _basic_index_op
@@ -909,7 +909,7 @@ defop("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
 _mfd.inplace = list(_mf.overloads)
 
 
-# Bound once (Note [The hot path] in mdtensor/dispatch/operators.py): x[k] skips the namespace lookup.
+# Bound once (Note [The hot path] in mdtensor/dispatch/callers.py): x[k] skips the namespace lookup.
 _basic_index_op = CATALOGUE["aten::basic_index"].overloads[0]
 _basic_index_table = _basic_index_op.table  # cleared in place, never replaced
 _tls_get = dispatch_tls.get

@@ -14,7 +14,7 @@ import numpy as np
 from mdtensor import _dtypes
 from mdtensor._device import Device
 from mdtensor._tensor import Tensor
-from mdtensor.dispatch.operators import ops as _namespaces
+from mdtensor.dispatch.namespaces import namespaces as _namespaces
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms

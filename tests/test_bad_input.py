@@ -17,7 +17,7 @@ import pytest
 from _helpers import TEST_DEVICE, to_numpy
 
 import mdtensor as md
-from mdtensor.dispatch import operators as _ops
+from mdtensor.dispatch.operators import dispatcher
 
 _DEVICES = ["cpu"] + [row["device_type"] for row in md.backends.available()
                       if row["installed"] and row["device_type"] in ("jax", "loopback")]
@@ -302,7 +302,7 @@ def _state(t):
         "versions": [a._version for a in t.all()],
         "grad": to_numpy(t.w.grad).tolist(),
         "requires_grad": [a.requires_grad for a in t.all()],
-        "registry": sorted(_ops.dispatcher.overloads),
+        "registry": sorted(dispatcher.overloads),
         "exp": md.library.dump_text("aten::exp"),
         "tls": _tls.local_state(),
         "modes": md.modes.active_modes(),

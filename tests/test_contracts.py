@@ -78,8 +78,8 @@ def test_out_kernel_must_return_out(lib):
 
 
 def test_builtin_kernels_are_not_wrapped(lib):
+    from mdtensor.dispatch.kernel import Kernel
     from mdtensor.dispatch.keys import DispatchKey
-    from mdtensor.dispatch.operators import Kernel
 
     lib.define("raw(Tensor x) -> Tensor")
     op = _op(lib, "raw").default

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 import mdtensor as md
 from mdtensor.dispatch import keys as _keys
-from mdtensor.dispatch import operators as _ops
 from mdtensor.dispatch import tls as _tls
 from mdtensor.dispatch.keys import DispatchKey as K
 from mdtensor.dispatch.keys import DispatchKeySet
+from mdtensor.dispatch.operators import dispatcher
 
 # ---------------------------------------------------------------------------------------
 # Keys
@@ -193,7 +193,7 @@ def test_boxed_fallback_receives_op_keyset_args(lib):
             out = getattr(md.ops, lib.ns).fb(md.asarray([1.0], device="cpu"), k=5)
     # k is positional in the schema, so it arrives positionally (as in PyTorch)
     assert out.tolist() == [6.0] and seen == [(f"{lib.ns}::fb", (5,), {})]
-    assert _ops.dispatcher.fallbacks[K.PreDispatch][-1].is_fallthrough
+    assert dispatcher.fallbacks[K.PreDispatch][-1].is_fallthrough
 
 
 def test_trace_env_var_prints_hops():
@@ -273,10 +273,10 @@ def test_table_matches_reference_model(registered, fallback_keys):
             lib.fallback(lambda op, ks, a, kw: None, key)
         op = lib._handles[0]  # noqa: F841 - keep the definition handle alive
         ov = md.ops.__getattr__(lib.ns).f.default
-        fallbacks = _ops.dispatcher.fallbacks
+        fallbacks = dispatcher.fallbacks
         for key in _CHECK_KEYS:
             kernel, rung = ov.resolve(key)
-            expected = model(key, registered, fallbacks, _ops.dispatcher.array_api_backends)
+            expected = model(key, registered, fallbacks, dispatcher.array_api_backends)
             if expected is None:
                 assert kernel is None, (key, rung)
             elif expected == "fallback":

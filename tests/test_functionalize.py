@@ -384,7 +384,6 @@ def test_entering_a_transform_swaps_gated_entries_and_clears_no_table():
     while a transform runs.  Entering and leaving one swaps the few table entries that
     reach it, leaves every other table as it was, and the results stay right either way."""
     from mdtensor.dispatch import operators as _ops
-
     exp = md.ops.aten.exp.default
     x = md.asarray([0.0, 1.0])
     md.exp(x)
@@ -421,7 +420,6 @@ def test_gated_entries_flip_under_the_table_key_when_a_key_above_falls_through()
     import warnings
 
     from mdtensor.dispatch import operators as _ops
-
     exp = md.ops.aten.exp.default
     lib = md.library.Library("aten", "IMPL")
     with warnings.catch_warnings():

@@ -138,7 +138,7 @@ def _jax_kernel(op):
 
 
 def test_hot_ops_get_jitted_leaf_kernels():
-    from mdtensor.dispatch.operators import LEAF_KERNELS
+    from mdtensor.dispatch.kernel import LEAF_KERNELS
 
     md.asarray([1.0], device="jax")  # the backend registers its kernels when it loads
     aten = md.ops.aten

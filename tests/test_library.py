@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import mdtensor as md
-from mdtensor.dispatch import operators as _ops
+from mdtensor.dispatch.kernel import LEAF_KERNELS
 from mdtensor.dispatch.keys import DispatchKey as K
+from mdtensor.dispatch.operators import dispatcher
 
 
 def _kernels_snapshot(op):
@@ -194,16 +195,16 @@ def test_kwarg_aliases_and_resolution():
 
 
 def test_registry_unchanged_after_failed_registration():
-    n_overloads = len(_ops.dispatcher.overloads)
-    fallbacks = {k: list(v) for k, v in _ops.dispatcher.fallbacks.items()}
+    n_overloads = len(dispatcher.overloads)
+    fallbacks = {k: list(v) for k, v in dispatcher.fallbacks.items()}
     lib = md.library.Library("libtest_j", "DEF")
     with pytest.raises(md.library.SchemaParseError):
         lib.define("x(Tensor a) -> Tensr")
     with pytest.raises(ValueError):
         lib.impl("missing_op", lambda x: x, "CPU")
     lib._destroy()
-    assert len(_ops.dispatcher.overloads) == n_overloads
-    assert {k: list(v) for k, v in _ops.dispatcher.fallbacks.items()} == fallbacks
+    assert len(dispatcher.overloads) == n_overloads
+    assert {k: list(v) for k, v in dispatcher.fallbacks.items()} == fallbacks
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,7 +217,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import typing  # noqa: E402
 
-from mdtensor.dispatch.operators import Kernel  # noqa: E402
+from mdtensor.dispatch.kernel import Kernel  # noqa: E402
 
 _n = itertools.count()
 
@@ -227,8 +228,8 @@ def _fresh_ns(prefix):
 
 def test_destroy_undoes_everything_and_disables_the_library():
     ns = _fresh_ns("libdestroy")
-    n_overloads = len(_ops.dispatcher.overloads)
-    fallbacks = {k: list(v) for k, v in _ops.dispatcher.fallbacks.items()}
+    n_overloads = len(dispatcher.overloads)
+    fallbacks = {k: list(v) for k, v in dispatcher.fallbacks.items()}
     lib = md.library.Library(ns, "DEF")
     lib.define("f(Tensor x) -> Tensor")
     lib.impl("f", lambda x: x._device.wrap(x._data), "CPU")
@@ -238,8 +239,8 @@ def test_destroy_undoes_everything_and_disables_the_library():
     assert md.ops.aten.add.Tensor.has_kernel_for(K.PrivateUse3)
     lib._destroy()
     add_lib._destroy()
-    assert len(_ops.dispatcher.overloads) == n_overloads
-    assert {k: list(v) for k, v in _ops.dispatcher.fallbacks.items() if v} == \
+    assert len(dispatcher.overloads) == n_overloads
+    assert {k: list(v) for k, v in dispatcher.fallbacks.items() if v} == \
         {k: v for k, v in fallbacks.items() if v}
     assert not md.ops.aten.add.Tensor.has_kernel_for(K.PrivateUse3)
     with pytest.raises(RuntimeError, match="was destroyed"):
@@ -382,14 +383,14 @@ def test_custom_op_schema_inference_from_hints():
 
 
 def test_failed_custom_op_leaves_registry_unchanged():
-    n = len(_ops.dispatcher.overloads)
+    n = len(dispatcher.overloads)
     with pytest.raises(TypeError, match="parameter 'x' needs a type hint"):
         md.library.custom_op("libbad_x::f", mutates_args=())(
             lambda x, k: x)
     with pytest.raises(TypeError, match="cannot infer a schema type for parameter 'k'"):
         def g(x: md.Tensor, k: dict) -> md.Tensor: ...
         md.library.custom_op("libbad_y::g", g, mutates_args=())
-    assert len(_ops.dispatcher.overloads) == n
+    assert len(dispatcher.overloads) == n
 
 
 def test_set_dispatch_trace_and_context_manager(capsys):
@@ -543,7 +544,7 @@ def test_a_backend_kernel_is_not_a_user_override():
         assert md.sign(x).tolist() == [8.0]  # the user's kernel, registered first, wins
         user._destroy()
         assert md.sign(x).tolist() == [7.0]
-        assert backend_sign in _ops.LEAF_KERNELS
+        assert backend_sign in LEAF_KERNELS
         with pytest.raises(ValueError, match="backend=True.*AutogradCPU"):
             lib.impl("sign", backend_sign, "AutogradCPU", backend=True)
     finally:

@@ -32,7 +32,7 @@ def test_mode_sees_ops_with_overload_and_normalized_args():
     with Spy():
         md.sum(x)
     func, args, kwargs = seen[0]
-    assert isinstance(func, md._ops.OpOverload) and func.name == "aten::sum"
+    assert isinstance(func, md.dispatch.operators.OpOverload) and func.name == "aten::sum"
     assert args == (x, None, False) and kwargs == {"dtype": None}
 
 

@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 import mdtensor as md
 from mdtensor.dispatch import keys as _keys
-from mdtensor.dispatch import operators as _ops
 from mdtensor.dispatch import tls as _tls
 from mdtensor.dispatch.keys import DispatchKey as K
 from mdtensor.dispatch.keys import DispatchKeySet
+from mdtensor.dispatch.namespaces import OpOverloadPacket, lookup
+from mdtensor.dispatch.operators import dispatcher
 
 _counter = itertools.count()
 
@@ -28,7 +29,7 @@ def _snapshot(op):
 
 
 def _fallback_snapshot():
-    return {k: list(v) for k, v in _ops.dispatcher.fallbacks.items() if v}
+    return {k: list(v) for k, v in dispatcher.fallbacks.items() if v}
 
 
 # ---------------------------------------------------------------------------------------
@@ -39,34 +40,34 @@ def test_define_creates_packet_and_overloads(lib):
     lib.define("f(Tensor x) -> Tensor")
     lib.define("f.Scalar(Tensor x, Scalar s) -> Tensor")
     packet = _ns(lib).f
-    assert isinstance(packet, _ops.OpOverloadPacket)
+    assert isinstance(packet, OpOverloadPacket)
     assert sorted(packet.overloads()) == ["Scalar", "default"]
     assert packet.default.name == f"{lib.ns}::f"
     assert packet.Scalar.name == f"{lib.ns}::f.Scalar"
     assert packet.Scalar.overloadpacket is packet
     assert packet.Scalar.overload_name == "Scalar" and packet.default.overload_name == "default"
-    assert _ops.lookup(f"{lib.ns}::f.Scalar") is packet.Scalar
-    assert _ops.lookup(f"{lib.ns}::f") is packet
+    assert lookup(f"{lib.ns}::f.Scalar") is packet.Scalar
+    assert lookup(f"{lib.ns}::f") is packet
     with pytest.raises(ValueError, match="has no overload 'nope'"):
-        _ops.lookup(f"{lib.ns}::f.nope")
+        lookup(f"{lib.ns}::f.nope")
     with pytest.raises(ValueError, match="no operator named"):
-        _ops.lookup(f"{lib.ns}::missing")
+        lookup(f"{lib.ns}::missing")
 
 
 def test_top_level_functions_call_the_aten_packets():
     assert md.add.op is md.ops.aten.add and md.add is md.ops.aten.add._call
     assert md.ops.aten.add.Tensor.name == "aten::add.Tensor"
-    assert _ops.lookup("add") is md.ops.aten.add
-    assert _ops.lookup("aten::add.Tensor") is md.ops.aten.add.Tensor
+    assert lookup("add") is md.ops.aten.add
+    assert lookup("aten::add.Tensor") is md.ops.aten.add.Tensor
 
 
 def test_destroy_removes_ops_and_packets():
     lib = md.library.Library(f"regtest{next(_counter)}", "DEF")
     lib.define("g(Tensor x) -> Tensor")
     ns = lib.ns
-    assert f"{ns}::g" in _ops.dispatcher.overloads
+    assert f"{ns}::g" in dispatcher.overloads
     lib._destroy()
-    assert f"{ns}::g" not in _ops.dispatcher.overloads
+    assert f"{ns}::g" not in dispatcher.overloads
     with pytest.raises(AttributeError, match="does not exist"):
         getattr(md.ops, ns).g  # noqa: B018
 
@@ -74,10 +75,10 @@ def test_destroy_removes_ops_and_packets():
 def test_define_twice_is_an_error_and_changes_nothing(lib):
     lib.define("h(Tensor x) -> Tensor")
     op = _ns(lib).h.default
-    before = dict(_ops.dispatcher.overloads)
+    before = dict(dispatcher.overloads)
     with pytest.raises(RuntimeError, match="already defined"):
         lib.define("h(Tensor y) -> Tensor")
-    assert _ops.dispatcher.overloads == before
+    assert dispatcher.overloads == before
     assert _ns(lib).h.default is op
 
 
@@ -168,16 +169,16 @@ def test_computed_table_equals_reference_model(registered, fallbacks):
             lib.fallback(fn, key)
             fb_kernels[key] = fn
         op = _ns(lib).f.default
-        array_api = set(_ops.dispatcher.array_api_backends)
+        array_api = set(dispatcher.array_api_backends)
         table = op.computed_table()
         assert set(table) == set(_keys.RUNTIME_KEYS)
         for key, (kernel, rung) in table.items():
-            expected = reference(key, registered, _ops.dispatcher.fallbacks, array_api)
+            expected = reference(key, registered, dispatcher.fallbacks, array_api)
             assert op.resolve(key) == (kernel, rung)
             if expected is None:
                 assert kernel is None and rung.startswith("6."), (key, kernel, rung)
             elif expected == "fallback":
-                assert kernel is _ops.dispatcher.fallbacks[key][-1], (key, rung)
+                assert kernel is dispatcher.fallbacks[key][-1], (key, rung)
                 assert rung.startswith("5.")
                 if key in fb_kernels:
                     assert kernel.fn is fb_kernels[key]
@@ -188,7 +189,7 @@ def test_computed_table_equals_reference_model(registered, fallbacks):
         lib._destroy()
     # cleanup restored the global fallbacks
     for key in fallbacks:
-        assert all(k.origin != repr(lib) for k in _ops.dispatcher.fallbacks.get(key, []))
+        assert all(k.origin != repr(lib) for k in dispatcher.fallbacks.get(key, []))
 
 
 @settings(max_examples=25, deadline=None)
@@ -211,15 +212,15 @@ def test_calls_run_the_kernel_the_model_picks(registered, include_python, requir
         if include_python:
             ks |= K.Python.value
         ks &= _tls.dispatch_tls.get()[1]
-        array_api = _ops.dispatcher.array_api_backends
+        array_api = dispatcher.array_api_backends
         expected = "missing"
         while True:
             key = _keys.highest_key(ks)
             if key is None:
                 break
-            who = reference(key, registered, _ops.dispatcher.fallbacks, array_api)
+            who = reference(key, registered, dispatcher.fallbacks, array_api)
             if who == "fallback":
-                if _ops.dispatcher.fallbacks[key][-1].is_fallthrough:
+                if dispatcher.fallbacks[key][-1].is_fallthrough:
                     ks = _keys.remove_key(ks, key)
                     continue
                 expected = "boxed"

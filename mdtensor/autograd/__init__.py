@@ -25,15 +25,10 @@ from typing import overload as _overload
 
 from mdtensor._inplace_or_view import counter
 from mdtensor._tensor import INFERENCE, Tensor, VersionCounter, creation_counter, new_counter
+from mdtensor.dispatch.callers import _NO
+from mdtensor.dispatch.kernel import LEAF_KERNELS, Kernel, own_code
 from mdtensor.dispatch.keys import AFTER_AUTOGRAD, AUTOGRAD_FUNCTIONALITY, DispatchKey
-from mdtensor.dispatch.operators import (
-    _NO,
-    LEAF_KERNELS,
-    Kernel,
-    dispatcher,
-    own_code,
-    register_fallback,
-)
+from mdtensor.dispatch.operators import dispatcher, register_fallback
 from mdtensor.dispatch.tls import dispatch_tls
 
 from ._graph import (
@@ -341,16 +336,16 @@ _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 
 # Note [Autograd kernels]
 # ~~~~~~~~~~~~~~~~~~~~~~~
-# An op's Autograd kernel is made in two steps.  ``_Plan`` reads once per op what its
-# schema and formula say: which arguments are Tensors, whose values the formula reads
-# (Note [Saved inputs]), which gradient reads which input, what the node's class is.  A
-# builder then makes the kernel from the plan: ``_recording_kernel`` serves every op (a
-# keyset kernel: in-place, ``out=``, Tensor lists, several outputs), and
-# ``_functional_factory`` the common case -- one Tensor output, the Tensor arguments first,
-# not in-place -- as a wrapper kernel (Note [Wrapper kernels] in mdtensor/dispatch/operators.py) with the
-# recording kernel's steps decided ahead (Note [Recording]).  The builders copy the plan's
-# fields into locals first: a kernel reads closure cells, not attributes of the plan (an
-# attribute read on every recorded op for each of a dozen fields).
+# An op's Autograd kernel is made in two steps.  ``_Plan`` reads once per op what its schema and
+# formula say: which arguments are Tensors, whose values the formula reads (Note [Saved
+# inputs]), which gradient reads which input, what the node's class is.  A builder then makes
+# the kernel from the plan: ``_recording_kernel`` serves every op (a keyset kernel: in-place,
+# ``out=``, Tensor lists, several outputs), and ``_functional_factory`` the common case -- one
+# Tensor output, the Tensor arguments first, not in-place -- as a wrapper kernel (Note [Wrapper
+# kernels] in mdtensor/dispatch/operators.py) with the recording kernel's steps decided ahead
+# (Note [Recording]).  The builders copy the plan's fields into locals first: a kernel reads
+# closure cells, not attributes of the plan (an attribute read on every recorded op for each of
+# a dozen fields).
 
 
 class _Plan:
@@ -449,7 +444,8 @@ class _Plan:
 
 def _make_kernel(op, formula):
     """``(kernel, wrapper)``: the Autograd kernel of ``op``; for the common functional case
-    a wrapper factory (Note [Wrapper kernels] in mdtensor/dispatch/operators.py), else a keyset kernel."""
+    a wrapper factory (Note [Wrapper kernels] in mdtensor/dispatch/operators.py), else a keyset
+    kernel."""
     plan = _Plan(op, formula)
     if plan.functional:
         return _functional_factory(op, plan), True
@@ -557,8 +553,8 @@ def _functional_factory(op, plan):
     leaf = LEAF_KERNELS
 
     def factory(entry):
-        # Note [Wrapper kernels] (mdtensor/dispatch/operators.py): ``entry`` is the table entry below
-        # Autograd for this key set.  A leaf computes and records nothing: it runs as it
+        # Note [Wrapper kernels] (mdtensor/dispatch/operators.py): ``entry`` is the table entry
+        # below Autograd for this key set.  A leaf computes and records nothing: it runs as it
         # is; anything else runs with the Autograd key excluded.
         if entry not in leaf:
             entry = _excluding_autograd(entry)
@@ -567,7 +563,7 @@ def _functional_factory(op, plan):
             # autograd_kernel for the common case (one output, Tensor arguments first, not
             # in-place): the same steps without the branches (Note [Recording]).  The
             # first two arguments are named, so the common calls reach ``entry`` without
-            # a star call (Note [Star calls] in mdtensor/dispatch/operators.py).
+            # a star call (Note [Star calls] in mdtensor/dispatch/callers.py).
             if b is _NO:
                 args = (v,)
                 out = entry(v, **kwargs) if kwargs else entry(v)
@@ -671,7 +667,7 @@ def _functional_factory(op, plan):
                 attach(out, node, 0)
             return out
 
-        # Note [Own code objects] (mdtensor/dispatch/operators.py): the op's own call and slot sites
+        # Note [Own code objects] (mdtensor/dispatch/kernel.py): the op's own call and slot sites
         autograd_kernel_functional = own_code(autograd_kernel_functional)
         autograd_kernel_functional.__qualname__ = f"autograd[{op.name}]"
         return autograd_kernel_functional
@@ -878,14 +874,14 @@ def _fallback(op, ks, args, kwargs):
 
 # Note [Non-differentiable ops]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# An op in ``derivatives.NONDIFFERENTIABLE`` (comparisons, ``argmax``, the ``*_like``
-# factories, ...) records nothing: its outputs never require grad.  Called on a tensor that
-# requires grad it still reaches the Autograd key, where the boxed fallback used to pass it
-# through (thread-local guard, a boxed redispatch, a test of the op's name: 2-3 us).  It
-# gets a wrapper kernel instead (Note [Wrapper kernels] in mdtensor/dispatch/operators.py) whose entry is
-# the entry below Autograd itself when that is a leaf backend kernel -- which computes on
-# arrays and returns tensors without autograd state -- and that entry with the Autograd key
-# excluded otherwise (a composite's inner ops record nothing), as the fallback did.
+# An op in ``derivatives.NONDIFFERENTIABLE`` (comparisons, ``argmax``, the ``*_like`` factories,
+# ...) records nothing: its outputs never require grad.  Called on a tensor that requires grad
+# it still reaches the Autograd key, where the boxed fallback used to pass it through
+# (thread-local guard, a boxed redispatch, a test of the op's name: 2-3 us).  It gets a wrapper
+# kernel instead (Note [Wrapper kernels] in mdtensor/dispatch/operators.py) whose entry is the
+# entry below Autograd itself when that is a leaf backend kernel -- which computes on arrays and
+# returns tensors without autograd state -- and that entry with the Autograd key excluded
+# otherwise (a composite's inner ops record nothing), as the fallback did.
 
 
 def _nondifferentiable_factory(entry):

@@ -30,8 +30,8 @@ from heapq import heappop, heappush
 from itertools import count, repeat
 from operator import is_not
 
+from mdtensor.dispatch.kernel import own_code
 from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
-from mdtensor.dispatch.operators import own_code
 from mdtensor.dispatch.tls import dispatch_tls
 
 from ._meta import AutogradMeta
@@ -174,7 +174,7 @@ Node.apply = _make_apply()
 
 def single_output_apply(formula, masked: bool):
     """The ``apply`` of an op's own Node class (Note [Node classes] in __init__.py), with a
-    code object of its own (Note [Own code objects] in mdtensor/dispatch/operators.py)."""
+    code object of its own (Note [Own code objects] in mdtensor/dispatch/kernel.py)."""
     return own_code(_make_apply(formula, masked))
 
 

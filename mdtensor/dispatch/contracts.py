@@ -14,12 +14,13 @@ OpInfo sweep and ``md.library.opcheck`` check them.
 
 from __future__ import annotations
 
+from .resolution import schema_class
+
 __all__ = ["check_result", "checked"]
 
 
 def _tensors(value):
-    from mdtensor._tensor import Tensor
-
+    Tensor = schema_class("Tensor")  # Note [Schema classes] in resolution.py
     if isinstance(value, Tensor):
         return [value]
     if isinstance(value, (list, tuple)):

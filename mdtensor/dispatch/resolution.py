@@ -25,19 +25,44 @@ from typing import Optional, Union
 
 import numpy as np
 
-from mdtensor.dispatch.schema import NO_DEFAULT, FunctionSchema
+from mdtensor._dtypes import DType
 
-__all__ = ["plum_signature", "resolve"]
+from .schema import NO_DEFAULT, FunctionSchema
+
+__all__ = ["plum_signature", "register_schema_class", "resolve", "schema_class"]
 
 _Scalar = Union[bool, int, float, complex, np.generic]
 
 
+# Note [Schema classes]
+# ~~~~~~~~~~~~~~~~~~~~~
+# Two schema types name classes that sit above the dispatcher: ``Tensor`` (mdtensor/tensors/
+# tensor.py) and ``Device`` (tensors/device.py) import the dispatcher, so it cannot import
+# them.  Each registers its class here when its module is imported
+# (``register_schema_class``); resolution reads them on a miss, never per call, and the
+# packet functions learn their inline dispatch for the exact class registered as "Tensor"
+# (Note [Inline dispatch] in callers.py).
+_SCHEMA_CLASSES: dict[str, type] = {}
+
+
+def register_schema_class(name: str, cls: type) -> None:
+    """Make ``cls`` the Python class of schema type ``name`` (``"Tensor"``, ``"Device"``)."""
+    _SCHEMA_CLASSES[name] = cls
+
+
+def schema_class(name: str) -> type:
+    """The class registered for schema type ``name`` (Note [Schema classes])."""
+    try:
+        return _SCHEMA_CLASSES[name]
+    except KeyError:
+        raise RuntimeError(f"no class is registered for the schema type {name!r} (its "
+                           f"module registers it when imported)") from None
+
+
 def _py_type(t):
     """The plum type hint for a ``SchemaType``."""
-    from mdtensor._device import Device
-    from mdtensor._dtypes import DType
-    from mdtensor._tensor import Tensor
-
+    Tensor = schema_class("Tensor")
+    Device = schema_class("Device")
     base = t.base
     if base == "Tensor":
         elem = Optional[Tensor] if t.elem_optional else Tensor
@@ -176,7 +201,7 @@ def resolve(packet, args, kwargs, key, candidates=None):
             if inner is not None and len(args) == 1 and len(kwargs) == 1:
                 packet._by_position[key] = learned = inner
             if learned is not None:
-                for hook in packet.on_resolve:  # Note [Inline dispatch] in _ops.py
+                for hook in packet.on_resolve:  # Note [Inline dispatch] in callers.py
                     hook(key, learned)
     return caller
 

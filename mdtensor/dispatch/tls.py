@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextvars import ContextVar
 
-from mdtensor.dispatch.keys import BACKEND_MASK, FULL, DispatchKey, DispatchKeySet, _bits_of
+from .keys import BACKEND_MASK, FULL, DispatchKey, DispatchKeySet, _bits_of
 
 __all__ = [
     "ExcludeGuard",
