@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from mdtensor import _dtypes
+from mdtensor._dtypes import as_dtype
+from mdtensor.dispatch.kernel import Kernel
+from mdtensor.dispatch.keys import DispatchKey
+
 __all__ = ["Backend", "BackendInfo", "Capabilities", "draw", "push_backend_kernel"]
 
 
@@ -166,6 +171,11 @@ class Backend:
         """The chunks of ``array`` (``capabilities.chunked`` backends), else None."""
         return None
 
+    def rechunk(self, tensor, chunks):
+        """``tensor`` (on this backend) split into ``chunks``, as an op autograd records:
+        ``md.asarray(t, chunks=...)`` (``capabilities.chunked`` backends)."""
+        raise ValueError(f"rechunk: the {self.name} backend has no chunks")
+
     def random(self, rng, method: str, shape: tuple, dtype, params: dict):
         """Random numbers for ``md.rand``/``randn``/``randint``: ``method`` (``"random"``,
         ``"standard_normal"``, ``"integers"`` with ``params`` ``low``/``high``) of the NumPy
@@ -187,14 +197,10 @@ class Backend:
             cache = self.__dict__["_dtype_cache"] = {}
         hit = cache.get(native)
         if hit is None:
-            from mdtensor._dtypes import as_dtype
-
             hit = cache[native] = as_dtype(native)
         return hit
 
     def default_float(self):
-        from mdtensor import _dtypes
-
         return _dtypes.float64 if self.capabilities.float64 else _dtypes.float32
 
     def __repr__(self) -> str:
@@ -203,22 +209,14 @@ class Backend:
 
 def push_backend_kernel(op, fn, key: str, origin: str) -> None:
     """Register ``fn`` as a backend's own kernel of ``op`` for the backend key ``key``
-    (rung 1 of the ladder): ``md.library``'s backend registration (``Library.impl(...,
-    backend=True)``, Note [Backend kernels] in mdtensor/library.py) through a library kept
-    for the process -- a leaf kernel that computes on raw arrays and calls no op, as the
-    catalogue's own kernels are, below any kernel a user registers for the key, before or
-    after.  Used by the built-in backends (the JAX backend's jitted kernels, the CuPy
-    backend's vectorised ones) when they load; ``origin`` names them in dumps."""
-    from mdtensor.library import Library
-
-    lib = _LIBRARIES.get(origin)
-    if lib is None:
-        lib = _LIBRARIES[origin] = Library("aten", "IMPL")
-    lib.impl(op, fn, key, backend=True, origin=origin)
-
-
-#: origin -> the md.library.Library holding the kernels push_backend_kernel registered
-_LIBRARIES: dict = {}
+    (rung 1 of the ladder), through the operator API (``op.register_kernel``), as
+    ``md.library``'s backend registration does (``Library.impl(..., backend=True)``, Note
+    [Backend kernels] in mdtensor/library.py): a leaf kernel that computes on raw arrays
+    and calls no op, as the catalogue's own kernels are, below any kernel a user registers
+    for the key, before or after, and kept for the process.  Used by the built-in backends
+    (the JAX backend's jitted kernels, the CuPy backend's vectorised ones) when they load;
+    ``origin`` names them in dumps."""
+    op.register_kernel(Kernel(fn, DispatchKey[key], origin=origin, leaf=True))
 
 
 def draw(rng, method: str, shape, dtype, params: dict):

@@ -3,7 +3,7 @@
 Tensors wrap lazy, chunked ``dask.array`` arrays; every op builds the graph and nothing is
 computed until values are asked for (``.to("cpu")``, ``.tolist()``, ``.item()``, a small
 ``repr``, ``md.dask.compute``).  Dask arrays are immutable, so every Dask tensor carries
-the Functionalize key (Note [Immutable backends] in mdtensor/_device.py): in-place ops,
+the Functionalize key (Note [Immutable backends] in mdtensor/tensors/device.py): in-place ops,
 ``__setitem__`` and views behave as on NumPy, written back into the lazy graph.  The
 generic ArrayAPI kernels serve the catalogue through ``array_api_compat.dask.array``;
 what Dask cannot do lazily raises (Note [What Dask cannot do]).
@@ -132,6 +132,11 @@ class DaskBackend(Backend):
     def chunks(self, array):
         return array.chunks
 
+    def rechunk(self, tensor, chunks):
+        from mdtensor import dask as md_dask
+
+        return md_dask.rechunk(tensor, chunks)
+
     def native_dtype(self, dtype):
         return dtype.numpy
 
@@ -171,7 +176,7 @@ def _install_kernels() -> None:
 
 def _with_known_sizes(op, generic):
     from mdtensor import dask as md_dask
-    from mdtensor._tensor import Tensor
+    from mdtensor.tensors.tensor import Tensor
 
     def kernel(*args, **kwargs):
         out = generic(*args, **kwargs)

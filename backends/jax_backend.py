@@ -1,7 +1,7 @@
 """The JAX backend: device ``"jax"`` / ``"jax:N"`` (JAX's devices), backend component JAX.
 
 JAX arrays are immutable, so every JAX tensor carries the Functionalize key (Note
-[Immutable backends] in mdtensor/_device.py): in-place ops, ``__setitem__`` and views behave
+[Immutable backends] in mdtensor/tensors/device.py): in-place ops, ``__setitem__`` and views behave
 as on NumPy.  JAX defaults to 32-bit; this backend enables 64-bit types
 (``jax_enable_x64``) when it loads, so float64/int64 tensors mean what they say, and
 mdtensor's own defaults (float32, int64) are passed explicitly by the factories.
@@ -191,8 +191,9 @@ def _kernel_for(decl, impl, jax, jnp):
         raise_from_backend,
     )
 
-    from mdtensor._tensor import Tensor, new_counter
     from mdtensor.dispatch.keys import DispatchKey
+    from mdtensor.tensors.tensor import Tensor
+    from mdtensor.tensors.version_counter import new_counter
 
     new = object.__new__
     op = decl.overloads[0]
@@ -247,7 +248,7 @@ def _kernel_for(decl, impl, jax, jnp):
             t._ks = d.ks
             t._device = d
             t._view = t._ag = None
-            t._vc = new_counter()  # Note [Inference tensors] in mdtensor/_tensor.py
+            t._vc = new_counter()  # Note [Inference tensors] in mdtensor/tensors/tensor.py
             return t
     elif tensors == (0,) and n_positional == 1:
         def kernel(a, **kwargs):
@@ -271,7 +272,7 @@ def _kernel_for(decl, impl, jax, jnp):
             t._ks = d.ks
             t._device = d
             t._view = t._ag = None
-            t._vc = new_counter()  # Note [Inference tensors] in mdtensor/_tensor.py
+            t._vc = new_counter()  # Note [Inference tensors] in mdtensor/tensors/tensor.py
             return t
     elif tensors == (0, 1) and n_positional == 2:
         def kernel(a, b, **kwargs):

@@ -14,9 +14,11 @@ __array_api_version__ = "2025.12"
 _SUPPORTED_API_VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12")
 
 from mdtensor.dispatch.keys import DispatchKey, DispatchKeySet  # noqa: E402
+from mdtensor.tensors.device import Device, set_default_device  # noqa: E402
+from mdtensor.tensors.factories import asarray, from_numpy, tensor  # noqa: E402
+from mdtensor.tensors.tensor import Tensor  # noqa: E402
 
 from . import _dtypes as _dtypes_mod  # noqa: E402
-from ._device import Device, set_default_device  # noqa: E402
 from ._dtypes import (  # noqa: E402
     DType,
     complex64,
@@ -36,8 +38,6 @@ from ._dtypes import (  # noqa: E402
 from ._dtypes import (
     bool_ as bool,  # noqa: A001  (the Array API spells it md.bool)
 )
-from ._factories import asarray, from_numpy, tensor  # noqa: E402
-from ._tensor import Tensor  # noqa: E402
 
 # PyTorch spellings of dtypes.
 float = float32  # noqa: A001

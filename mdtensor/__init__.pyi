@@ -19,8 +19,6 @@ from . import ops as ops
 from . import optim as optim
 from . import random as random
 from . import testing as testing
-from ._device import Device as Device
-from ._device import set_default_device as set_default_device
 from ._dtypes import DType as DType
 from ._dtypes import bool_ as bool
 from ._dtypes import complex64 as cfloat
@@ -44,9 +42,6 @@ from ._dtypes import uint8 as uint8
 from ._dtypes import uint16 as uint16
 from ._dtypes import uint32 as uint32
 from ._dtypes import uint64 as uint64
-from ._factories import asarray as asarray
-from ._factories import from_numpy as from_numpy
-from ._factories import tensor as tensor
 from ._namespace import __array_namespace_info__ as __array_namespace_info__
 from ._namespace import can_cast as can_cast
 from ._namespace import e as e
@@ -60,7 +55,6 @@ from ._namespace import pi as pi
 from ._namespace import result_type as result_type
 from ._serialization import load as load
 from ._serialization import save as save
-from ._tensor import Tensor as Tensor
 from ._typing import (
     Bool,
     DeviceLike,
@@ -85,13 +79,19 @@ from .autograd import set_grad_enabled as set_grad_enabled
 from .dispatch.keys import DispatchKey as DispatchKey
 from .dispatch.keys import DispatchKeySet as DispatchKeySet
 from .modes import DispatchMode as DispatchMode
-from .ops.creation import from_dlpack as from_dlpack
 from .ops.manipulation import broadcast_shapes as broadcast_shapes
 from .random import Generator as Generator
 from .random import manual_seed as manual_seed
 from .random import rand as rand
 from .random import randint as randint
 from .random import randn as randn
+from .tensors.device import Device as Device
+from .tensors.device import set_default_device as set_default_device
+from .tensors.factories import asarray as asarray
+from .tensors.factories import from_dlpack as from_dlpack
+from .tensors.factories import from_numpy as from_numpy
+from .tensors.factories import tensor as tensor
+from .tensors.tensor import Tensor as Tensor
 
 __all__ = [
     "DType",

@@ -42,8 +42,7 @@ from mdtensor.dispatch.keys import AFTER_FUNCTIONALIZE, AFTER_PYTHON, DispatchKe
 from mdtensor.dispatch.namespaces import lookup
 from mdtensor.dispatch.operators import dispatcher, flip_gates, register_fallback
 from mdtensor.dispatch.tls import ExcludeGuard, IncludeGuard, RestoreGuard, dispatch_tls
-
-from ._tensor import Tensor
+from mdtensor.tensors.tensor import Tensor
 
 __all__ = ["FunctionalTensor", "functionalize", "install", "track_view"]
 
@@ -188,7 +187,7 @@ def _check_new_value(op, t, value, inplace: bool) -> None:
 def _raw_index(base_shape, steps) -> tuple:
     """NumPy index arrays (one per base dimension, each of the view's shape) naming, for
     each element of the view made by ``steps(b)``, the base element it aliases."""
-    from ._device import Device
+    from mdtensor.tensors.device import Device
 
     n = 1
     for s in base_shape:

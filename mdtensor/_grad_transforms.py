@@ -10,8 +10,9 @@ import functools
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 
+from mdtensor.tensors.tensor import Tensor
+
 from ._pytree import leaf_paths, tree_flatten, tree_leaves, tree_map, tree_unflatten
-from ._tensor import Tensor
 from .autograd import enable_grad, is_grad_enabled, is_inference_mode_enabled
 from .autograd import grad as autograd_grad
 

@@ -9,12 +9,6 @@ shares the base's version counter.  Every other op falls through (its backend fa
 Kernels are generated per overload from its schema when the overload is defined (a hook
 in ``dispatcher.define_hooks``), so user-defined ops with ``(a!)``/``(a)`` annotations get
 them too.
-
-Note [Version counters]
-~~~~~~~~~~~~~~~~~~~~~~~
-A tensor's counter is created lazily (``_vc is None`` means version 0) and is shared with
-all views of the same base.  Autograd saves ``(tensor, version)`` and compares on backward
-(PyTorch's "modified by an inplace operation" error).
 """
 
 from __future__ import annotations
@@ -23,38 +17,25 @@ from mdtensor.dispatch.callers import _NO
 from mdtensor.dispatch.kernel import Kernel, fallthrough_kernel, own_code
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.operators import dispatcher, register_fallback
+from mdtensor.tensors.tensor import Tensor, ViewInfo
+from mdtensor.tensors.version_counter import INFERENCE, counter, new_counter
 
 from ._functionalize import track_view
-from ._tensor import INFERENCE, Tensor, VersionCounter, ViewInfo, new_counter
 
-__all__ = ["bump_version", "check_inference_inplace", "counter", "install", "mark_view"]
+__all__ = ["bump_version", "check_inference_inplace", "install", "mark_view"]
 
 _FZ = DispatchKey.Functionalize.value
 
 
-def counter(t: Tensor) -> VersionCounter:
-    vc = t._vc
-    if vc is None:
-        base = t._view.base if t._view is not None else None
-        if base is not None:
-            vc = counter(base)
-        else:
-            vc = VersionCounter()
-            vc.value = 0
-            vc.views = None
-        t._vc = vc
-    return vc
-
-
 def bump_version(t: Tensor) -> None:
     vc = counter(t)
-    if vc is not INFERENCE:  # Note [Inference tensors] in mdtensor/_tensor.py
+    if vc is not INFERENCE:  # Note [Inference tensors] in mdtensor/tensors/tensor.py
         vc.value += 1
 
 
 def check_inference_inplace(op, t: Tensor) -> None:
     """An in-place op on an inference tensor is allowed only in inference mode (Note
-    [Inference tensors] in mdtensor/_tensor.py); checked before the op runs."""
+    [Inference tensors] in mdtensor/tensors/tensor.py); checked before the op runs."""
     if t._vc is INFERENCE and new_counter() is not INFERENCE:
         raise RuntimeError(
             f"{op.name}: Inplace update to inference tensor outside InferenceMode is not "
@@ -111,7 +92,7 @@ def _inplace_kernel(op):
                 vc = self._vc
                 if vc is None:
                     vc = counter(self)
-                elif vc is INFERENCE:  # Note [Inference tensors] in mdtensor/_tensor.py
+                elif vc is INFERENCE:  # Note [Inference tensors] in mdtensor/tensors/tensor.py
                     check_inference_inplace(op, self)
                     return kernel(self, **kwargs) if b is _NO else kernel(self, b, *args,
                                                                           **kwargs)

@@ -132,14 +132,13 @@ class _Info:
                 "max dimensions": 64}
 
     def default_device(self):
-        from ._device import default_device
+        from mdtensor.tensors.device import default_device
 
         return default_device()
 
     def devices(self) -> tuple:
         from mdtensor import backends
-
-        from ._device import Device
+        from mdtensor.tensors.device import Device
 
         out = []
         for row in backends.available():
@@ -169,7 +168,7 @@ def __array_namespace_info__() -> _Info:
 
 def _late_bindings():
     """Namespace functions that are not ops (bound by mdtensor/__init__.py)."""
-    from mdtensor.ops.creation import from_dlpack
     from mdtensor.ops.manipulation import broadcast_shapes
+    from mdtensor.tensors.factories import from_dlpack
 
     return {"from_dlpack": from_dlpack, "broadcast_shapes": broadcast_shapes}

@@ -13,8 +13,7 @@ import numpy as np
 
 from mdtensor.dispatch.contracts import check_result
 from mdtensor.dispatch.keys import DispatchKey
-
-from ._tensor import Tensor
+from mdtensor.tensors.tensor import Tensor
 
 __all__ = ["opcheck"]
 
@@ -81,7 +80,7 @@ def opcheck(op, args, kwargs) -> dict:
 
 
 def _meta(t):
-    from ._device import Device
-    from ._meta import MetaArray
+    from mdtensor.backends.meta_backend import MetaArray
+    from mdtensor.tensors.device import Device
 
     return Device("meta").wrap(MetaArray(t.shape, t.dtype.numpy))

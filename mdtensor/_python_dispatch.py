@@ -37,8 +37,7 @@ from mdtensor.dispatch.keys import AFTER_PYTHON, DispatchKey
 from mdtensor.dispatch.operators import register_fallback
 from mdtensor.dispatch.schema import NO_DEFAULT, Symbol
 from mdtensor.dispatch.tls import dispatch_tls
-
-from ._tensor import Tensor
+from mdtensor.tensors.tensor import Tensor
 
 __all__ = ["mode_stack", "normalize", "push_mode"]
 

@@ -135,7 +135,7 @@ class _Writer:
         self._keep: list = []  # what the id()s above refer to, alive while saving
 
     def encode(self, obj, path: tuple):
-        from ._tensor import Tensor
+        from mdtensor.tensors.tensor import Tensor
 
         if obj is None or isinstance(obj, (bool, str)):
             return obj
@@ -588,7 +588,7 @@ class _Reader:
         return _c_order(array)
 
     def _place(self, array: np.ndarray, saved: str):
-        from ._factories import asarray
+        from mdtensor.tensors.factories import asarray
 
         target = self.map_location
         if isinstance(target, dict):
@@ -625,7 +625,7 @@ def _hashable(key) -> bool:
 
 
 def _is_tensor(x) -> bool:
-    from ._tensor import Tensor
+    from mdtensor.tensors.tensor import Tensor
 
     return isinstance(x, Tensor)
 

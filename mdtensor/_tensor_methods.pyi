@@ -2,12 +2,10 @@
 # After adding or changing an op, run: python tools/gen_stubs.py
 
 """What mdtensor sets on Tensor at import: Tensor's base class for type checkers
-(Note [Stubs] in mdtensor/_tensor.py)."""
+(Note [Stubs] in mdtensor/tensors/tensor.py)."""
 
 from typing import Any, overload
 
-from ._device import Device
-from ._tensor import Tensor
 from ._typing import (
     Bool,
     DeviceLike,
@@ -21,6 +19,8 @@ from ._typing import (
 )
 from .autograd import _HookHandle
 from .autograd._graph import Node
+from .tensors.device import Device
+from .tensors.tensor import Tensor
 
 class TensorMethods:
     @property
@@ -59,6 +59,7 @@ class TensorMethods:
     def __pow__(self, other: Tensor | Scalar) -> Tensor: ...
     def __radd__(self, other: Tensor | Scalar) -> Tensor: ...
     def __rand__(self, other: Tensor | Scalar) -> Tensor: ...
+    def __reduce_ex__(self, protocol: Any) -> Any: ...
     def __rfloordiv__(self, other: Tensor | Scalar) -> Tensor: ...
     def __rlshift__(self, other: Tensor | Scalar) -> Tensor: ...
     def __rmatmul__(self, other: Tensor) -> Tensor: ...

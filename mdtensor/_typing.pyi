@@ -8,9 +8,9 @@ from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
-from ._device import Device
+from .tensors.device import Device
 from ._dtypes import DType
-from ._tensor import Tensor
+from .tensors.tensor import Tensor
 
 # What a call may pass for each schema type (the overload resolution's types,
 # mdtensor/dispatch/resolution.py _py_type).

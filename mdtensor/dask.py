@@ -120,7 +120,7 @@ def compute_chunk_sizes(*arrays) -> tuple:
 
 
 def _dask_tensors(fn: str, tensors) -> list:
-    from ._tensor import Tensor
+    from mdtensor.tensors.tensor import Tensor
 
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
@@ -145,7 +145,7 @@ def compute(*tensors):
     Raises:
         TypeError, ValueError: an argument is not a tensor on device ``"dask"``.
     """
-    from ._device import Device
+    from mdtensor.tensors.device import Device
 
     tensors = _dask_tensors("compute", tensors)
     cpu = Device("cpu")
@@ -182,7 +182,7 @@ def to_dask(t):
 
 def from_dask(array, *, requires_grad: bool = False):
     """A Dask tensor holding the ``dask.array.Array`` ``array`` (lazy, not computed)."""
-    from ._factories import asarray
+    from mdtensor.tensors.factories import asarray
 
     if not hasattr(array, "__dask_graph__") or not hasattr(array, "chunks"):
         raise TypeError(f"md.dask.from_dask: expected a dask.array.Array, got "

@@ -3,8 +3,8 @@
 
 """``md.fft``: the Array API FFT extension (the functions of aten ``fft_<name>`` ops)."""
 
-from ._tensor import Tensor
 from ._typing import Bool, DeviceLike, DTypeLike, Float, Int, IntList
+from .tensors.tensor import Tensor
 
 __all__ = [
     "fft",

@@ -25,9 +25,10 @@ become an ``accumulate_grads`` step of the graph.
 
 from __future__ import annotations
 
+from mdtensor.tensors.tensor import Tensor
+
 from ._functionalize import FunctionalTensor, functionalize
 from ._grad_transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
-from ._tensor import Tensor
 from .autograd._graph import accumulate_grads, grad_sink
 from .modes import DispatchMode, tree_map
 

@@ -356,8 +356,9 @@ def _global_library(ns: str) -> Library:
 
 
 def _hint_to_type(hint, name: str, where: str) -> str:
+    from mdtensor.tensors.tensor import Tensor
+
     from ._dtypes import DType
-    from ._tensor import Tensor
 
     origin = _typing.get_origin(hint)
     args = _typing.get_args(hint)

@@ -5,7 +5,6 @@
 
 from typing import Any, overload
 
-from ._tensor import Tensor
 from ._typing import (
     Bool,
     DTypeLike,
@@ -17,6 +16,7 @@ from ._typing import (
     LinalgSlogdetResult,
     LinalgSvdResult,
 )
+from .tensors.tensor import Tensor
 
 __all__ = [
     "cholesky",

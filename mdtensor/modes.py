@@ -19,10 +19,11 @@ from __future__ import annotations
 import time as _time
 from collections import defaultdict
 
-from ._device import as_device
+from mdtensor.tensors.device import as_device
+from mdtensor.tensors.tensor import Tensor
+
 from ._python_dispatch import mode_stack, push_mode
 from ._pytree import tree_map
-from ._tensor import Tensor
 
 __all__ = [
     "DispatchMode",
@@ -148,8 +149,8 @@ class FakeTensor(Tensor):
 
 
 def _to_fake(t: Tensor, device) -> FakeTensor:
-    from ._device import Device
-    from ._meta import MetaArray
+    from mdtensor.backends.meta_backend import MetaArray
+    from mdtensor.tensors.device import Device
 
     meta = Device("meta")
     f = object.__new__(FakeTensor)

@@ -13,7 +13,8 @@ import threading as _threading
 
 import numpy as _np
 
-from ._device import as_device
+from mdtensor.tensors.device import as_device
+
 from ._dtypes import as_dtype, float32, int64
 
 __all__ = ["Generator", "default_generator", "manual_seed", "rand", "randint", "randn", "seed"]
@@ -101,7 +102,7 @@ def _gen(generator, device) -> Generator:
 def _shape(name, size, dtype):
     """The shape ``size`` names, checked before anything is generated (Note [Allocation
     sizes] in ops/_factory.py)."""
-    from mdtensor.ops._factory import check_size
+    from mdtensor.tensors.factories import check_size
 
     if isinstance(size, (int, _np.integer)):
         size = (size,)
@@ -125,7 +126,7 @@ def _draw(generator, device, method: str, shape: tuple, dtype, params: dict):
 
 
 def _finish(arr, dtype, device, requires_grad):
-    from ._factories import asarray
+    from mdtensor.tensors.factories import asarray
 
     return asarray(arr, dtype=dtype, device=device, requires_grad=requires_grad)
 

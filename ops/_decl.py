@@ -43,13 +43,13 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from mdtensor._dtypes import can_cast
-from mdtensor._tensor import Tensor
 from mdtensor.dispatch.callers import _NO
 from mdtensor.dispatch.kernel import Kernel, own_code
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import define
 from mdtensor.dispatch.operators import dispatcher
 from mdtensor.dispatch.schema import FunctionSchema, parse_schema
+from mdtensor.tensors.tensor import Tensor
 
 from ._accepted import with_accepted_kinds
 from ._meta_fns import check_has_dimension, normalize_axes
@@ -220,8 +220,9 @@ def _stand_in(v):
         return type(v)(_stand_in(x) for x in v)
     if isinstance(v, Tensor) or not (hasattr(v, "shape") and hasattr(v, "dtype")):
         return v
-    from mdtensor._device import Device
-    from mdtensor._meta import MetaArray
+    from mdtensor.backends.meta_backend import MetaArray
+
+    from mdtensor.tensors.device import Device
 
     from ._promotion import dtype_of
 
@@ -1226,8 +1227,9 @@ def _packet_aliases(op, decl) -> None:
 
 def _meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
     """A Meta-key kernel: run ``meta`` and make meta tensors of the inferred specs."""
-    from mdtensor._device import Device
-    from mdtensor._meta import MetaArray
+    from mdtensor.backends.meta_backend import MetaArray
+
+    from mdtensor.tensors.device import Device
 
     name = schema.full_name
     kind = _returns_kind(schema)

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mdtensor._device import Device, as_device
+from mdtensor.backends.meta_backend import MetaArray
+
 from mdtensor._dtypes import DType, as_dtype
-from mdtensor._meta import MetaArray
 from mdtensor.dispatch.kernel import own_code
 from mdtensor.dispatch.keys import AFTER_BACKEND_SELECT, DispatchKey
+from mdtensor.tensors.device import Device, as_device
+from mdtensor.tensors.factories import check_size
 
 from ._decl import OpInfo, _register, defop
 
-__all__ = ["check_size", "deffactory", "native_dtype"]
+__all__ = ["deffactory", "native_dtype"]
 
 # Note [Allocation sizes]
 # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -31,21 +33,6 @@ __all__ = ["check_size", "deffactory", "native_dtype"]
 # own kernel lets NumPy refuse and renames its error (no cost when it succeeds).  A size
 # that is possible but does not fit in memory is a MemoryError naming the op on every
 # backend (JAX's RESOURCE_EXHAUSTED included).
-
-_MAX_BYTES = 2**63 - 1
-
-
-def check_size(name: str, shape, dtype) -> None:
-    """Raise ``ValueError`` naming ``name`` if ``shape`` of ``dtype`` is larger than any
-    array can be (Note [Allocation sizes]).  Zero dimensions are left out of the product,
-    as NumPy leaves them (``(2**62, 0)`` of float64 is refused: NumPy cannot make it)."""
-    n = 1
-    for s in shape:
-        n *= s or 1
-    if n * dtype.itemsize > _MAX_BYTES:
-        raise ValueError(f"{name}: a tensor of shape {tuple(shape)} and dtype {dtype.name} "
-                         f"is larger than the largest possible size ({_MAX_BYTES} bytes)")
-
 
 def _allocation_error(name, e, shape, dtype, dev):
     """The op's MemoryError for a backend that could not allocate, or None (Note

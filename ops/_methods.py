@@ -8,11 +8,11 @@ operators from the one table below.
 
 from __future__ import annotations
 
-from mdtensor._tensor import Tensor
 from mdtensor.dispatch.kernel import own_code
 from mdtensor.dispatch.namespaces import lookup
 from mdtensor.dispatch.resolution import resolve
 from mdtensor.dispatch.tls import dispatch_tls
+from mdtensor.tensors.tensor import Tensor
 
 from ._decl import CATALOGUE
 

@@ -18,7 +18,7 @@ from mdtensor.dispatch.namespaces import namespaces as md_ops
 
 from ._factory import deffactory
 
-__all__ = ["from_dlpack"]
+__all__: list[str] = []
 
 _TAIL = "*, ScalarType? dtype=None, Device? device=None, bool requires_grad=False"
 
@@ -213,7 +213,6 @@ deffactory("eye(int n_rows, int? n_cols=None, *, int k=0, ScalarType? dtype=None
 # ---------------------------------------------------------------------------------------
 # *_like, tril/triu, meshgrid, from_dlpack
 
-from mdtensor._tensor import Tensor  # noqa: E402
 
 from ._decl import OpInfo, SampleInput, defop  # noqa: E402
 from ._meta_fns import same as _same_meta  # noqa: E402
@@ -339,41 +338,3 @@ def _lift_fresh(self):
 
 defop("lift_fresh(Tensor self) -> Tensor", explicit=_lift_fresh, names=(),
       meta=lambda x: (tuple(x.shape), x.dtype))
-
-
-def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
-    """Array API ``from_dlpack``: a tensor from any object with ``__dlpack__``.
-
-    Without ``device=`` the tensor is on the device ``x`` lives on (a CuPy array or a JAX
-    array on a GPU gives a ``"cuda"`` tensor, a NumPy array a ``"cpu"`` one), sharing its
-    memory unless ``copy=True``; with ``device=``, on that device (a copy when it is
-    another one).
-
-    Raises:
-        TypeError: ``x`` has no ``__dlpack__``.
-        BufferError: no installed backend serves ``x``'s device.
-        ValueError: ``copy=False`` but ``device=`` names another device.
-    """
-    from mdtensor import backends
-    from mdtensor._device import Device, as_device
-    from mdtensor._factories import asarray
-
-    if isinstance(x, Tensor):
-        return asarray(x, device=device, copy=copy)
-    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
-        raise TypeError(f"from_dlpack: expected an object with __dlpack__ and "
-                        f"__dlpack_device__, got {type(x).__name__}")
-    dl_type, dl_index = x.__dlpack_device__()
-    kind = backends.device_type_for_dlpack(int(dl_type))
-    if kind is None:
-        raise BufferError(f"from_dlpack: no mdtensor backend imports arrays of DLPack "
-                          f"device type {int(dl_type)} (a {type(x).__name__})")
-    src = Device(f"{kind}:{int(dl_index)}")
-    dst = as_device(device) if device is not None else src
-    if dst is not src and copy is False:
-        raise ValueError(f"from_dlpack: copy=False, but the array is on {src} and "
-                         f"device={dst} was asked for")
-    t = src.wrap(src.backend.from_dlpack(x, src.index))
-    if dst is not src:
-        return t.to(dst)
-    return t.clone() if copy else t

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor import _dtypes as dt
-from mdtensor._tensor import Tensor
 from mdtensor.dispatch.tls import dispatch_tls
+from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
@@ -643,7 +643,7 @@ def setitem(self, key, value) -> None:
     if value is None or isinstance(value, (str, bytes)):  # Note [Scalars written into tensors]
         scalar_into("__setitem__", value, self.dtype)
     if not isinstance(value, (Tensor, bool, int, float, complex)):
-        from mdtensor._factories import asarray
+        from mdtensor.tensors.factories import asarray
 
         value = asarray(value, dtype=self.dtype, device=self.device)
     _index_put_op(self, key, value)

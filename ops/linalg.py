@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from mdtensor._tensor import Tensor
 from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, defop, device_mismatch

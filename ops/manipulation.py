@@ -12,9 +12,9 @@ import math
 import numpy as np
 
 from mdtensor import _dtypes
-from mdtensor._device import Device
-from mdtensor._tensor import Tensor
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
+from mdtensor.tensors.device import Device
+from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
@@ -161,7 +161,8 @@ def _sized(name, x, shape):
     overflows: Note [Allocation sizes] in ops/_factory.py).  Called only where the size
     can be that large: a view with a zero dimension (other views have ``x``'s own size), an
     expansion past 2**59 elements."""
-    from ._factory import check_size
+    from mdtensor.tensors.factories import check_size
+
     from ._promotion import dtype_of
 
     check_size(name, shape, x.dtype if isinstance(x.dtype, _dtypes.DType) else dtype_of(x))
@@ -853,7 +854,7 @@ def _bool():
 def _to_device_copy(x, device):
     """CompositeExplicitAutograd: copy ``x`` to ``device`` (through DLPack when both
     backends support it, else through host NumPy)."""
-    from mdtensor._device import as_device
+    from mdtensor.tensors.device import as_device
 
     dst = as_device(device)
     src_backend = x._device.backend
@@ -872,8 +873,9 @@ def _to_device_copy(x, device):
 def _to_device_copy_meta(x, device):
     """The Meta kernel: a meta tensor has no data to copy anywhere but to meta (PyTorch's
     error)."""
-    from mdtensor._device import as_device
-    from mdtensor._meta import MetaArray
+    from mdtensor.backends.meta_backend import MetaArray
+
+    from mdtensor.tensors.device import as_device
 
     dst = as_device(device)
     if dst.type != "meta":

@@ -106,7 +106,7 @@ _NEEDS = {"SCALE.md": ("dask.array", "distributed")}
 def on_cpu():
     """The pages show the CPU backend (``MDTENSOR_TEST_BACKEND`` changes the default) and
     Dask's own chunk size (tests on the Dask backend make it a few bytes: conftest.py)."""
-    from mdtensor._device import default_device
+    from mdtensor.tensors.device import default_device
 
     before = default_device()
     md.set_default_device("cpu")

@@ -47,7 +47,7 @@ def test_the_check_finds_private_access():
     assert not _PRIVATE.search("stack = op.kernels_for(key)")
 
 
-# Note [Class calls] (mdtensor/_tensor.py): Tensors, AutogradMeta and ViewInfo have no
+# Note [Class calls] (mdtensor/tensors/tensor.py): Tensors, AutogradMeta and ViewInfo have no
 # __init__; the hot path builds them by hand, slot by slot, in several places (a call to a
 # constructor would cost a frame per op).  A slot one copy forgets is an AttributeError on
 # first read, far from the construction: each copy must fill every slot of its class.
@@ -101,9 +101,9 @@ def _constructions(tree):
 def _slots(cls_name):
     import mdtensor as md
     from mdtensor._functionalize import FunctionalTensor
-    from mdtensor._tensor import ViewInfo
-    from mdtensor.autograd._meta import AutogradMeta
     from mdtensor.modes import FakeTensor
+    from mdtensor.tensors.autograd_meta import AutogradMeta
+    from mdtensor.tensors.tensor import ViewInfo
 
     cls = {"Tensor": md.Tensor, "FakeTensor": FakeTensor, "FunctionalTensor": FunctionalTensor,
            "AutogradMeta": AutogradMeta, "ViewInfo": ViewInfo}[cls_name]

@@ -87,9 +87,9 @@ def test_a_namespace_stub_names_every_public_name(module, stub):
 
 
 def test_the_stubs_name_every_tensor_attribute():
-    """What type checkers see of Tensor, the class body in _tensor.py plus the generated
+    """What type checkers see of Tensor, the class body in tensors/tensor.py plus the generated
     base class, has every public attribute (and dunder) Tensor has at runtime."""
-    seen = _class_names(ast.parse((STUBS / "_tensor.py").read_text()), "Tensor") \
+    seen = _class_names(ast.parse((STUBS / "tensors" / "tensor.py").read_text()), "Tensor") \
         | _class_names(ast.parse((STUBS / "_tensor_methods.pyi").read_text()), "TensorMethods")
     machinery = {"__module__", "__doc__", "__slots__", "__weakref__", "__dict__"}
     public = {n for n in vars(md.Tensor) if not n.startswith("_") or (
@@ -171,11 +171,11 @@ def test_a_type_checker_sees_the_api(tmp_path):
     assert [e for e in errors if not e[0].endswith("bad.py")] == [], out
     assert {int(line) for _, line, _ in errors} == {4, 5, 6, 7}, out
     revealed = re.findall(r"good\.py:\d+: note: Revealed type is \"(.*)\"", out)
-    assert revealed[0] == "mdtensor._tensor.Tensor", out
-    assert revealed[1] in ("mdtensor._tensor.Tensor | None",  # older mypy: Union[...]
-                           "Union[mdtensor._tensor.Tensor, None]"), out
+    assert revealed[0] == "mdtensor.tensors.tensor.Tensor", out
+    assert revealed[1] in ("mdtensor.tensors.tensor.Tensor | None",  # older mypy: Union[...]
+                           "Union[mdtensor.tensors.tensor.Tensor, None]"), out
     assert "mdtensor._typing.MaxResult" in revealed[2], out
-    assert revealed[3].endswith("tuple[mdtensor._tensor.Tensor, ...]"), out
+    assert revealed[3].endswith("tuple[mdtensor.tensors.tensor.Tensor, ...]"), out
 
 
 # ---------------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ def test_item_tolist_conversions():
 
 def test_repr_like_pytorch(device):
     # As PyTorch: a tensor off the CPU names its device, before the dtype; a chunked
-    # backend's tensor its largest chunks (Note [Lazy reprs] in mdtensor/_format.py).
+    # backend's tensor its largest chunks (Note [Lazy reprs] in mdtensor/tensors/format.py).
     def dev(t):
         chunks = "" if t.chunks is None else f", chunksize={tuple(max(c) for c in t.chunks)}"
         return ("" if device == "cpu" else f", device='{t.device}'") + chunks  # 'jax:0'

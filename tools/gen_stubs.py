@@ -16,7 +16,7 @@ IDE can see them in the source.  This script imports mdtensor and writes them ou
 - ``mdtensor/_tensor_methods.pyi``: ``TensorMethods``, what is set on Tensor at import:
   catalogue methods typed from their schemas, the operators from their ops' overloads, the
   hand-written rest from ``inspect.signature`` and its annotations.  Tensor derives from it
-  for type checkers only (Note [Stubs] in ``mdtensor/_tensor.py``);
+  for type checkers only (Note [Stubs] in ``mdtensor/tensors/tensor.py``);
 - ``mdtensor/_typing.pyi``: the types the stubs share: what a call accepts for each schema
   type (``Scalar``, ``IntList``, ...) and the named tuples of named returns (``max.dim`` ->
   ``MaxResult(values, indices)``).
@@ -62,9 +62,9 @@ from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
-from ._device import Device
+from .tensors.device import Device
 from ._dtypes import DType
-from ._tensor import Tensor
+from .tensors.tensor import Tensor
 
 # What a call may pass for each schema type (the overload resolution's types,
 # mdtensor/dispatch/resolution.py _py_type).
@@ -437,7 +437,7 @@ class Generator:
         from mdtensor.ops._methods import OPERATORS
 
         import mdtensor as md
-        from mdtensor._tensor import Tensor
+        from mdtensor.tensors.tensor import Tensor
 
         self.md = md
         self.Tensor = Tensor
@@ -471,7 +471,7 @@ class Generator:
             else:
                 imports.add(*self._home(module, name, value), name)
         if _uses("\n".join(body), "Tensor") and "Tensor" not in module.__all__:
-            imports.add("mdtensor._tensor", "Tensor")
+            imports.add("mdtensor.tensors.tensor", "Tensor")
         all_lines = ["__all__ = [", *[f'    "{n}",' for n in sorted(module.__all__)], "]"]
         doc = module.__doc__.strip().splitlines()[0]
         return _finish(_header(doc), [*all_lines, *([""] if extra else []), *extra, *body],
@@ -502,7 +502,7 @@ class Generator:
     # -- Tensor ---------------------------------------------------------------------------
     def tensor_members(self) -> list[str]:
         """Tensor's public attributes (and dunders) that are set at import: everything but
-        what the class body in mdtensor/_tensor.py writes (the checkers read that)."""
+        what the class body in mdtensor/tensors/tensor.py writes (the checkers read that)."""
         out = []
         for name, value in vars(self.Tensor).items():
             private = name.startswith("_") and not (name.startswith("__")
@@ -530,7 +530,7 @@ class Generator:
         members = self.tensor_members()
         spell = Spelling(members)
         imports = Imports()
-        imports.add("mdtensor._tensor", "Tensor")
+        imports.add("mdtensor.tensors.tensor", "Tensor")
         annotations = Annotations(self.known, imports)
         body = ["class TensorMethods:"]
         for name in members:
@@ -547,7 +547,7 @@ class Generator:
                                     method=True)
             body += map(spell, lines)
         doc = ("What mdtensor sets on Tensor at import: Tensor's base class for type "
-               "checkers\n(Note [Stubs] in mdtensor/_tensor.py).")
+               "checkers\n(Note [Stubs] in mdtensor/tensors/tensor.py).")
         return _finish(_header(doc), body, imports, self.catalogue.results)
 
     def shared_types(self) -> str:

@@ -23,13 +23,20 @@ from typing import Any as _Any
 from typing import TypeVar as _TypeVar
 from typing import overload as _overload
 
-from mdtensor._inplace_or_view import counter
-from mdtensor._tensor import INFERENCE, Tensor, VersionCounter, creation_counter, new_counter
 from mdtensor.dispatch.callers import _NO
 from mdtensor.dispatch.kernel import LEAF_KERNELS, Kernel, own_code
 from mdtensor.dispatch.keys import AFTER_AUTOGRAD, AUTOGRAD_FUNCTIONALITY, DispatchKey
 from mdtensor.dispatch.operators import dispatcher, register_fallback
 from mdtensor.dispatch.tls import dispatch_tls
+from mdtensor.tensors.autograd_meta import AutogradMeta, inference_saved, saved_version
+from mdtensor.tensors.tensor import Tensor
+from mdtensor.tensors.version_counter import (
+    INFERENCE,
+    VersionCounter,
+    counter,
+    creation_counter,
+    new_counter,
+)
 
 from ._graph import (
     AccumulateGrad,
@@ -48,7 +55,6 @@ from ._graph import (
     save_output,
     single_output_apply,
 )
-from ._meta import AutogradMeta, inference_saved, saved_version
 
 __all__ = [
     "Function",
@@ -79,7 +85,7 @@ def is_inference_mode_enabled() -> bool:
 # ~~~~~~~~~~~~~~~~~
 # Grad mode is the Autograd key's exclusion in the thread-local state (``no_grad`` excludes
 # it).  Inference mode excludes it too and makes the tensors made meanwhile inference
-# tensors (Note [Inference tensors] in mdtensor/_tensor.py); as in PyTorch, where inference
+# tensors (Note [Inference tensors] in mdtensor/tensors/tensor.py); as in PyTorch, where inference
 # mode excludes the autograd keys beneath grad mode, ``enable_grad`` and
 # ``set_grad_enabled(True)`` inside it record nothing, and ``inference_mode(False)`` inside
 # it restores the grad mode it was entered with (kept in ``_inference_outer``).  Unlike
@@ -210,7 +216,7 @@ class set_grad_enabled(_GradModeBase):
 class inference_mode(_GradModeBase):
     """Like ``no_grad``, and the tensors made inside are inference tensors: they cannot be
     saved for backward, and in-place ops on them outside inference mode raise (Note
-    [Inference tensors] in mdtensor/_tensor.py)."""
+    [Inference tensors] in mdtensor/tensors/tensor.py)."""
 
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)
@@ -743,7 +749,7 @@ def _flatten_formula(formula, tensor_pos, kw_tensors=()):
 
 def _check_saveable(args, tensor_pos, reads) -> None:
     """Raise if an argument that would be saved is an inference tensor (Note [Inference
-    tensors] in mdtensor/_tensor.py)."""
+    tensors] in mdtensor/tensors/tensor.py)."""
     for i, is_list in tensor_pos:
         if i in reads and i < len(args):
             for t in (args[i] if is_list else (args[i],)):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mdtensor._tensor import Tensor
+from mdtensor.tensors.tensor import Tensor
 
 from ._graph import Node, attach, gradient_edge
 from .function import validate_gradients

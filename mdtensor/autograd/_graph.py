@@ -33,8 +33,8 @@ from operator import is_not
 from mdtensor.dispatch.kernel import own_code
 from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
 from mdtensor.dispatch.tls import dispatch_tls
-
-from ._meta import AutogradMeta
+from mdtensor.tensors.autograd_meta import AutogradMeta
+from mdtensor.tensors.version_counter import counter
 
 __all__ = ["AccumulateGrad", "MaskedNode", "Node", "ViewNode", "accumulate_grads",
            "grad_fn_of", "grad_sink", "gradient_edge", "hooks_of", "move_retained",
@@ -63,7 +63,7 @@ class Node:
     #: The op returns a list of outputs, perhaps of one (ListNode, Note [Saved outputs]).
     listed = False
 
-    # No ``__init__`` (Note [Class calls] in mdtensor/_tensor.py): the autograd kernels
+    # No ``__init__`` (Note [Class calls] in mdtensor/tensors/tensor.py): the autograd kernels
     # fill the slots of ``node_class()`` themselves; elsewhere ``new``, and subclasses
     # with an ``__init__`` of their own call ``_fill``.
 
@@ -213,14 +213,8 @@ def save_output(out):
     """The record a node keeps of its single output ``out`` (Note [Saved outputs])."""
     vc = out._vc
     if vc is None:
-        vc = out._vc = _counter(out)
+        vc = out._vc = counter(out)
     return (out._data, out._device, vc, vc.value)
-
-
-def _counter(t):
-    from mdtensor._inplace_or_view import counter
-
-    return counter(t)
 
 
 def _with_history(out, node):

@@ -16,10 +16,10 @@ Example:
 
 from __future__ import annotations
 
-from mdtensor._tensor import Tensor
+from mdtensor.tensors.autograd_meta import saved_version
+from mdtensor.tensors.tensor import Tensor
 
 from ._graph import _FREED, Node, attach, gradient_edge
-from ._meta import saved_version
 
 __all__ = ["Function", "FunctionCtx", "validate_gradients"]
 

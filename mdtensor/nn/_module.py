@@ -14,7 +14,8 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 from typing import Any
 
-from .._tensor import Tensor
+from mdtensor.tensors.tensor import Tensor
+
 from ._parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle", "zero_grad_"]
@@ -640,7 +641,8 @@ def _load_one(module: Module, name: str, current: Tensor, value: Tensor, assign:
 
 def _parse_to(args: tuple, kwargs: dict):
     """``(device, dtype)`` from ``Module.to``'s arguments, as ``Tensor.to`` reads them."""
-    from .._device import Device
+    from mdtensor.tensors.device import Device
+
     from .._dtypes import DType, as_dtype
 
     device = kwargs.pop("device", None)

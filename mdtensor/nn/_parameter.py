@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._tensor import Tensor
+from mdtensor.tensors.tensor import Tensor
 
 __all__ = ["Buffer", "Parameter"]
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import warnings
 
+from mdtensor.tensors.tensor import Tensor
+
 from .. import _dtypes
-from .._tensor import Tensor
 
 __all__ = [
     "cross_entropy", "dropout", "elu", "embedding", "gelu", "l1_loss", "layer_norm",

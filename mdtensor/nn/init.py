@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from .._tensor import Tensor
+from mdtensor.tensors.tensor import Tensor
 
 __all__ = [
     "calculate_gain", "constant_", "eye_", "fan_in_and_fan_out", "kaiming_normal_",

@@ -11,7 +11,7 @@ import copy
 from collections import defaultdict
 from itertools import chain
 
-from .._tensor import Tensor
+from mdtensor.tensors.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
 

@@ -3,7 +3,7 @@ updates] in ``_optimizer.py``), and the checks every optimizer's options share."
 
 from __future__ import annotations
 
-from .._tensor import Tensor
+from mdtensor.tensors.tensor import Tensor
 
 __all__ = ["add_", "addcdiv_", "addcmul_", "check_options", "lerp_", "real_params"]
 

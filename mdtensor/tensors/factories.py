@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdtensor import backends
+from mdtensor._dtypes import as_dtype, float32, int64
 from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.namespaces import aten_calls
 from mdtensor.dispatch.tls import dispatch_tls
-
-from ._device import as_device
-from ._dtypes import as_dtype, float32, int64
-from ._tensor import Tensor
+from mdtensor.tensors.device import Device, as_device
+from mdtensor.tensors.tensor import Tensor
 
 _PYTHON = DispatchKey.Python.value
 
-__all__ = ["asarray", "tensor"]
+__all__ = ["asarray", "check_size", "from_dlpack", "from_numpy", "tensor"]
 
 
 def _py_default_dtype(obj):
@@ -31,7 +32,7 @@ def _py_default_dtype(obj):
     if isinstance(obj, int):
         return int64
     if isinstance(obj, complex):
-        from ._dtypes import complex64
+        from mdtensor._dtypes import complex64
 
         return complex64
     return None
@@ -42,7 +43,7 @@ def _infer_from_sequence(obj):
     if arr.dtype == np.float64:
         return float32
     if arr.dtype == np.complex128:
-        from ._dtypes import complex64
+        from mdtensor._dtypes import complex64
 
         return complex64
     if arr.dtype.kind in "iu" and arr.dtype != np.uint64:
@@ -100,8 +101,6 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False,
     backend = dev.backend
     if not isinstance(obj, (np.ndarray, list, tuple)) and _foreign(obj, backend):
         # Note [Arrays of other devices]
-        from mdtensor.ops.creation import from_dlpack
-
         return asarray(from_dlpack(obj), dtype=dtype, device=dev,
                        copy=None if copy is None else copy, requires_grad=requires_grad)
     if dtype is None and not hasattr(obj, "__array_namespace__") and not isinstance(
@@ -132,8 +131,6 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False,
     except TypeError as e:
         raise _conversion_error(obj, e) from None
     if dispatch_tls.get()[0] & _PYTHON:  # a mode is on: Note [lift_fresh] in ops/creation.py
-        from mdtensor.ops import aten_calls
-
         t = aten_calls.lift_fresh(t)
     if requires_grad:
         t.requires_grad_(True)
@@ -142,16 +139,15 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False,
 
 def _chunked(obj, dtype, device, copy, requires_grad, chunks) -> Tensor:
     """``asarray`` with ``chunks=``: host data is split into chunks as it becomes a device
-    array; a tensor is converted first, then rechunked by the op ``md.dask.rechunk``."""
+    array; a tensor is converted first, then rechunked by its backend (``Backend.rechunk``:
+    Dask's runs the op ``md.dask.rechunk``)."""
     src = obj._device if isinstance(obj, Tensor) else None
     dev = as_device(device) if device is not None else src or as_device(None)
     if not dev.backend.capabilities.chunked:
         raise ValueError(f"asarray: chunks= applies to chunked backends such as 'dask'; "
                          f"device {dev} has no chunks")
     if isinstance(obj, Tensor):
-        from . import dask
-
-        out = dask.rechunk(asarray(obj, dtype=dtype, device=dev, copy=copy), chunks)
+        out = dev.backend.rechunk(asarray(obj, dtype=dtype, device=dev, copy=copy), chunks)
         if requires_grad:
             out.requires_grad_(True)
         return out
@@ -186,8 +182,6 @@ def _foreign(obj, backend) -> bool:
         dl_type = int(dev()[0])
     except Exception:  # noqa: BLE001 - not a usable DLPack producer: the backend decides
         return False
-    from mdtensor import backends
-
     kind = backends.device_type_for_dlpack(dl_type)
     if kind in (None, backend.device_type):
         return False
@@ -245,9 +239,75 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return as_device("cpu").wrap(array)
 
 
-def _rebuild_meta(shape, dtype, requires_grad):
-    from mdtensor.ops import aten_calls
+def from_dlpack(x, /, *, device=None, copy=None) -> Tensor:
+    """Array API ``from_dlpack``: a tensor from any object with ``__dlpack__``.
 
+    Without ``device=`` the tensor is on the device ``x`` lives on (a CuPy array or a JAX
+    array on a GPU gives a ``"cuda"`` tensor, a NumPy array a ``"cpu"`` one), sharing its
+    memory unless ``copy=True``; with ``device=``, on that device (a copy when it is
+    another one).
+
+    Raises:
+        TypeError: ``x`` has no ``__dlpack__``.
+        BufferError: no installed backend serves ``x``'s device.
+        ValueError: ``copy=False`` but ``device=`` names another device.
+    """
+    if isinstance(x, Tensor):
+        return asarray(x, device=device, copy=copy)
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError(f"from_dlpack: expected an object with __dlpack__ and "
+                        f"__dlpack_device__, got {type(x).__name__}")
+    dl_type, dl_index = x.__dlpack_device__()
+    kind = backends.device_type_for_dlpack(int(dl_type))
+    if kind is None:
+        raise BufferError(f"from_dlpack: no mdtensor backend imports arrays of DLPack "
+                          f"device type {int(dl_type)} (a {type(x).__name__})")
+    src = Device(f"{kind}:{int(dl_index)}")
+    dst = as_device(device) if device is not None else src
+    if dst is not src and copy is False:
+        raise ValueError(f"from_dlpack: copy=False, but the array is on {src} and "
+                         f"device={dst} was asked for")
+    t = src.wrap(src.backend.from_dlpack(x, src.index))
+    if dst is not src:
+        return t.to(dst)
+    return t.clone() if copy else t
+
+
+_MAX_BYTES = 2**63 - 1
+
+
+def check_size(name: str, shape, dtype) -> None:
+    """Raise ``ValueError`` naming ``name`` if ``shape`` of ``dtype`` is larger than any
+    array can be (Note [Allocation sizes] in ops/_factory.py: factories and ``md.random``
+    check before the backend sees the shape).  Zero dimensions are left out of the product,
+    as NumPy leaves them (``(2**62, 0)`` of float64 is refused: NumPy cannot make it)."""
+    n = 1
+    for s in shape:
+        n *= s or 1
+    if n * dtype.itemsize > _MAX_BYTES:
+        raise ValueError(f"{name}: a tensor of shape {tuple(shape)} and dtype {dtype.name} "
+                         f"is larger than the largest possible size ({_MAX_BYTES} bytes)")
+
+
+# Note [Pickling tensors]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A pickled tensor is its values as a NumPy array, its device and ``requires_grad``, rebuilt
+# by ``asarray``; a meta tensor is its shape and dtype, rebuilt by ``empty`` -- as PyTorch
+# pickles them.  ``Tensor.__reduce_ex__`` is set here, beside the functions unpickling calls:
+# the Tensor's own module sits below this one (the factories make tensors through ops).
+
+
+def _reduce_ex(self, protocol):
+    if self._device.type == "meta":  # shape and dtype only, as PyTorch pickles them
+        return _rebuild_meta, (self.shape, self.dtype.name, self.requires_grad)
+    return _rebuild, (self._device.backend.to_numpy(self._data), str(self._device),
+                      self.requires_grad)
+
+
+Tensor.__reduce_ex__ = _reduce_ex
+
+
+def _rebuild_meta(shape, dtype, requires_grad):
     return aten_calls.empty(shape, dtype=dtype, device="meta", requires_grad=requires_grad)
 
 

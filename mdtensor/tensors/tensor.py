@@ -25,14 +25,19 @@ six slots), four objects on a recorded op.  ``Tensor`` keeps ``object.__new__``:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY, DispatchKeySet
+from mdtensor._dtypes import DType
+from mdtensor.backends.meta_backend import MetaArray
+from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY, DispatchKey, DispatchKeySet
+from mdtensor.dispatch.namespaces import aten_calls
 from mdtensor.dispatch.resolution import register_schema_class
-
-from ._dtypes import DType
+from mdtensor.dispatch.tls import ExcludeGuard
+from mdtensor.tensors.autograd_meta import set_grad, set_requires_grad
+from mdtensor.tensors.format import tensor_repr
+from mdtensor.tensors.version_counter import INFERENCE, counter, new_counter
 
 # Note [Stubs]
 # ~~~~~~~~~~~~
@@ -44,44 +49,13 @@ from ._dtypes import DType
 # before.  What is written in the class body below the checkers read here.  The namespace
 # (``mdtensor/__init__.pyi``, ``linalg.pyi``, ``fft.pyi``) comes from the same script.
 if TYPE_CHECKING:
-    from ._device import Device
-    from ._tensor_methods import TensorMethods as _Generated
-    from .autograd._graph import Node
+    from mdtensor._tensor_methods import TensorMethods as _Generated
+    from mdtensor.autograd._graph import Node
+    from mdtensor.tensors.device import Device
 else:
     _Generated = object
 
-__all__ = ["INFERENCE", "Tensor", "VersionCounter", "creation_counter", "new_counter"]
-
-
-class VersionCounter:
-    """Counts in-place writes; shared by a tensor and all its views."""
-
-    __slots__ = ("value", "views")  # views: weak refs to live views (Functionalize only)
-
-    # No ``__init__`` (Note [Class calls]): ``VersionCounter()`` then fill both slots.
-
-
-# Note [Inference tensors]
-# ~~~~~~~~~~~~~~~~~~~~~~~~
-# As in PyTorch, a tensor made under ``md.inference_mode()`` is an *inference tensor*: it
-# keeps no version counter, so it may not be saved for backward, and an in-place op on it
-# outside inference mode is an error (its old readers could not notice the change).  Its
-# mark is its version counter: the shared ``INFERENCE`` object (version 0 for ever), which
-# its views share as any view shares its base's counter.  ``Device.wrap`` reads the counter
-# of new tensors from ``new_counter`` (None, or ``INFERENCE`` while inference mode is on):
-# one ContextVar read per tensor made, as PyTorch's TensorImpl reads InferenceMode's
-# thread-local state when it makes one.  The checks cost nothing on ordinary tensors: the
-# in-place kernels and saving for backward test ``vc is INFERENCE`` only when a tensor has a
-# counter at all (it was mutated, or is a view).
-
-#: The version counter of inference tensors (Note [Inference tensors]).
-INFERENCE = VersionCounter()
-INFERENCE.value = 0
-INFERENCE.views = None
-
-#: The version counter new tensors start with: None, or ``INFERENCE`` in inference mode.
-creation_counter: ContextVar = ContextVar("mdtensor_creation_counter", default=None)
-new_counter = creation_counter.get
+__all__ = ["Tensor", "ViewInfo", "make_wrap", "new_like", "requires_grad_bit"]
 
 
 class ViewInfo:
@@ -152,10 +126,6 @@ class Tensor(_Generated):
         A subclass defining ``__md_dispatch__`` gets the Python key, so every op on its
         instances reaches its handler (docs/MODES.md).
         """
-        from mdtensor.dispatch.keys import DispatchKey
-
-        from ._inplace_or_view import counter
-
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError(f"_make_subclass: expected a Tensor subclass, got {cls!r}")
         t = object.__new__(cls)
@@ -191,11 +161,6 @@ class Tensor(_Generated):
         gradient flows to this tensor)."""
         if not (isinstance(cls, type) and issubclass(cls, Tensor)):
             raise TypeError(f"as_subclass: expected a Tensor subclass, got {cls!r}")
-        from mdtensor.dispatch.keys import DispatchKey
-        from mdtensor.dispatch.tls import ExcludeGuard
-
-        from .ops import aten_calls
-
         with ExcludeGuard(DispatchKey.Python):  # the data itself, not a handler's answer
             v = aten_calls.view(self, self.shape)  # an alias: a view with its own history
         t = object.__new__(cls)
@@ -290,8 +255,9 @@ class Tensor(_Generated):
 
     # -- interop --------------------------------------------------------------------------
     def __array_namespace__(self, *, api_version: str | None = None):
-        import mdtensor
-
+        # The namespace is the package itself, complete before any tensor exists: found in
+        # sys.modules, not imported (it imports this module).
+        mdtensor = sys.modules["mdtensor"]
         if api_version is not None and api_version not in mdtensor._SUPPORTED_API_VERSIONS:
             raise ValueError(
                 f"__array_namespace__: unsupported api_version {api_version!r}; mdtensor "
@@ -400,14 +366,6 @@ class Tensor(_Generated):
             raise TypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
 
-    def __reduce_ex__(self, protocol):
-        from ._factories import _rebuild, _rebuild_meta
-
-        if self._device.type == "meta":  # shape and dtype only, as PyTorch pickles them
-            return _rebuild_meta, (self.shape, self.dtype.name, self.requires_grad)
-        return _rebuild, (self._device.backend.to_numpy(self._data), str(self._device),
-                          self.requires_grad)
-
     def __deepcopy__(self, memo):
         """PyTorch's deepcopy: graph leaves only (a non-leaf raises); a leaf keeps
         ``requires_grad`` and a copy of its ``.grad``; a view is copied as a view of its
@@ -425,14 +383,11 @@ class Tensor(_Generated):
                 "x.detach().clone()")
         view = self._view
         if view is not None:
-            from .autograd import no_grad
 
             base = copy.deepcopy(view.base, memo)
-            with no_grad():
+            with ExcludeGuard(AUTOGRAD_FUNCTIONALITY):  # no_grad
                 new = view.replay(base)
         elif self._device.type == "meta":
-            from ._meta import MetaArray
-
             new = self._device.wrap(MetaArray(self.shape, self._data.dtype))
         else:
             new = self._device.wrap(self._device.backend.asarray(
@@ -450,8 +405,6 @@ class Tensor(_Generated):
         return new
 
     def __repr__(self) -> str:
-        from ._format import tensor_repr
-
         return tensor_repr(self)
 
     __str__ = __repr__
@@ -478,8 +431,6 @@ class Tensor(_Generated):
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        from .autograd._meta import set_requires_grad
-
         set_requires_grad(self, requires_grad)
         return self
 
@@ -500,8 +451,9 @@ class Tensor(_Generated):
             if ag is not None:
                 ag.grad = None
             return
-        from .autograd._meta import set_grad
-
+        if not isinstance(value, Tensor):
+            raise TypeError(f"grad: assigned grad must be a Tensor or None, got "
+                            f"{type(value).__name__}")
         set_grad(self, value)
 
     @property

@@ -8,7 +8,6 @@ generated from the catalogue's meta functions (``register_meta_kernels``), so a
 from __future__ import annotations
 
 import numpy as np
-
 from mdtensor.backends._base import Backend, Capabilities
 
 __all__ = ["MetaArray", "meta_backend"]

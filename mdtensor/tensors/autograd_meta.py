@@ -9,8 +9,8 @@ and the Autograd kernels add the key; ``detach`` makes a tensor without it.
 
 from __future__ import annotations
 
-from mdtensor._tensor import INFERENCE, new_counter
 from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
+from mdtensor.tensors.version_counter import INFERENCE, new_counter
 
 __all__ = ["AutogradMeta", "inference_saved", "saved_version", "set_grad",
            "set_requires_grad"]
@@ -24,7 +24,7 @@ _INFERENCE_SAVED = (
 
 def inference_saved():
     """Raise PyTorch's error for an inference tensor saved for backward (Note [Inference
-    tensors] in mdtensor/_tensor.py)."""
+    tensors] in mdtensor/tensors/tensor.py)."""
     raise RuntimeError(_INFERENCE_SAVED)
 
 
@@ -55,7 +55,7 @@ class AutogradMeta:
     __slots__ = ("requires_grad", "grad", "grad_fn", "output_nr", "retains_grad", "hooks",
                  "leaf_edge")
 
-    # No ``__init__`` (Note [Class calls] in mdtensor/_tensor.py): ``AutogradMeta()``
+    # No ``__init__`` (Note [Class calls] in mdtensor/tensors/tensor.py): ``AutogradMeta()``
     # then every slot, or ``make``.
 
     @staticmethod
@@ -104,12 +104,8 @@ def set_requires_grad(t, flag: bool) -> None:
 
 
 def set_grad(t, value) -> None:
-    from mdtensor._tensor import Tensor
-
+    """``t.grad = value`` with PyTorch's checks (``value``: a Tensor or None)."""
     if value is not None:
-        if not isinstance(value, Tensor):
-            raise TypeError(f"grad: assigned grad must be a Tensor or None, got "
-                            f"{type(value).__name__}")
         if value.shape != t.shape:
             raise RuntimeError(f"grad: assigned grad has shape {value.shape}, but the tensor "
                                f"has shape {t.shape}")

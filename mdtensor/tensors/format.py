@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dtypes
+from mdtensor import _dtypes
 
 __all__ = ["tensor_repr"]
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import threading
 
+from mdtensor import backends
+from mdtensor.backends.meta_backend import meta_backend
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.operators import dispatcher
 from mdtensor.dispatch.resolution import register_schema_class
+from mdtensor.tensors.tensor import make_wrap
 
 __all__ = ["Device", "as_device"]
 
@@ -66,14 +69,7 @@ class Device:
         return dev
 
     def _init(self, kind: str, index: int) -> None:
-        from ._tensor import make_wrap
-
-        if kind == "meta":
-            from ._meta import meta_backend as backend
-        else:
-            from mdtensor import backends
-
-            backend = backends.get(kind)
+        backend = meta_backend if kind == "meta" else backends.get(kind)
         count = backend.device_count()
         if index >= count:
             raise ValueError(
