@@ -21,6 +21,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 
 from mdtensor.dispatch import keys as _keys
+from mdtensor.dispatch.operators import dispatcher
 
 from ._base import Backend, BackendInfo, Capabilities, push_backend_kernel
 
@@ -257,6 +258,9 @@ def get(device_type: str) -> Backend:
                 f"backend {entry.info.name!r} for device type {device_type!r} "
                 f"(from {entry.distribution}) failed to load: {entry.error}"
             ) from e
+        if backend.array_api:  # the ArrayAPI alias key serves it now (rung 2 of the ladder)
+            dispatcher.array_api_backends.add(backend.key)
+            dispatcher.invalidate_all()
         for hook in _load_hooks:
             hook(backend)
         entry.backend = backend

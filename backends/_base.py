@@ -158,7 +158,7 @@ class Backend:
     def owns_dense(self, array) -> bool:
         """Whether ``array`` is dense and writable: C-contiguous, no broadcast (zero)
         strides, not read-only, so that it may become a leaf's ``.grad`` without a copy
-        (Note [Leaf gradients] in mdtensor/autograd/_graph.py).  The default reads NumPy-style
+        (Note [Leaf gradients] in mdtensor/layers/autograd/graph.py).  The default reads NumPy-style
         ``flags`` where the array has them (an immutable array has nothing to protect)."""
         flags = getattr(array, "flags", None)
         return flags is None or (flags.c_contiguous and getattr(flags, "writeable", True))

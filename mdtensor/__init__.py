@@ -49,13 +49,12 @@ short = int16
 cfloat = complex64
 cdouble = complex128
 
-from . import (
-    _layers,  # noqa: E402  (registers the functionality layers' fallbacks)
-    ops,  # noqa: E402  (declares the catalogue; md.ops.aten.add)
-)
-from .ops import _methods as _methods  # noqa: E402
+from . import layers, ops  # noqa: E402  (ops: the catalogue declares its ops on import)
+from .ops import _methods  # noqa: E402
+from .ops.manipulation import broadcast_shapes  # noqa: E402  (namespace functions, not ops)
+from .tensors.factories import from_dlpack  # noqa: E402
 
-_layers.install()
+layers.install()  # every layer's fallback and per-op kernels, the catalogue's ops included
 _methods.install(globals())
 
 from . import (  # noqa: E402,F401  # noqa: E402,F401
@@ -81,14 +80,13 @@ from .autograd import (  # noqa: E402,F401
 from .modes import DispatchMode  # noqa: E402,F401
 from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
 
-globals().update(_namespace._late_bindings())  # noqa: E402  (from_dlpack, broadcast_shapes)
-
 __all__ = sorted(
     {name for decl in ops.CATALOGUE.values() for name in decl.names
      if decl.overloads and decl.overloads[0].overloadpacket._namespace == "aten"}
-    | set(_namespace.__all__) | set(_namespace._late_bindings())
+    | set(_namespace.__all__)
     | {"DType", "Device", "DispatchKey", "DispatchKeySet", "DispatchMode", "Generator",
-       "Tensor", "asarray", "from_numpy", "tensor", "set_default_device", "bool", "complex64",
+       "Tensor", "asarray", "broadcast_shapes", "from_dlpack", "from_numpy", "tensor",
+       "set_default_device", "bool", "complex64",
        "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
        "uint8", "uint16", "uint32", "uint64", "float", "double", "half", "long", "int",
        "short", "cfloat", "cdouble", "enable_grad", "inference_mode", "is_grad_enabled",

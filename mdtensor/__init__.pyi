@@ -70,14 +70,14 @@ from ._typing import (
     UniqueCountsResult,
     UniqueInverseResult,
 )
-from .autograd import enable_grad as enable_grad
-from .autograd import inference_mode as inference_mode
-from .autograd import is_grad_enabled as is_grad_enabled
-from .autograd import is_inference_mode_enabled as is_inference_mode_enabled
-from .autograd import no_grad as no_grad
-from .autograd import set_grad_enabled as set_grad_enabled
 from .dispatch.keys import DispatchKey as DispatchKey
 from .dispatch.keys import DispatchKeySet as DispatchKeySet
+from .layers.autograd.grad_mode import enable_grad as enable_grad
+from .layers.autograd.grad_mode import inference_mode as inference_mode
+from .layers.autograd.grad_mode import is_grad_enabled as is_grad_enabled
+from .layers.autograd.grad_mode import is_inference_mode_enabled as is_inference_mode_enabled
+from .layers.autograd.grad_mode import no_grad as no_grad
+from .layers.autograd.grad_mode import set_grad_enabled as set_grad_enabled
 from .modes import DispatchMode as DispatchMode
 from .ops.manipulation import broadcast_shapes as broadcast_shapes
 from .random import Generator as Generator

@@ -15,6 +15,7 @@ from mdtensor.tensors.tensor import Tensor
 from ._pytree import leaf_paths, tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .autograd import enable_grad, is_grad_enabled, is_inference_mode_enabled
 from .autograd import grad as autograd_grad
+from .dispatch.namespaces import aten_calls as aten
 
 __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp"]
 
@@ -71,12 +72,6 @@ __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp"
 
 #: how many differentiation transforms are running in this thread/context
 _depth: ContextVar = ContextVar("mdtensor_transform_depth", default=0)
-
-
-def _ops():
-    from .ops import aten_calls  # the catalogue imports after this module
-
-    return aten_calls
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,7 +249,7 @@ def _vjp(outputs, variables, cotangents, create: bool, retain: bool) -> list[Ten
     if pairs and variables:
         got = autograd_grad([o for o, _ in pairs], variables, [c for _, c in pairs],
                             retain_graph=retain, create_graph=create, allow_unused=True)
-    zeros_like = _ops().zeros_like
+    zeros_like = aten.zeros_like
     return [zeros_like(v) if g is None else g for g, v in zip(got, variables)]
 
 
@@ -265,7 +260,7 @@ class _Linearized:
     def __init__(self, outputs, variables):
         self.outputs = outputs
         self.live = [i for i, o in enumerate(outputs) if o.requires_grad]
-        zeros_like = _ops().zeros_like
+        zeros_like = aten.zeros_like
         self.dummies = [zeros_like(outputs[i]).requires_grad_() for i in self.live]
         #: g_j(u) = J_j^T u for each variable j, recorded as a function of the dummies u
         self.vjps = _vjp([outputs[i] for i in self.live], variables, self.dummies,
@@ -285,7 +280,7 @@ class _Linearized:
         if strict and None in out:
             raise RuntimeError(f"{name}: with strict=True, every output must depend on the "
                                f"primals; output {out.index(None)} (flattened) does not")
-        zeros_like = _ops().zeros_like
+        zeros_like = aten.zeros_like
         return [zeros_like(o) if t is None else t for t, o in zip(out, self.outputs)]
 
 
@@ -294,14 +289,14 @@ def _blocks(rows, out: Tensor, var: Tensor, axis: int, dtype) -> Tensor:
     ``out.shape + var.shape``."""
     shape = tuple(out.shape) + tuple(var.shape)
     if not rows:  # an empty output or input
-        return _ops().zeros(shape, dtype=dtype, device=out.device)
-    return _ops().stack(rows, axis=axis).reshape(shape)
+        return aten.zeros(shape, dtype=dtype, device=out.device)
+    return aten.stack(rows, axis=axis).reshape(shape)
 
 
 def _basis(t: Tensor):
     """One-hot tensors of ``t``'s shape, dtype and device, one per element, in order."""
     n = t.numel()
-    eye = _ops().eye(n, dtype=t.dtype, device=t.device)
+    eye = aten.eye(n, dtype=t.dtype, device=t.device)
     shape = tuple(t.shape)
     return [eye[i].reshape(shape) for i in range(n)]
 
@@ -371,7 +366,7 @@ def _grad_and_value(name, func, argnums, as_tuple, has_aux, args, kwargs):
         if out.dtype.kind == "c":
             raise TypeError(f"{name}: expected f to return a real scalar Tensor, got "
                             f"{_describe(out)}; differentiate its real part or abs()")
-        one = _ops().ones_like(out)
+        one = aten.ones_like(out)
         grads = _vjp([out], inputs.variables, [one], create, retain=create)
     value = _result(out, create)
     return inputs.rebuild(grads), ((value, _result(aux, create)) if has_aux else value)

@@ -164,11 +164,3 @@ class _Info:
 
 def __array_namespace_info__() -> _Info:
     return _Info()
-
-
-def _late_bindings():
-    """Namespace functions that are not ops (bound by mdtensor/__init__.py)."""
-    from mdtensor.ops.manipulation import broadcast_shapes
-    from mdtensor.tensors.factories import from_dlpack
-
-    return {"from_dlpack": from_dlpack, "broadcast_shapes": broadcast_shapes}

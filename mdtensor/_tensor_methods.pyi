@@ -17,8 +17,8 @@ from ._typing import (
     Scalar,
     SortResult,
 )
-from .autograd import _HookHandle
-from .autograd._graph import Node
+from .layers.autograd.api import _HookHandle
+from .layers.autograd.graph import Node
 from .tensors.device import Device
 from .tensors.tensor import Tensor
 

@@ -8,8 +8,8 @@ from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
-from .tensors.device import Device
 from ._dtypes import DType
+from .tensors.device import Device
 from .tensors.tensor import Tensor
 
 # What a call may pass for each schema type (the overload resolution's types,

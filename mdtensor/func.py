@@ -14,7 +14,7 @@ replays on new inputs of the same shapes without overload resolution or mode ove
 Note [Tracing backward]
 ~~~~~~~~~~~~~~~~~~~~~~~
 A backward pass inside ``f`` runs its formulas on tensors the autograd layer rebuilt from
-what the forward saved (Note [Saved outputs] in mdtensor/autograd/_graph.py), and
+what the forward saved (Note [Saved outputs] in mdtensor/layers/autograd/graph.py), and
 ``autograd.grad`` returns detached gradients: new Tensor objects around the arrays of
 recorded values.  The recorder therefore names a value by its array as well as by its
 Tensor, so such a tensor refers to the recorded value and a replay computes the backward
@@ -25,11 +25,11 @@ become an ``accumulate_grads`` step of the graph.
 
 from __future__ import annotations
 
+from mdtensor.layers.autograd.graph import accumulate_grads, grad_sink
+from mdtensor.layers.functionalize import FunctionalTensor, functionalize
 from mdtensor.tensors.tensor import Tensor
 
-from ._functionalize import FunctionalTensor, functionalize
 from ._grad_transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
-from .autograd._graph import accumulate_grads, grad_sink
 from .modes import DispatchMode, tree_map
 
 __all__ = ["FunctionalTensor", "Graph", "functionalize", "grad", "grad_and_value", "hessian",

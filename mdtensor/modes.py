@@ -19,10 +19,10 @@ from __future__ import annotations
 import time as _time
 from collections import defaultdict
 
+from mdtensor.layers.python_dispatch import mode_stack, push_mode
 from mdtensor.tensors.device import as_device
 from mdtensor.tensors.tensor import Tensor
 
-from ._python_dispatch import mode_stack, push_mode
 from ._pytree import tree_map
 
 __all__ = [
@@ -61,7 +61,7 @@ class DispatchMode:
 
 def unwrap(t):
     """The tensor a subclass instance stands for (Note [Tensor subclasses] in
-    mdtensor/_python_dispatch.py): a wrapper's inner tensor, another subclass instance as a
+    mdtensor/layers/python_dispatch.py): a wrapper's inner tensor, another subclass instance as a
     plain tensor of the same data; anything else as it is.  ``tree_map(unwrap, args)``
     unwraps a handler's arguments."""
     if not isinstance(t, Tensor) or type(t) is Tensor:

@@ -17,6 +17,12 @@ from __future__ import annotations
 
 import numpy as _numpy
 
+from mdtensor._dtypes import float64
+from mdtensor.dispatch.namespaces import aten_calls as aten
+from mdtensor.layers.autograd.api import grad as _autograd_grad
+from mdtensor.tensors.factories import asarray
+from mdtensor.tensors.tensor import Tensor
+
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
 
 
@@ -32,21 +38,17 @@ def _np(t):
 def _outputs(fn, inputs):
     """``fn``'s outputs, a complex one as its real and imaginary parts (Note [Complex
     outputs])."""
-    import mdtensor as md
-
     out = fn(*inputs)
     outs = []
     for o in out if isinstance(out, (tuple, list)) else (out,):
-        if isinstance(o, md.Tensor) and o.dtype.kind == "c":
-            outs += [md.real(o), md.imag(o)]
+        if isinstance(o, Tensor) and o.dtype.kind == "c":
+            outs += [aten.real(o), aten.imag(o)]
         else:
             outs.append(o)
     return outs
 
 
 def _numerical(fn, inputs, i, eps):
-    import mdtensor as md
-
     x = inputs[i]
     base = _np(x).astype(_numpy.float64).copy()
     outs0 = [_np(o) for o in _outputs(fn, inputs)]
@@ -59,7 +61,7 @@ def _numerical(fn, inputs, i, eps):
             xs = list(inputs)
             # Perturbed inputs keep requires_grad: fn may itself differentiate
             # (gradgradcheck); outputs are read detached.
-            xs[i] = md.asarray(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
+            xs[i] = asarray(pert.reshape(base.shape), dtype=x.dtype, device=x.device,
                                requires_grad=x.requires_grad)
             vals.append([_np(o).astype(_numpy.float64).reshape(-1)
                          for o in _outputs(fn, xs)])
@@ -69,8 +71,6 @@ def _numerical(fn, inputs, i, eps):
 
 
 def _analytical(fn, inputs):
-    import mdtensor as md
-
     outs = _outputs(fn, inputs)
     jacs = [[_numpy.zeros((x.numel(), o.numel())) for o in outs] for x in inputs]
     for j, o in enumerate(outs):
@@ -79,8 +79,8 @@ def _analytical(fn, inputs):
         for m in range(o.numel()):
             seed = _numpy.zeros(o.numel())
             seed[m] = 1.0
-            g = md.asarray(seed.reshape(o.shape), dtype=o.dtype, device=o.device)
-            grads = md.autograd.grad([o], list(inputs), [g], retain_graph=True,
+            g = asarray(seed.reshape(o.shape), dtype=o.dtype, device=o.device)
+            grads = _autograd_grad([o], list(inputs), [g], retain_graph=True,
                                      allow_unused=True)
             for i, gi in enumerate(grads):
                 if gi is not None:
@@ -130,13 +130,11 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
         grad_outputs: one float64 cotangent per output (a complex output counts as two,
             Note [Complex outputs]); random ones (fixed seed) when None.
     """
-    import mdtensor as md
-
     inputs = tuple(inputs)
     if grad_outputs is None:
         rng = _numpy.random.default_rng(0)
         grad_outputs = tuple(
-            md.asarray(rng.standard_normal(tuple(o.shape)), dtype=md.float64,
+            asarray(rng.standard_normal(tuple(o.shape)), dtype=float64,
                        device=o.device, requires_grad=True)
             for o in _outputs(fn, inputs))
     grad_outputs = tuple(grad_outputs)
@@ -147,7 +145,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
         pairs = [(o, v) for o, v in zip(_outputs(fn, xs), vs) if o.requires_grad]
         if not pairs:
             return ()
-        grads = md.autograd.grad([o for o, _ in pairs], list(xs), [v for _, v in pairs],
+        grads = _autograd_grad([o for o, _ in pairs], list(xs), [v for _, v in pairs],
                                  create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 

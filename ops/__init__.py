@@ -9,8 +9,10 @@ root of the operator namespaces, as ``torch.ops`` is.
 from __future__ import annotations
 
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
+from mdtensor.layers import functionalize as _functionalize
 
 from . import (  # noqa: F401  (imported for their declarations)
+    _decl,
     creation,
     elementwise,
     fft,
@@ -27,9 +29,20 @@ from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401
 __all__ = ["CATALOGUE", "OpDecl", "OpInfo", "SampleInput", "aten", "aten_calls", "defop"]
 
 aten = _namespaces.aten  # a module attribute: ``from mdtensor.ops import aten``
-#: the aten operators as plain functions, for hot code inside mdtensor (derivative formulas,
-#: the engine): ``from mdtensor.ops import aten_calls as aten`` (Note [Packet functions])
+#: the aten operators as plain functions (Note [Packet functions] in
+#: mdtensor/dispatch/callers.py); inside mdtensor, ``mdtensor.dispatch.namespaces.aten_calls``
 aten_calls = aten._calls
+
+# The catalogue registers into the layers below it, which never import it: the derivative
+# formulas (ops/derivatives.py registers them with the Autograd layer on import) and what
+# Functionalize takes from the kernels (Note [What Functionalize takes from the catalogue]
+# in mdtensor/layers/functionalize.py).
+from . import derivatives  # noqa: E402,F401
+
+_functionalize.use_catalogue(
+    check_inplace_result=_decl._check_inplace_result, warn_if_resized=_decl.warn_if_resized,
+    gather_at=indexing.gather_at, scatter_set=indexing.scatter_set,
+    view_copies=view_copy.VIEW_COPY, rewrites={"masked_fill_": indexing.masked_fill_functional})
 
 
 def __getattr__(name: str):

@@ -744,7 +744,7 @@ def _fast_kernel(name, impl, pos, extra, check=None):
     if pos == (0,):
         # ``impl(xp, array, *rest, **kwargs)`` wrapped by ``device.wrap``, for a layer
         # that fuses it into its own kernel (Note [Fused view kernels] in
-        # mdtensor/_inplace_or_view.py)
+        # mdtensor/layers/inplace_or_view.py)
         kernel.array_impl = impl
     return kernel
 
@@ -962,10 +962,8 @@ def _caller_stacklevel() -> int:
     import os
     import sys
 
-    import mdtensor
-
     inside = tuple(os.path.dirname(m.__file__) + os.sep for m in (
-        mdtensor, sys.modules[__package__], sys.modules["mdtensor.backends"]))
+        sys.modules["mdtensor"], sys.modules[__package__], sys.modules["mdtensor.backends"]))
     frame, level = sys._getframe(2), 2
     while frame is not None and frame.f_code.co_filename.startswith(inside):
         frame, level = frame.f_back, level + 1

@@ -16,11 +16,13 @@ from __future__ import annotations
 import cmath
 import math
 
-from mdtensor.ops import aten_calls as aten
 from mdtensor.ops._meta_fns import broadcast_shapes as _broadcast_shapes
 
 from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY as _AUTOGRAD
+from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.dispatch.tls import dispatch_tls
+from mdtensor.layers.autograd.formulas import reduce_to as _reduce_to
+from mdtensor.layers.autograd.formulas import register_formulas, sum_to
 
 _tls_get = dispatch_tls.get
 
@@ -81,37 +83,6 @@ def rule(*names):
             DERIVATIVES[n] = fn
         return fn
     return register
-
-
-def sum_to(g, shape):
-    """Reduce a broadcast gradient back to ``shape``."""
-    if g is None:
-        return None
-    gshape = tuple(g._data.shape)
-    shape = tuple(shape)
-    if gshape == shape:
-        return g
-    return _reduce_to(g, gshape, shape)
-
-
-def _reduce_to(g, gshape, shape):
-    lead = len(gshape) - len(shape)
-    if 1 in shape:  # broadcast size-1 dimensions are summed and kept
-        ones = _broadcast_ones(gshape, shape, lead)
-        if ones:
-            g = aten.sum(g, ones, True)
-    if lead:  # the broadcast leading dimensions go away
-        g = aten.sum(g, _LEADING[lead] if lead < 8 else tuple(range(lead)))
-    return g
-
-
-def _broadcast_ones(gshape, shape, lead):
-    # Not inline in sum_to: a generator there makes its locals cells, built on every call
-    # (Note [Cell variables] in mdtensor/_inplace_or_view.py).
-    return tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
-
-
-_LEADING = [tuple(range(n)) for n in range(8)]
 
 
 def _shape(x):
@@ -2141,3 +2112,6 @@ def _view_copy_rules() -> None:
 
 
 _view_copy_rules()
+
+
+register_formulas(DERIVATIVES, NONDIFFERENTIABLE)  # the Autograd layer reads them there

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor import _dtypes as dt
+from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.dispatch.tls import dispatch_tls
 from mdtensor.tensors.tensor import Tensor
 
@@ -887,13 +888,20 @@ def _masked_fill_samples(dtype, rng):
 def _masked_fill_explicit(self, mask, value):
     """Note [masked_fill is clone + masked_fill_]: CompositeExplicitAutograd, so an
     override of ``masked_fill_`` for a backend changes ``masked_fill`` on it too."""
-    from mdtensor.ops import aten
-
     _check_mask(mask, "masked_fill")
     if not isinstance(value, Tensor):  # Note [Scalars written into tensors], before clone
         value = scalar_into("masked_fill", value, self.dtype)
     out = aten.clone(self)
     return aten.masked_fill_(out, mask, value)
+
+
+def masked_fill_functional(self, mask, value):
+    """``masked_fill`` as one functional op, for Functionalize: its functional op is a
+    composite of the mutation (Note [masked_fill is clone + masked_fill_]), which a
+    transform removing mutations cannot run."""
+    if not isinstance(value, Tensor):  # Note [Scalars written into tensors]
+        value = scalar_into("masked_fill", value, self.dtype)
+    return aten.where(mask, value, self)
 
 
 _mf = defop("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",

@@ -541,7 +541,7 @@ defop("moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
 
 def _narrow(xp, x, dim, start, length):
     # checked here: ADInplaceOrView calls this view's impl directly (Note [Fused view
-    # kernels] in mdtensor/_inplace_or_view.py), past the generic kernel's axis check
+    # kernels] in mdtensor/layers/inplace_or_view.py), past the generic kernel's axis check
     mf.check_has_dimension("narrow", x.ndim, dim)
     d = mf.normalize_axes("narrow", dim, x.ndim)[0]
     if start < 0:

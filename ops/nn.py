@@ -10,6 +10,9 @@ import math
 
 import numpy as np
 
+from mdtensor import random
+from mdtensor.dispatch.namespaces import aten_calls as aten
+
 from . import _meta_fns as mf
 from ._decl import OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
@@ -252,17 +255,14 @@ defop("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) ->
 def _dropout(x, p=0.5, train=True):
     """CompositeImplicitAutograd (as PyTorch's ``dropout``): a random keep-mask from the
     device's generator; the gradient comes from masked_fill and mul."""
-    from mdtensor import ops, random
-
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: probability has to be between 0 and 1, but got {p}")
     if not train or p == 0.0:
-        return ops.aten.clone(x)
+        return aten.clone(x)
     if p == 1.0:
-        return ops.aten.mul(x, 0.0)
-    keep = ops.aten.lt(random.rand(x.shape, device=x.device, dtype=x.dtype), 1.0 - p)
-    return ops.aten.mul(ops.aten.masked_fill(x, ops.aten.logical_not(keep), 0.0),
-                        1.0 / (1.0 - p))
+        return aten.mul(x, 0.0)
+    keep = aten.lt(random.rand(x.shape, device=x.device, dtype=x.dtype), 1.0 - p)
+    return aten.mul(aten.masked_fill(x, aten.logical_not(keep), 0.0), 1.0 / (1.0 - p))
 
 
 defop("dropout(Tensor input, float p=0.5, bool train=True) -> Tensor",

@@ -13,6 +13,7 @@ import numpy as np
 
 from mdtensor import _dtypes as dt
 from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.namespaces import aten_calls
 
 from . import _meta_fns as mf
 from ._bools import as_numbers, is_bool, with_bools_as_numbers
@@ -294,8 +295,6 @@ def _torch_spread(name):
     ``std.dim``), in terms of the Array API one: the correction defaults to 1 (Bessel's),
     ``unbiased=False`` means 0 (Note [Torch methods] in ops/_methods.py)."""
     def correction(x, dim=None, *, correction=None, keepdim=False):
-        from mdtensor.ops import aten_calls
-
         return getattr(aten_calls, name)(x, axis=dim, correction=1.0 if correction is None
                                          else correction, keepdims=keepdim)
 

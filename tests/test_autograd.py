@@ -183,7 +183,7 @@ def test_each_op_has_its_own_node_class():
     z = y * x
     assert type(y.grad_fn).__name__ == "ExpBackward0" == y.grad_fn.name()
     assert type(z.grad_fn).__name__ == "MulBackward0"
-    from mdtensor.autograd._graph import Node
+    from mdtensor.layers.autograd.graph import Node
 
     assert isinstance(z.grad_fn, Node)
     assert type(md.exp(x).grad_fn) is type(y.grad_fn)
@@ -688,7 +688,7 @@ def test_node_hooks_live_as_long_as_their_node():
     import gc
     import weakref
 
-    from mdtensor.autograd._graph import _HOOKS
+    from mdtensor.layers.autograd.graph import _HOOKS
 
     gc.collect()  # earlier tests' graphs
     before = len(_HOOKS)

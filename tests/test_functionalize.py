@@ -232,8 +232,8 @@ def test_inplace_rules_still_apply_inside():
 
 
 def test_an_error_inside_leaves_the_inputs_and_state_unchanged():
-    from mdtensor._functionalize import _live
     from mdtensor.dispatch import tls as _tls
+    from mdtensor.layers.functionalize import _live
 
     x = md.asarray([1.0, 2.0])
     before = _tls.local_state()
@@ -259,7 +259,7 @@ def test_out_variant_functionalizes():
 
 
 def test_mutating_overloads_functionalize_to_the_overload_taking_their_arguments():
-    from mdtensor._functionalize import _functional_of
+    from mdtensor.layers.functionalize import _functional_of
 
     assert _functional_of(aten.clamp.out) is aten.clamp.default  # not clamp.Tensor
     assert _functional_of(aten.clamp_.default) is aten.clamp.default

@@ -462,7 +462,7 @@ def test_inplace_ufunc_kernel_writes_into_the_buffer_and_refuses_what_torch_refu
 
 
 def _reads_of(decl):
-    from mdtensor.autograd import _formula_for
+    from mdtensor.layers.autograd.formulas import formula_for as _formula_for
 
     formula = _formula_for(decl.functional[0])
     return getattr(formula, "reads", None)

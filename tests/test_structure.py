@@ -100,7 +100,7 @@ def _constructions(tree):
 
 def _slots(cls_name):
     import mdtensor as md
-    from mdtensor._functionalize import FunctionalTensor
+    from mdtensor.layers.functionalize import FunctionalTensor
     from mdtensor.modes import FakeTensor
     from mdtensor.tensors.autograd_meta import AutogradMeta
     from mdtensor.tensors.tensor import ViewInfo

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COMMAND = "python tools/gen_stubs.py"
 LINE_LENGTH = 100
 
-#: Schema type -> what a call may pass (mdtensor/_typing.pyi, after ``_frontend._py_type``);
+#: Schema type -> what a call may pass (mdtensor/_typing.pyi, after ``resolution._py_type``);
 #: Layout, Generator, MemoryFormat and Dimname are passed through as they are: Any.
 _ARG_TYPES = {
     "Tensor": "Tensor", "Scalar": "Scalar", "int": "Int", "SymInt": "Int", "float": "Float",
@@ -62,8 +62,8 @@ from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
-from .tensors.device import Device
 from ._dtypes import DType
+from .tensors.device import Device
 from .tensors.tensor import Tensor
 
 # What a call may pass for each schema type (the overload resolution's types,

@@ -32,9 +32,15 @@ FOLDERS = {"mdtensor": "mdtensor", "ops": "mdtensor.ops", "backends": "mdtensor.
 #: the op catalogue: the core (everything else but the modules in ASSEMBLY) never imports it
 CATALOGUE = "mdtensor.ops"
 
-#: the modules allowed to import the catalogue: the package's assembly point and the
-#: user-facing namespaces that are views of the catalogue (``md.linalg``, ``md.fft``)
+#: the modules allowed to import the catalogue: the package's assembly point, the
+#: user-facing namespaces that are chapters of the catalogue (``md.linalg``, ``md.fft``),
+#: and the built-in backends, which generate kernels from it: like any plug-in they are
+#: loaded by name on the first use of their device (``_BUILTIN`` in backends/__init__.py),
+#: never imported by the core
 ASSEMBLY = {"mdtensor", "mdtensor.linalg", "mdtensor.fft"}
+PLUGINS = {f"mdtensor.backends.{m}" for m in (
+    "numpy_backend", "jax_backend", "cupy_backend", "cupy_kernels", "dask_backend",
+    "dask_namespace")}
 
 
 @dataclass(frozen=True)
@@ -206,12 +212,13 @@ def floors(nodes, g: dict[str, set[str]]) -> int:
 
 
 def core_to_catalogue(edges: list[Import]) -> list[Import]:
-    """Imports of the op catalogue by core modules (neither in it nor in ASSEMBLY)."""
+    """Imports of the op catalogue by core modules (neither in it, nor in ASSEMBLY or
+    PLUGINS)."""
     def inside(name, package):
         return name == package or name.startswith(package + ".")
 
     return [e for e in edges if inside(e.target, CATALOGUE) and not inside(e.source, CATALOGUE)
-            and e.source not in ASSEMBLY]
+            and e.source not in ASSEMBLY | PLUGINS and not e.implicit]
 
 
 def report(root: Path = ROOT) -> dict:

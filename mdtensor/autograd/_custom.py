@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from mdtensor.layers.autograd.graph import Node, attach, gradient_edge
+from mdtensor.layers.autograd.kernels import below_autograd
 from mdtensor.tensors.tensor import Tensor
 
-from ._graph import Node, attach, gradient_edge
 from .function import validate_gradients
 
 __all__ = ["register_autograd"]
@@ -26,8 +27,6 @@ def register_autograd(op, backward, setup_context, lib):
     name = f"{schema.name}Backward"
 
     def kernel(ks, *args, **kwargs):
-        from . import below_autograd
-
         out = below_autograd(op, ks, args, kwargs)
         inputs = [args[i] for i in tensor_pos if i < len(args)]
         if not any(t._ag is not None and t._ag.requires_grad for t in inputs):

@@ -16,10 +16,12 @@ Example:
 
 from __future__ import annotations
 
+from mdtensor.dispatch.namespaces import aten_calls as aten
+from mdtensor.layers.autograd.formulas import sum_to
+from mdtensor.layers.autograd.grad_mode import no_grad
+from mdtensor.layers.autograd.graph import _FREED, Node, attach, gradient_edge
 from mdtensor.tensors.autograd_meta import saved_version
 from mdtensor.tensors.tensor import Tensor
-
-from ._graph import _FREED, Node, attach, gradient_edge
 
 __all__ = ["Function", "FunctionCtx", "validate_gradients"]
 
@@ -51,8 +53,6 @@ def validate_gradients(name: str, grads, inputs) -> list:
             raise RuntimeError(f"function {name} returned an invalid gradient at index {i} - "
                                f"expected device {device} but got {g.device}")
         if tuple(g.shape) != shape:
-            from mdtensor.ops.derivatives import sum_to
-
             try:
                 reduced = sum_to(g, shape)
             except (ValueError, IndexError):
@@ -63,8 +63,6 @@ def validate_gradients(name: str, grads, inputs) -> list:
                     f"{list(g.shape)} but expected shape compatible with {list(shape)}")
             g = reduced
         if g.dtype is not dtype:
-            from mdtensor.ops import aten_calls as aten
-
             if g.dtype.kind == "c" and dtype.kind != "c":
                 g = aten.real(g)
             g = aten.astype(g, dtype)
@@ -119,8 +117,6 @@ class _FunctionNode(Node):
         if ctx._freed:
             raise RuntimeError(_FREED)
         if ctx.materialize_grads:
-            from mdtensor.ops import aten_calls as aten
-
             grads = [g if g is not None else aten.zeros(tuple(o.shape), dtype=o.dtype,
                                                         device=o.device)
                      for g, o in zip(grads, self.out)]
@@ -148,8 +144,6 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from mdtensor.autograd import no_grad
-
         tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx = FunctionCtx(needs)

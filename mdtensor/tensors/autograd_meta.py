@@ -12,7 +12,7 @@ from __future__ import annotations
 from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
 from mdtensor.tensors.version_counter import INFERENCE, new_counter
 
-__all__ = ["AutogradMeta", "inference_saved", "saved_version", "set_grad",
+__all__ = ["AutogradMeta", "inference_saved", "requires_grad", "saved_version", "set_grad",
            "set_requires_grad"]
 
 _INFERENCE_SAVED = (
@@ -69,6 +69,12 @@ class AutogradMeta:
         meta.hooks = None
         meta.leaf_edge = None  # (the leaf's AccumulateGrad node, 0), made on first use
         return meta
+
+
+def requires_grad(v) -> bool:
+    """Whether ``v`` is a tensor that requires grad (False for anything else)."""
+    ag = getattr(v, "_ag", None)
+    return ag is not None and ag.requires_grad
 
 
 def set_requires_grad(t, flag: bool) -> None:

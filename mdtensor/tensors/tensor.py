@@ -50,7 +50,7 @@ from mdtensor.tensors.version_counter import INFERENCE, counter, new_counter
 # (``mdtensor/__init__.pyi``, ``linalg.pyi``, ``fft.pyi``) comes from the same script.
 if TYPE_CHECKING:
     from mdtensor._tensor_methods import TensorMethods as _Generated
-    from mdtensor.autograd._graph import Node
+    from mdtensor.layers.autograd.graph import Node
     from mdtensor.tensors.device import Device
 else:
     _Generated = object
@@ -78,7 +78,7 @@ class ViewInfo:
         info._op = info._args = info._kwargs = None  # only for views made by a view op
         info.index = None  # Functionalize: the base indices this view selects
         # the version at which the view's autograd history was last made (Note [Stale
-        # views] in mdtensor/autograd/_graph.py)
+        # views] in mdtensor/layers/autograd/graph.py)
         info.ag_version = version
         return info
 
@@ -147,7 +147,7 @@ class Tensor(_Generated):
         ``_make_wrapper_subclass``): ``inner``'s shape, dtype and device, its array and
         version counter, and the Python key, so every op on it reaches
         ``cls.__md_dispatch__``.  ``md.modes.unwrap(t)`` gives ``inner`` back (Note
-        [Tensor subclasses] in mdtensor/_python_dispatch.py)."""
+        [Tensor subclasses] in mdtensor/layers/python_dispatch.py)."""
         if not isinstance(inner, Tensor):
             raise TypeError(f"_make_wrapper_subclass: expected the inner Tensor, got "
                             f"{type(inner).__name__}")

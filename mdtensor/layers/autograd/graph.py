@@ -32,9 +32,12 @@ from operator import is_not
 
 from mdtensor.dispatch.kernel import own_code
 from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
+from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.dispatch.tls import dispatch_tls
 from mdtensor.tensors.autograd_meta import AutogradMeta
 from mdtensor.tensors.version_counter import counter
+
+from .grad_mode import enable_grad
 
 __all__ = ["AccumulateGrad", "MaskedNode", "Node", "ViewNode", "accumulate_grads",
            "grad_fn_of", "grad_sink", "gradient_edge", "hooks_of", "move_retained",
@@ -297,14 +300,17 @@ class ViewNode(Node):
         self.shape = shape
 
     def apply(self, grads, release=False):
-        from . import enable_grad, grad
-
         g = grads[0]
         create_graph = bool(dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY)
         with enable_grad():
-            b = (_aten or _ops()).zeros(self.shape, dtype=g.dtype, device=g.device)
+            b = aten.zeros(self.shape, dtype=g.dtype, device=g.device)
             b.requires_grad_(True)
-            (gb,) = grad(self.replay(b), b, g, create_graph=create_graph)
+            # md.autograd.grad(self.replay(b), b, g), through the engine itself
+            (gb,) = run_backward([(gradient_edge(self.replay(b)), g)], create_graph,
+                                 create_graph, capture={gradient_edge(b): 0},
+                                 accumulate=False)
+            if gb is not None and not create_graph:
+                gb = gb.detach()
         if release:
             self.release()
         return [gb]
@@ -424,22 +430,12 @@ def attach(out, node, output_nr: int) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-_aten = None
-
-
-def _ops():
-    global _aten
-    if _aten is None:
-        from mdtensor.ops import aten_calls as _aten
-    return _aten
-
-
 def _add(a, b):
     if a is None:
         return b
     if b is None:
         return a
-    return (_aten or _ops()).add(a, b)
+    return aten.add(a, b)
 
 
 def _hook_result(hook, new, old):
@@ -692,7 +688,7 @@ def accumulate_grads(pairs, held=(), create_graph: bool = False) -> None:
         data = g._data
         if (g._view is not None or id(data) in taken
                 or not g._device.backend.owns_dense(data)):
-            g = _ops().clone(g)  # not stealable (Note [Leaf gradients])
+            g = aten.clone(g)  # not stealable (Note [Leaf gradients])
             if not create_graph and g._ag is not None:
                 g = g.detach()
         elif not create_graph and g._ag is not None:  # a hook's or the caller's tensor

@@ -17,10 +17,9 @@ from mdtensor.dispatch.callers import _NO
 from mdtensor.dispatch.kernel import Kernel, fallthrough_kernel, own_code
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.operators import dispatcher, register_fallback
+from mdtensor.layers.functionalize import track_view
 from mdtensor.tensors.tensor import Tensor, ViewInfo
 from mdtensor.tensors.version_counter import INFERENCE, counter, new_counter
-
-from ._functionalize import track_view
 
 __all__ = ["bump_version", "check_inference_inplace", "install", "mark_view"]
 

@@ -21,6 +21,10 @@ from mdtensor.dispatch.kernel import Kernel, fallthrough_kernel
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.operators import register_fallback
 
+from . import functionalize, inplace_or_view, python_dispatch
+from .autograd import api as autograd_api
+from .autograd import kernels as autograd_kernels
+
 __all__ = ["install"]
 
 _FALLTHROUGH_BY_DEFAULT = ("PreDispatch", "Batched", "Autocast", "BackendSelect")
@@ -29,28 +33,17 @@ _installed = False
 
 
 def install() -> None:
+    """Register every layer's fallback and per-op kernels (once; ``import mdtensor`` calls
+    it after the catalogue is declared, so the per-op kernels cover the catalogue's ops, and
+    each layer's define hook covers ops defined later)."""
     global _installed
     if _installed:
         return
     _installed = True
     for name in _FALLTHROUGH_BY_DEFAULT:
         register_fallback(Kernel(fallthrough_kernel, DispatchKey[name], name="fallthrough"))
-    from . import _functionalize, _inplace_or_view, _python_dispatch, autograd
-
-    _inplace_or_view.install()
-    autograd.install()
-    _python_dispatch.install()
-    _functionalize.install()
-    _install_backend_hook()
-
-
-def _install_backend_hook() -> None:
-    from mdtensor import backends
-    from mdtensor.dispatch.operators import dispatcher
-
-    def on_load(backend) -> None:
-        if backend.array_api:
-            dispatcher.array_api_backends.add(backend.key)
-            dispatcher.invalidate_all()
-
-    backends.on_load(on_load)
+    inplace_or_view.install()
+    autograd_kernels.install()
+    autograd_api.install_tensor_methods()
+    python_dispatch.install()
+    functionalize.install()

@@ -33,18 +33,23 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
+from collections.abc import Callable
 from contextvars import ContextVar
 
 import numpy as np
 
+from mdtensor._dtypes import can_cast
+from mdtensor._pytree import tree_map
 from mdtensor.dispatch.kernel import Kernel
 from mdtensor.dispatch.keys import AFTER_FUNCTIONALIZE, AFTER_PYTHON, DispatchKey
+from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.dispatch.namespaces import lookup
 from mdtensor.dispatch.operators import dispatcher, flip_gates, register_fallback
 from mdtensor.dispatch.tls import ExcludeGuard, IncludeGuard, RestoreGuard, dispatch_tls
+from mdtensor.tensors.device import Device
 from mdtensor.tensors.tensor import Tensor
 
-__all__ = ["FunctionalTensor", "functionalize", "install", "track_view"]
+__all__ = ["FunctionalTensor", "functionalize", "install", "track_view", "use_catalogue"]
 
 _FZ = DispatchKey.Functionalize.value
 #: every functionality from Python up: a raw replay runs only the backend kernels
@@ -131,18 +136,45 @@ def _functional_of(op):
     return best
 
 
-def _masked_fill(self, mask, value):
-    from mdtensor.ops import aten_calls as aten
-    from mdtensor.ops._promotion import scalar_into
+# Note [What Functionalize takes from the catalogue]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Writing a new value back, this layer applies what the catalogue's own kernels apply: the
+# in-place and out= checks (PyTorch's shape, casting and resize rules), the gather and the
+# scatter through index arrays of the indexing kernels (Note [Writes through index arrays]
+# in ops/indexing.py), the ``_copy`` twin of each view op (ops/view_copy.py), and the
+# functional form of a mutating op whose functional op is itself a composite of the
+# mutation (``masked_fill`` is ``clone`` + ``masked_fill_``).  The catalogue sits above the
+# layers and hands them over when it is imported (``use_catalogue``, in ops/__init__.py):
+# this layer never imports it.
 
-    if not isinstance(value, Tensor):  # Note [Scalars written into tensors]
-        value = scalar_into("masked_fill", value, self.dtype)
-    return aten.where(mask, value, self)
+
+class _CatalogueHelpers:
+    """What Functionalize uses of the op catalogue (Note [What Functionalize takes from the
+    catalogue]); filled by ``use_catalogue``."""
+
+    #: ``(name, tensor, array, backend)``: raise if the array cannot be written in place
+    check_inplace_result: Callable
+    #: ``(name, out, shape)``: PyTorch's warning for an out= tensor resized to ``shape``
+    warn_if_resized: Callable
+    #: ``(device, array, index arrays)``: the elements the index arrays select
+    gather_at: Callable
+    #: ``(device, array, index arrays, value, *, check)``: a new array with them written
+    scatter_set: Callable
+    #: view packet name -> the name of its ``_copy`` twin
+    view_copies: dict
+    #: mutating packet name -> its functional form, ``(*args, **kwargs) -> value``
+    rewrites: dict
 
 
-#: Mutating ops whose functional op is itself a composite of the mutation
-#: (masked_fill = clone + masked_fill_): their functional form, written directly.
-_REWRITES = {"masked_fill_": _masked_fill}
+_from_catalogue = _CatalogueHelpers()
+
+
+def use_catalogue(**helpers) -> None:
+    """Hand this layer the catalogue's helpers (the names of ``_CatalogueHelpers``)."""
+    for name, value in helpers.items():
+        if name not in _CatalogueHelpers.__annotations__:
+            raise TypeError(f"use_catalogue: unknown helper {name!r}")
+        setattr(_from_catalogue, name, value)
 
 
 def _mutated_and_value(op, call, args, kwargs):
@@ -157,7 +189,7 @@ def _mutated_and_value(op, call, args, kwargs):
         raise NotImplementedError(
             f"{op.name}: functionalization handles in-place ops (self mutated) and out= "
             f"ops; this op mutates other arguments")
-    rewrite = _REWRITES.get(schema.name)
+    rewrite = _from_catalogue.rewrites.get(schema.name)
     if rewrite is not None:
         return args[0], rewrite(*args, **kwargs), True
     return args[0], call(_functional_of(op), args, kwargs), True
@@ -166,18 +198,14 @@ def _mutated_and_value(op, call, args, kwargs):
 def _check_new_value(op, t, value, inplace: bool) -> None:
     """PyTorch's in-place and out= rules (shape and casting; the warning for an out=
     tensor with elements that will be resized), before anything is written."""
-    from mdtensor.ops._decl import _check_inplace_result, warn_if_resized
-
     if inplace:
-        _check_inplace_result(op.name, t, value._data, t._device.backend)
+        _from_catalogue.check_inplace_result(op.name, t, value._data, t._device.backend)
     else:
-        from mdtensor._dtypes import can_cast
-
         if not can_cast(value.dtype, t.dtype):
             raise RuntimeError(f"{op.name}: result type {value.dtype.name} can't be cast to "
                                f"the desired output type {t.dtype.name}")
         if tuple(value.shape) != tuple(t.shape):
-            warn_if_resized(op.name, t, value.shape)
+            _from_catalogue.warn_if_resized(op.name, t, value.shape)
 
 
 # ---------------------------------------------------------------------------------------
@@ -187,8 +215,6 @@ def _check_new_value(op, t, value, inplace: bool) -> None:
 def _raw_index(base_shape, steps) -> tuple:
     """NumPy index arrays (one per base dimension, each of the view's shape) naming, for
     each element of the view made by ``steps(b)``, the base element it aliases."""
-    from mdtensor.tensors.device import Device
-
     n = 1
     for s in base_shape:
         n *= s
@@ -238,8 +264,6 @@ def _plain_key(t) -> tuple:
 
 def _commit_plain(op, t: Tensor, value, inplace: bool) -> None:
     """``t`` takes ``value`` (a Tensor of the same backend); its aliases follow."""
-    from mdtensor.ops.indexing import gather_at, scatter_set
-
     _check_new_value(op, t, value, inplace)
     xp = t._device.xp
     data = value._data
@@ -260,13 +284,14 @@ def _commit_plain(op, t: Tensor, value, inplace: bool) -> None:
         t._data = data
     else:
         base = info.base
-        base._data = scatter_set(t._device, base._data, _plain_key(t), data, check=False)
+        base._data = _from_catalogue.scatter_set(t._device, base._data, _plain_key(t), data,
+                                                 check=False)
         t._data = data
     scalar_base = base._data.ndim == 0
     for v in _live_views(base._vc) if base._vc is not None else ():
         if v is not t:
             v._data = xp.broadcast_to(base._data, tuple(v._data.shape)) if scalar_base \
-                else gather_at(v._device, base._data, _plain_key(v))
+                else _from_catalogue.gather_at(v._device, base._data, _plain_key(v))
 
 
 def _plain_fallback(op, ks, args, kwargs):
@@ -379,11 +404,10 @@ def _wrappers_in(args, kwargs):
 
 def _apply_steps(steps, x, copies: bool):
     """Replay view ``steps`` on ``x`` -- with the ``_copy`` twins when ``copies``."""
-    from mdtensor.ops.view_copy import VIEW_COPY
-
     for op, rest, kwargs, j in steps:
         if copies:
-            op = getattr(lookup(f"aten::{VIEW_COPY[op.schema.name]}"), op.overload_name)
+            copies = _from_catalogue.view_copies
+            op = getattr(lookup(f"aten::{copies[op.schema.name]}"), op.overload_name)
         r = op(x, *rest, **kwargs)
         x = r if j is None else r[j]
     return x
@@ -400,8 +424,6 @@ def _wrapper_key(w) -> tuple:
 
 
 def _commit_wrapper(op, w: FunctionalTensor, value: Tensor, inplace: bool) -> None:
-    from mdtensor.ops import aten_calls as aten
-
     _check_new_value(op, w, value, inplace)
     if value.dtype != w.dtype:
         value = aten.astype(value, w.dtype)
@@ -570,8 +592,6 @@ def functionalize(f, *, remove: str = "mutations"):
 
     @functools.wraps(f)
     def functionalized(*args, **kwargs):
-        from .modes import tree_map
-
         wrappers: list[tuple[Tensor, FunctionalTensor]] = []
 
         def wrap(v):

@@ -1,0 +1,703 @@
+"""The Autograd layer's kernels: one per op with a derivative formula, registered for the
+``Autograd`` alias key (rung 4 of the ladder), plus a boxed fallback for ops without one.
+
+Each kernel runs the op below the layer, then records a ``Node`` of the graph (graph.py).
+The formulas come from the registry the catalogue fills (formulas.py).  A tensor carries the
+Autograd key only while it requires grad (Note [Autograd key] in
+mdtensor/tensors/autograd_meta.py), so these kernels run only when some input requires grad.
+"""
+
+from __future__ import annotations
+
+import functools as _functools
+import re as _re
+
+from mdtensor.dispatch.callers import _NO
+from mdtensor.dispatch.kernel import LEAF_KERNELS, Kernel, own_code
+from mdtensor.dispatch.keys import AFTER_AUTOGRAD, AUTOGRAD_FUNCTIONALITY, DispatchKey
+from mdtensor.dispatch.namespaces import aten_calls as aten
+from mdtensor.dispatch.operators import dispatcher, register_fallback
+from mdtensor.dispatch.tls import dispatch_tls
+from mdtensor.tensors.autograd_meta import (
+    AutogradMeta,
+    inference_saved,
+    requires_grad,
+    saved_version,
+)
+from mdtensor.tensors.tensor import Tensor
+from mdtensor.tensors.version_counter import INFERENCE, VersionCounter, counter
+
+from .formulas import formula_for, is_nondifferentiable
+from .grad_mode import no_grad
+from .graph import (
+    _FREED,
+    ListNode,
+    MaskedNode,
+    Node,
+    ViewNode,
+    attach,
+    grad_fn_of,
+    gradient_edge,
+    move_retained,
+    next_seq,
+    save_output,
+    single_output_apply,
+)
+
+__all__ = ["below_autograd", "install", "install_formulas", "register_for"]
+
+
+def below_autograd(op, ks, args, kwargs):
+    """Run ``op`` below the Autograd layer with Autograd excluded meanwhile, so composite
+    kernels underneath (clone + masked_fill_, ...) record nothing themselves."""
+    inc, keep = dispatch_tls.get()
+    token = dispatch_tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+    try:
+        return op.redispatch(ks & AFTER_AUTOGRAD, *args, **kwargs)
+    finally:
+        dispatch_tls.reset(token)
+
+
+def _node_name(op) -> str:
+    base = op.schema.name.rstrip("_")
+    camel = "".join(p[:1].upper() + p[1:] for p in _re.split(r"_+", base) if p)
+    return f"{camel}Backward0"
+
+
+def _alias(t):
+    """A tensor sharing ``t``'s data and version counter, outside autograd (a saved output
+    that does not keep ``t``'s grad_fn alive: no reference cycle)."""
+    a = t._device.wrap(t._data)
+    a._vc = counter(t)
+    return a
+
+
+def _is_float(t) -> bool:
+    return t.dtype.kind in "fc"
+
+
+# Note [Autograd kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# One kernel per op with a formula.  It runs the op below the Autograd layer, then records
+# a Node: one edge per positional Tensor argument (``gradient_edge``), the inputs whose
+# values the formula reads saved with their versions (Note [Saved inputs]), and the output
+# when the formula reads it.  Below-autograd dispatch is
+# inlined: when the entry below is a leaf backend kernel (``_ops.LEAF_KERNELS``: it calls no
+# op) it is called directly; anything else (composites, modes, ADInplaceOrView) runs with
+# Autograd excluded from the thread-local state, so what it calls records nothing.  An
+# output saved for backward is kept outside autograd (Note [Saved outputs] in _graph.py),
+# never as the output itself, which would make a reference cycle output -> grad_fn ->
+# output.
+
+
+# Note [Recording]
+# ~~~~~~~~~~~~~~~~
+# The kernel of the common case (one output, the Tensor arguments first) runs on every op
+# whose input requires grad, and its cost is counted in lines: about 0.05-0.1 us each on the
+# 2-core EPYC, with the op's own NumPy call at 1-3 us.  So what can be decided when the
+# kernel is made is: whether the op has one, two or more Tensor arguments, and which of
+# them each combination of live edges needs saved, as bits (bit 0 the first argument, bit 1
+# the second; ``save_bits[mask]`` for two arguments).  The call then computes the one or
+# two edges inline and builds ``saved`` as one tuple, with no loop, list or bounds check.
+
+
+# Note [Saved inputs]
+# ~~~~~~~~~~~~~~~~~~~
+# As in PyTorch, backward raises "modified by an inplace operation" only for a tensor whose
+# *value* the formula needs: ``y = x + 1; x.add_(1)`` leaves add's gradient exact, since it
+# reads only ``x``'s shape and dtype (PyTorch's AddBackward0 saves sizes, not tensors).  A
+# formula declares the Tensor arguments whose values it reads with
+# ``derivatives.reads(...)``; without the mark every Tensor argument is saved (the safe
+# default).  ``reads({0: (1,), 1: (0,)})`` says what each argument's gradient reads: mul
+# saves ``other`` only when ``self`` needs a gradient, and nothing of ``x * 2`` (PyTorch's
+# codegen saves an input only if a gradient that will be computed uses it).  The node
+# still references the others, for their metadata: in-place ops never
+# change a tensor's shape or dtype, and ``out=`` (which may resize) refuses tensors that
+# require grad.  An in-place op whose formula does not read ``self`` saves an alias of it
+# instead of a copy of its old value.
+
+
+new_node = Node.new
+new_list_node = ListNode.new
+INF = INFERENCE  # Note [Inference tensors]: the version counter that cannot be saved
+_ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
+
+
+# Note [Autograd kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# An op's Autograd kernel is made in two steps.  ``_Plan`` reads once per op what its schema and
+# formula say: which arguments are Tensors, whose values the formula reads (Note [Saved
+# inputs]), which gradient reads which input, what the node's class is.  A builder then makes
+# the kernel from the plan: ``_recording_kernel`` serves every op (a keyset kernel: in-place,
+# ``out=``, Tensor lists, several outputs), and ``_functional_factory`` the common case -- one
+# Tensor output, the Tensor arguments first, not in-place -- as a wrapper kernel (Note [Wrapper
+# kernels] in mdtensor/dispatch/operators.py) with the recording kernel's steps decided ahead
+# (Note [Recording]).  The builders copy the plan's fields into locals first: a kernel reads
+# closure cells, not attributes of the plan (an attribute read on every recorded op for each of
+# a dozen fields).
+
+
+class _Plan:
+    """What the Autograd kernel of one op needs to know, read from its schema and formula
+    once (Note [Autograd kernels])."""
+
+    def __init__(self, op, formula):
+        schema = op.schema
+        self.name = _node_name(op)
+        self.formula = formula
+        self.tensor_pos = [(i, a.type.is_tensor_list) for i, a in enumerate(schema.arguments)
+                           if a.type.is_tensor_like and not a.kwarg_only]
+        self.is_inplace = schema.is_inplace
+        self.is_out = schema.is_out
+        self.uses_out = getattr(formula, "uses_out", False)
+        # Note [Saved inputs]: the Tensor arguments whose values the formula reads (the
+        # others only for their shape and dtype) are saved with their versions.
+        reads = getattr(formula, "reads", None)
+        self.by_grad = None  # {i: what the gradient of argument i reads}: per call
+        if reads is None:
+            reads = frozenset(i for i, _ in enumerate(schema.arguments))
+        elif isinstance(reads, dict):
+            self.by_grad = reads
+        self.reads = reads
+        self.n_outputs = len(schema.returns)
+        # Note [Keyword-only Tensor arguments]: ``diff(x, prepend=p, append=a)``.  Their
+        # edges follow the positional ones, in schema order, for the ones the call passed;
+        # the formula returns their gradients as a dict by name after the positional ones.
+        self.kw_tensors = () if self.is_out else tuple(
+            a.name for a in schema.arguments
+            if a.type.is_tensor_like and a.kwarg_only and not a.type.is_tensor_list)
+        self.simple = all(not is_list for _, is_list in self.tensor_pos)
+        self.positions = tuple(i for i, _ in self.tensor_pos)
+        # The engine pairs a node's edges with its formula's results in order, so a formula
+        # whose Tensor arguments are the leading positional ones is used as it is.
+        prefix = (self.simple and self.positions == tuple(range(len(self.positions)))
+                  and not self.kw_tensors)
+        # A formula taking ``needs`` (derivatives.uses_mask) gets the real mask on the
+        # functional path (MaskedNode), and "all" elsewhere.
+        self.uses_mask = getattr(formula, "uses_mask", False)
+        plain = _functools.partial(formula, _ALL_NEEDED) if self.uses_mask else formula
+        self.flat_formula = (plain if prefix
+                             else _flatten_formula(plain, self.tensor_pos, self.kw_tensors))
+        returns = schema.returns
+        self.save_bits = self._save_bits() if (
+            not self.is_inplace and not self.is_out and prefix and self.n_outputs == 1
+            and returns[0].type.is_tensor and not returns[0].type.is_tensor_list) else None
+
+    @property
+    def functional(self) -> bool:
+        """Whether the op gets the functional wrapper kernel (Note [Recording])."""
+        return self.save_bits is not None
+
+    def _save_bits(self):
+        """What the functional kernel saves (Note [Recording]): for one Tensor argument, its
+        bit or 0; for two, a tuple indexed by which edges are live (0b01: the first, ...);
+        -1 for more (saved by position, ``saved_positions``); None where the functional
+        kernel does not apply (no Tensor argument; per-gradient reads of more than two)."""
+        positions, by_grad, reads = self.positions, self.by_grad, self.reads
+        n = len(positions)
+        self.saved_positions = None
+        if n == 0:
+            return None
+        if by_grad is None:
+            self.saved_positions = tuple(i for i in positions if i in reads)
+        elif n == 1:  # mul.Scalar: its one gradient reads the scalar
+            self.saved_positions = tuple(i for i in positions if i in by_grad.get(positions[0], ()))
+        elif n > 2:
+            return None
+
+        def bits(saved):  # positions 0 and 1 as bits 0 and 1
+            return sum(1 << i for i in saved)
+
+        if self.saved_positions is None:  # two arguments, reads per gradient
+            return tuple(
+                bits(i for i in positions
+                     if any(i in by_grad.get(j, ()) for k, j in enumerate(positions)
+                            if mask >> k & 1))
+                for mask in range(4))
+        if n > 2:
+            return -1
+        save = bits(self.saved_positions)
+        return (save,) * 4 if n == 2 else save
+
+    def node_class(self):
+        """Note [Node classes]: the op's own Node subclass (``type(y.grad_fn).__name__`` is
+        ``ExpBackward0``, as in PyTorch) holds what every node of the op shares; MaskedNode
+        formulas read the real ``needs`` from the node's edges when it runs.  Its ``apply``
+        is the op's own (``single_output_apply``)."""
+        name, formula = self.name, self.formula
+        return type(name, (MaskedNode if self.uses_mask else Node,),
+                    {"__slots__": (), "_name": name, "formula": staticmethod(formula),
+                     "n_outputs": 1, "__module__": "mdtensor.autograd",
+                     "apply": single_output_apply(formula, self.uses_mask)})
+
+
+def _make_kernel(op, formula):
+    """``(kernel, wrapper)``: the Autograd kernel of ``op``; for the common functional case
+    a wrapper factory (Note [Wrapper kernels] in mdtensor/dispatch/operators.py), else a keyset
+    kernel."""
+    plan = _Plan(op, formula)
+    if plan.functional:
+        return _functional_factory(op, plan), True
+    return _recording_kernel(op, plan), False
+
+
+def _recording_kernel(op, plan):
+    """The keyset kernel recording any call of ``op`` (Note [Autograd kernels])."""
+    name, flat_formula, tensor_pos, positions = (plan.name, plan.flat_formula,
+                                                 plan.tensor_pos, plan.positions)
+    is_inplace, is_out, uses_out, simple = (plan.is_inplace, plan.is_out, plan.uses_out,
+                                            plan.simple)
+    reads, by_grad, kw_tensors, n_outputs = (plan.reads, plan.by_grad, plan.kw_tensors,
+                                             plan.n_outputs)
+    table = op.table
+    miss = op.fill_entry
+    leaf = LEAF_KERNELS
+    tls = dispatch_tls
+
+    def autograd_kernel(ks, *args, **kwargs):
+        # Note [Autograd key]: this kernel runs only when an argument carries the Autograd
+        # key, i.e. requires grad, so there is nothing to check before recording.
+        if is_out:
+            raise RuntimeError(
+                f"{op.name}: functions with out=... arguments don't support automatic "
+                f"differentiation, but one of the arguments requires grad.")
+        now = reads if by_grad is None else _needed_reads(by_grad, args, positions)
+        if is_inplace:
+            _check_saveable(args, tensor_pos, now)  # before the op runs: nothing changes
+            saved_args = _check_inplace(op, args, now)
+        else:
+            saved_args = args
+        below = ks & AFTER_AUTOGRAD & op.mask
+        entry = table.get(below)
+        if entry is None:
+            entry = miss(below)
+        if entry in leaf:
+            out = entry(*args, **kwargs)
+        else:
+            inc, keep = tls.get()
+            token = tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+            try:
+                out = entry(*args, **kwargs)
+            finally:
+                tls.reset(token)
+        single = n_outputs == 1 and type(out) is not tuple and type(out) is not list
+        if single:
+            if not out._is_floating():
+                return out
+        elif not any(isinstance(o, Tensor) and o._is_floating() for o in out):
+            return out
+        if simple:
+            edges = []
+            saved = []
+            nargs = len(saved_args)
+            for i in positions:
+                if i < nargs:
+                    v = saved_args[i]
+                    edges.append(gradient_edge(v))
+                    if i in now:
+                        vc = v._vc
+                        saved.append((v, 0 if vc is None else vc.value if vc is not INF
+                                          else inference_saved()))
+        else:
+            edges, saved = _edges_and_saved(saved_args, tensor_pos, now)
+        for k in kw_tensors:
+            v = kwargs.get(k)
+            if v is not None:
+                edges.append(gradient_edge(v))
+                saved.append((v, saved_version(v)))
+        saved_out = None
+        if uses_out:
+            if single:
+                saved_out = save_output(out)
+            else:
+                saved_out = tuple(_alias(o) if isinstance(o, Tensor) else o for o in out)
+                saved.extend((o, o._vc.value) for o in saved_out if isinstance(o, Tensor))
+        node = (new_node if single else new_list_node)(
+            name, flat_formula, saved_args, kwargs, saved_out, saved, edges,
+            1 if single else len(out))
+        if is_inplace:
+            _rebase(args[0], node)
+        elif single:
+            attach(out, node, 0)
+        else:
+            for k, o in enumerate(out):
+                if isinstance(o, Tensor) and o._is_floating():
+                    attach(o, node, k)
+        return out
+
+    autograd_kernel = own_code(autograd_kernel)  # Note [Own code objects]
+    autograd_kernel.__qualname__ = f"autograd[{op.name}]"
+    return autograd_kernel
+
+
+def _functional_factory(op, plan):
+    """The wrapper factory of an op with one Tensor output and its Tensor arguments first
+    (Note [Recording]): given the table entry below Autograd, the kernel that calls it
+    and records the call."""
+    n_tensors = len(plan.positions)
+    two = n_tensors == 2
+    many = n_tensors > 2
+    save_bits, saved_positions, uses_out = plan.save_bits, plan.saved_positions, plan.uses_out
+    node_class = plan.node_class()
+    leaf = LEAF_KERNELS
+
+    def factory(entry):
+        # Note [Wrapper kernels] (mdtensor/dispatch/operators.py): ``entry`` is the table entry
+        # below Autograd for this key set.  A leaf computes and records nothing: it runs as it
+        # is; anything else runs with the Autograd key excluded.
+        if entry not in leaf:
+            entry = _excluding_autograd(entry)
+
+        def autograd_kernel_functional(v, b=_NO, /, *rest, **kwargs):
+            # autograd_kernel for the common case (one output, Tensor arguments first, not
+            # in-place): the same steps without the branches (Note [Recording]).  The
+            # first two arguments are named, so the common calls reach ``entry`` without
+            # a star call (Note [Star calls] in mdtensor/dispatch/callers.py).
+            if b is _NO:
+                args = (v,)
+                out = entry(v, **kwargs) if kwargs else entry(v)
+            elif rest or kwargs:
+                args = (v, b, *rest)
+                out = entry(*args, **kwargs)
+            else:
+                args = (v, b)
+                out = entry(v, b)
+            try:  # out._is_floating(), inlined for dtypes with NumPy's ``kind``
+                floating = out._data.dtype.kind in "fc"
+            except AttributeError:  # (array_api_strict's have none)
+                floating = out._is_floating()
+            if not floating:
+                return out
+            # gradient_edge(v) of the first (and second) Tensor argument, inlined
+            ag = v._ag
+            if ag is None or not ag.requires_grad:
+                e = None
+            elif ag.grad_fn is not None and v._view is None:  # Note [Stale views]
+                e = (ag.grad_fn, ag.output_nr)
+            elif ag.leaf_edge is not None:
+                e = ag.leaf_edge
+            else:
+                e = gradient_edge(v)
+            if two:
+                w = b
+                ag = w._ag
+                if ag is None or not ag.requires_grad:
+                    f = None
+                elif ag.grad_fn is not None and w._view is None:
+                    f = (ag.grad_fn, ag.output_nr)
+                elif ag.leaf_edge is not None:
+                    f = ag.leaf_edge
+                else:
+                    f = gradient_edge(w)
+                edges = [e, f]
+                # what the live edges' gradients read: bit 0 the first argument, bit 1
+                # the second
+                save = save_bits[(e is not None) | (f is not None) << 1]
+            elif many:
+                edges = [e, *map(gradient_edge, args[1:n_tensors])]
+                save = -1
+            else:
+                edges = [e]
+                save = save_bits
+            if save == 0:
+                saved = ()
+            elif save == 1:
+                vc = v._vc
+                saved = ((v, 0 if vc is None else vc.value if vc is not INF
+                          else inference_saved()),)
+            elif save == 3:
+                vc = v._vc
+                wc = w._vc
+                saved = ((v, 0 if vc is None else vc.value if vc is not INF
+                          else inference_saved()),
+                         (w, 0 if wc is None else wc.value if wc is not INF
+                          else inference_saved()))
+            elif save == 2:
+                wc = w._vc
+                saved = ((w, 0 if wc is None else wc.value if wc is not INF
+                          else inference_saved()),)
+            else:
+                saved = tuple((t, saved_version(t)) for t in (args[i] for i in saved_positions))
+            saved_out = None
+            if uses_out:
+                # save_output(out), inlined
+                vc = out._vc
+                if vc is None:
+                    if out._view is None:
+                        vc = VersionCounter()
+                        vc.value = 0
+                        vc.views = None
+                    else:
+                        vc = counter(out)
+                    out._vc = vc
+                saved_out = (out._data, out._device, vc, vc.value)
+            # Node.new(...), AutogradMeta.make(True, node, 0) and attach(out, node, 0),
+            # inlined: a frame each costs ~0.1 us on every recorded op (DESIGN.md section 8);
+            # the node's class carries its name, formula and output count
+            node = node_class()
+            node.args = args
+            node.kwargs = kwargs
+            node.out = saved_out
+            node.saved = saved
+            node.next_functions = edges
+            node.seq = next_seq()  # Note [Engine]
+            if out._ag is None:  # ``out`` is fresh from a functional kernel
+                meta = AutogradMeta()
+                meta.requires_grad = True
+                meta.grad = None
+                meta.grad_fn = node
+                meta.output_nr = 0
+                meta.retains_grad = False
+                meta.hooks = None
+                meta.leaf_edge = None
+                out._ag = meta
+                out._ks |= AUTOGRAD_FUNCTIONALITY
+            else:
+                attach(out, node, 0)
+            return out
+
+        # Note [Own code objects] (mdtensor/dispatch/kernel.py): the op's own call and slot sites
+        autograd_kernel_functional = own_code(autograd_kernel_functional)
+        autograd_kernel_functional.__qualname__ = f"autograd[{op.name}]"
+        return autograd_kernel_functional
+
+    factory.__qualname__ = f"autograd[{op.name}]"
+    return factory
+
+
+def _excluding_autograd(entry):
+    """``entry`` called with the Autograd key excluded (what it calls records nothing)."""
+    tls = dispatch_tls
+
+    def excluding_autograd(*args, **kwargs):
+        inc, keep = tls.get()
+        token = tls.set((inc, keep & ~AUTOGRAD_FUNCTIONALITY))
+        try:
+            return entry(*args, **kwargs)
+        finally:
+            tls.reset(token)
+
+    return excluding_autograd
+
+
+def _needed_reads(by_grad, args, positions):
+    """The arguments read by the gradients this call needs (its inputs requiring grad)."""
+    out = set()
+    for i in positions:
+        if i < len(args):
+            v = args[i]
+            if (any(requires_grad(t) for t in v) if isinstance(v, (list, tuple))
+                    else requires_grad(v)):
+                out.update(by_grad.get(i, ()))
+    return out
+
+
+def _edges_and_saved(args, tensor_pos, reads):
+    edges, saved = [], []
+    for i, is_list in tensor_pos:
+        if i >= len(args):
+            continue
+        v = args[i]
+        if is_list:
+            edges.extend(gradient_edge(t) if t is not None else None for t in v)
+            if i in reads:
+                saved.extend((t, saved_version(t)) for t in v if t is not None)
+        else:
+            edges.append(gradient_edge(v))
+            if i in reads:
+                saved.append((v, saved_version(v)))
+    return edges, saved
+
+
+def _flatten_formula(formula, tensor_pos, kw_tensors=()):
+    """Adapt a formula's per-argument result to the node's flat edge list (Note
+    [Keyword-only Tensor arguments]: their gradients come last, as a dict by name)."""
+    def flat(g, out, *args, **kwargs):
+        res = formula(g, out, *args, **kwargs)
+        grads = []
+        for i, is_list in tensor_pos:
+            if i >= len(args):
+                continue
+            gi = res[i] if i < len(res) else None
+            if is_list:
+                grads.extend(gi if gi is not None else [None] * len(args[i]))
+            else:
+                grads.append(gi)
+        if kw_tensors:
+            by_name = res[-1] if res and isinstance(res[-1], dict) else {}
+            grads.extend(by_name.get(k) for k in kw_tensors if kwargs.get(k) is not None)
+        return grads
+    return flat
+
+
+def _check_saveable(args, tensor_pos, reads) -> None:
+    """Raise if an argument that would be saved is an inference tensor (Note [Inference
+    tensors] in mdtensor/tensors/tensor.py)."""
+    for i, is_list in tensor_pos:
+        if i in reads and i < len(args):
+            for t in (args[i] if is_list else (args[i],)):
+                if t is not None and t._vc is INF:
+                    inference_saved()
+
+
+def _check_inplace(op, args, reads):
+    """PyTorch's checks for in-place ops under autograd; returns the args to save, with
+    ``self`` replaced by a copy of its value before the op -- or, when the formula reads
+    only its shape and dtype (Note [Saved inputs]), by an alias: no copy."""
+    self = args[0]
+    ag = self._ag
+    grad_fn = grad_fn_of(self)  # a stale view's history remade first (Note [Stale views])
+    if ag is not None and ag.requires_grad and grad_fn is None:
+        if self._view is not None:
+            raise RuntimeError(
+                f"{op.name}: a view of a leaf Variable that requires grad is being used in "
+                f"an in-place operation.")
+        raise RuntimeError(
+            f"{op.name}: a leaf Variable that requires grad is being used in an in-place "
+            f"operation.")
+    view = self._view
+    if view is not None and requires_grad(view.base) and view.base._ag.grad_fn is None:
+        raise RuntimeError(
+            f"{op.name}: a view of a leaf Variable that requires grad is being used in an "
+            f"in-place operation.")
+    if 0 in reads:
+        with no_grad():
+            old = aten.clone(self)
+    else:
+        old = self._device.wrap(self._data)  # outside autograd and version tracking
+    if requires_grad(self):
+        old._ag = AutogradMeta.make(requires_grad=True, grad_fn=grad_fn,
+                                    output_nr=self._ag.output_nr)
+        old._ks |= AUTOGRAD_FUNCTIONALITY
+    # An argument that *is* self (``y.mul_(y)``) also means its value before the op.
+    return (old, *(old if a is self else a for a in args[1:]))
+
+
+def _rebase(self, node) -> None:
+    """Point ``self``'s history at ``node``; for a view, rebase its base (CopySlices) --
+    which then requires grad, even if it did not before (``x[0:2].add_(w)``)."""
+    ag = self._ag
+    old, old_nr = (None, 0) if ag is None else (ag.grad_fn, ag.output_nr)
+    view = self._view
+    if view is not None:
+        base = view.base
+        bag = base._ag
+        base_old = (None, 0) if bag is None else (bag.grad_fn, bag.output_nr)
+        copy = CopySlicesNode(base, view.replay, node)
+        attach(base, copy, 0)
+        move_retained(base, *base_old)
+        attach(self, ViewNode((copy, 0), view.replay, tuple(base._data.shape)), 0)
+        view.ag_version = self._vc.value  # Note [Stale views]: made at this version
+    else:
+        attach(self, node, 0)
+    move_retained(self, old, old_nr)
+
+
+class CopySlicesNode(Node):
+    """Gradient of a base whose view was modified in place (PyTorch's CopySlices): the
+    view's region flows through the in-place op's node, the rest to the base's history."""
+
+    __slots__ = ("replay",)
+
+    def __init__(self, base, replay, inner):
+        self._fill("CopySlices", None, (), {}, None, (),
+                   [gradient_edge(base), *inner.next_functions[1:]], 1)
+        self.replay = replay
+        self.formula = self._formula(inner)
+        self.args = ()
+
+    def _formula(self, inner):
+        replay = self.replay
+
+        def formula(g, out):
+            g_base = aten.clone(g)
+            region = replay(g_base)
+            inner_grads = inner.apply([aten.clone(region)])
+            aten.index_put_(region, Ellipsis, 0.0 if inner_grads[0] is None
+                            else inner_grads[0])
+            return [g_base, *inner_grads[1:]]
+        return formula
+
+    def apply(self, grads, release=False):
+        if self.args is None:
+            raise RuntimeError(_FREED)
+        in_grads = self.formula(grads[0], None)
+        if release:
+            self.release()
+        return in_grads
+
+
+def _fallback(op, ks, args, kwargs):
+    """Autograd fallback: ops with no formula.  Outputs of differentiable type get a node
+    that raises on backward, naming the op; non-differentiable ops pass through."""
+    out = below_autograd(op, ks, args, kwargs)
+    if is_nondifferentiable(op):
+        return out
+    inputs = [v for v in list(args) + list(kwargs.values())
+              if isinstance(v, Tensor) and requires_grad(v)]
+    if not inputs:
+        return out
+    if op.schema.is_out:
+        raise RuntimeError(
+            f"{op.name}: functions with out=... arguments don't support automatic "
+            f"differentiation, but one of the arguments requires grad.")
+    name = op.name
+
+    def not_implemented(g, o, *a, **k):
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented")
+
+    node = Node.new(_node_name(op), not_implemented, (), {}, None, (),
+                    [gradient_edge(t) for t in inputs], 1)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for k, o in enumerate(outs):
+        if isinstance(o, Tensor) and _is_float(o):
+            attach(o, node, k)
+    return out
+
+
+# Note [Non-differentiable ops]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An op in ``derivatives.NONDIFFERENTIABLE`` (comparisons, ``argmax``, the ``*_like`` factories,
+# ...) records nothing: its outputs never require grad.  Called on a tensor that requires grad
+# it still reaches the Autograd key, where the boxed fallback used to pass it through
+# (thread-local guard, a boxed redispatch, a test of the op's name: 2-3 us).  It gets a wrapper
+# kernel instead (Note [Wrapper kernels] in mdtensor/dispatch/operators.py) whose entry is the
+# entry below Autograd itself when that is a leaf backend kernel -- which computes on arrays and
+# returns tensors without autograd state -- and that entry with the Autograd key excluded
+# otherwise (a composite's inner ops record nothing), as the fallback did.
+
+
+def _nondifferentiable_factory(entry):
+    return entry if entry in LEAF_KERNELS else _excluding_autograd(entry)
+
+
+def register_for(op) -> None:
+    if op.schema.namespace != "aten":
+        return
+    formula = formula_for(op)
+    if formula is None:
+        if is_nondifferentiable(op):  # Note [Non-differentiable ops]
+            op.register_kernel(Kernel(_nondifferentiable_factory, DispatchKey.Autograd,
+                                   factory=True, leaf=True,
+                                   name=f"autograd_nondifferentiable[{op.name}]"))
+        return
+    kernel, wrapper = _make_kernel(op, formula)  # Note [Wrapper kernels]
+    op.register_kernel(Kernel(kernel, DispatchKey.Autograd, with_keyset=not wrapper,
+                           factory=wrapper, name=f"autograd[{op.name}]"))
+
+
+
+def install() -> None:
+    """Register the Autograd layer: per-op kernels from formulas, and the fallback."""
+    # Called once, by mdtensor._layers.install (which is guarded).
+    register_fallback(Kernel(_fallback, DispatchKey.Autograd, boxed=True,
+                             name="autograd_fallback"))
+    dispatcher.define_hooks.append(register_for)
+    install_formulas()
+
+
+def install_formulas() -> None:
+    """Called once the catalogue is declared: kernels for every op with a formula."""
+    for op in list(dispatcher.overloads.values()):
+        if not op.has_kernel_for(DispatchKey.Autograd):
+            register_for(op)
