@@ -248,7 +248,7 @@ def _kernel_for(decl, impl, jax, jnp):
             t._ks = d.ks
             t._device = d
             t._view = t._ag = None
-            t._vc = new_counter()  # Note [Inference tensors] in mdtensor/tensors/tensor.py
+            t._vc = new_counter()  # Note [Inference tensors] in mdtensor/tensors/version_counter.py
             return t
     elif tensors == (0,) and n_positional == 1:
         def kernel(a, **kwargs):
@@ -272,7 +272,7 @@ def _kernel_for(decl, impl, jax, jnp):
             t._ks = d.ks
             t._device = d
             t._view = t._ag = None
-            t._vc = new_counter()  # Note [Inference tensors] in mdtensor/tensors/tensor.py
+            t._vc = new_counter()  # Note [Inference tensors] in mdtensor/tensors/version_counter.py
             return t
     elif tensors == (0, 1) and n_positional == 2:
         def kernel(a, b, **kwargs):

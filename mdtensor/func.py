@@ -3,8 +3,8 @@ and on the autograd engine (``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``ja
 ``jacfwd``, ``hessian``: mdtensor/_grad_transforms.py, docs/TRANSFORMS.md).
 
 ``functionalize(f, remove=...)`` runs ``f`` with every mutation replaced by functional ops
-(mdtensor._functionalize, Note [Functionalize]); ``trace(functionalize(f), x)`` records the
-functional program.
+(Note [Functionalize] in mdtensor/layers/functionalize.py); ``trace(functionalize(f), x)``
+records the functional program.
 
 ``trace(f, *example_args)`` runs ``f`` under a recording mode and returns a ``Graph`` of the
 ``OpOverload`` calls that executed -- after autograd, so a ``backward()`` inside ``f`` is

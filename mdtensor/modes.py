@@ -1,6 +1,6 @@
 """``md.modes``: dispatch modes, tensor-subclass helpers, logging/profiling and fake modes.
 
-A mode sees every op that executes (Note [Python key] in ``_python_dispatch.py``)::
+A mode sees every op that executes (Note [Python key] in ``mdtensor/layers/python_dispatch.py``)::
 
     class Counter(md.modes.DispatchMode):
         def __init__(self):

@@ -62,7 +62,7 @@ def reads(*positions):
     """Mark a formula that reads the values of only the Tensor arguments at ``positions``
     (indices into the op's arguments) -- of the others only their shape and dtype -- so
     only those are saved and version-checked (Note [Saved inputs] in
-    mdtensor/autograd/__init__.py).  Unmarked formulas save every Tensor argument.
+    mdtensor/layers/autograd/kernels.py).  Unmarked formulas save every Tensor argument.
 
     ``reads({0: (1,), 1: (0,)})``: what the gradient of each argument reads (mul's
     gradient of ``self`` reads ``other``, and the other way round); an argument is then
@@ -1453,7 +1453,7 @@ def _diff(g, out, x, axis=-1, n=1, *, prepend=None, append=None):
         grads.append(gt if t.ndim else aten.sum(gt))
         start += width
     gx = grads[1] if prepend is not None else grads[0]
-    # Note [Keyword-only Tensor arguments] in mdtensor/autograd/__init__.py
+    # Note [Keyword-only Tensor arguments] in mdtensor/layers/autograd/kernels.py
     return gx, None, None, {"prepend": grads[0] if prepend is not None else None,
                             "append": grads[-1] if append is not None else None}
 

@@ -5,6 +5,7 @@ in mdtensor/dispatch/operators.py), the one third-party code gets."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,3 +125,87 @@ def test_every_hand_built_object_fills_every_slot():
     # the scan finds the copies it exists for (the test is not vacuous)
     found = {cls for _, _, cls in seen}
     assert {"Tensor", "AutogradMeta", "ViewInfo"} <= found and len(seen) >= 10, seen
+
+
+# ---------------------------------------------------------------------------------------
+# The import graph (tools/import_graph.py): module- and function-level imports, with ast
+
+def _import_graph():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "tools/import_graph.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("import_graph", module)  # for its dataclass
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_import_graph_has_no_circle():
+    report = _import_graph().report()
+    assert report["circles"] == [], report["circles"]
+    assert report["back_edges"] == [], report["back_edges"]
+
+
+def test_the_core_does_not_import_the_catalogue():
+    # the catalogue registers into the core (formulas, Functionalize's helpers); the core
+    # calls ops through the dispatcher's namespaces
+    found = [f"{e.source}:{e.line} imports {e.target}"
+             for e in _import_graph().report()["core_to_catalogue"]]
+    assert found == [], "\n".join(found)
+
+
+def test_the_graph_check_finds_circles_and_catalogue_imports(tmp_path):
+    # not vacuous: a circle through a function-level import, an import of the catalogue and
+    # an import for type checkers only (which never runs, so is no edge)
+    pkg = tmp_path / "mdtensor"
+    (pkg / "sub").mkdir(parents=True)
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "backends").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from mdtensor import c\n")
+    (pkg / "c.py").write_text("from mdtensor import a\nfrom mdtensor.ops import x\n")
+    (pkg / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                              "    from mdtensor import a\n")
+    (tmp_path / "ops" / "__init__.py").write_text("")
+    (tmp_path / "ops" / "x.py").write_text("from mdtensor import d\n")
+    report = _import_graph().report(tmp_path)
+    assert report["circles"] == [["mdtensor.a", "mdtensor.c", "mdtensor.sub.b"]]
+    assert len(report["back_edges"]) == 1
+    assert [(e.source, e.target) for e in report["core_to_catalogue"]] == [
+        ("mdtensor.c", "mdtensor.ops.x")]
+    assert [e.source for e in report["function_level"]] == ["mdtensor.sub.b"]
+
+
+# ---------------------------------------------------------------------------------------
+# Notes: a citation that names a file names the one that holds the Note
+
+_NOTE_DEF = re.compile(r"^\s*(?:#\s*)?Note \[([^\]]+)\]\s*\n\s*(?:#\s*)?~{4,}", re.M)
+_NOTE_CITE = re.compile(
+    r"Note\s+\[([^\]]+)\]\s*(?:\(|in\s+)`*((?:mdtensor|ops|backends)/[\w/]+\.py)\b")
+
+
+def _note_sources():
+    for folder in ("mdtensor", "ops", "backends", "tests", "docs", "tools", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix in (".py", ".md") and ".venv" not in path.parts:
+                yield path.relative_to(ROOT).as_posix(), path.read_text()
+
+
+def test_every_note_is_written_once_and_cited_where_it_is():
+    defined = {}
+    for rel, text in _note_sources():
+        for m in _NOTE_DEF.finditer(text):
+            defined.setdefault(" ".join(m.group(1).split()), []).append(rel)
+    twice = {title: files for title, files in defined.items() if len(files) > 1}
+    assert not twice, f"Notes written more than once: {twice}"
+    wrong = []
+    for rel, text in _note_sources():
+        for m in _NOTE_CITE.finditer(text):
+            title = " ".join(re.sub(r"\n\s*#?", " ", m.group(1)).split())
+            home = defined.get(title)
+            if home is not None and m.group(2) not in home:
+                wrong.append(f"{rel}: Note [{title}] cited in {m.group(2)}, written in {home[0]}")
+    assert not wrong, "\n".join(wrong)
+    assert len(defined) > 50 and "The hot path" in defined  # the scan finds the Notes

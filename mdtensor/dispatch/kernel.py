@@ -15,7 +15,8 @@ __all__ = ["LEAF_KERNELS", "Kernel", "fallthrough_kernel", "own_code"]
 #: kernels), and the table entries of passthrough kernels over them (``Kernel``).  A table
 #: entry that *is* one of them runs no further dispatch, so a layer above may call it
 #: without first changing the thread-local key state (the Autograd kernels skip their
-#: exclude guard then; Note [Autograd kernels] in mdtensor/autograd).
+#: exclude guard then; Note [Autograd kernels] in
+#: mdtensor/layers/autograd/kernels.py).
 LEAF_KERNELS: set = set()
 
 

@@ -560,7 +560,7 @@ def _register_for(op) -> None:
 
 
 def install() -> None:
-    # Called once, by mdtensor._layers.install (which is guarded).
+    # Called once, by mdtensor.layers.install (which is guarded).
     register_fallback(Kernel(_functionalize_fallback, DispatchKey.Functionalize, boxed=True,
                              name="functionalize"))
     for op in list(dispatcher.overloads.values()):

@@ -28,13 +28,13 @@ _FZ = DispatchKey.Functionalize.value
 
 def bump_version(t: Tensor) -> None:
     vc = counter(t)
-    if vc is not INFERENCE:  # Note [Inference tensors] in mdtensor/tensors/tensor.py
+    if vc is not INFERENCE:  # Note [Inference tensors] in mdtensor/tensors/version_counter.py
         vc.value += 1
 
 
 def check_inference_inplace(op, t: Tensor) -> None:
     """An in-place op on an inference tensor is allowed only in inference mode (Note
-    [Inference tensors] in mdtensor/tensors/tensor.py); checked before the op runs."""
+    [Inference tensors] in mdtensor/tensors/version_counter.py); checked before the op runs."""
     if t._vc is INFERENCE and new_counter() is not INFERENCE:
         raise RuntimeError(
             f"{op.name}: Inplace update to inference tensor outside InferenceMode is not "
@@ -91,7 +91,8 @@ def _inplace_kernel(op):
                 vc = self._vc
                 if vc is None:
                     vc = counter(self)
-                elif vc is INFERENCE:  # Note [Inference tensors] in mdtensor/tensors/tensor.py
+                elif vc is INFERENCE:
+                    # Note [Inference tensors] in mdtensor/tensors/version_counter.py
                     check_inference_inplace(op, self)
                     return kernel(self, **kwargs) if b is _NO else kernel(self, b, *args,
                                                                           **kwargs)
@@ -249,7 +250,7 @@ def register_for(op) -> None:
 
 def install() -> None:
     """Register the layer: a fallthrough fallback, plus kernels for every existing op."""
-    # Called once, by mdtensor._layers.install (which is guarded).
+    # Called once, by mdtensor.layers.install (which is guarded).
     register_fallback(Kernel(fallthrough_kernel, DispatchKey.ADInplaceOrView,
                              name="fallthrough"))
     for op in list(dispatcher.overloads.values()):

@@ -172,6 +172,6 @@ class push_mode:
 
 
 def install() -> None:
-    # Called once, by mdtensor._layers.install (which is guarded).
+    # Called once, by mdtensor.layers.install (which is guarded).
     register_fallback(Kernel(_python_fallback, DispatchKey.Python, boxed=True,
                              name="python_dispatch"))

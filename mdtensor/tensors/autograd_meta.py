@@ -24,7 +24,7 @@ _INFERENCE_SAVED = (
 
 def inference_saved():
     """Raise PyTorch's error for an inference tensor saved for backward (Note [Inference
-    tensors] in mdtensor/tensors/tensor.py)."""
+    tensors] in mdtensor/tensors/version_counter.py)."""
     raise RuntimeError(_INFERENCE_SAVED)
 
 

@@ -31,14 +31,14 @@ def is_inference_mode_enabled() -> bool:
 # ~~~~~~~~~~~~~~~~~
 # Grad mode is the Autograd key's exclusion in the thread-local state (``no_grad`` excludes
 # it).  Inference mode excludes it too and makes the tensors made meanwhile inference
-# tensors (Note [Inference tensors] in mdtensor/tensors/tensor.py); as in PyTorch, where inference
-# mode excludes the autograd keys beneath grad mode, ``enable_grad`` and
+# tensors (Note [Inference tensors] in mdtensor/tensors/version_counter.py); as in PyTorch,
+# where inference mode excludes the autograd keys beneath grad mode, ``enable_grad`` and
 # ``set_grad_enabled(True)`` inside it record nothing, and ``inference_mode(False)`` inside
 # it restores the grad mode it was entered with (kept in ``_inference_outer``).  Unlike
-# PyTorch's, mdtensor's inference mode keeps ADInplaceOrView: ordinary tensors mutated in
-# it bump their version counters (PyTorch's do too: their key set has the key), and the
-# kernels of that layer skip inference tensors.  Each mode restores, on exit, exactly the
-# state it replaced (ContextVar tokens), so modes exited in order leave nothing behind.
+# PyTorch's, mdtensor's inference mode keeps ADInplaceOrView: ordinary tensors mutated in it
+# bump their version counters (PyTorch's do too: their key set has the key), and the kernels
+# of that layer skip inference tensors.  Each mode restores, on exit, exactly the state it
+# replaced (ContextVar tokens), so modes exited in order leave nothing behind.
 
 #: None outside inference mode; in it, the Autograd bit of ``keep`` outside it.
 _inference_outer: ContextVar = ContextVar("mdtensor_inference_outer", default=None)
@@ -162,7 +162,7 @@ class set_grad_enabled(_GradModeBase):
 class inference_mode(_GradModeBase):
     """Like ``no_grad``, and the tensors made inside are inference tensors: they cannot be
     saved for backward, and in-place ops on them outside inference mode raise (Note
-    [Inference tensors] in mdtensor/tensors/tensor.py)."""
+    [Inference tensors] in mdtensor/tensors/version_counter.py)."""
 
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)

@@ -123,8 +123,8 @@ INF = INFERENCE  # Note [Inference tensors]: the version counter that cannot be 
 _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 
 
-# Note [Autograd kernels]
-# ~~~~~~~~~~~~~~~~~~~~~~~
+# Note [Kernel plans]
+# ~~~~~~~~~~~~~~~~~~~~
 # An op's Autograd kernel is made in two steps.  ``_Plan`` reads once per op what its schema and
 # formula say: which arguments are Tensors, whose values the formula reads (Note [Saved
 # inputs]), which gradient reads which input, what the node's class is.  A builder then makes
@@ -139,7 +139,7 @@ _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 
 class _Plan:
     """What the Autograd kernel of one op needs to know, read from its schema and formula
-    once (Note [Autograd kernels])."""
+    once (Note [Kernel plans])."""
 
     def __init__(self, op, formula):
         schema = op.schema
@@ -532,7 +532,7 @@ def _flatten_formula(formula, tensor_pos, kw_tensors=()):
 
 def _check_saveable(args, tensor_pos, reads) -> None:
     """Raise if an argument that would be saved is an inference tensor (Note [Inference
-    tensors] in mdtensor/tensors/tensor.py)."""
+    tensors] in mdtensor/tensors/version_counter.py)."""
     for i, is_list in tensor_pos:
         if i in reads and i < len(args):
             for t in (args[i] if is_list else (args[i],)):
@@ -689,7 +689,7 @@ def register_for(op) -> None:
 
 def install() -> None:
     """Register the Autograd layer: per-op kernels from formulas, and the fallback."""
-    # Called once, by mdtensor._layers.install (which is guarded).
+    # Called once, by mdtensor.layers.install (which is guarded).
     register_fallback(Kernel(_fallback, DispatchKey.Autograd, boxed=True,
                              name="autograd_fallback"))
     dispatcher.define_hooks.append(register_for)
