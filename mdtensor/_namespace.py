@@ -6,6 +6,9 @@ import math
 
 import numpy as np
 
+from mdtensor import backends
+from mdtensor.tensors.device import Device, default_device
+
 from . import _dtypes
 from ._dtypes import DType, as_dtype
 
@@ -132,14 +135,9 @@ class _Info:
                 "max dimensions": 64}
 
     def default_device(self):
-        from mdtensor.tensors.device import default_device
-
         return default_device()
 
     def devices(self) -> tuple:
-        from mdtensor import backends
-        from mdtensor.tensors.device import Device
-
         out = []
         for row in backends.available():
             if row["loaded"]:

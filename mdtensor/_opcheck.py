@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdtensor.backends.meta_backend import MetaArray
 from mdtensor.dispatch.contracts import check_result
 from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.tensors.device import Device
 from mdtensor.tensors.tensor import Tensor
+
+from ._pytree import tree_map
 
 __all__ = ["opcheck"]
 
 
 def _clone_args(args, kwargs):
-    from .modes import tree_map
-
     def c(v):
         return v.detach().clone() if isinstance(v, Tensor) else v
     return tree_map(c, args), tree_map(c, kwargs)
@@ -31,8 +33,6 @@ def _snapshot(v):
 
 
 def opcheck(op, args, kwargs) -> dict:
-    from .modes import tree_map
-
     report = {}
     cargs, ckwargs = _clone_args(args, kwargs)
     tensors = {}
@@ -80,7 +80,4 @@ def opcheck(op, args, kwargs) -> dict:
 
 
 def _meta(t):
-    from mdtensor.backends.meta_backend import MetaArray
-    from mdtensor.tensors.device import Device
-
     return Device("meta").wrap(MetaArray(t.shape, t.dtype.numpy))

@@ -33,6 +33,13 @@ import contextlib
 import threading
 from contextvars import ContextVar
 
+from mdtensor.dispatch.namespaces import lookup
+from mdtensor.tensors.device import Device
+from mdtensor.tensors.factories import asarray
+from mdtensor.tensors.tensor import Tensor
+
+from . import library
+
 __all__ = ["compute", "compute_arrays", "compute_chunk_sizes", "from_dask", "persist",
            "rechunk", "scheduler", "to_dask", "use"]
 
@@ -120,8 +127,6 @@ def compute_chunk_sizes(*arrays) -> tuple:
 
 
 def _dask_tensors(fn: str, tensors) -> list:
-    from mdtensor.tensors.tensor import Tensor
-
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"md.dask.{fn}: expected tensors, got {type(t).__name__} as "
@@ -145,8 +150,6 @@ def compute(*tensors):
     Raises:
         TypeError, ValueError: an argument is not a tensor on device ``"dask"``.
     """
-    from mdtensor.tensors.device import Device
-
     tensors = _dask_tensors("compute", tensors)
     cpu = Device("cpu")
     return tuple(cpu.wrap(v) for v in compute_arrays(*(t._data for t in tensors)))
@@ -182,8 +185,6 @@ def to_dask(t):
 
 def from_dask(array, *, requires_grad: bool = False):
     """A Dask tensor holding the ``dask.array.Array`` ``array`` (lazy, not computed)."""
-    from mdtensor.tensors.factories import asarray
-
     if not hasattr(array, "__dask_graph__") or not hasattr(array, "chunks"):
         raise TypeError(f"md.dask.from_dask: expected a dask.array.Array, got "
                         f"{type(array).__name__}")
@@ -219,10 +220,6 @@ def _rechunk_op():
 
 
 def _define_rechunk() -> None:
-    from mdtensor.dispatch.namespaces import lookup
-
-    from . import library
-
     lib = library.Library("dask", "DEF")
     lib.define("rechunk(Tensor self, Any chunks) -> Tensor")
     lib.impl("rechunk", _rechunk_kernel, "Dask")

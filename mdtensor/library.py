@@ -28,6 +28,7 @@ import warnings as _warnings
 import weakref as _weakref
 from collections.abc import Callable, Sequence
 
+from mdtensor import backends
 from mdtensor.dispatch.kernel import Kernel, fallthrough_kernel
 from mdtensor.dispatch.keys import DispatchKey, key_from_name, runtime_keys
 from mdtensor.dispatch.namespaces import OpOverloadPacket, lookup
@@ -35,6 +36,11 @@ from mdtensor.dispatch.namespaces import define as define_op
 from mdtensor.dispatch.namespaces import undefine as undefine_op
 from mdtensor.dispatch.operators import OpOverload, dispatcher, register_fallback, remove_fallback
 from mdtensor.dispatch.schema import SchemaParseError, parse_schema
+from mdtensor.tensors.tensor import Tensor
+
+from ._dtypes import DType
+from ._opcheck import opcheck as _opcheck
+from .autograd import _custom
 
 __all__ = [
     "Library",
@@ -356,10 +362,6 @@ def _global_library(ns: str) -> Library:
 
 
 def _hint_to_type(hint, name: str, where: str) -> str:
-    from mdtensor.tensors.tensor import Tensor
-
-    from ._dtypes import DType
-
     origin = _typing.get_origin(hint)
     args = _typing.get_args(hint)
     if origin in (_typing.Union, _types.UnionType) and type(None) in args:  # X | None too
@@ -579,8 +581,6 @@ def register_autograd(op, backward: Callable, *, setup_context: Callable | None 
 
     ``setup_context(ctx, inputs, output)`` saves what backward needs (as in PyTorch).
     """
-    from .autograd import _custom
-
     op = _resolve_op(op)
     return _custom.register_autograd(op, backward, setup_context,
                                      lib or _global_library(op.schema.namespace))
@@ -632,8 +632,6 @@ def _load_backend_of(key: DispatchKey) -> None:
     ArrayAPI kernels are in the table an override replaces: otherwise overriding a built-in
     kernel before the first tensor of that device warned about nothing (alias keys load
     nothing: registering a CompositeExplicitAutograd kernel must not import JAX)."""
-    from mdtensor import backends
-
     if key.is_alias or key.backend is None or key.backend == "Meta":
         return
     for row in backends.available():
@@ -645,8 +643,6 @@ def _load_backend_of(key: DispatchKey) -> None:
 
 
 def _loaded_backend_keys() -> set[str]:
-    from mdtensor import backends
-
     # The CPU backend is always there; load it so a dump in a fresh interpreter shows the
     # CPU rows (and the ArrayAPI kernels it enables) instead of leaving them out.
     backends.get("cpu")
@@ -678,8 +674,6 @@ def opcheck(op, args=(), kwargs=None) -> dict:
     require grad, and that the Meta/fake kernel's output shapes and dtypes match the real
     kernel's.  Returns ``{check: "ok" | "skipped: why"}``; raises on the first failure.
     """
-    from ._opcheck import opcheck as _opcheck
-
     return _opcheck(_resolve_op(op), args, kwargs or {})
 
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import time as _time
 from collections import defaultdict
 
+from mdtensor.backends.meta_backend import MetaArray
 from mdtensor.layers.python_dispatch import mode_stack, push_mode
-from mdtensor.tensors.device import as_device
+from mdtensor.tensors.device import Device, as_device
 from mdtensor.tensors.tensor import Tensor
 
 from ._pytree import tree_map
@@ -149,9 +150,6 @@ class FakeTensor(Tensor):
 
 
 def _to_fake(t: Tensor, device) -> FakeTensor:
-    from mdtensor.backends.meta_backend import MetaArray
-    from mdtensor.tensors.device import Device
-
     meta = Device("meta")
     f = object.__new__(FakeTensor)
     f._data = MetaArray(t.shape, t.dtype.numpy)

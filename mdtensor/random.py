@@ -14,6 +14,7 @@ import threading as _threading
 import numpy as _np
 
 from mdtensor.tensors.device import as_device
+from mdtensor.tensors.factories import asarray, check_size
 
 from ._dtypes import as_dtype, float32, int64
 
@@ -102,8 +103,6 @@ def _gen(generator, device) -> Generator:
 def _shape(name, size, dtype):
     """The shape ``size`` names, checked before anything is generated (Note [Allocation
     sizes] in ops/_factory.py)."""
-    from mdtensor.tensors.factories import check_size
-
     if isinstance(size, (int, _np.integer)):
         size = (size,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
@@ -126,8 +125,6 @@ def _draw(generator, device, method: str, shape: tuple, dtype, params: dict):
 
 
 def _finish(arr, dtype, device, requires_grad):
-    from mdtensor.tensors.factories import asarray
-
     return asarray(arr, dtype=dtype, device=device, requires_grad=requires_grad)
 
 

@@ -221,6 +221,16 @@ def core_to_catalogue(edges: list[Import]) -> list[Import]:
             and e.source not in ASSEMBLY | PLUGINS and not e.implicit]
 
 
+def _once(edges: list[Import]) -> list[Import]:
+    """One per import statement and module imported (``from m import a, b`` is one)."""
+    seen, out = set(), []
+    for e in edges:
+        if (e.source, e.line, e.target) not in seen:
+            seen.add((e.source, e.line, e.target))
+            out.append(e)
+    return out
+
+
 def report(root: Path = ROOT) -> dict:
     known = modules(root)
     edges = imports(known)
@@ -231,8 +241,8 @@ def report(root: Path = ROOT) -> dict:
         "circles": circles(known, g),
         "back_edges": back_edges(known, g),
         "floors": floors(known, g),
-        "function_level": [e for e in edges if e.in_function and not e.implicit],
-        "core_to_catalogue": core_to_catalogue(edges),
+        "function_level": _once([e for e in edges if e.in_function and not e.implicit]),
+        "core_to_catalogue": _once(core_to_catalogue(edges)),
     }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor import backends
-from mdtensor._dtypes import as_dtype, float32, int64
+from mdtensor._dtypes import as_dtype, complex64, float32, int64
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls
 from mdtensor.dispatch.tls import dispatch_tls
@@ -32,8 +32,6 @@ def _py_default_dtype(obj):
     if isinstance(obj, int):
         return int64
     if isinstance(obj, complex):
-        from mdtensor._dtypes import complex64
-
         return complex64
     return None
 
@@ -43,8 +41,6 @@ def _infer_from_sequence(obj):
     if arr.dtype == np.float64:
         return float32
     if arr.dtype == np.complex128:
-        from mdtensor._dtypes import complex64
-
         return complex64
     if arr.dtype.kind in "iu" and arr.dtype != np.uint64:
         return int64
