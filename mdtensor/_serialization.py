@@ -19,6 +19,13 @@ from collections import OrderedDict
 
 import numpy as np
 
+from mdtensor.tensors.factories import asarray
+from mdtensor.tensors.tensor import Tensor
+
+from .autograd import no_grad
+from .dispatch.namespaces import aten_calls as aten
+from .nn import Parameter
+
 __all__ = ["load", "save"]
 
 # Note [The file format]
@@ -135,8 +142,6 @@ class _Writer:
         self._keep: list = []  # what the id()s above refer to, alive while saving
 
     def encode(self, obj, path: tuple):
-        from mdtensor.tensors.tensor import Tensor
-
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, int):
@@ -188,7 +193,6 @@ class _Writer:
                           f"will not share memory with its base after loading", UserWarning,
                           stacklevel=4)
             storage, steps = self._storage(t, own=True)[0], None
-        from .nn import Parameter  # light: mdtensor.nn imports no array library
 
         entry = len(self.tensors)
         self.tensors.append({"storage": storage, "view": steps, "dtype": t.dtype.name,
@@ -245,7 +249,6 @@ def _view_steps(t, root):
     if steps is None:
         return False
     steps = _simplify(steps, tuple(root.shape)) or [["view", list(t.shape)]]  # an alias
-    from .autograd import no_grad
 
     try:
         with no_grad():
@@ -271,9 +274,6 @@ def _layout(t, root):
 
 
 def _layout_by_replay(t, root):
-    from . import arange
-    from .autograd import no_grad
-
     if t._view is None and t._data is root._data and t.numel():  # an alias (detach())
         return 0, _contiguous_strides(t.shape)
     view = t._view
@@ -281,7 +281,7 @@ def _layout_by_replay(t, root):
         return None
     try:
         with no_grad():
-            idx = view.replay(arange(root.numel(), device=root.device).reshape(root.shape))
+            idx = view.replay(aten.arange(root.numel(), device=root.device).reshape(root.shape))
         idx = idx.numpy(force=True)
     except Exception:  # noqa: BLE001  (a view that does not replay on integers)
         return None
@@ -509,8 +509,6 @@ class _Reader:
         return rec
 
     def _view(self, i: int, root, rec: dict):
-        from .autograd import no_grad
-
         steps = rec["view"]
         for step in steps:
             if not (isinstance(step, list) and step and step[0] in _STEP_ARITY
@@ -541,8 +539,6 @@ class _Reader:
                 if isinstance(r, dict) and r.get("storage") == j]
         own = next(((k, r) for k, r in mine if r.get("view") is None), None)
         if own is not None and own[1].get("parameter") is True:
-            from .nn import Parameter
-
             t = Parameter(t, requires_grad=own[1].get("requires_grad") is True)
         elif any(r.get("requires_grad") is True for k, r in ([own] if own else mine)):
             t.requires_grad_(True)
@@ -588,8 +584,6 @@ class _Reader:
         return _c_order(array)
 
     def _place(self, array: np.ndarray, saved: str):
-        from mdtensor.tensors.factories import asarray
-
         target = self.map_location
         if isinstance(target, dict):
             target = target.get(saved, saved)
@@ -625,8 +619,6 @@ def _hashable(key) -> bool:
 
 
 def _is_tensor(x) -> bool:
-    from mdtensor.tensors.tensor import Tensor
-
     return isinstance(x, Tensor)
 
 

@@ -13,6 +13,9 @@ from itertools import chain
 
 from mdtensor.tensors.tensor import Tensor
 
+from ..autograd import enable_grad, no_grad
+from ..nn._module import zero_grad_
+
 __all__ = ["Optimizer", "required"]
 
 
@@ -114,8 +117,6 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop (the default) or zero the ``.grad`` of every parameter."""
-        from ..nn._module import zero_grad_
-
         for group in self.param_groups:
             for p in group["params"]:
                 zero_grad_(p, set_to_none)
@@ -127,8 +128,6 @@ class Optimizer:
             closure: a function that recomputes the loss (called with grad enabled);
                 its result is returned.
         """
-        from ..autograd import enable_grad, no_grad
-
         loss = None
         if closure is not None:
             with enable_grad():
