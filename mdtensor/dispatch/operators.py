@@ -5,7 +5,7 @@ Note [Dispatch table]
 ~~~~~~~~~~~~~~~~~~~~~
 The table maps a *call key set* straight to a ready-to-call entry.  It is filled lazily: a
 miss takes the highest runtime key of the set, resolves it through the precedence ladder
-(``_resolve_key``, cached per runtime key), skips fallthrough kernels by removing their key
+(``resolve``, cached per runtime key), skips fallthrough kernels by removing their key
 and trying again, and stores the first real kernel -- wrapped so that layer kernels receive
 the key set (``with_keyset``) and boxed fallbacks receive ``(op, ks, args, kwargs)``.  Any
 registration change clears every table it can affect.
@@ -92,13 +92,14 @@ dispatcher = _Dispatcher()
 
 # Note [The operator API]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
-# Everything outside this module that registers kernels or reads an overload's table does
-# it through the public methods and attributes that ``OpOverload`` and
-# ``OpOverloadPacket`` document -- ``md.library``, the layers, the catalogue, the built-in
-# backends and a third-party backend alike; no other module touches ``_kernels`` or
-# ``_resolved`` (tests/test_structure.py greps for it).  The table API (``table``,
-# ``mask``, ``fill_entry``) exists for callers that inline the dispatch (Note [Inline
-# dispatch], Note [Inline operators] in ops/_methods.py): their four lines are
+# Everything outside the dispatcher (this package) that registers kernels or reads an
+# overload's table does it through the public methods and attributes that ``OpOverload``
+# and ``OpOverloadPacket`` document -- ``md.library``, the layers, the catalogue, the
+# built-in backends and a third-party backend alike; no module outside the package
+# touches ``_kernels`` or ``_resolved`` (tests/test_structure.py greps for it).  The table
+# API (``table``, ``mask``, ``fill_entry``) exists for callers that inline the dispatch
+# (Note [Inline dispatch] in callers.py, Note [Inline operators] in ops/_methods.py): their
+# four lines are
 #
 #     ks = (tensor keys | included) & keep & op.mask
 #     entry = op.table.get(ks) or op.fill_entry(ks)
@@ -411,17 +412,6 @@ def _make_entry(op: OpOverload, kernel: Kernel, ks: int, key: DispatchKey) -> Ca
     return entry
 
 
-def _wrapper_entry(op: OpOverload, kernel: Kernel, below_ks: int) -> Callable:
-    """The table entry of a wrapper kernel: its factory applied to the entry below."""
-    below = op._entry(below_ks)
-    if (op, below_ks) in _GATED:  # swapped in place by flip_gates: look it up per call
-        return kernel.fn(lambda *args, **kwargs: op._entry(below_ks)(*args, **kwargs))
-    entry = kernel.fn(below)
-    if kernel.leaf and below in LEAF_KERNELS:
-        LEAF_KERNELS.add(entry)
-    return entry
-
-
 # Note [Wrapper kernels]
 # ~~~~~~~~~~~~~~~~~~~~~~
 # ADInplaceOrView's kernels only wrap the entry below their key: bump version counters
@@ -438,6 +428,17 @@ def _wrapper_entry(op: OpOverload, kernel: Kernel, below_ks: int) -> Callable:
 # no further dispatch), so an Autograd kernel may call ``x[1:3]``'s entry without its
 # guard; the Autograd kernel picks, once, between calling the entry below as it is (a leaf)
 # and through its exclude guard.
+
+
+def _wrapper_entry(op: OpOverload, kernel: Kernel, below_ks: int) -> Callable:
+    """The table entry of a wrapper kernel: its factory applied to the entry below."""
+    below = op._entry(below_ks)
+    if (op, below_ks) in _GATED:  # swapped in place by flip_gates: look it up per call
+        return kernel.fn(lambda *args, **kwargs: op._entry(below_ks)(*args, **kwargs))
+    entry = kernel.fn(below)
+    if kernel.leaf and below in LEAF_KERNELS:
+        LEAF_KERNELS.add(entry)
+    return entry
 
 
 def _traced(op, kernel, entry, ks, key):

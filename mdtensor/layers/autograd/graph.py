@@ -245,6 +245,22 @@ def _modified_message(t, node, expected) -> str:
             f"anywhere later. Good luck!")
 
 
+# Note [Leaf references]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf keeps its AccumulateGrad node (in ``AutogradMeta.leaf_edge``, the edge
+# ``(node, 0)`` itself: the hot path reads it on every op with the leaf as input, so it is
+# a plain reference, and recording builds no edge tuple) and the graph's edges keep
+# the node.  Were the node to hold the leaf too, every leaf used by an op would sit in a
+# reference cycle and its array would outlive ``del x`` until the cycle collector ran.
+# PyTorch breaks the cycle on the other side (the tensor's grad accumulator is a weak
+# pointer, remade when it expired); here the node refers to its leaf weakly, which costs
+# only the engine a weak-reference call per leaf gradient.  A gradient that reaches the node
+# of a leaf that is gone is dropped: nothing can read that ``.grad``.  The one observable
+# difference would be a hook registered on the leaf, which PyTorch runs even when the leaf
+# is otherwise unreachable: so while a leaf has hooks, its node holds it (``_hold``), as
+# PyTorch's does.
+
+
 class AccumulateGrad:
     """The node of a leaf: its gradient goes to ``leaf.grad``.  It refers to the leaf
     weakly, and holds it only while the leaf has hooks (Note [Leaf references])."""
@@ -268,22 +284,6 @@ class AccumulateGrad:
 
     def __repr__(self) -> str:
         return "<AccumulateGrad>"
-
-
-# Note [Leaf references]
-# ~~~~~~~~~~~~~~~~~~~~~~~
-# A leaf keeps its AccumulateGrad node (in ``AutogradMeta.leaf_edge``, the edge
-# ``(node, 0)`` itself: the hot path reads it on every op with the leaf as input, so it is
-# a plain reference, and recording builds no edge tuple) and the graph's edges keep
-# the node.  Were the node to hold the leaf too, every leaf used by an op would sit in a
-# reference cycle and its array would outlive ``del x`` until the cycle collector ran.
-# PyTorch breaks the cycle on the other side (the tensor's grad accumulator is a weak
-# pointer, remade when it expired); here the node refers to its leaf weakly, which costs
-# only the engine a weak-reference call per leaf gradient.  A gradient that reaches the node
-# of a leaf that is gone is dropped: nothing can read that ``.grad``.  The one observable
-# difference would be a hook registered on the leaf, which PyTorch runs even when the leaf
-# is otherwise unreachable: so while a leaf has hooks, its node holds it (``_hold``), as
-# PyTorch's does.
 
 
 class ViewNode(Node):
@@ -455,6 +455,19 @@ def _hook_result(hook, new, old):
     return new
 
 
+# Note [Needed nodes]
+# ~~~~~~~~~~~~~~~~~~~
+# ``autograd.grad(outputs, inputs)`` and ``backward(inputs=...)`` run only what the inputs'
+# gradients need, as PyTorch's engine does (``GraphTask::init_to_execute``): the target
+# nodes (the nodes of the inputs' gradient edges) and the nodes with a path to one.  A
+# captured node that leads to no other target is not run: its gradient is taken (after
+# its tensor hooks) and the walk stops there; a node of ``backward(inputs=...)`` runs (a
+# non-leaf input's gradient reaches ``.grad`` as a retained gradient, a leaf's through its
+# accumulator).  Edges into nodes off these paths are dropped, so their hooks do not fire,
+# their leaves get no gradient and their saved tensors are not released.  A plain
+# ``backward()`` has no targets and runs every node it reaches.
+
+
 def _needed(roots, targets) -> set:
     """The nodes reachable from ``roots`` that have a path of one or more edges to a node
     of ``targets`` (PyTorch's ``exec_info``: the nodes ``autograd.grad`` and
@@ -486,6 +499,18 @@ def _needed(roots, targets) -> set:
                 if stack and needed[node]:
                     needed[stack[-1][0]] = True
     return {n for n, v in needed.items() if v}
+
+
+# Note [Leaves without hooks]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf's AccumulateGrad node only sums what arrives and hands it to ``accumulate_grads`` after
+# the pass; only its tensor hooks, a capture (``autograd.grad``) or a restricted run
+# (``inputs=``) make it more.  Without them the engine sums a leaf's gradients into
+# ``leaf_grads`` as they arrive, instead of pushing the node on the heap and popping it
+# again: the same sum, without the heap, the buffer and the node's turn (about 60
+# bytecodes a leaf; an MLP step has one leaf per weight and bias).  A hook registered on
+# the leaf during the pass, by another hook, after a gradient already arrived, does not
+# see that gradient (PyTorch's would, as its AccumulateGrad reads the hooks when it runs).
 
 
 def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
@@ -625,41 +650,6 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
     return captured
 
 
-# Note [Leaves without hooks]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# A leaf's AccumulateGrad node only sums what arrives and hands it to ``accumulate_grads`` after
-# the pass; only its tensor hooks, a capture (``autograd.grad``) or a restricted run
-# (``inputs=``) make it more.  Without them the engine sums a leaf's gradients into
-# ``leaf_grads`` as they arrive, instead of pushing the node on the heap and popping it
-# again: the same sum, without the heap, the buffer and the node's turn (about 60
-# bytecodes a leaf; an MLP step has one leaf per weight and bias).  A hook registered on
-# the leaf during the pass, by another hook, after a gradient already arrived, does not
-# see that gradient (PyTorch's would, as its AccumulateGrad reads the hooks when it runs).
-
-
-# Note [Needed nodes]
-# ~~~~~~~~~~~~~~~~~~~
-# ``autograd.grad(outputs, inputs)`` and ``backward(inputs=...)`` run only what the inputs'
-# gradients need, as PyTorch's engine does (``GraphTask::init_to_execute``): the target
-# nodes (the nodes of the inputs' gradient edges) and the nodes with a path to one.  A
-# captured node that leads to no other target is not run: its gradient is taken (after
-# its tensor hooks) and the walk stops there; a node of ``backward(inputs=...)`` runs (a
-# non-leaf input's gradient reaches ``.grad`` as a retained gradient, a leaf's through its
-# accumulator).  Edges into nodes off these paths are dropped, so their hooks do not fire,
-# their leaves get no gradient and their saved tensors are not released.  A plain
-# ``backward()`` has no targets and runs every node it reaches.
-
-
-# Note [Leaf gradients]
-# ~~~~~~~~~~~~~~~~~~~~~
-# As PyTorch's AccumulateGrad: a leaf's first gradient becomes its ``.grad`` only when
-# nothing else can see it -- not a view (an expanded gradient, say), a dense writeable
-# array, not handed to another leaf in the same pass, not a root gradient the caller
-# holds; otherwise ``.grad`` is a copy.  So ``.grad`` is always a tensor of its own that
-# an optimizer may update in place.  With ``create_graph`` the gradient keeps its history
-# (and is cloned the same way, differentiably).
-
-
 # Note [Gradient sinks]
 # ~~~~~~~~~~~~~~~~~~~~~~
 # Writing ``.grad`` is the one effect of a backward pass that is not an op: a program
@@ -671,6 +661,16 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
 
 #: None, or ``sink(pairs, held, create_graph)`` called instead of ``accumulate_grads``.
 grad_sink: ContextVar = ContextVar("mdtensor_grad_sink", default=None)
+
+
+# Note [Leaf gradients]
+# ~~~~~~~~~~~~~~~~~~~~~
+# As PyTorch's AccumulateGrad: a leaf's first gradient becomes its ``.grad`` only when
+# nothing else can see it -- not a view (an expanded gradient, say), a dense writeable
+# array, not handed to another leaf in the same pass, not a root gradient the caller
+# holds; otherwise ``.grad`` is a copy.  So ``.grad`` is always a tensor of its own that
+# an optimizer may update in place.  With ``create_graph`` the gradient keeps its history
+# (and is cloned the same way, differentiably).
 
 
 def accumulate_grads(pairs, held=(), create_graph: bool = False) -> None:
