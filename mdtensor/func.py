@@ -100,7 +100,7 @@ class _Step:
 
 
 _ACCUMULATE = _Step(accumulate_grads, "autograd::accumulate_grads",
-                    "mdtensor.autograd._graph.accumulate_grads")
+                    "mdtensor.layers.autograd.graph.accumulate_grads")
 _DETACH = _Step(Tensor.detach, "autograd::detach", "md.Tensor.detach")
 
 

@@ -209,3 +209,16 @@ def test_every_note_is_written_once_and_cited_where_it_is():
                 wrong.append(f"{rel}: Note [{title}] cited in {m.group(2)}, written in {home[0]}")
     assert not wrong, "\n".join(wrong)
     assert len(defined) > 50 and "The hot path" in defined  # the scan finds the Notes
+
+
+def test_every_package_is_installed():
+    # pyproject.toml lists the packages a wheel holds: a new subpackage missing there would
+    # work in an editable install and be absent from the wheel
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())
+                 ["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts)
+             for p in (ROOT / "mdtensor").rglob("__init__.py")} | {"mdtensor.ops",
+                                                                    "mdtensor.backends"}
+    assert found - listed == set(), sorted(found - listed)
