@@ -6,7 +6,7 @@ key is dropped from the op's key set mask once, so it costs nothing per call.
 | key             | fallback                                    | per-op kernels          |
 |-----------------|---------------------------------------------|-------------------------|
 | PreDispatch     | fallthrough (modes push their handler)      |                         |
-| Batched         | fallthrough (vmap pushes its own)           | batching rules          |
+| Batched         | ``vmap`` boxed fallback (rule, or a loop)   | batching rules          |
 | Autocast        | fallthrough                                 | cast rules for its list |
 | Autograd        | ``autograd`` fallback (errors on backward)  | derivative formulas     |
 | ADInplaceOrView | fallthrough                                 | in-place / view ops     |
@@ -22,7 +22,7 @@ from ._ops import Kernel, fallthrough_kernel, register_fallback
 
 __all__ = ["install"]
 
-_FALLTHROUGH_BY_DEFAULT = ("PreDispatch", "Batched", "Autocast", "BackendSelect")
+_FALLTHROUGH_BY_DEFAULT = ("PreDispatch", "Autocast", "BackendSelect")
 
 _installed = False
 
@@ -34,12 +34,13 @@ def install() -> None:
     _installed = True
     for name in _FALLTHROUGH_BY_DEFAULT:
         register_fallback(Kernel(fallthrough_kernel, DispatchKey[name], name="fallthrough"))
-    from . import _functionalize, _inplace_or_view, _python_dispatch, autograd
+    from . import _functionalize, _inplace_or_view, _python_dispatch, _vmap, autograd
 
     _inplace_or_view.install()
     autograd.install()
     _python_dispatch.install()
     _functionalize.install()
+    _vmap.install()
     _install_backend_hook()
 
 

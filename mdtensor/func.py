@@ -28,11 +28,12 @@ from __future__ import annotations
 from ._functionalize import FunctionalTensor, functionalize
 from ._grad_transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
 from ._tensor import Tensor
+from ._vmap import BatchedTensor, vmap
 from .autograd._graph import accumulate_grads, grad_sink
 from .modes import DispatchMode, tree_map
 
-__all__ = ["FunctionalTensor", "Graph", "functionalize", "grad", "grad_and_value", "hessian",
-           "jacfwd", "jacrev", "jvp", "trace", "vjp"]
+__all__ = ["BatchedTensor", "FunctionalTensor", "Graph", "functionalize", "grad",
+           "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "trace", "vjp", "vmap"]
 
 
 class _Ref:

@@ -15,6 +15,7 @@ import numpy as _np
 
 from ._device import as_device
 from ._dtypes import as_dtype, float32, int64
+from ._vmap import random_batch, wrap_levels
 
 __all__ = ["Generator", "default_generator", "manual_seed", "rand", "randint", "randn", "seed"]
 
@@ -119,14 +120,23 @@ def _shape(name, size, dtype):
 
 def _draw(generator, device, method: str, shape: tuple, dtype, params: dict):
     """Draw on the device's backend (``Backend.random``: on the host, except where a
-    backend draws its own way, e.g. Dask chunk by chunk)."""
+    backend draws its own way, e.g. Dask chunk by chunk).  Inside ``vmap``, one draw per
+    batch element with ``randomness="different"`` (``_finish`` wraps them), an error with
+    ``"error"`` (mdtensor/_vmap.py)."""
+    lead, levels = random_batch()
     gen = _gen(generator, device)
-    return as_device(device).backend.random(gen._rng, method, shape, dtype.numpy, params)
+    arr = as_device(device).backend.random(gen._rng, method, (*lead, *shape), dtype.numpy,
+                                           params)
+    return (arr, levels) if levels else arr
 
 
 def _finish(arr, dtype, device, requires_grad):
     from ._factories import asarray
 
+    if isinstance(arr, tuple):  # batched draws inside vmap
+        arr, levels = arr
+        return wrap_levels(asarray(arr, dtype=dtype, device=device,
+                                   requires_grad=requires_grad), levels)
     return asarray(arr, dtype=dtype, device=device, requires_grad=requires_grad)
 
 

@@ -20,7 +20,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     nn,
     reductions,
     searching,
-    view_copy,  # last: generated from the view ops declared above
+    view_copy,  # generated from the view ops declared above
 )
 from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401
 
@@ -30,6 +30,8 @@ aten = _namespaces.aten  # a module attribute: ``from mdtensor.ops import aten``
 #: the aten operators as plain functions, for hot code inside mdtensor (derivative formulas,
 #: the engine): ``from mdtensor.ops import aten_calls as aten`` (Note [Packet functions])
 aten_calls = aten._calls
+
+from . import batching  # noqa: E402,F401  (vmap's rules for the ops declared above)
 
 
 def __getattr__(name: str):

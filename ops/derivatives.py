@@ -20,6 +20,7 @@ from mdtensor.ops import aten_calls as aten
 from mdtensor.ops._meta_fns import broadcast_shapes as _broadcast_shapes
 
 from mdtensor._keys import AUTOGRAD_FUNCTIONALITY as _AUTOGRAD
+from mdtensor._tensor import Tensor
 from mdtensor._tls import dispatch_tls
 
 _tls_get = dispatch_tls.get
@@ -923,11 +924,24 @@ def _roll(g, out, x, shift, axis=None):
     return aten.roll(g, neg, axis), None, None
 
 
+# Note [Writing a gradient into zeros]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The backward of a selection (``x[key]``, ``narrow``) writes ``g`` into zeros of ``x``'s
+# shape: in place into fresh zeros for a plain ``g`` (no copy), with the functional
+# ``index_put`` for a wrapper subclass -- a batched cotangent under ``vmap`` cannot be
+# written into unbatched zeros in place (mdtensor/_vmap.py), the functional op batches
+# the zeros instead.
+def _into_zeros(shape, key, g):
+    z = aten.zeros(shape, dtype=g.dtype, device=g.device)
+    if type(g) is not Tensor:
+        return aten.index_put(z, key, g)
+    aten.index_put_(z, key, g)
+    return z
+
+
 def _scatter_into_zeros(x, key, g, basic):
     if basic:
-        z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
-        aten.index_put_(z, key, g)
-        return z
+        return _into_zeros(tuple(x.shape), key, g)
     # Repeated indices accumulate (np.add.at semantics), as PyTorch's index backward.
     return _scatter_add(tuple(x.shape), key, g)
 
@@ -949,6 +963,9 @@ def _scatter_into_zeros(x, key, g, basic):
 def _scatter_add(shape, key, g):
     """``zeros(shape)`` with ``g`` added at ``key``, repeated indices accumulating;
     differentiable in ``g`` under ``create_graph`` (Note [Gather backward])."""
+    if type(g) is not Tensor:  # differentiable as it is (recorded ops)
+        return _index_add_dispatched(aten.zeros(shape, dtype=g.dtype, device=g.device),
+                                     key, g)
     if g.requires_grad and _tls_get()[1] & _AUTOGRAD:
         return _scatter_add_function().apply(g, shape, key)
     return _index_add(aten.zeros(shape, dtype=g.dtype, device=g.device), key, g)
@@ -976,11 +993,26 @@ def _scatter_add_function():
     return _ScatterAdd
 
 
+def _index_add_dispatched(z, key, g):
+    """``_index_add`` by dispatched ops, for a ``g`` whose array a kernel may not read
+    (a batched cotangent: Note [Writing a gradient into zeros]): the values sorted by the
+    flat position they go to, summed per position as differences of a running sum."""
+    n = z.numel()
+    flat = aten.reshape(aten.arange(n, device=z.device).reshape(tuple(z.shape))[key], (-1,))
+    order = aten.argsort(flat, stable=True)
+    vals = aten.reshape(g, (-1,))[order]
+    running = aten.cumulative_sum(vals, include_initial=True)
+    bounds = aten.searchsorted(flat[order], aten.arange(n + 1, device=z.device))
+    return z + aten.reshape(running[bounds[1:]] - running[bounds[:-1]], tuple(z.shape))
+
+
 def _index_add(z, key, g):
     """``z`` with ``g`` scatter-added at ``key`` (a new tensor off the CPU backend)."""
     import numpy as np
     from mdtensor.ops.indexing import _raw
 
+    if type(g) is not Tensor:  # a wrapper (a batched cotangent): dispatched ops only
+        return _index_add_dispatched(z, key, g)
     raw = _raw(key)
     if z.device.type == "cpu":
         np.add.at(z._data, raw, g._data)
@@ -1009,11 +1041,10 @@ def _index(g, out, x, key):
 @rule("narrow")
 @reads()
 def _narrow(g, out, x, dim, start, length):
-    z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
     d = dim % x.ndim
     start = start % x.shape[d] if start < 0 else start
-    aten.index_put_(z, (slice(None),) * d + (slice(start, start + length),), g)
-    return z, None, None, None
+    key = (slice(None),) * d + (slice(start, start + length),)
+    return _into_zeros(tuple(x.shape), key, g), None, None, None
 
 
 @rule("cat")
