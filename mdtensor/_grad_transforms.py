@@ -552,14 +552,11 @@ def _by_columns(outputs, variables, create: bool) -> list[list[Tensor]]:
 # (mdtensor/_vmap.py), instead of one pass per element.  Inside another ``vmap`` (the
 # outputs or variables are batched), the rows are computed one by one, as before:
 # batching cotangents over a graph that is itself batched at a lower level is not
-# supported by the engine yet.  Nor under ``create_graph`` (a Jacobian inside another
-# transform, as in ``jacrev(jacrev(f))``): there a later backward through the batched
-# rows gave gradients of the wrong shape (a known bug, open), so those rows are computed
-# one by one too.
+# supported by the engine yet.
 
 
 def _batchable(outputs, variables, create: bool) -> bool:
-    return not create and all(t.numel() for t in (*outputs, *variables)) and \
+    return all(t.numel() for t in (*outputs, *variables)) and \
         not any(isinstance(t, BatchedTensor) for t in (*outputs, *variables))
 
 

@@ -42,9 +42,10 @@ from contextvars import ContextVar
 
 from ._keys import DispatchKey
 from ._pytree import tree_flatten, tree_unflatten
+from ._schema import NO_DEFAULT, Symbol
 from ._tensor import Tensor
 
-__all__ = ["BatchedTensor", "batch_size", "rules", "vmap"]
+__all__ = ["BatchedTensor", "batch_size", "register_rule", "rules", "vmap"]
 
 _BATCHED = DispatchKey.Batched.value
 
@@ -55,6 +56,13 @@ _levels: ContextVar[tuple] = ContextVar("mdtensor_vmap_levels", default=())
 #: rule ``rule(call: BatchedCall)``; filled by the catalogue (ops/batching.py) and by
 #: ``md.library`` users (``register_vmap``)
 rules: dict = {}
+
+
+def register_rule(name: str, rule) -> None:
+    """Make ``rule`` the batching rule of ``name`` (a declaration or overload name)."""
+    rules[name] = rule
+    _rule_of.clear()
+
 
 #: ops the fallback has warned about (once per op and process)
 _warned: set = set()
@@ -289,29 +297,45 @@ class BatchedCall:
         return loop(self)
 
 
-def _bind(op, args, kwargs) -> dict:
-    from ._schema import NO_DEFAULT, Symbol
+#: op -> its arguments as ``(name, kwarg_only, has_default, default)``; its mutable
+#: arguments; its rule (None: the fallback)
+_signatures: dict = {}
+_mutable: dict = {}
+_rule_of: dict = {}
 
+
+def _signature(op) -> tuple:
+    sig = _signatures.get(op)
+    if sig is None:
+        sig = _signatures[op] = tuple(
+            (a.name, a.kwarg_only, a.default is not NO_DEFAULT,
+             None if isinstance(a.default, Symbol) else a.default)
+            for a in op.schema.arguments)
+    return sig
+
+
+def _bind(op, args, kwargs) -> dict:
     out = {}
-    for i, a in enumerate(op.schema.arguments):
-        if not a.kwarg_only and i < len(args):
-            out[a.name] = args[i]
-        elif a.name in kwargs:
-            out[a.name] = kwargs[a.name]
-        elif a.default is not NO_DEFAULT:
-            out[a.name] = None if isinstance(a.default, Symbol) else a.default
+    n = len(args)
+    for i, (name, kwarg_only, has_default, default) in enumerate(_signature(op)):
+        if not kwarg_only and i < n:
+            out[name] = args[i]
+        elif name in kwargs:
+            out[name] = kwargs[name]
+        elif has_default:
+            out[name] = default
     return out
 
 
 def _invoke(op, args: dict):
     pos, kw = [], {}
-    for a in op.schema.arguments:
-        if a.name not in args:
+    for name, kwarg_only, _, _ in _signature(op):
+        if name not in args:
             continue
-        if a.kwarg_only:
-            kw[a.name] = args[a.name]
+        if kwarg_only:
+            kw[name] = args[name]
         else:
-            pos.append(args[a.name])
+            pos.append(args[name])
     return op(*pos, **kw)
 
 
@@ -331,7 +355,11 @@ def _same_kind(like, items):
 
 
 def _mutated(call: BatchedCall) -> list[str]:
-    return [a.name for a in call.op.schema.arguments if a.is_mutable and a.name in call.args]
+    names = _mutable.get(call.op)
+    if names is None:
+        names = _mutable[call.op] = tuple(a.name for a in call.op.schema.arguments
+                                          if a.is_mutable)
+    return [n for n in names if n in call.args]
 
 
 def check_writes(call: BatchedCall) -> None:
@@ -355,10 +383,13 @@ def _kernel(op, ks, args, kwargs):
     level = _top_level(args, kwargs)
     call = BatchedCall(op, level, args, kwargs)
     check_writes(call)
-    decl = op.decl
-    rule = rules.get(op.name)
-    if rule is None and decl is not None:
-        rule = rules.get(decl.name)
+    rule = _rule_of.get(op, _rule_of)
+    if rule is _rule_of:
+        decl = op.decl
+        rule = rules.get(op.name)
+        if rule is None and decl is not None:
+            rule = rules.get(decl.name)
+        _rule_of[op] = rule
     if rule is None:
         composite = op.kernels_for(DispatchKey.CompositeImplicitAutograd)
         if composite:  # decomposed: its parts reach the layer (PyTorch's functorch too)

@@ -19,7 +19,7 @@ only more slowly.
 
 from __future__ import annotations
 
-from mdtensor._vmap import rules
+from mdtensor._vmap import register_rule
 
 from . import aten_calls as aten
 from ._decl import CATALOGUE
@@ -42,7 +42,7 @@ def register(*names):
 
         guarded.__name__ = guarded.__qualname__ = f"batching_rule[{rule.__name__}]"
         for name in names:
-            rules[name] = guarded
+            register_rule(name, guarded)
         return rule
 
     return deco
@@ -113,9 +113,18 @@ def _pointwise_names():
 
 for _name in (*_pointwise_names(), "where", "clone", "contiguous",
               "contiguous_copy", "lift_fresh", "astype", "to_device_copy", "zeros_like",
-              "ones_like", "empty_like", "full_like", "sigmoid_backward", "tanh_backward",
-              "detach", "alias"):
+              "ones_like", "empty_like", "full_like", "detach", "alias"):
     register(_name)(elementwise)
+
+
+@register("sigmoid_backward", "tanh_backward")
+def _same_shapes(call):
+    """Backward helpers whose operands have one shape (their own derivatives assume it):
+    an unbatched operand is expanded along the batch, not broadcast."""
+    names = call.tensors()
+    if len({call.ndim(n) for n in names}) != 1:
+        raise _GiveUp
+    return call.wrap(call.call(**{n: call.expanded(call.args[n]) for n in names}))
 
 
 @register("masked_fill", "masked_fill_", "copy", "copy_")
