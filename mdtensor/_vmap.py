@@ -398,6 +398,54 @@ def _kernel(op, ks, args, kwargs):
     return rule(call)
 
 
+class VmapInfo:
+    """What a user's batching rule is told about the vmap (torch.library's
+    ``VmapInfo``)."""
+
+    __slots__ = ("batch_size", "randomness")
+
+    def __init__(self, batch_size: int, randomness: str):
+        self.batch_size = batch_size
+        self.randomness = randomness
+
+
+def user_rule(op, func):
+    """A rule calling ``func(info, in_dims, *args, **kwargs) -> (output, out_dims)``
+    (``md.library.register_vmap``)."""
+
+    def rule(call: BatchedCall):
+        pos, kw, dims = [], {}, []
+        for name, kwarg_only, _, _ in _signature(op):
+            if name not in call.args:
+                continue
+            v = call.args[name]
+            if kwarg_only:
+                kw[name] = call.inner(name)
+            else:
+                pos.append(call.inner(name))
+                dims.append(0 if call.batched(name) else None)
+        randomness = next(r for lvl, _, r in _levels.get() if lvl == call.level)
+        out, out_dims = func(VmapInfo(call.size, randomness), tuple(dims), *pos, **kw)
+        single = isinstance(out, Tensor)
+        outs = [out] if single else list(out)
+        if isinstance(out_dims, int) or out_dims is None:
+            out_dims = [out_dims] * len(outs)
+        if len(out_dims) != len(outs):
+            raise ValueError(f"vmap: the batching rule of {op.name} returned {len(outs)} "
+                             f"outputs but {len(out_dims)} out_dims")
+        moved = []
+        for o, d in zip(outs, out_dims):
+            if d is None:
+                o = o.unsqueeze(0).expand((call.size, *o.shape))
+            elif d % o.ndim:
+                o = _aten("moveaxis")(o, [d], [0])
+            moved.append(_wrap(o, call.level))
+        return moved[0] if single else _same_kind(out, moved)
+
+    rule.__name__ = rule.__qualname__ = f"user_batching_rule[{op.name}]"
+    return rule
+
+
 # ---------------------------------------------------------------------------------------
 # The fallback: one call per batch element
 

@@ -470,3 +470,29 @@ def test_a_rule_for_every_common_op_kind_is_registered():
     for name in ("add", "matmul", "sum", "reshape", "permute", "cat", "stack", "index",
                  "basic_index", "index_put_", "einsum", "linalg_inv", "softmax", "where"):
         assert name in rules, name
+
+
+def test_register_vmap_for_a_custom_op():
+    calls = []
+
+    @md.library.custom_op("vmaptest::scale", mutates_args=())
+    def scale(x: md.Tensor, k: float) -> md.Tensor:
+        calls.append(tuple(x.shape))
+        return x * k
+
+    x = md.asarray(np.arange(6.0).reshape(3, 2))
+    with pytest.warns(PerformanceWarning, match="vmaptest::scale"):  # the loop
+        np.testing.assert_array_equal(to_numpy(F.vmap(lambda t: scale(t, 2.0))(x)),
+                                      to_numpy(x) * 2)
+    assert calls == [(2,)] * 3
+
+    @scale.register_vmap
+    def _(info, in_dims, x, k):
+        assert info.batch_size == 3 and info.randomness == "error"
+        assert in_dims == (0, None)
+        return scale(x, k), 0
+
+    calls.clear()
+    got = F.vmap(lambda t: scale(t, 3.0), in_dims=1, out_dims=1)(x.T)
+    np.testing.assert_array_equal(to_numpy(got), to_numpy(x).T * 3)
+    assert calls == [(3, 2)]  # one call on the whole batch
