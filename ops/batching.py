@@ -491,6 +491,17 @@ def _matmul(call):
     return call.wrap(out)
 
 
+@register("matmul_backward")
+def _matmul_backward(call):
+    """Both gradients of a product from the products themselves (batched by ``_matmul``),
+    not one call per batch element."""
+    from .derivatives import matmul_gradients
+
+    mask = tuple(call.args["mask"])
+    return tuple(matmul_gradients(mask, call.args["grad_out"], call.args["self"],
+                                  call.args["other"]))
+
+
 @register("linalg_solve")
 def _solve(call):
     na, nb = call.ndim("self"), call.ndim("other")

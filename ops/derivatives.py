@@ -792,11 +792,13 @@ def _cumsum(g, out, x, axis=None, *, dtype=None, include_initial=False):
 def _matmul(needs, g, out, a, b):
     # Note [matmul_backward] in ops/linalg.py: one op when backward records nothing
     if _tls_get()[1] & _AUTOGRAD:  # create_graph: composed of differentiable ops
-        return _matmul_composite(needs, g, a, b)
+        return matmul_gradients(needs, g, a, b)
     return aten.matmul_backward(g, a, b, needs[:2])
 
 
-def _matmul_composite(needs, g, a, b):
+def matmul_gradients(needs, g, a, b):
+    """matmul's two gradients from dispatched ops (each differentiable; a batched ``g``
+    under vmap goes through the batching rules: ops/batching.py)."""
     # Complex operands: ga = g @ b^H, gb = a^H @ g (PyTorch's convention); a real operand
     # is used as it is (no conj) and a real input of a mixed product gets the real part.
     need_a, need_b = needs[0], needs[1]
@@ -850,7 +852,7 @@ def _matmul_backward(c, out, g, a, b, mask):
         leaf.requires_grad_(True)
         args[i] = leaf
         with enable_grad():
-            outs = _matmul_composite(mask, *args)
+            outs = matmul_gradients(mask, *args)
         pairs = [(o, t) for o, t in zip(outs, c)  # c: the two outputs' gradients
                  if o is not None and t is not None and o.requires_grad]
         if not pairs:
