@@ -418,7 +418,6 @@ def user_rule(op, func):
         for name, kwarg_only, _, _ in _signature(op):
             if name not in call.args:
                 continue
-            v = call.args[name]
             if kwarg_only:
                 kw[name] = call.inner(name)
             else:
