@@ -40,7 +40,7 @@ import functools
 import warnings
 from contextvars import ContextVar
 
-from ._keys import DispatchKey
+from ._keys import AFTER_BATCHED, DispatchKey
 from ._pytree import tree_flatten, tree_unflatten
 from ._schema import NO_DEFAULT, Symbol
 from ._tensor import Tensor
@@ -381,6 +381,8 @@ def check_writes(call: BatchedCall) -> None:
 
 def _kernel(op, ks, args, kwargs):
     level = _top_level(args, kwargs)
+    if not level:  # the key came from the thread-local include set, not from a tensor
+        return op.redispatch(ks & AFTER_BATCHED, *args, **kwargs)
     call = BatchedCall(op, level, args, kwargs)
     check_writes(call)
     rule = _rule_of.get(op, _rule_of)
