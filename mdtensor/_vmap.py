@@ -243,14 +243,17 @@ class BatchedCall:
         args: ``{argument name: value}`` in schema order, defaults filled in.
     """
 
-    __slots__ = ("op", "level", "size", "args", "_raw")
+    __slots__ = ("op", "level", "size", "args", "_given")
 
     def __init__(self, op, level: int, args: tuple, kwargs: dict):
         self.op = op
         self.level = level
         self.size = batch_size(level)
-        self._raw = (args, kwargs)
         self.args = _bind(op, args, kwargs)
+        #: the arguments the caller passed (the others are defaults, not passed on)
+        self._given = frozenset(kwargs).union(
+            name for (name, kwarg_only, _, _), _ in zip(_signature(op), args)
+            if not kwarg_only)
 
     def batched(self, name: str) -> bool:
         v = self.args.get(name)
@@ -286,8 +289,12 @@ class BatchedCall:
                 and isinstance(self.args.get(a.name), Tensor)]
 
     def call(this, /, **values):  # noqa: N805 (arguments may be named ``self``)
-        """The op with ``values`` replacing arguments."""
-        return _invoke(this.op, {**this.args, **values})
+        """The op with ``values`` replacing arguments (defaults the caller left out stay
+        out, unless replaced)."""
+        given = this._given
+        args = {k: v for k, v in this.args.items() if k in given}
+        args.update(values)
+        return _invoke(this.op, args)
 
     def wrap(self, result):
         """Tensors of ``result`` wrapped at this level."""
@@ -328,14 +335,19 @@ def _bind(op, args, kwargs) -> dict:
 
 
 def _invoke(op, args: dict):
-    pos, kw = [], {}
-    for name, kwarg_only, _, _ in _signature(op):
-        if name not in args:
-            continue
+    """``op`` called with ``args`` (by name): positionally up to the last positional one
+    given (defaults filling the gaps before it), keyword-only ones by keyword."""
+    pos, kw, gap = [], {}, []
+    for name, kwarg_only, has_default, default in _signature(op):
         if kwarg_only:
-            kw[name] = args[name]
-        else:
+            if name in args:
+                kw[name] = args[name]
+        elif name in args:
+            pos += gap
+            gap = []
             pos.append(args[name])
+        elif has_default:
+            gap.append(default)
     return op(*pos, **kw)
 
 
