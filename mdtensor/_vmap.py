@@ -460,6 +460,93 @@ def user_rule(op, func):
 
 
 # ---------------------------------------------------------------------------------------
+# md.autograd.Function under vmap
+
+
+class _AtLevel:
+    """The vmap level ``level`` running for a block (entered again if it has ended: the
+    backward of ``grad(vmap(f))`` runs after ``vmap`` returned)."""
+
+    __slots__ = ("entry", "token")
+
+    def __init__(self, entry):
+        self.entry = entry
+        self.token = None
+
+    def __enter__(self):
+        stack = _levels.get()
+        if not any(lvl == self.entry[0] for lvl, _, _ in stack):
+            self.token = _levels.set((*stack, self.entry))
+
+    def __exit__(self, *exc):
+        if self.token is not None:
+            _levels.reset(self.token)
+
+
+def apply_function(cls, args, kwargs):
+    """``cls.apply(*args)`` of an ``md.autograd.Function`` with batched arguments
+    (PyTorch's ``generate_vmap_rule = True``): ``forward`` and ``backward`` run on
+    batched tensors, through the Batched layer, inside a Function of the physical tensors
+    that autograd records."""
+    level = _top_level(args, kwargs)
+    name = cls.__name__
+    if not getattr(cls, "generate_vmap_rule", False):
+        raise RuntimeError(
+            f"vmap: the autograd.Function {name} has no vmap support: set "
+            f"generate_vmap_rule = True on it (forward and backward are then run on "
+            f"batched tensors), as in PyTorch")
+    entry = next(e for e in _levels.get() if e[0] == level)
+    size = entry[1]
+    batched = [_is_batched(a, level) for a in args]
+    kw_batched = {k for k, v in kwargs.items() if _is_batched(v, level)}
+    if kw_batched:
+        raise RuntimeError(f"vmap: {name}.apply got batched keyword arguments "
+                           f"({', '.join(sorted(kw_batched))}); pass tensors positionally")
+    shape = {}
+
+    def to_physical(out):
+        single = not isinstance(out, tuple)
+        outs = (out,) if single else out
+        shape["single"] = single
+        phys = tuple(o._inner if _is_batched(o, level) else
+                     o.unsqueeze(0).expand((size, *o.shape)) if isinstance(o, Tensor) else o
+                     for o in outs)
+        return phys[0] if single else phys
+
+    from .autograd.function import Function
+
+    class Batched(Function):
+        @staticmethod
+        def forward(ctx, *phys):
+            ctx.inner_ctx = ctx
+            with _AtLevel(entry):
+                wrapped = [_wrap(p, level) if b else p for p, b in zip(phys, batched)]
+                return to_physical(cls.forward(ctx, *wrapped, **kwargs))
+
+        @staticmethod
+        def backward(ctx, *grads):
+            with _AtLevel(entry):
+                res = cls.backward(ctx, *(None if g is None else _wrap(g, level)
+                                          for g in grads))
+            res = res if isinstance(res, tuple) else (res,)
+            out = []
+            for g, b in zip(res, batched):
+                if not isinstance(g, Tensor):
+                    out.append(g)
+                elif _is_batched(g, level):  # per element; summed for a shared input
+                    out.append(g._inner if b else g._inner.sum(axis=0))
+                else:  # the same for every element
+                    out.append(g.unsqueeze(0).expand((size, *g.shape)) if b else g * size)
+            return tuple(out) + tuple(res[len(batched):])
+
+    Batched.__name__ = Batched.__qualname__ = name
+    phys = Batched.apply(*(a._inner if b else a for a, b in zip(args, batched)))
+    if shape["single"]:
+        return _wrap(phys, level)
+    return tuple(_wrap(p, level) if isinstance(p, Tensor) else p for p in phys)
+
+
+# ---------------------------------------------------------------------------------------
 # The fallback: one call per batch element
 
 

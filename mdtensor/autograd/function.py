@@ -16,12 +16,15 @@ Example:
 
 from __future__ import annotations
 
+from mdtensor._keys import DispatchKey
 from mdtensor._tensor import Tensor
 
 from ._graph import _FREED, Node, attach, gradient_edge
 from ._meta import saved_version
 
 __all__ = ["Function", "FunctionCtx", "validate_gradients"]
+
+_BATCHED = DispatchKey.Batched.value
 
 
 def validate_gradients(name: str, grads, inputs) -> list:
@@ -146,9 +149,19 @@ class Function:
     def backward(ctx, *grads):
         raise NotImplementedError("Function subclasses must implement backward")
 
+    #: under ``md.func.vmap``, run ``forward`` and ``backward`` on batched tensors (else
+    #: ``vmap`` refuses the Function, as PyTorch does)
+    generate_vmap_rule = False
+
     @classmethod
     def apply(cls, *args, **kwargs):
         from mdtensor.autograd import no_grad
+
+        if any(getattr(a, "_ks", 0) & _BATCHED for a in args) or any(
+                getattr(v, "_ks", 0) & _BATCHED for v in kwargs.values()):
+            from mdtensor._vmap import apply_function
+
+            return apply_function(cls, args, kwargs)
 
         tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
