@@ -188,6 +188,7 @@ __all__ = [
     "expm1",
     "eye",
     "fft",
+    "fill",
     "finfo",
     "flatten",
     "flip",
@@ -290,6 +291,7 @@ __all__ = [
     "randint",
     "randn",
     "random",
+    "ravel",
     "real",
     "reciprocal",
     "relu",
@@ -888,6 +890,11 @@ def eye(
     requires_grad: Bool = ...,
 ) -> Tensor: ...
 
+@overload
+def fill(self: Tensor, value: Scalar) -> Tensor: ...
+@overload
+def fill(self: Tensor, value: Scalar, *, out: Tensor) -> Tensor: ...
+
 def flatten(self: Tensor, start_dim: Int = ..., end_dim: Int = ...) -> Tensor: ...
 
 @overload
@@ -1316,6 +1323,8 @@ def prod(
     *,
     dtype: DTypeLike | None = ...,
 ) -> Tensor: ...
+
+def ravel(self: Tensor) -> Tensor: ...
 
 def real(self: Tensor) -> Tensor: ...
 

@@ -14,6 +14,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     creation,
     elementwise,
     fft,
+    filling,
     indexing,
     linalg,
     manipulation,

@@ -14,6 +14,7 @@ use md ops, so ``create_graph=True`` differentiates them again.
 from __future__ import annotations
 
 import cmath
+import importlib
 import math
 
 from mdtensor.ops import aten_calls as aten
@@ -2141,3 +2142,11 @@ def _view_copy_rules() -> None:
 
 
 _view_copy_rules()
+
+
+# The rules of newer catalogue chapters live beside them (``ops/<chapter>_derivatives.py``);
+# importing them here registers them in ``DERIVATIVES`` (by module path: a plain name would
+# be read as an operator namespace, ``md.ops.<ns>``).
+_CHAPTERS = ("filling",)
+for _chapter in _CHAPTERS:
+    importlib.import_module(f"mdtensor.ops.{_chapter}_derivatives")
