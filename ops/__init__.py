@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     fft,
     filling,
     indexing,
+    joining,
     linalg,
     manipulation,
     nn,

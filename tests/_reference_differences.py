@@ -132,7 +132,7 @@ def _operands(case):
     """The arrays an op promotes together (``where``'s condition is not one; ``cat`` and
     ``stack`` promote the tensors of their list)."""
     args = case.args[1:] if case.op == "where" else case.args
-    if case.op in ("cat", "stack"):
+    if case.op in ("cat", "stack", *STACKING):
         args = case.args[0]
     return [a for a in args if isinstance(a, np.ndarray)]
 
@@ -167,7 +167,9 @@ BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow"
           "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "eq",
           "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "where",
           "matmul", "mm", "bmm", "dot", "vecdot", "outer", "tensordot", "linalg_cross",
-          "linalg_solve", "cat", "stack")
+          "linalg_solve", "cat", "stack", "hstack", "vstack", "dstack", "column_stack")
+#: ops that promote the tensors of their list, as ``cat`` does
+STACKING = ("hstack", "vstack", "dstack", "column_stack")
 
 # ---------------------------------------------------------------------------------------
 # The table
