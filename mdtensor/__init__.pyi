@@ -3,6 +3,7 @@
 
 """mdtensor: a NumPy-like tensor library with a PyTorch-style dispatcher."""
 
+import builtins
 from collections.abc import Sequence
 from typing import Any, overload
 
@@ -108,6 +109,7 @@ __all__ = [
     "acosh",
     "add",
     "all",
+    "allclose",
     "amax",
     "amin",
     "any",
@@ -153,6 +155,7 @@ __all__ = [
     "clamp",
     "clip",
     "clone",
+    "column_stack",
     "complex128",
     "complex64",
     "concat",
@@ -174,6 +177,7 @@ __all__ = [
     "dot",
     "double",
     "dropout",
+    "dstack",
     "e",
     "einsum",
     "empty",
@@ -211,9 +215,13 @@ __all__ = [
     "greater_equal",
     "gt",
     "half",
+    "hstack",
     "hypot",
     "iinfo",
     "imag",
+    "index_add",
+    "index_copy",
+    "index_fill",
     "index_select",
     "inf",
     "inference_mode",
@@ -224,6 +232,7 @@ __all__ = [
     "int8",
     "is_grad_enabled",
     "is_inference_mode_enabled",
+    "isclose",
     "isdtype",
     "isfinite",
     "isin",
@@ -304,6 +313,9 @@ __all__ = [
     "round",
     "rsqrt",
     "save",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
     "searchsorted",
     "set_default_device",
     "set_grad_enabled",
@@ -351,6 +363,7 @@ __all__ = [
     "unstack",
     "var",
     "vecdot",
+    "vstack",
     "where",
     "zeros",
     "zeros_like",
@@ -394,6 +407,14 @@ def add(self: Scalar, other: Tensor, alpha: Scalar = ...) -> Tensor: ...
 def all(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
 @overload
 def all(self: Tensor, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
+
+def allclose(
+    self: Tensor,
+    other: Tensor,
+    rtol: Float = ...,
+    atol: Float = ...,
+    equal_nan: Bool = ...,
+) -> builtins.bool: ...
 
 @overload
 def amax(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
@@ -661,6 +682,8 @@ def clip(self: Tensor, min: Any = ..., max: Any = ...) -> Tensor: ...
 
 def clone(self: Tensor) -> Tensor: ...
 
+def column_stack(tensors: Sequence[Tensor]) -> Tensor: ...
+
 @overload
 def concat(tensors: Sequence[Tensor], axis: Int | None = ...) -> Tensor: ...
 @overload
@@ -813,6 +836,8 @@ def divide(self: Scalar, other: Tensor) -> Tensor: ...
 def dot(self: Tensor, tensor: Tensor) -> Tensor: ...
 
 def dropout(input: Tensor, p: Float = ..., train: Bool = ...) -> Tensor: ...
+
+def dstack(tensors: Sequence[Tensor]) -> Tensor: ...
 
 @overload
 def einsum(equation: str, /, *tensors: Tensor) -> Tensor: ...
@@ -986,6 +1011,8 @@ def gt(self: Tensor, other: Scalar) -> Tensor: ...
 @overload
 def gt(self: Scalar, other: Tensor) -> Tensor: ...
 
+def hstack(tensors: Sequence[Tensor]) -> Tensor: ...
+
 @overload
 def hypot(self: Tensor, other: Tensor) -> Tensor: ...
 @overload
@@ -1000,9 +1027,47 @@ def hypot(self: Scalar, other: Tensor) -> Tensor: ...
 def imag(self: Tensor) -> Tensor: ...
 
 @overload
+def index_add(
+    self: Tensor,
+    dim: Int,
+    index: Tensor,
+    source: Tensor,
+    *,
+    alpha: Scalar = ...,
+) -> Tensor: ...
+@overload
+def index_add(
+    self: Tensor,
+    dim: Int,
+    index: Tensor,
+    source: Tensor,
+    *,
+    alpha: Scalar = ...,
+    out: Tensor,
+) -> Tensor: ...
+
+@overload
+def index_copy(self: Tensor, dim: Int, index: Tensor, source: Tensor) -> Tensor: ...
+@overload
+def index_copy(self: Tensor, dim: Int, index: Tensor, source: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
+def index_fill(self: Tensor, dim: Int, index: Tensor, value: Scalar) -> Tensor: ...
+@overload
+def index_fill(self: Tensor, dim: Int, index: Tensor, value: Scalar, *, out: Tensor) -> Tensor: ...
+
+@overload
 def index_select(self: Tensor, dim: Int, index: Tensor) -> Tensor: ...
 @overload
 def index_select(self: Tensor, axis: Int, index: Tensor) -> Tensor: ...
+
+def isclose(
+    self: Tensor,
+    other: Tensor,
+    rtol: Float = ...,
+    atol: Float = ...,
+    equal_nan: Bool = ...,
+) -> Tensor: ...
 
 def isfinite(self: Tensor) -> Tensor: ...
 
@@ -1380,6 +1445,42 @@ def rsqrt(self: Tensor) -> Tensor: ...
 def rsqrt(self: Tensor, *, out: Tensor) -> Tensor: ...
 
 @overload
+def scatter(self: Tensor, dim: Int, index: Tensor, src: Tensor) -> Tensor: ...
+@overload
+def scatter(self: Tensor, dim: Int, index: Tensor, src: Tensor, *, out: Tensor) -> Tensor: ...
+@overload
+def scatter(self: Tensor, dim: Int, index: Tensor, value: Scalar) -> Tensor: ...
+@overload
+def scatter(self: Tensor, dim: Int, index: Tensor, value: Scalar, *, out: Tensor) -> Tensor: ...
+
+@overload
+def scatter_add(self: Tensor, dim: Int, index: Tensor, src: Tensor) -> Tensor: ...
+@overload
+def scatter_add(self: Tensor, dim: Int, index: Tensor, src: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
+def scatter_reduce(
+    self: Tensor,
+    dim: Int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    *,
+    include_self: Bool = ...,
+) -> Tensor: ...
+@overload
+def scatter_reduce(
+    self: Tensor,
+    dim: Int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    *,
+    include_self: Bool = ...,
+    out: Tensor,
+) -> Tensor: ...
+
+@overload
 def searchsorted(
     sorted_sequence: Tensor,
     self: Tensor,
@@ -1621,6 +1722,8 @@ def var(
 def var(self: Tensor, dim: IntList | None, unbiased: Bool = ..., keepdim: Bool = ...) -> Tensor: ...
 
 def vecdot(self: Tensor, other: Tensor, *, axis: Int = ...) -> Tensor: ...
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor: ...
 
 @overload
 def where(condition: Tensor, self: Tensor, other: Tensor) -> Tensor: ...

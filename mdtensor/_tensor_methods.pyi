@@ -13,6 +13,7 @@ from ._typing import (
     Bool,
     DeviceLike,
     DTypeLike,
+    Float,
     Int,
     IntList,
     MaxResult,
@@ -112,6 +113,13 @@ class TensorMethods:
     def all(self, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
     @overload
     def all(self, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
+    def allclose(
+        self,
+        other: Tensor,
+        rtol: Float = ...,
+        atol: Float = ...,
+        equal_nan: Bool = ...,
+    ) -> builtins.bool: ...
     @overload
     def amax(self, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
     @overload
@@ -578,11 +586,54 @@ class TensorMethods:
     @property
     def imag(self) -> Tensor: ...
     @overload
+    def index_add(
+        self,
+        dim: Int,
+        index: Tensor,
+        source: Tensor,
+        *,
+        alpha: Scalar = ...,
+    ) -> Tensor: ...
+    @overload
+    def index_add(
+        self,
+        dim: Int,
+        index: Tensor,
+        source: Tensor,
+        *,
+        alpha: Scalar = ...,
+        out: Tensor,
+    ) -> Tensor: ...
+    def index_add_(
+        self,
+        dim: Int,
+        index: Tensor,
+        source: Tensor,
+        alpha: Scalar = ...,
+    ) -> Tensor: ...
+    @overload
+    def index_copy(self, dim: Int, index: Tensor, source: Tensor) -> Tensor: ...
+    @overload
+    def index_copy(self, dim: Int, index: Tensor, source: Tensor, *, out: Tensor) -> Tensor: ...
+    def index_copy_(self, dim: Int, index: Tensor, source: Tensor) -> Tensor: ...
+    @overload
+    def index_fill(self, dim: Int, index: Tensor, value: Scalar) -> Tensor: ...
+    @overload
+    def index_fill(self, dim: Int, index: Tensor, value: Scalar, *, out: Tensor) -> Tensor: ...
+    def index_fill_(self, dim: Int, index: Tensor, value: Scalar) -> Tensor: ...
+    @overload
     def index_select(self, dim: Int, index: Tensor) -> Tensor: ...
     @overload
     def index_select(self, axis: Int, index: Tensor) -> Tensor: ...
     def int(self, memory_format: Any = ...) -> Tensor: ...
     def is_contiguous(self, memory_format: Any = ...) -> builtins.bool: ...
+    def isclose(
+        self,
+        other: Tensor,
+        rtol: Float = ...,
+        atol: Float = ...,
+        equal_nan: Bool = ...,
+    ) -> Tensor: ...
     def isfinite(self) -> Tensor: ...
     def isinf(self) -> Tensor: ...
     def isnan(self) -> Tensor: ...
@@ -906,6 +957,52 @@ class TensorMethods:
     @overload
     def rsqrt(self, *, out: Tensor) -> Tensor: ...
     def rsqrt_(self) -> Tensor: ...
+    @overload
+    def scatter(self, dim: Int, index: Tensor, src: Tensor) -> Tensor: ...
+    @overload
+    def scatter(self, dim: Int, index: Tensor, src: Tensor, *, out: Tensor) -> Tensor: ...
+    @overload
+    def scatter(self, dim: Int, index: Tensor, value: Scalar) -> Tensor: ...
+    @overload
+    def scatter(self, dim: Int, index: Tensor, value: Scalar, *, out: Tensor) -> Tensor: ...
+    @overload
+    def scatter_(self, dim: Int, index: Tensor, src: Tensor) -> Tensor: ...
+    @overload
+    def scatter_(self, dim: Int, index: Tensor, value: Scalar) -> Tensor: ...
+    @overload
+    def scatter_add(self, dim: Int, index: Tensor, src: Tensor) -> Tensor: ...
+    @overload
+    def scatter_add(self, dim: Int, index: Tensor, src: Tensor, *, out: Tensor) -> Tensor: ...
+    def scatter_add_(self, dim: Int, index: Tensor, src: Tensor) -> Tensor: ...
+    @overload
+    def scatter_reduce(
+        self,
+        dim: Int,
+        index: Tensor,
+        src: Tensor,
+        reduce: str,
+        *,
+        include_self: Bool = ...,
+    ) -> Tensor: ...
+    @overload
+    def scatter_reduce(
+        self,
+        dim: Int,
+        index: Tensor,
+        src: Tensor,
+        reduce: str,
+        *,
+        include_self: Bool = ...,
+        out: Tensor,
+    ) -> Tensor: ...
+    def scatter_reduce_(
+        self,
+        dim: Int,
+        index: Tensor,
+        src: Tensor,
+        reduce: str,
+        include_self: Bool = ...,
+    ) -> Tensor: ...
     def short(self, memory_format: Any = ...) -> Tensor: ...
     @overload
     def sigmoid(self) -> Tensor: ...

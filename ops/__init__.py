@@ -11,6 +11,7 @@ from __future__ import annotations
 from mdtensor._ops import ops as _namespaces
 
 from . import (  # noqa: F401  (imported for their declarations)
+    closeness,
     creation,
     elementwise,
     fft,
@@ -21,6 +22,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     manipulation,
     nn,
     reductions,
+    scatter,
     searching,
     view_copy,  # last: generated from the view ops declared above
 )

@@ -664,6 +664,8 @@ def _promoted(xp, tensors):
 
 def _concat(xp, tensors, axis=0):
     tensors = _promoted(xp, tensors)
+    if any(0 in tuple(t.shape) for t in tensors):  # Dask joins empty arrays of any shape
+        _cat_meta([_Shape(t) for t in tensors], axis)
     try:
         return xp.concat(tensors, axis=axis)
     except (ValueError, IndexError, TypeError):

@@ -787,6 +787,60 @@ difference(
     "copysign(a, b) / a times the gradient: nan at an infinite a", _infinite_first_operand,
     _infinities_as_ones, "PyTorch with the infinities of the first operand replaced by +-1")
 
+
+
+def _src_larger_than_index(case) -> bool:
+    src, index = case.args[3], case.args[2]
+    return (isinstance(src, np.ndarray) and isinstance(index, np.ndarray)
+            and src.shape != index.shape)
+
+
+def _src_cut_to_index(case):
+    """PyTorch's gradients with src cut to the index's shape, the src gradient padded with
+    zeros back to src's shape (the elements no index reaches do not change the output)."""
+    x, dim, index, src, *rest = case.args
+    cut = src[tuple(slice(0, k) for k in index.shape)]
+    grads = case.rerun_grads([x, dim, index, cut, *rest], case.kwargs)
+    if isinstance(grads, Exception) or grads[-1].shape == src.shape:
+        return grads
+    padded = np.zeros(src.shape, dtype=grads[-1].dtype)
+    padded[tuple(slice(0, k) for k in index.shape)] = grads[-1]
+    return [*grads[:-1], padded]
+
+
+difference(
+    "scatter-src-larger-than-index", ("scatter", "scatter_add", "scatter_reduce"),
+    "gradient",
+    "the gradient of a src larger than the index: g gathered at the written positions, "
+    "zeros for the elements no index reaches",
+    "refuses it in backward (ScatterBackward0 returned an invalid gradient)",
+    _src_larger_than_index, _src_cut_to_index,
+    "PyTorch with src cut to the index's shape, the gradient padded with zeros")
+
+def _complex_nonfinite_source(case) -> bool:
+    src = case.args[3]
+    return (isinstance(src, np.ndarray) and src.dtype.kind == "c"
+            and not bool(np.isfinite(src).all()))
+
+
+def _index_add_in_numpy(case):
+    x, dim, index, src = case.args
+    alpha = case.kwargs.get("alpha", 1)
+    out = np.array(x, copy=True).reshape(x.shape or (1,))
+    s = np.asarray(src).reshape(np.shape(src) or (1,))
+    d = dim % out.ndim
+    for i, k in enumerate(np.asarray(index).reshape(-1)):
+        part = np.take(s, [i], axis=d)
+        out[(slice(None),) * d + (slice(k, k + 1),)] += part if alpha == 1 else part * alpha
+    return [out.reshape(x.shape)]
+
+
+difference(
+    "index-add-alpha-one", ("index_add",), "values",
+    "adds the source as it is when alpha is 1: 0 + (0+inf j) is 0+inf j",
+    "multiplies the source by alpha, 1 too: (0+inf j) * 1 is nan+inf j",
+    _complex_nonfinite_source, _index_add_in_numpy, "NumPy, adding source (times alpha)")
+
 # ---------------------------------------------------------------------------------------
 # Rendering
 

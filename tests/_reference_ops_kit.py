@@ -5,7 +5,7 @@ whose ``REFS`` and ``EXCLUDED`` these rows join."""
 from __future__ import annotations
 
 import numpy as np
-from _reference_ops import ALL, Sample, arrays, elements, ref, unary
+from _reference_ops import ALL, NUMERIC, Sample, arrays, elements, pairs, ref, unary
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -54,3 +54,126 @@ def _same_shapes(draw, max_dims=3):
 for _n in ("hstack", "vstack", "dstack", "column_stack"):
     ref(_n, lambda lib, ts, _n=_n: getattr(lib, _n)(ts),
         lambda lib, ts, _n=_n: getattr(lib, _n)(ts), _same_shapes())
+
+
+# -- closeness -------------------------------------------------------------------------------
+
+
+@st.composite
+def _close_sample(draw):
+    s = draw(pairs(ALL, scalars=False, same_dtype=draw(st.integers(0, 9)) > 0))
+    a, b = s.args
+    if draw(st.booleans()) and a.shape == b.shape and a.dtype == b.dtype:
+        b = a.copy()  # close and equal values, not only far ones
+    kw = draw(st.sampled_from([{}, {"rtol": 0.5}, {"atol": 1.0}, {"equal_nan": True},
+                               {"rtol": 0.0, "atol": 0.0}]))
+    return Sample((a, b), kw)
+
+
+ref("isclose", lambda lib, a, b, **k: lib.isclose(a, b, **k),
+    lambda lib, a, b, **k: lib.isclose(a, b, **k), _close_sample(), grad=False)
+ref("allclose", lambda lib, a, b, **k: lib.asarray(lib.allclose(a, b, **k)) if lib.__name__
+    == "mdtensor" else lib.tensor(lib.allclose(a, b, **k)),
+    lambda lib, a, b, **k: lib.tensor(lib.allclose(a, b, **k)), _close_sample(), grad=False)
+
+
+# -- scatters --------------------------------------------------------------------------------
+
+
+@st.composite
+def _scatter_sample(draw, dtypes=ALL, value=False, reduce=False):
+    """``(self, dim, index, src)``: an index no larger than src, nor than self off dim, with
+    values in range (now and then one out of range, a mismatched dtype or an int32 index)."""
+    x = draw(arrays(dtypes, shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=1,
+                                                    max_side=4)))
+    nd = max(x.ndim, 1)
+    xs = x.shape or (1,)
+    dim = draw(st.integers(-nd, nd - 1))
+    d = dim % nd
+    ishape = tuple(draw(st.integers(0 if draw(st.integers(0, 9)) == 0 else 1, 4)) if i == d
+                   else draw(st.integers(1, xs[i])) for i in range(nd))
+    hi = xs[d] - 1 if draw(st.integers(0, 14)) else xs[d]
+    index = draw(hnp.arrays(np.int64, ishape, elements=st.integers(0, hi)))
+    if draw(st.integers(0, 19)) == 0:
+        index = index.astype(np.int32)
+    if x.ndim == 0 and draw(st.booleans()):
+        index = index.reshape(()) if index.size == 1 else index
+    if value:
+        v = draw(st.booleans() if x.dtype.kind == "b" else st.integers(-3, 3)
+                 if x.dtype.kind in "iu" else st.sampled_from([1.5, -2.0, float("nan")]))
+        return Sample((x, dim, index, v))
+    sshape = tuple(k + draw(st.integers(0, 1)) for k in index.shape) if index.ndim else ()
+    sd = x.dtype if draw(st.integers(0, 14)) else np.dtype(draw(st.sampled_from(dtypes)))
+    src = draw(hnp.arrays(sd, sshape, elements=elements(sd.name)))
+    if reduce:
+        return Sample((x, dim, index, src, draw(st.sampled_from(
+            ["sum", "prod", "mean", "amax", "amin"]))), {"include_self": draw(st.booleans())})
+    return Sample((x, dim, index, src))
+
+
+def _unique_positions(s: Sample) -> bool:
+    """Whether no two elements of the index write one position (scatter's gradient, as
+    PyTorch's formula, assumes so)."""
+    x, dim, index = s.args[:3]
+    nd = max(x.ndim, 1)
+    idx = index.reshape(index.shape or (1,))
+    grid = np.indices(idx.shape)
+    grid[dim % nd] = idx
+    flat = grid.reshape(nd, -1).T
+    return len({tuple(r) for r in flat.tolist()}) == flat.shape[0]
+
+
+ref("scatter", lambda lib, x, d, i, s: lib.scatter(x, d, i, s),
+    lambda lib, x, d, i, s: lib.scatter(x, d, i, s),
+    _scatter_sample().filter(_unique_positions), name="scatter.src")
+ref("scatter", lambda lib, x, d, i, v: lib.scatter(x, d, i, v),
+    lambda lib, x, d, i, v: lib.scatter(x, d, i, v), _scatter_sample(value=True),
+    name="scatter.value")
+ref("scatter_add", lambda lib, x, d, i, s: lib.scatter_add(x, d, i, s),
+    lambda lib, x, d, i, s: lib.scatter_add(x, d, i, s), _scatter_sample(NUMERIC))
+ref("scatter_reduce", lambda lib, x, d, i, s, r, **k: lib.scatter_reduce(x, d, i, s, r, **k),
+    lambda lib, x, d, i, s, r, **k: lib.scatter_reduce(x, d, i, s, r, **k),
+    _scatter_sample(("int64", "float32", "float64"), reduce=True))
+
+
+@st.composite
+def _index_sample(draw, dtypes=ALL, fill=False):
+    """``(self, dim, index, source)`` of index_add/index_copy (``value`` for index_fill)."""
+    x = draw(arrays(dtypes, shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=1,
+                                                    max_side=4)))
+    nd = max(x.ndim, 1)
+    xs = list(x.shape or (1,))
+    dim = draw(st.integers(-nd, nd - 1))
+    d = dim % nd
+    n = draw(st.integers(0, 4))
+    hi = xs[d] - 1 if draw(st.integers(0, 14)) else xs[d]
+    index = draw(hnp.arrays(draw(st.sampled_from([np.int64, np.int64, np.int32])), (n,),
+                            elements=st.integers(0, hi)))
+    if fill:
+        v = draw(st.booleans() if x.dtype.kind == "b" else st.integers(-3, 3)
+                 if x.dtype.kind in "iu" else st.sampled_from([1.5, -2.0]))
+        return Sample((x, dim, index, v))
+    sshape = list(xs)
+    sshape[d] = n if draw(st.integers(0, 14)) else n + 1
+    src = draw(hnp.arrays(x.dtype, tuple(sshape) if x.ndim else (), elements=elements(
+        x.dtype.name))) if x.ndim or n == 1 else draw(hnp.arrays(x.dtype, tuple(sshape),
+                                                                 elements=elements(
+                                                                     x.dtype.name)))
+    return Sample((x, dim, index, src))
+
+
+def _unique_index(s: Sample) -> bool:
+    i = s.args[2]
+    return len(set(i.tolist())) == i.size
+
+
+ref("index_add", lambda lib, x, d, i, s: lib.index_add(x, d, i, s),
+    lambda lib, x, d, i, s: lib.index_add(x, d, i, s), _index_sample(NUMERIC))
+ref("index_add", lambda lib, x, d, i, s: lib.index_add(x, d, i, s, alpha=2),
+    lambda lib, x, d, i, s: lib.index_add(x, d, i, s, alpha=2), _index_sample(NUMERIC),
+    name="index_add-alpha")
+ref("index_copy", lambda lib, x, d, i, s: lib.index_copy(x, d, i, s),
+    lambda lib, x, d, i, s: lib.index_copy(x, d, i, s),
+    _index_sample().filter(_unique_index))
+ref("index_fill", lambda lib, x, d, i, v: lib.index_fill(x, d, i, v),
+    lambda lib, x, d, i, v: lib.index_fill(x, d, i, v), _index_sample(fill=True))
