@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     reductions,
     scatter,
     searching,
+    statistics,
     view_copy,  # last: generated from the view ops declared above
 )
 from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401

@@ -10,8 +10,9 @@ anywhere nor than ``self`` off ``dim``, and only the part of ``src`` it covers i
 with ``index`` broadcast along the other dimensions.  Every one computes the flat positions
 of the writes and hands them to ``_segment.put`` (Note [Scatters without scatter functions]
 in ops/_segment.py).  As PyTorch: indices are int32 or int64 in ``[0, size)`` (checked,
-naming the op; ``index_fill`` takes negative ones too), ``src`` has ``self``'s dtype, and of repeated positions in ``scatter`` the last write
-wins (PyTorch's CPU order; PyTorch leaves it undefined).  The derivative rules are in
+naming the op; ``index_fill`` takes negative ones too), ``src`` has ``self``'s dtype, and
+of repeated positions in ``scatter`` the last write wins (PyTorch's CPU order; PyTorch
+leaves it undefined).  The derivative rules are in
 ``ops/scatter_derivatives.py``.
 """
 
@@ -23,8 +24,8 @@ from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
-from ._segment import put
 from ._samples import make_array
+from ._segment import put
 from .elementwise import ALL, NUMERIC
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
