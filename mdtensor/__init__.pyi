@@ -66,15 +66,20 @@ from ._serialization import save as save
 from ._tensor import Tensor as Tensor
 from ._typing import (
     Bool,
+    CummaxResult,
+    CumminResult,
     DeviceLike,
     DTypeLike,
     Float,
     Int,
     IntList,
+    KthvalueResult,
     MaxResult,
+    MedianResult,
     MinResult,
     Scalar,
     SortResult,
+    TopkResult,
     UniqueAllResult,
     UniqueCountsResult,
     UniqueInverseResult,
@@ -166,6 +171,8 @@ __all__ = [
     "cos",
     "cosh",
     "count_nonzero",
+    "cummax",
+    "cummin",
     "cumprod",
     "cumsum",
     "cumulative_prod",
@@ -238,6 +245,7 @@ __all__ = [
     "isin",
     "isinf",
     "isnan",
+    "kthvalue",
     "le",
     "less",
     "less_equal",
@@ -251,6 +259,7 @@ __all__ = [
     "log2",
     "log_softmax",
     "logaddexp",
+    "logcumsumexp",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -265,6 +274,7 @@ __all__ = [
     "max",
     "maximum",
     "mean",
+    "median",
     "meshgrid",
     "min",
     "minimum",
@@ -275,6 +285,8 @@ __all__ = [
     "mul",
     "multiply",
     "nan",
+    "nanmean",
+    "nansum",
     "narrow",
     "ne",
     "neg",
@@ -296,6 +308,7 @@ __all__ = [
     "positive",
     "pow",
     "prod",
+    "quantile",
     "rand",
     "randint",
     "randn",
@@ -346,6 +359,7 @@ __all__ = [
     "tensordot",
     "testing",
     "tile",
+    "topk",
     "transpose",
     "tril",
     "triu",
@@ -724,6 +738,10 @@ def count_nonzero(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...
 @overload
 def count_nonzero(self: Tensor, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
 
+def cummax(self: Tensor, dim: Int) -> CummaxResult: ...
+
+def cummin(self: Tensor, dim: Int) -> CumminResult: ...
+
 @overload
 def cumprod(
     self: Tensor,
@@ -1082,6 +1100,8 @@ def isinf(self: Tensor) -> Tensor: ...
 
 def isnan(self: Tensor) -> Tensor: ...
 
+def kthvalue(self: Tensor, k: Int, dim: Int = ..., keepdim: Bool = ...) -> KthvalueResult: ...
+
 @overload
 def le(self: Tensor, other: Tensor) -> Tensor: ...
 @overload
@@ -1162,6 +1182,8 @@ def logaddexp(self: Tensor, other: Scalar, *, out: Tensor) -> Tensor: ...
 @overload
 def logaddexp(self: Scalar, other: Tensor) -> Tensor: ...
 
+def logcumsumexp(self: Tensor, dim: Int) -> Tensor: ...
+
 @overload
 def logical_and(self: Tensor, other: Tensor) -> Tensor: ...
 @overload
@@ -1233,6 +1255,11 @@ def mean(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tens
 def mean(self: Tensor, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
 
 @overload
+def median(self: Tensor) -> Tensor: ...
+@overload
+def median(self: Tensor, dim: Int, keepdim: Bool = ...) -> MedianResult: ...
+
+@overload
 def meshgrid(*tensors: Tensor, indexing: str = ...) -> tuple[Tensor, ...]: ...
 @overload
 def meshgrid(tensors: Sequence[Tensor], /, *, indexing: str = ...) -> tuple[Tensor, ...]: ...
@@ -1282,6 +1309,40 @@ def multiply(self: Tensor, other: Scalar) -> Tensor: ...
 def multiply(self: Tensor, other: Scalar, *, out: Tensor) -> Tensor: ...
 @overload
 def multiply(self: Scalar, other: Tensor) -> Tensor: ...
+
+@overload
+def nanmean(
+    self: Tensor,
+    dim: IntList | None = ...,
+    keepdim: Bool = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+) -> Tensor: ...
+@overload
+def nanmean(
+    self: Tensor,
+    axis: IntList | None = ...,
+    keepdims: Bool = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+) -> Tensor: ...
+
+@overload
+def nansum(
+    self: Tensor,
+    dim: IntList | None = ...,
+    keepdim: Bool = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+) -> Tensor: ...
+@overload
+def nansum(
+    self: Tensor,
+    axis: IntList | None = ...,
+    keepdims: Bool = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+) -> Tensor: ...
 
 def narrow(self: Tensor, dim: Int, start: Int, length: Int) -> Tensor: ...
 
@@ -1387,6 +1448,25 @@ def prod(
     keepdim: Bool = ...,
     *,
     dtype: DTypeLike | None = ...,
+) -> Tensor: ...
+
+@overload
+def quantile(
+    self: Tensor,
+    q: Tensor,
+    dim: Int | None = ...,
+    keepdim: Bool = ...,
+    *,
+    interpolation: str = ...,
+) -> Tensor: ...
+@overload
+def quantile(
+    self: Tensor,
+    q: Float,
+    dim: Int | None = ...,
+    keepdim: Bool = ...,
+    *,
+    interpolation: str = ...,
 ) -> Tensor: ...
 
 def ravel(self: Tensor) -> Tensor: ...
@@ -1659,6 +1739,14 @@ def tensordot(self: Tensor, other: Tensor, *, dims: Any = ...) -> Tensor: ...
 def tile(self: Tensor, reps: IntList) -> Tensor: ...
 @overload
 def tile(self: Tensor, dims: IntList) -> Tensor: ...
+
+def topk(
+    self: Tensor,
+    k: Int,
+    dim: Int = ...,
+    largest: Bool = ...,
+    sorted: Bool = ...,
+) -> TopkResult: ...
 
 def transpose(self: Tensor, dim0: Int, dim1: Int) -> Tensor: ...
 

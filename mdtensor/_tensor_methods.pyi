@@ -11,15 +11,20 @@ from ._device import Device
 from ._tensor import Tensor
 from ._typing import (
     Bool,
+    CummaxResult,
+    CumminResult,
     DeviceLike,
     DTypeLike,
     Float,
     Int,
     IntList,
+    KthvalueResult,
     MaxResult,
+    MedianResult,
     MinResult,
     Scalar,
     SortResult,
+    TopkResult,
 )
 from .autograd import _HookHandle
 from .autograd._graph import Node
@@ -377,6 +382,8 @@ class TensorMethods:
     @overload
     def count_nonzero(self, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
     def cpu(self) -> Tensor: ...
+    def cummax(self, dim: Int) -> CummaxResult: ...
+    def cummin(self, dim: Int) -> CumminResult: ...
     @overload
     def cumprod(
         self,
@@ -637,6 +644,7 @@ class TensorMethods:
     def isfinite(self) -> Tensor: ...
     def isinf(self) -> Tensor: ...
     def isnan(self) -> Tensor: ...
+    def kthvalue(self, k: Int, dim: Int = ..., keepdim: Bool = ...) -> KthvalueResult: ...
     @overload
     def le(self, other: Tensor) -> Tensor: ...
     @overload
@@ -685,6 +693,7 @@ class TensorMethods:
     def logaddexp_(self, other: Tensor) -> Tensor: ...
     @overload
     def logaddexp_(self, other: Scalar) -> Tensor: ...
+    def logcumsumexp(self, dim: Int) -> Tensor: ...
     @overload
     def logical_and(self, other: Tensor) -> Tensor: ...
     @overload
@@ -745,6 +754,10 @@ class TensorMethods:
     @overload
     def mean(self, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
     @overload
+    def median(self) -> Tensor: ...
+    @overload
+    def median(self, dim: Int, keepdim: Bool = ...) -> MedianResult: ...
+    @overload
     def min(self, *, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
     @overload
     def min(self, *, axis: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
@@ -789,6 +802,38 @@ class TensorMethods:
     def multiply_(self, other: Tensor) -> Tensor: ...
     @overload
     def multiply_(self, other: Scalar) -> Tensor: ...
+    @overload
+    def nanmean(
+        self,
+        dim: IntList | None = ...,
+        keepdim: Bool = ...,
+        *,
+        dtype: DTypeLike | None = ...,
+    ) -> Tensor: ...
+    @overload
+    def nanmean(
+        self,
+        axis: IntList | None = ...,
+        keepdims: Bool = ...,
+        *,
+        dtype: DTypeLike | None = ...,
+    ) -> Tensor: ...
+    @overload
+    def nansum(
+        self,
+        dim: IntList | None = ...,
+        keepdim: Bool = ...,
+        *,
+        dtype: DTypeLike | None = ...,
+    ) -> Tensor: ...
+    @overload
+    def nansum(
+        self,
+        axis: IntList | None = ...,
+        keepdims: Bool = ...,
+        *,
+        dtype: DTypeLike | None = ...,
+    ) -> Tensor: ...
     def narrow(self, dim: Int, start: Int, length: Int) -> Tensor: ...
     @overload
     def ne(self, other: Tensor) -> Tensor: ...
@@ -898,6 +943,24 @@ class TensorMethods:
         keepdim: Bool = ...,
         *,
         dtype: DTypeLike | None = ...,
+    ) -> Tensor: ...
+    @overload
+    def quantile(
+        self,
+        q: Tensor,
+        dim: Int | None = ...,
+        keepdim: Bool = ...,
+        *,
+        interpolation: str = ...,
+    ) -> Tensor: ...
+    @overload
+    def quantile(
+        self,
+        q: Float,
+        dim: Int | None = ...,
+        keepdim: Bool = ...,
+        *,
+        interpolation: str = ...,
     ) -> Tensor: ...
     def ravel(self) -> Tensor: ...
     @property
@@ -1129,6 +1192,13 @@ class TensorMethods:
         non_blocking: builtins.bool = ...,
     ) -> Tensor: ...
     def to_device(self, device: Device | str, /, *, stream: Any = ...) -> Tensor: ...
+    def topk(
+        self,
+        k: Int,
+        dim: Int = ...,
+        largest: Bool = ...,
+        sorted: Bool = ...,
+    ) -> TopkResult: ...
     def transpose(self, dim0: Int, dim1: Int) -> Tensor: ...
     @overload
     def tril(self, *, k: Int = ...) -> Tensor: ...

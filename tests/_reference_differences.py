@@ -841,6 +841,18 @@ difference(
     "multiplies the source by alpha, 1 too: (0+inf j) * 1 is nan+inf j",
     _complex_nonfinite_source, _index_add_in_numpy, "NumPy, adding source (times alpha)")
 
+def _dim_out_of_range_of_empty(case) -> bool:
+    x, dim = case.args[0], case.args[1]
+    n = max(x.ndim, 1)
+    return x.size == 0 and not -n <= dim < n
+
+
+difference(
+    "running-extremes-of-empty-tensors", ("cummax", "cummin"), "raises",
+    "checks the dimension of an empty tensor too: cummax(empty, 1) of a 1-d tensor raises",
+    "returns the empty tensor for any dimension", _dim_out_of_range_of_empty,
+    lambda c: RAISES, "every other op's dimension check")
+
 # ---------------------------------------------------------------------------------------
 # Rendering
 

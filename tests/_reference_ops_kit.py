@@ -5,7 +5,7 @@ whose ``REFS`` and ``EXCLUDED`` these rows join."""
 from __future__ import annotations
 
 import numpy as np
-from _reference_ops import ALL, NUMERIC, Sample, arrays, elements, pairs, ref, unary
+from _reference_ops import ALL, NUMERIC, REAL, Sample, arrays, elements, pairs, ref, unary
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -177,3 +177,124 @@ ref("index_copy", lambda lib, x, d, i, s: lib.index_copy(x, d, i, s),
     _index_sample().filter(_unique_index))
 ref("index_fill", lambda lib, x, d, i, v: lib.index_fill(x, d, i, v),
     lambda lib, x, d, i, v: lib.index_fill(x, d, i, v), _index_sample(fill=True))
+
+
+# -- order statistics ------------------------------------------------------------------------
+
+
+def _valid_dim(x, draw):
+    n = max(x.ndim, 1)
+    return draw(st.integers(-n, n - 1) | st.sampled_from([n]))
+
+
+@st.composite
+def _k_sample(draw, dtypes, k_from=0, keepdim=False, extra=()):
+    x = draw(arrays(dtypes, shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0,
+                                                    max_side=4)))
+    dim = _valid_dim(x, draw)
+    size = (x.shape or (1,))[dim] if -max(x.ndim, 1) <= dim < max(x.ndim, 1) else 1
+    k = draw(st.integers(min(k_from, size), size) | st.sampled_from([size + 1]))
+    kw = {}
+    if keepdim and draw(st.booleans()):
+        kw["keepdim"] = True
+    for name, values in extra:
+        if draw(st.booleans()):
+            kw[name] = draw(st.sampled_from(values))
+    return Sample((x, k, dim), kw)
+
+
+def _via_gather(fn):
+    """``(values, the elements of x at indices)``: the indices of equal values may differ
+    (PyTorch's order of ties is unspecified), the elements they point to may not."""
+    def call(lib, x, *a, **k):
+        values, indices = fn(lib, x, *a, **k)
+        if x.ndim == 0:
+            return values, lib.reshape(x, ()) if lib.__name__ == "torch" else x
+        dim = a[-1] if a else k.get("dim", -1)
+        keep = k.get("keepdim", False) if fn is _kth else True  # topk keeps every dim
+        idx = indices if keep else lib.unsqueeze(indices, dim)
+        picked = lib.gather(x, dim, idx)
+        return values, picked if keep else lib.squeeze(picked, dim)
+    return call
+
+
+def _kth(lib, x, k, dim, **kw):
+    return lib.kthvalue(x, k, dim, **kw)
+
+
+ref("topk", _via_gather(lambda lib, x, k, dim, **kw: lib.topk(x, k, dim, **kw)),
+    _via_gather(lambda lib, x, k, dim, **kw: lib.topk(x, k, dim, **kw)),
+    _k_sample(REAL, extra=(("largest", [False]),)))
+ref("kthvalue", _via_gather(_kth), _via_gather(_kth),
+    _k_sample(("int64", "float32", "float64"), k_from=1, keepdim=True))
+ref("median", lambda lib, x: lib.median(x), lambda lib, x: lib.median(x),
+    unary(("int64", "float32", "float64"), shape=hnp.array_shapes(
+        min_dims=0, max_dims=3, min_side=1, max_side=4)))
+
+
+@st.composite
+def _median_dim_sample(draw):
+    x = draw(arrays(("int64", "float32", "float64")))
+    return Sample((x, _valid_dim(x, draw)), {"keepdim": draw(st.booleans())})
+
+
+ref("median", lambda lib, x, d, **k: lib.median(x, d, **k)[0],
+    lambda lib, x, d, **k: lib.median(x, d, **k)[0], _median_dim_sample(), name="median.dim")
+
+
+@st.composite
+def _quantile_sample(draw):
+    x = draw(arrays(("float32", "float64"), special=draw(st.booleans())))
+    if draw(st.booleans()):
+        q = draw(st.floats(0, 1) | st.sampled_from([-0.5, 1.5]))
+    else:
+        q = draw(hnp.arrays(x.dtype, draw(st.sampled_from([(), (1,), (3,)])),
+                            elements=st.floats(0, 1, width=32)))
+    kw = {}
+    if draw(st.booleans()):
+        kw["dim"] = _valid_dim(x, draw)
+    if draw(st.booleans()):
+        kw["keepdim"] = True
+    if draw(st.booleans()):
+        kw["interpolation"] = draw(st.sampled_from(["lower", "higher", "midpoint", "nearest"]))
+    return Sample((x, q), kw)
+
+
+ref("quantile", lambda lib, x, q, **k: lib.quantile(x, q, **k),
+    lambda lib, x, q, **k: lib.quantile(x, q, **k), _quantile_sample())
+
+
+@st.composite
+def _nan_reduce_sample(draw, dtypes):
+    # NaNs and infinities, no huge magnitudes: 1e30 - 1e30 + 1 in float32 depends on the
+    # order of the additions, which NumPy's and PyTorch's sums do not share
+    d = draw(st.sampled_from(dtypes))
+    x = draw(hnp.arrays(np.dtype(d), draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0,
+                                                           max_side=4)),
+                        elements=elements(d, magnitudes=False)))
+    kw = {}
+    if draw(st.booleans()):
+        n = max(x.ndim, 1)
+        kw["dim"] = draw(st.integers(-n, n - 1))
+        if draw(st.booleans()):
+            kw["keepdim"] = True
+    return Sample((x,), kw)
+
+
+ref("nansum", lambda lib, x, **k: lib.nansum(x, **k), lambda lib, x, **k: lib.nansum(x, **k),
+    _nan_reduce_sample(("float32", "float64", "int64")))
+ref("nanmean", lambda lib, x, **k: lib.nanmean(x, **k),
+    lambda lib, x, **k: lib.nanmean(x, **k), _nan_reduce_sample(("float32", "float64")))
+
+
+@st.composite
+def _scan_sample(draw, dtypes):
+    x = draw(arrays(dtypes))
+    return Sample((x, _valid_dim(x, draw)))
+
+
+for _n in ("cummax", "cummin"):
+    ref(_n, lambda lib, x, d, _n=_n: getattr(lib, _n)(x, d),
+        lambda lib, x, d, _n=_n: getattr(lib, _n)(x, d), _scan_sample(REAL))
+ref("logcumsumexp", lambda lib, x, d: lib.logcumsumexp(x, d),
+    lambda lib, x, d: lib.logcumsumexp(x, d), _scan_sample(("float32", "float64")))
