@@ -15,16 +15,19 @@ from . import (  # noqa: F401  (imported for their declarations)
     creation,
     elementwise,
     fft,
+    fft_planes,
     filling,
     indexing,
     joining,
     linalg,
     manipulation,
     nn,
+    norms,
     reductions,
     scatter,
     searching,
     statistics,
+    torch_overloads,
     view_copy,  # last: generated from the view ops declared above
 )
 from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401

@@ -68,7 +68,7 @@ def _topk_check(x, k, dim):
 
 
 def _take_first(xp, a, k, d):
-    return a[(slice(None),) * d + (slice(0, k),)]
+    return a[(slice(None),) * d + (slice(0, k), Ellipsis)]
 
 
 def _topk(xp, x, k, dim=-1, largest=True, sorted=True):
@@ -107,7 +107,7 @@ def _select(xp, x, position, dim, keepdim):
     x1 = _as_1d(x)
     d = dim % x1.ndim
     idx = xp.argsort(x1, axis=d, stable=True)
-    pick = idx[(slice(None),) * d + (slice(position, position + 1),)]
+    pick = idx[(slice(None),) * d + (slice(position, position + 1), Ellipsis)]
     values = xp.take_along_axis(x1, pick, axis=d)
     pick = xp.astype(pick, xp.int64)
     if not keepdim or not x.ndim:
@@ -430,7 +430,7 @@ def _shifted(xp, a, s, d, fill):
     n = a.shape[d]
     head_shape = tuple(min(s, n) if i == d else k for i, k in enumerate(a.shape))
     head = xp.full(head_shape, fill, dtype=a.dtype, device=_device(a))
-    body = a[(slice(None),) * d + (slice(0, max(n - s, 0)),)]
+    body = a[(slice(None),) * d + (slice(0, max(n - s, 0)), Ellipsis)]
     return xp.concat([head, body], axis=d)
 
 

@@ -298,3 +298,69 @@ for _n in ("cummax", "cummin"):
         lambda lib, x, d, _n=_n: getattr(lib, _n)(x, d), _scan_sample(REAL))
 ref("logcumsumexp", lambda lib, x, d: lib.logcumsumexp(x, d),
     lambda lib, x, d: lib.logcumsumexp(x, d), _scan_sample(("float32", "float64")))
+
+
+# -- two-dimensional FFTs ----------------------------------------------------------------------
+
+
+@st.composite
+def _fft2_sample(draw):
+    x = draw(arrays(("float32", "float64", "complex64", "complex128"), special=False,
+                    shape=hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=4)))
+    kw = {}
+    if draw(st.booleans()):
+        n = x.ndim
+        kw["axes"] = tuple(draw(st.lists(st.integers(-n, n - 1), min_size=2, max_size=2,
+                                         unique_by=lambda v: v % n)))
+    if draw(st.booleans()):
+        kw["s"] = tuple(draw(st.integers(1, 4)) for _ in range(2))
+    if draw(st.booleans()):
+        kw["norm"] = draw(st.sampled_from(["ortho", "forward"]))
+    return Sample((x,), kw)
+
+
+for _n in ("fft2", "ifft2", "rfft2", "irfft2"):
+    ref(f"fft_{_n}", lambda lib, x, _n=_n, **k: getattr(lib.fft, _n)(x, **k),
+        lambda lib, x, _n=_n, axes=(-2, -1), **k: getattr(lib.fft, _n)(x, dim=axes, **k),
+        _fft2_sample(), tol=10)
+
+
+# -- PyTorch's overloads of Array API ops ------------------------------------------------------
+
+
+@st.composite
+def _round_sample(draw):
+    x = draw(arrays(("float32", "float64"), lo=-1000, hi=1000))
+    return Sample((x,), {"decimals": draw(st.integers(-3, 3))})
+
+
+ref("round", lambda lib, x, **k: lib.round(x, **k), lambda lib, x, **k: lib.round(x, **k),
+    _round_sample(), grad=False, name="round.decimals")
+ref("where", lambda lib, c: lib.where(c), lambda lib, c: lib.where(c),
+    arrays(("bool",), shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0,
+                                              max_side=4)).map(lambda c: Sample((c,))),
+    grad=False, name="where.cond")
+
+
+# -- norms ----------------------------------------------------------------------------------------
+
+
+@st.composite
+def _norm_sample(draw):
+    x = draw(arrays(("float32", "float64"), special=False,
+                    shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)))
+    n = x.ndim
+    kind = draw(st.sampled_from(["none", "vector", "matrix"] if n >= 2 else ["none", "vector"]))
+    if kind == "none":
+        return Sample((x,), {"keepdim": draw(st.booleans())})
+    if kind == "vector":
+        return Sample((x, draw(st.sampled_from([1, 2, 3, float("inf"), float("-inf"), 0])),
+                       draw(st.integers(-n, n - 1))), {"keepdim": draw(st.booleans())})
+    dims = tuple(draw(st.lists(st.integers(-n, n - 1), min_size=2, max_size=2,
+                               unique_by=lambda v: v % n)))
+    return Sample((x, draw(st.sampled_from(["fro", "nuc", 1, -1, float("inf")])), dims),
+                  {"keepdim": draw(st.booleans())})
+
+
+ref("linalg_norm", lambda lib, x, *a, **k: lib.linalg.norm(x, *a, **k),
+    lambda lib, x, *a, **k: lib.linalg.norm(x, *a, **k), _norm_sample(), tol=10)
