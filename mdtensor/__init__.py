@@ -79,6 +79,15 @@ from .autograd import (  # noqa: E402,F401
 )
 from .modes import DispatchMode  # noqa: E402,F401
 from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
+from ._sampling import (  # noqa: E402,F401
+    bernoulli,
+    multinomial,
+    normal,
+    rand_like,
+    randint_like,
+    randn_like,
+    randperm,
+)
 
 globals().update(_namespace._late_bindings())  # noqa: E402  (from_dlpack, broadcast_shapes)
 
@@ -92,7 +101,8 @@ __all__ = sorted(
        "uint8", "uint16", "uint32", "uint64", "float", "double", "half", "long", "int",
        "short", "cfloat", "cdouble", "enable_grad", "inference_mode", "is_grad_enabled",
        "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "manual_seed", "rand",
-       "randint", "randn", "autograd", "backends", "dask", "fft", "func", "library", "linalg",
+       "randint", "randn", "bernoulli", "multinomial", "normal", "rand_like", "randint_like",
+       "randn_like", "randperm", "autograd", "backends", "dask", "fft", "func", "library", "linalg",
        "modes", "ops", "random", "testing", "nn", "optim", "save", "load"})
 
 

@@ -61,6 +61,13 @@ from ._namespace import nan as nan
 from ._namespace import newaxis as newaxis
 from ._namespace import pi as pi
 from ._namespace import result_type as result_type
+from ._sampling import bernoulli as bernoulli
+from ._sampling import multinomial as multinomial
+from ._sampling import normal as normal
+from ._sampling import rand_like as rand_like
+from ._sampling import randint_like as randint_like
+from ._sampling import randn_like as randn_like
+from ._sampling import randperm as randperm
 from ._serialization import load as load
 from ._serialization import save as save
 from ._tensor import Tensor as Tensor
@@ -139,6 +146,7 @@ __all__ = [
     "atanh",
     "autograd",
     "backends",
+    "bernoulli",
     "bitwise_and",
     "bitwise_invert",
     "bitwise_left_shift",
@@ -283,6 +291,7 @@ __all__ = [
     "moveaxis",
     "movedim",
     "mul",
+    "multinomial",
     "multiply",
     "nan",
     "nanmean",
@@ -296,6 +305,7 @@ __all__ = [
     "nn",
     "no_grad",
     "nonzero",
+    "normal",
     "not_equal",
     "ones",
     "ones_like",
@@ -310,9 +320,13 @@ __all__ = [
     "prod",
     "quantile",
     "rand",
+    "rand_like",
     "randint",
+    "randint_like",
     "randn",
+    "randn_like",
     "random",
+    "randperm",
     "ravel",
     "real",
     "reciprocal",
