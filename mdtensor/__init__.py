@@ -69,6 +69,15 @@ from . import (  # noqa: E402,F401  # noqa: E402,F401
     testing,
 )
 from ._namespace import *  # noqa: E402,F401,F403  (constants, dtype functions, info)
+from ._sampling import (  # noqa: E402,F401
+    bernoulli,
+    multinomial,
+    normal,
+    rand_like,
+    randint_like,
+    randn_like,
+    randperm,
+)
 from .autograd import (  # noqa: E402,F401
     enable_grad,
     inference_mode,
@@ -79,15 +88,6 @@ from .autograd import (  # noqa: E402,F401
 )
 from .modes import DispatchMode  # noqa: E402,F401
 from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
-from ._sampling import (  # noqa: E402,F401
-    bernoulli,
-    multinomial,
-    normal,
-    rand_like,
-    randint_like,
-    randn_like,
-    randperm,
-)
 
 globals().update(_namespace._late_bindings())  # noqa: E402  (from_dlpack, broadcast_shapes)
 
