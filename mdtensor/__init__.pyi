@@ -124,6 +124,7 @@ __all__ = [
     "allclose",
     "amax",
     "amin",
+    "angle",
     "any",
     "arange",
     "arccos",
@@ -186,6 +187,8 @@ __all__ = [
     "cumulative_prod",
     "cumulative_sum",
     "dask",
+    "diag",
+    "diagonal",
     "diff",
     "div",
     "divide",
@@ -294,6 +297,7 @@ __all__ = [
     "multinomial",
     "multiply",
     "nan",
+    "nan_to_num",
     "nanmean",
     "nansum",
     "narrow",
@@ -312,6 +316,7 @@ __all__ = [
     "ops",
     "optim",
     "outer",
+    "pad",
     "permute",
     "permute_dims",
     "pi",
@@ -376,7 +381,9 @@ __all__ = [
     "topk",
     "transpose",
     "tril",
+    "tril_indices",
     "triu",
+    "triu_indices",
     "trunc",
     "uint16",
     "uint32",
@@ -453,6 +460,8 @@ def amax(self: Tensor, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor
 def amin(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
 @overload
 def amin(self: Tensor, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
+
+def angle(self: Tensor) -> Tensor: ...
 
 @overload
 def any(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
@@ -823,6 +832,10 @@ def cumulative_sum(
     dtype: DTypeLike | None = ...,
     include_initial: Bool = ...,
 ) -> Tensor: ...
+
+def diag(self: Tensor, diagonal: Int = ...) -> Tensor: ...
+
+def diagonal(self: Tensor, offset: Int = ..., dim1: Int = ..., dim2: Int = ...) -> Tensor: ...
 
 @overload
 def diff(
@@ -1325,6 +1338,23 @@ def multiply(self: Tensor, other: Scalar, *, out: Tensor) -> Tensor: ...
 def multiply(self: Scalar, other: Tensor) -> Tensor: ...
 
 @overload
+def nan_to_num(
+    self: Tensor,
+    nan: Float | None = ...,
+    posinf: Float | None = ...,
+    neginf: Float | None = ...,
+) -> Tensor: ...
+@overload
+def nan_to_num(
+    self: Tensor,
+    nan: Float | None = ...,
+    posinf: Float | None = ...,
+    neginf: Float | None = ...,
+    *,
+    out: Tensor,
+) -> Tensor: ...
+
+@overload
 def nanmean(
     self: Tensor,
     dim: IntList | None = ...,
@@ -1423,6 +1453,8 @@ def ones_like(
 ) -> Tensor: ...
 
 def outer(self: Tensor, other: Tensor) -> Tensor: ...
+
+def pad(self: Tensor, pad: IntList, mode: str = ..., value: Scalar | None = ...) -> Tensor: ...
 
 @overload
 def permute(self: Tensor, axes: IntList) -> Tensor: ...
@@ -1771,10 +1803,30 @@ def tril(self: Tensor, *, k: Int = ...) -> Tensor: ...
 @overload
 def tril(self: Tensor, *, diagonal: Int = ...) -> Tensor: ...
 
+def tril_indices(
+    row: Int,
+    col: Int,
+    offset: Int = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+    device: DeviceLike | None = ...,
+    requires_grad: Bool = ...,
+) -> Tensor: ...
+
 @overload
 def triu(self: Tensor, *, k: Int = ...) -> Tensor: ...
 @overload
 def triu(self: Tensor, *, diagonal: Int = ...) -> Tensor: ...
+
+def triu_indices(
+    row: Int,
+    col: Int,
+    offset: Int = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+    device: DeviceLike | None = ...,
+    requires_grad: Bool = ...,
+) -> Tensor: ...
 
 @overload
 def trunc(self: Tensor) -> Tensor: ...

@@ -45,7 +45,9 @@ def _norm(x, ord=None, dim=None, keepdim=False, *, dtype=None):
     if len(dim) != 2:
         raise ValueError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. "
                          f"Got {list(dim)}")
-    a, b = mf.normalize_axes("linalg.norm", dim, x.ndim)
+    a, b = (mf.normalize_axes("linalg.norm", v, x.ndim)[0] for v in dim)
+    if a == b:
+        raise ValueError(f"linalg.norm: dims must be different, got {list(dim)}")
     r = aten.linalg_matrix_norm(aten.moveaxis(x, [a, b], [-2, -1]), keepdims=False, ord=ord)
     if keepdim:
         for axis in sorted((a, b)):
@@ -69,7 +71,7 @@ def _ref(x, ord=None, dim=None, keepdim=False):
 
 
 defop("linalg_norm(Tensor self, Any? ord=None, int[1]? dim=None, bool keepdim=False, *, "
-      "ScalarType? dtype=None) -> Tensor", composite=names_op("linalg.norm")(_norm),
+      "ScalarType? dtype=None) -> Tensor", composite=names_op("linalg_norm")(_norm),
       names=(),
       info=OpInfo(ref=_ref, dtypes=FLOATS, samples=_samples, errors=lambda: [
           ErrorInput(SampleInput((np.zeros((2, 2, 2)), 2)), ValueError,

@@ -364,3 +364,78 @@ def _norm_sample(draw):
 
 ref("linalg_norm", lambda lib, x, *a, **k: lib.linalg.norm(x, *a, **k),
     lambda lib, x, *a, **k: lib.linalg.norm(x, *a, **k), _norm_sample(), tol=10)
+
+
+# -- padding -------------------------------------------------------------------------------------
+
+
+@st.composite
+def _pad_sample(draw):
+    x = draw(arrays(ALL, shape=hnp.array_shapes(min_dims=1, max_dims=4, min_side=0,
+                                                 max_side=4)))
+    mode = draw(st.sampled_from(["constant", "constant", "reflect", "replicate", "circular"]))
+    k = draw(st.integers(1, min(x.ndim, 3) if mode != "constant" else x.ndim + 1))
+    pad = tuple(draw(st.integers(-2 if mode == "constant" else -1, 4)) for _ in range(2 * k))
+    if draw(st.integers(0, 14)) == 0:
+        pad = pad[:-1]
+    kw = {}
+    if mode == "constant" and draw(st.booleans()):
+        kw["value"] = draw(st.booleans() if x.dtype.kind == "b" else st.integers(-3, 3))
+    return Sample((x, pad, mode), kw)
+
+
+def _torch_pad(lib, x, pad, mode, **kw):
+    return lib.nn.functional.pad(x, pad, mode, **kw)
+
+
+ref("pad", lambda lib, x, pad, mode, **kw: lib.pad(x, pad, mode, **kw), _torch_pad,
+    _pad_sample())
+
+
+# -- diagonals and triangles ----------------------------------------------------------------------
+
+
+@st.composite
+def _diagonal_sample(draw):
+    x = draw(arrays(ALL, shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0,
+                                                 max_side=4)))
+    n = x.ndim
+    return Sample((x, draw(st.integers(-4, 4)), draw(st.integers(-n, n - 1)),
+                   draw(st.integers(-n, n - 1))))
+
+
+ref("diagonal", lambda lib, x, o, a, b: lib.diagonal(x, o, a, b),
+    lambda lib, x, o, a, b: lib.diagonal(x, o, a, b), _diagonal_sample())
+
+
+@st.composite
+def _diag_sample(draw):
+    x = draw(arrays(ALL, shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0,
+                                                 max_side=4)))
+    return Sample((x, draw(st.integers(-4, 4))))
+
+
+ref("diag", lambda lib, x, k: lib.diag(x, k), lambda lib, x, k: lib.diag(x, k), _diag_sample())
+for _n in ("tril_indices", "triu_indices"):
+    ref(_n, lambda lib, r, c, o, _n=_n: getattr(lib, _n)(r, c, o),
+        lambda lib, r, c, o, _n=_n: getattr(lib, _n)(r, c, o),
+        st.builds(lambda r, c, o: Sample((r, c, o)), st.integers(0, 5), st.integers(0, 5),
+                  st.integers(-6, 6)), grad=False)
+
+
+# -- floating values ------------------------------------------------------------------------------
+
+
+@st.composite
+def _nan_to_num_sample(draw):
+    x = draw(arrays(ALL))
+    kw = {}
+    for name in ("nan", "posinf", "neginf"):
+        if draw(st.booleans()):
+            kw[name] = draw(st.sampled_from([0.0, -1.5, 7.0]))
+    return Sample((x,), kw)
+
+
+ref("nan_to_num", lambda lib, x, **k: lib.nan_to_num(x, **k),
+    lambda lib, x, **k: lib.nan_to_num(x, **k), _nan_to_num_sample())
+ref("angle", lambda lib, x: lib.angle(x), lambda lib, x: lib.angle(x), unary(NUMERIC))
