@@ -104,5 +104,10 @@ def _tri_indices(name):
 
 for _name in ("tril_indices", "triu_indices"):
     _impl, _meta = _tri_indices(_name)
+    _np = getattr(np, _name)
     deffactory(f"{_name}(int row, int col, int offset=0, *, ScalarType? dtype=None, "
-               f"Device? device=None, bool requires_grad=False) -> Tensor", _impl, _meta)
+               f"Device? device=None, bool requires_grad=False) -> Tensor", _impl, _meta,
+               info=OpInfo(ref=lambda r, c, o=0, _np=_np: np.stack(_np(r, o, c)).astype(
+                   np.int64), dtypes=(dt.int64,), differentiable=False,
+                   samples=lambda d, rng: [SampleInput((3, 4, 1)), SampleInput((4, 3, -1)),
+                                           SampleInput((0, 2))]))
