@@ -11,15 +11,26 @@ from __future__ import annotations
 from mdtensor._ops import ops as _namespaces
 
 from . import (  # noqa: F401  (imported for their declarations)
+    closeness,
     creation,
+    diagonals,
     elementwise,
     fft,
+    fft_planes,
+    filling,
+    float_values,
     indexing,
+    joining,
     linalg,
     manipulation,
     nn,
+    norms,
+    padding,
     reductions,
+    scatter,
     searching,
+    statistics,
+    torch_overloads,
     view_copy,  # generated from the view ops declared above
 )
 from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401

@@ -14,6 +14,7 @@ use md ops, so ``create_graph=True`` differentiates them again.
 from __future__ import annotations
 
 import cmath
+import importlib
 import math
 
 from mdtensor.ops import aten_calls as aten
@@ -37,7 +38,7 @@ NONDIFFERENTIABLE = frozenset({
     "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
     "sign", "ceil", "floor", "trunc", "round", "detach", "zeros", "ones", "empty", "full",
     "arange", "linspace", "eye", "nextafter", "zeros_like", "ones_like", "empty_like",
-    "full_like", "isin", "fft_fftfreq", "fft_rfftfreq", "linalg_matrix_rank",
+    "full_like", "isin", "isclose", "allclose", "fft_fftfreq", "fft_rfftfreq", "linalg_matrix_rank",
 })
 
 
@@ -2174,3 +2175,11 @@ def _view_copy_rules() -> None:
 
 
 _view_copy_rules()
+
+
+# The rules of newer catalogue chapters live beside them (``ops/<chapter>_derivatives.py``);
+# importing them here registers them in ``DERIVATIVES`` (by module path: a plain name would
+# be read as an operator namespace, ``md.ops.<ns>``).
+_CHAPTERS = ("filling", "float_values", "scatter", "statistics")
+for _chapter in _CHAPTERS:
+    importlib.import_module(f"mdtensor.ops.{_chapter}_derivatives")

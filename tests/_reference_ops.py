@@ -1493,3 +1493,5 @@ EXCLUDED.update({
     "to_device_copy": "a transfer between devices (Tensor.to): tests/test_backends.py and "
                       "the cross-backend suite compare it; PyTorch's devices differ",
 })
+
+import _reference_ops_kit  # noqa: E402,F401  (the everyday kit's rows)
