@@ -11,6 +11,7 @@ from __future__ import annotations
 from mdtensor._ops import ops as _namespaces
 
 from . import (  # noqa: F401  (imported for their declarations)
+    convolution,
     creation,
     elementwise,
     fft,

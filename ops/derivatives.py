@@ -2141,3 +2141,16 @@ def _view_copy_rules() -> None:
 
 
 _view_copy_rules()
+
+
+def _chapter_rules() -> None:
+    """Import the rules that live beside their chapters (``ops/<chapter>_derivatives.py``):
+    importing one registers its rules here.  Through ``import_module``: ``from . import``
+    would find the package's ``__getattr__`` (an operator namespace of that name) first."""
+    import importlib
+
+    for chapter in ("convolution",):
+        importlib.import_module(f"{__package__}.{chapter}_derivatives")
+
+
+_chapter_rules()
