@@ -19,6 +19,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     linalg,
     manipulation,
     nn,
+    pooling,
     reductions,
     searching,
     view_copy,  # last: generated from the view ops declared above

@@ -32,7 +32,8 @@ from ._meta_fns import ArraySpec
 from ._samples import make_array
 from .elementwise import FLOATS
 
-__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+#: the raw-array helpers other chapters' kernels use (ops/pooling.py)
+__all__ = ["col2im_array", "pad_array"]
 
 
 # -- shapes and checks -----------------------------------------------------------------------
@@ -113,23 +114,27 @@ def _device(a):
     return device(a)
 
 
-def _zeros(xp, like, shape):
-    return xp.zeros(shape, dtype=like.dtype, device=_device(like))
+def _full(xp, like, shape, value):
+    return xp.full(shape, value, dtype=like.dtype, device=_device(like))
 
 
-def _pad_axis(xp, x, axis: int, before: int, after: int):
-    """``x`` with ``before`` and ``after`` zeros along ``axis`` (a negative axis)."""
-    if not (before or after):
-        return x
-    parts = []
-    for n in (before, None, after):
-        if n is None:
-            parts.append(x)
-        elif n:
-            shape = list(x.shape)
-            shape[axis] = n
-            parts.append(_zeros(xp, x, tuple(shape)))
-    return xp.concat(parts, axis=axis)
+def pad_array(xp, x, pads: tuple, value: float = 0.0):
+    """Raw array ``x`` with ``(top, bottom, left, right)`` rows and columns of ``value``
+    around its last two dimensions (the kernels' padding: the catalogue has no pad op)."""
+    top, bottom, left, right = pads
+    for axis, before, after in ((-2, top, bottom), (-1, left, right)):
+        if not (before or after):
+            continue
+        parts = []
+        for n in (before, None, after):
+            if n is None:
+                parts.append(x)
+            elif n:
+                shape = list(x.shape)
+                shape[axis] = n
+                parts.append(_full(xp, x, tuple(shape), value))
+        x = xp.concat(parts, axis=axis)
+    return x
 
 
 # -- im2col ----------------------------------------------------------------------------------
@@ -139,7 +144,7 @@ def _im2col(xp, x, kernel_size, dilation, padding, stride):
     out_shape, _ = _im2col_meta(ArraySpec(x), kernel_size, dilation, padding, stride)
     (kh, kw), (dh, dw), (ph, pw), (sh, sw), (bh, bw) = _windows(
         "im2col", x.shape[-2:], kernel_size, dilation, padding, stride)
-    x = _pad_axis(xp, _pad_axis(xp, x, -2, ph, ph), -1, pw, pw)
+    x = pad_array(xp, x, (ph, ph, pw, pw))
     cols = [x[..., i * dh:i * dh + sh * (bh - 1) + 1:sh, j * dw:j * dw + sw * (bw - 1) + 1:sw]
             for i, j in itertools.product(range(kh), range(kw))]
     return xp.reshape(xp.stack(cols, axis=-3), out_shape)
@@ -171,7 +176,8 @@ def _col2im_parts(x, output_size, kernel_size, dilation, padding, stride):
     return out_shape, size, windows
 
 
-def _col2im(xp, x, output_size, kernel_size, dilation, padding, stride):
+def col2im_array(xp, x, output_size, kernel_size, dilation, padding, stride):
+    """``col2im`` on a raw array with Array API functions (the generic kernel)."""
     out_shape, (h, w), ((kh, kw), (dh, dw), (ph, pw), (sh, sw), (bh, bw)) = _col2im_parts(
         x, output_size, kernel_size, dilation, padding, stride)
     cols = xp.reshape(x, out_shape[:-2] + (kh, kw, bh, bw))
@@ -179,8 +185,8 @@ def _col2im(xp, x, output_size, kernel_size, dilation, padding, stride):
     total = None
     for i, j in itertools.product(range(kh), range(kw)):
         part = _interleave(xp, _interleave(xp, cols[..., i, j, :, :], -2, sh), -1, sw)
-        part = _pad_axis(xp, part, -2, i * dh, hp - i * dh - part.shape[-2])
-        part = _pad_axis(xp, part, -1, j * dw, wp - j * dw - part.shape[-1])
+        part = pad_array(xp, part, (i * dh, hp - i * dh - part.shape[-2], j * dw,
+                                    wp - j * dw - part.shape[-1]))
         total = part if total is None else total + part
     return total[..., ph:ph + h, pw:pw + w]
 
@@ -203,10 +209,21 @@ def _np_col2im(xp, x, output_size, kernel_size, dilation, padding, stride):
         x, output_size, kernel_size, dilation, padding, stride)
     cols = x.reshape(out_shape[:-2] + (kh, kw, bh, bw))
     out = np.zeros(out_shape[:-2] + (h + 2 * ph, w + 2 * pw), x.dtype)
+    if sh > (kh - 1) * dh and sw > (kw - 1) * dw:  # windows that do not overlap: one copy
+        *lead, rs, cs = out.strides
+        np.lib.stride_tricks.as_strided(
+            out, out.shape[:-2] + (kh, kw, bh, bw),
+            (*lead, rs * dh, cs * dw, rs * sh, cs * sw))[...] = cols
+    else:
+        _add_windows(out, cols, (kh, kw), (dh, dw), (sh, sw), (bh, bw))
+    return out[..., ph:ph + h, pw:pw + w].copy() if ph or pw else out
+
+
+def _add_windows(out, cols, k, d, s, blocks):
+    (kh, kw), (dh, dw), (sh, sw), (bh, bw) = k, d, s, blocks
     for i, j in itertools.product(range(kh), range(kw)):
         out[..., i * dh:i * dh + sh * (bh - 1) + 1:sh,
             j * dw:j * dw + sw * (bw - 1) + 1:sw] += cols[..., i, j, :, :]
-    return out[..., ph:ph + h, pw:pw + w].copy() if ph or pw else out
 
 
 # -- declarations and test data --------------------------------------------------------------
@@ -279,7 +296,7 @@ defop("im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, 
       names=(), info=OpInfo(ref=_im2col_ref, dtypes=FLOATS, samples=_im2col_samples,
                             errors=_im2col_errors))
 defop("col2im(Tensor self, int[2] output_size, int[2] kernel_size, int[2] dilation, "
-      "int[2] padding, int[2] stride) -> Tensor", impl=_col2im, cpu_impl=_np_col2im,
+      "int[2] padding, int[2] stride) -> Tensor", impl=col2im_array, cpu_impl=_np_col2im,
       meta=_col2im_meta, names=(),
       info=OpInfo(ref=_col2im_ref, dtypes=FLOATS, samples=_col2im_samples,
                   errors=_col2im_errors))

@@ -1364,6 +1364,84 @@ def _torch_dropout(lib, x, p=0.5, train=True):
 ref("dropout", lambda lib, x, **k: lib.dropout(x, **k), _torch_dropout, _dropout_sample())
 
 
+# -- sliding windows (ops/convolution.py) ---------------------------------------------------
+
+
+@st.composite
+def _window_params(draw):
+    """kernel_size, dilation, padding, stride: pairs, sometimes out of range (both raise)."""
+    def pair(lo, hi):
+        return tuple(draw(st.lists(st.integers(lo, hi), min_size=2, max_size=2)))
+    return pair(1, 3), pair(1, 2), pair(0, 2) if draw(st.integers(0, 9)) else pair(-1, 0), \
+        pair(1, 3) if draw(st.integers(0, 9)) else pair(0, 1)
+
+
+@st.composite
+def _im2col_sample(draw):
+    lead = draw(st.sampled_from([(), (1,), (2,)]))
+    shape = lead + (draw(st.integers(1, 2)),) + tuple(draw(st.lists(
+        st.integers(1, 5), min_size=2, max_size=2)))
+    x = draw(arrays(FLOATS + ("int64",), shape=shape))
+    return Sample((x, *draw(_window_params())))
+
+
+@st.composite
+def _col2im_sample(draw):
+    k, d, p, s = draw(_window_params())
+    size = tuple(draw(st.lists(st.integers(1, 5), min_size=2, max_size=2)))
+    blocks = [max(1, (size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // max(s[i], 1) + 1)
+              for i in range(2)]
+    rows = draw(st.integers(1, 2)) * k[0] * k[1] + draw(st.sampled_from([0, 0, 0, 1]))
+    lead = draw(st.sampled_from([(), (1,), (2,)]))
+    x = draw(arrays(FLOATS, shape=lead + (rows, blocks[0] * blocks[1])))
+    return Sample((x, size, k, d, p, s))
+
+
+ref("im2col", lambda lib, x, *a: lib.ops.aten.im2col(x, *a),
+    lambda lib, x, *a: lib.ops.aten.im2col(x, *a), _im2col_sample())
+ref("col2im", lambda lib, x, *a: lib.ops.aten.col2im(x, *a),
+    lambda lib, x, *a: lib.ops.aten.col2im(x, *a), _col2im_sample())
+
+
+@st.composite
+def _max_pool_sample(draw):
+    lead = draw(st.sampled_from([(), (1,), (2,)]))
+    shape = lead + (draw(st.integers(1, 2)),) + tuple(draw(st.lists(
+        st.integers(1, 5), min_size=2, max_size=2)))
+    x = draw(arrays(FLOATS + ("int64", "bool"), shape=shape))
+    k, d, _, s = draw(_window_params())
+    p = tuple(draw(st.integers(0, kk // 2 + (draw(st.integers(0, 9)) == 0))) for kk in k)
+    return Sample((x, k, s, p, d, draw(st.booleans())))
+
+
+ref("max_pool2d_with_indices", lambda lib, x, *a: lib.ops.aten.max_pool2d_with_indices(x, *a),
+    lambda lib, x, *a: lib.ops.aten.max_pool2d_with_indices(x, *a), _max_pool_sample())
+
+
+@st.composite
+def _max_pool_backward_sample(draw):
+    import torch
+
+    x, *params = draw(_max_pool_sample()).args
+    from hypothesis import assume
+
+    try:
+        _, indices = torch.ops.aten.max_pool2d_with_indices(torch.tensor(x), *params)
+    except RuntimeError:
+        indices = torch.zeros((1,) * x.ndim, dtype=torch.int64)
+    # a window of padding only gets an index outside the plane, and PyTorch's backward
+    # then writes outside it (mdtensor drops that gradient: tests/test_nn_layers.py)
+    assume(bool(((indices >= 0) & (indices < x.shape[-1] * x.shape[-2])).all()))
+    g = draw(arrays(FLOATS, shape=tuple(indices.shape), special=False))
+    return Sample((g, np.asarray(x, dtype=g.dtype), *params, np.asarray(indices)))
+
+
+ref("max_pool2d_with_indices_backward",
+    lambda lib, g, x, *a: lib.ops.aten.max_pool2d_with_indices_backward(g, x, *a),
+    lambda lib, g, x, *a: lib.ops.aten.max_pool2d_with_indices_backward(g, x, *a),
+    _max_pool_backward_sample())
+
+
 # -- internal ops (the backward ops PyTorch also has) -------------------------------------
 
 

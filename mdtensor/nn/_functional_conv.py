@@ -10,8 +10,6 @@ rows, max pooling's ``-inf`` -- is a ``concat`` with constant blocks (``_pad2d``
 
 from __future__ import annotations
 
-import math
-
 from .._tensor import Tensor
 
 __all__ = ["avg_pool1d", "avg_pool2d", "conv1d", "conv2d", "fold", "max_pool1d",
@@ -269,19 +267,13 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 
 def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
               spatial):
-    md = _md()
-    k, s, p, d, size, out = _pool_params(op, input, kernel_size, stride, padding, dilation,
-                                         ceil_mode, spatial)
-    x = _as_4d(input, spatial)
-    values, where = md.max(_windows(x, k, s, p, d, size, out, -math.inf), dim=2)
-    values = _from_4d(values.reshape(x.shape[:2] + out), input, spatial)
-    if not return_indices:
-        return values
-    where = where.reshape(x.shape[:2] + out)
-    rows = md.arange(out[0], device=x.device).reshape((-1, 1)) * s[0] - p[0] + \
-        (where // k[1]) * d[0]
-    cols = md.arange(out[1], device=x.device) * s[1] - p[1] + (where % k[1]) * d[1]
-    return values, _from_4d(rows * size[1] + cols, input, spatial)
+    k, s, p, d, _, _ = _pool_params(op, input, kernel_size, stride, padding, dilation,
+                                    ceil_mode, spatial)
+    x = input if spatial == 2 else _md().unsqueeze(input, -2)
+    values, indices = _aten().max_pool2d_with_indices(x, k, s, p, d, ceil_mode)
+    if spatial == 1:
+        values, indices = _md().squeeze(values, -2), _md().squeeze(indices, -2)
+    return (values, indices) if return_indices else values
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,

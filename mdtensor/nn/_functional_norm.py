@@ -73,25 +73,34 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input size {list(input.shape)}")
         axes = (0,) + tuple(range(2, input.ndim))
-        mean, centered, var = _moments(input, axes)
+        mean = md.mean(input, axis=axes)
+        var = md.var(input, axis=axes, correction=0)
         _update_running(running_mean, running_var, mean, var, count, momentum)
     else:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: running_mean and running_var must be defined in "
                              "evaluation mode (training=False)")
-        centered = input - running_mean.reshape(shape)
-        var = running_var.reshape(shape)
-    return _affine(centered * md.rsqrt(var + eps), weight, bias, shape)
+        mean, var = running_mean, running_var
+    # Note [Batch norm as one multiply-add]: the per-channel scale and shift are computed on
+    # (C,) vectors, so the whole input sees one multiplication and one addition (and
+    # backward one of each, besides the statistics' own gradients) instead of the five
+    # full-size operations of centre, divide, scale and shift.
+    scale = md.rsqrt(var + eps)
+    if weight is not None:
+        scale = scale * weight
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + bias
+    return input * scale.reshape(shape) + shift.reshape(shape)
 
 
 def _update_running(running_mean, running_var, mean, var, count: int, momentum) -> None:
     md = _md()
     with md.no_grad():
         if running_mean is not None:
-            running_mean.copy_(running_mean * (1 - momentum)
-                               + mean.reshape(running_mean.shape) * momentum)
+            running_mean.copy_(running_mean * (1 - momentum) + mean * momentum)
         if running_var is not None:
-            unbiased = var.reshape(running_var.shape) * (count / (count - 1))
+            unbiased = var * (count / (count - 1))
             running_var.copy_(running_var * (1 - momentum) + unbiased * momentum)
 
 
