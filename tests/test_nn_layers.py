@@ -261,8 +261,10 @@ def test_pooling_errors():
         F.max_pool2d(x, 2, padding=2)
     with pytest.raises(ValueError, match="avg_pool2d: given input of size"):
         F.avg_pool2d(md.ones((1, 1, 1, 1)), 2)
-    with pytest.raises(TypeError, match="max_pool2d: expected a floating-point input"):
-        F.max_pool2d(md.ones((1, 1, 4, 4), dtype=md.int64), 2)
+    with pytest.raises(TypeError, match="max_pool2d: expected a real"):
+        F.max_pool2d(md.ones((1, 1, 4, 4), dtype=md.bool), 2)
+    with pytest.raises(TypeError, match="avg_pool2d: expected a floating-point input"):
+        F.avg_pool2d(md.ones((1, 1, 4, 4), dtype=md.int64), 2)
     with pytest.raises(ValueError, match="avg_pool2d: divisor must be not zero"):
         F.avg_pool2d(x, 2, divisor_override=0)
 

@@ -58,14 +58,15 @@ def _pad2d(x: Tensor, top: int, bottom: int, left: int, right: int, value: float
     return x
 
 
-def _check_input(op: str, input: Tensor, spatial: int) -> None:
+def _check_input(op: str, input: Tensor, spatial: int, kinds: str = "fc") -> None:
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}: expected a Tensor input, got {type(input).__name__}")
     if input.ndim not in (spatial + 1, spatial + 2):
         raise ValueError(f"{op}: expected {spatial + 1}-D (unbatched) or {spatial + 2}-D "
                          f"(batched) input, but got input of size: {list(input.shape)}")
-    if input.dtype.kind not in "fc":
-        raise TypeError(f"{op}: expected a floating-point input, got {input.dtype.name}")
+    if input.dtype.kind not in kinds:
+        what = "a floating-point" if kinds == "fc" else "a real (floating-point or integer)"
+        raise TypeError(f"{op}: expected {what} input, got {input.dtype.name}")
 
 
 # -- convolution -----------------------------------------------------------------------------
@@ -204,7 +205,7 @@ def _pool_size(op, size, k, s, p, d, ceil_mode):
 
 
 def _pool_params(op, input, kernel_size, stride, padding, dilation, ceil_mode, spatial):
-    _check_input(op, input, spatial)
+    _check_input(op, input, spatial, "iuf" if op.startswith("max") else "fc")
     k = _ints(op, "kernel_size", kernel_size, spatial, 1)
     s = k if stride is None or (isinstance(stride, (list, tuple)) and not stride) else \
         _ints(op, "stride", stride, spatial, 1)
