@@ -33,13 +33,15 @@ from ._samples import make_array
 from .elementwise import FLOATS
 
 #: the raw-array helpers other chapters' kernels use (ops/pooling.py)
-__all__ = ["col2im_array", "pad_array"]
+__all__ = ["col2im_array", "int_pair", "pad_array"]
 
 
 # -- shapes and checks -----------------------------------------------------------------------
 
 
-def _pair(op: str, name: str, value, minimum: int) -> tuple[int, int]:
+def int_pair(op: str, name: str, value, minimum: int) -> tuple[int, int]:
+    """``value`` (an int or one or two ints) as two ints of at least ``minimum``, checked
+    (the window parameters of this chapter's and ops/pooling.py's ops)."""
     value = tuple(value) if isinstance(value, (list, tuple)) else (value,)
     if len(value) == 1:
         value = value * 2
@@ -55,10 +57,10 @@ def _pair(op: str, name: str, value, minimum: int) -> tuple[int, int]:
 
 def _windows(op, spatial, kernel_size, dilation, padding, stride):
     """The checked window parameters and the number of windows along each axis."""
-    k = _pair(op, "kernel_size", kernel_size, 1)
-    d = _pair(op, "dilation", dilation, 1)
-    p = _pair(op, "padding", padding, 0)
-    s = _pair(op, "stride", stride, 1)
+    k = int_pair(op, "kernel_size", kernel_size, 1)
+    d = int_pair(op, "dilation", dilation, 1)
+    p = int_pair(op, "padding", padding, 0)
+    s = int_pair(op, "stride", stride, 1)
     blocks = tuple((spatial[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1
                    for i in range(2))
     if any(b < 1 for b in blocks):
@@ -88,7 +90,7 @@ def _im2col_meta(x, kernel_size, dilation, padding, stride):
 
 def _col2im_meta(x, output_size, kernel_size, dilation, padding, stride):
     _check_float("col2im", x)
-    size = _pair("col2im", "output_size", output_size, 1)
+    size = int_pair("col2im", "output_size", output_size, 1)
     if x.ndim not in (2, 3) or x.shape[-1] == 0 or x.shape[-2] == 0:
         raise ValueError(f"col2im: expected a 2-D (C * kh * kw, L) or 3-D (N, C * kh * kw, L) "
                          f"input with non-zero dimensions, got shape {tuple(x.shape)}")
@@ -171,7 +173,7 @@ def _np_im2col(xp, x, kernel_size, dilation, padding, stride):
 
 def _col2im_parts(x, output_size, kernel_size, dilation, padding, stride):
     out_shape, _ = _col2im_meta(ArraySpec(x), output_size, kernel_size, dilation, padding, stride)
-    size = _pair("col2im", "output_size", output_size, 1)
+    size = int_pair("col2im", "output_size", output_size, 1)
     windows = _windows("col2im", size, kernel_size, dilation, padding, stride)
     return out_shape, size, windows
 

@@ -24,7 +24,7 @@ import numpy as np
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._meta_fns import ArraySpec
 from ._samples import make_array
-from .convolution import col2im_array, pad_array
+from .convolution import col2im_array, int_pair, pad_array
 from .elementwise import FLOATS
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
@@ -39,10 +39,10 @@ def _params(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     if x.ndim not in (3, 4) or any(n == 0 for n in x.shape[-3:]):
         raise ValueError(f"{op}: expected 3-D (C, H, W) or 4-D (N, C, H, W) input with "
                          f"non-zero C, H and W, got shape {tuple(x.shape)}")
-    k = _two(op, "kernel_size", kernel_size, 1)
-    s = k if not stride else _two(op, "stride", stride, 1)
-    p = _two(op, "padding", padding, 0)
-    d = _two(op, "dilation", dilation, 1)
+    k = int_pair(op, "kernel_size", kernel_size, 1)
+    s = k if not stride else int_pair(op, "stride", stride, 1)
+    p = int_pair(op, "padding", padding, 0)
+    d = int_pair(op, "dilation", dilation, 1)
     if p[0] > k[0] // 2 or p[1] > k[1] // 2:  # PyTorch's check of this op (not dilated)
         raise ValueError(f"{op}: pad should be smaller than or equal to half of kernel size, "
                          f"but got padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
@@ -60,19 +60,6 @@ def _params(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     extra = tuple(max(0, (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - (size[i] + 2 * p[i]))
                   for i in range(2))
     return k, s, p, d, size, tuple(out), extra
-
-
-def _two(op, name, value, minimum):
-    value = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-    if len(value) == 1:
-        value = value * 2
-    if len(value) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
-                                  for v in value):
-        raise ValueError(f"{op}: expected {name} to be one or two ints, got {list(value)}")
-    if any(v < minimum for v in value):
-        raise ValueError(f"{op}: {name} must be {'positive' if minimum else 'non-negative'}, "
-                         f"got {list(value)}")
-    return value
 
 
 def _forward_meta(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
@@ -128,27 +115,32 @@ def _lowest(xp, dtype):
     return -math.inf if xp.isdtype(dtype, "real floating") else xp.iinfo(dtype).min
 
 
-def _max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    k, s, p, d, size, out, extra = _params("max_pool2d", ArraySpec(x), kernel_size, stride,
-                                           padding, dilation, ceil_mode)
+def _windows_of(xp, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """The checked parameters, the dtype's lowest value and the window slices of ``x``
+    padded with it."""
+    params = _params("max_pool2d", ArraySpec(x), kernel_size, stride, padding, dilation,
+                     ceil_mode)
+    k, s, p, d, _, out, extra = params
     lowest = _lowest(xp, x.dtype)
     padded = pad_array(xp, x, (p[0], p[0] + extra[0], p[1], p[1] + extra[1]), lowest)
-    windows = _window_slices(padded, k, s, d, out)
+    return params, lowest, _window_slices(padded, k, s, d, out)
+
+
+def _max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    params, lowest, windows = _windows_of(xp, x, kernel_size, stride, padding, dilation,
+                                          ceil_mode)
     best = xp.full(windows[0].shape, lowest, dtype=x.dtype, device=_device(x))
     where = xp.full(best.shape, -1, dtype=xp.int64, device=_device(x))
     for n, v in enumerate(windows):
         take = (v > best) | xp.isnan(v)  # PyTorch's rule: greater, or NaN
         best = xp.where(take, v, best)
         where = xp.where(take, xp.asarray(n, dtype=xp.int64, device=_device(x)), where)
-    return best, _flat_index(xp, where, k, s, p, d, size, out)
+    return best, _flat_index(xp, where, *params[:6])
 
 
 def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    k, s, p, d, size, out, extra = _params("max_pool2d", ArraySpec(x), kernel_size, stride,
-                                           padding, dilation, ceil_mode)
-    lowest = _lowest(np, x.dtype)
-    padded = pad_array(np, x, (p[0], p[0] + extra[0], p[1], p[1] + extra[1]), lowest)
-    windows = _window_slices(padded, k, s, d, out)
+    params, lowest, windows = _windows_of(np, x, kernel_size, stride, padding, dilation,
+                                          ceil_mode)
     best = np.full(windows[0].shape, lowest, x.dtype)
     where = np.full(best.shape, -1, np.int64)
     take = np.empty(best.shape, bool)
@@ -161,7 +153,7 @@ def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode
         else:
             np.maximum(best, v, out=best)
         where += take * (n - where)  # cheaper than a masked copy
-    return best, _flat_index(np, where, k, s, p, d, size, out)
+    return best, _flat_index(np, where, *params[:6])
 
 
 def _backward_meta(g, x, kernel_size, stride, padding, dilation, ceil_mode, indices):

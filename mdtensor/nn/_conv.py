@@ -3,12 +3,9 @@ initialization and ``repr``."""
 
 from __future__ import annotations
 
-import math
-
 from . import functional as F
-from . import init
+from ._layers import add_weight_and_bias, reset_weight_and_bias
 from ._module import Module
-from ._parameter import Parameter
 
 __all__ = ["Conv1d", "Conv2d"]
 
@@ -30,8 +27,6 @@ class _ConvNd(Module):
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None):
         super().__init__()
-        from .. import empty
-
         op, n = type(self).__name__, self._spatial
         if not isinstance(groups, int) or groups <= 0:
             raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
@@ -61,21 +56,11 @@ class _ConvNd(Module):
         else:
             self.padding = _tuple(op, "padding", padding, n)
         self.groups, self.padding_mode = groups, padding_mode
-        self.weight = Parameter(empty((out_channels, in_channels // groups,
-                                       *self.kernel_size), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty((out_channels,), device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        add_weight_and_bias(self, (out_channels, in_channels // groups, *self.kernel_size),
+                            bias, device, dtype)
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.fan_in_and_fan_out(self.weight)
-            if fan_in:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)
 
     def forward(self, input):
         return self._fn(input, self.weight, self.bias, self.stride, self.padding,

@@ -42,20 +42,12 @@ def _ints(op: str, name: str, value, n: int, minimum: int) -> tuple[int, ...]:
 
 
 def _pad2d(x: Tensor, top: int, bottom: int, left: int, right: int, value: float) -> Tensor:
-    """``x`` with constant ``value`` rows and columns around its last two dimensions."""
-    md = _md()
-    for axis, before, after in ((-2, top, bottom), (-1, left, right)):
-        if before or after:
-            parts = []
-            for n in (before, None, after):
-                if n is None:
-                    parts.append(x)
-                elif n:
-                    shape = list(x.shape)
-                    shape[axis] = n
-                    parts.append(md.full(tuple(shape), value, dtype=x.dtype, device=x.device))
-            x = md.concat(parts, axis=axis)
-    return x
+    """``x`` with constant ``value`` rows and columns around its last two dimensions: the
+    catalogue kernels' padding with ``md`` as the namespace (``concat`` of ``full`` blocks,
+    so it differentiates)."""
+    from mdtensor.ops.convolution import pad_array
+
+    return pad_array(_md(), x, (top, bottom, left, right), value)
 
 
 def _check_input(op: str, input: Tensor, spatial: int, kinds: str = "fc") -> None:
