@@ -19,6 +19,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     linalg,
     manipulation,
     nn,
+    normalization,
     pooling,
     reductions,
     searching,

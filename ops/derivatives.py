@@ -2149,7 +2149,7 @@ def _chapter_rules() -> None:
     would find the package's ``__getattr__`` (an operator namespace of that name) first."""
     import importlib
 
-    for chapter in ("convolution", "pooling"):
+    for chapter in ("convolution", "normalization", "pooling"):
         importlib.import_module(f"{__package__}.{chapter}_derivatives")
 
 

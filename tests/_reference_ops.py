@@ -1442,6 +1442,53 @@ ref("max_pool2d_with_indices_backward",
     _max_pool_backward_sample())
 
 
+@st.composite
+def _batch_norm_sample(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 3), min_size=2, max_size=4)))
+    x = draw(arrays(FLOATS, shape=shape, special=False))
+    affine = draw(st.booleans())
+    w = draw(arrays((x.dtype.name,), shape=shape[1:2], special=False)) if affine else None
+    b = draw(arrays((x.dtype.name,), shape=shape[1:2], special=False)) if affine else None
+    return Sample((x, w, b, True, 0.1, draw(st.sampled_from([1e-5, 1e-3, 0.5]))))
+
+
+ref("_native_batch_norm_legit",
+    lambda lib, *a: lib.ops.aten._native_batch_norm_legit.no_stats(*a),
+    lambda lib, *a: lib.ops.aten._native_batch_norm_legit.no_stats(*a), _batch_norm_sample(),
+    tol=10.0)
+
+
+@st.composite
+def _batch_norm_backward_sample(draw):
+    import torch
+
+    x, w, _, _, _, eps = draw(_batch_norm_sample()).args
+    try:
+        _, mean, invstd = torch.ops.aten._native_batch_norm_legit.no_stats(
+            torch.tensor(x), None if w is None else torch.tensor(w), None, True, 0.1, eps)
+    except RuntimeError:
+        mean = invstd = torch.zeros(x.shape[1], dtype=getattr(torch, x.dtype.name))
+    g = draw(arrays((x.dtype.name,), shape=x.shape, special=False))
+    mask = draw(st.sampled_from([(True, True, True), (True, False, True), (False, True,
+                                                                          False)]))
+    return Sample((g, x, w, None, None, mean.numpy(), invstd.numpy(), True, eps, mask))
+
+
+def _outputs_in_mask(fn):
+    def call(lib, *a):
+        return [o for o, m in zip(fn(lib, *a), a[-1]) if m]
+    return call
+
+
+# The gradients differ on purpose: mdtensor differentiates the op as the function of its
+# arguments it computes (the saved statistics are inputs); PyTorch's double backward
+# recomputes them from the input (Note [Batch norm kernels] in ops/normalization.py).
+ref("native_batch_norm_backward",
+    _outputs_in_mask(lambda lib, *a: lib.ops.aten.native_batch_norm_backward(*a)),
+    _outputs_in_mask(lambda lib, *a: lib.ops.aten.native_batch_norm_backward(*a)),
+    _batch_norm_backward_sample(), grad=False, tol=10.0)
+
+
 # -- internal ops (the backward ops PyTorch also has) -------------------------------------
 
 

@@ -68,27 +68,29 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         _check_channels("batch_norm", name, t, channels)
     shape = (1, channels) + (1,) * (input.ndim - 2)
     if training:
+        # Note [Batch norm kernels] in ops/normalization.py: one op each way
+        from mdtensor.ops import aten
+
         count = input.numel() // channels if channels else 0
         if count <= 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input size {list(input.shape)}")
-        axes = (0,) + tuple(range(2, input.ndim))
-        mean = md.mean(input, axis=axes)
-        var = md.var(input, axis=axes, correction=0)
-        _update_running(running_mean, running_var, mean, var, count, momentum)
-    else:
-        if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: running_mean and running_var must be defined in "
-                             "evaluation mode (training=False)")
-        mean, var = running_mean, running_var
+        out, mean, invstd = aten._native_batch_norm_legit.no_stats(input, weight, bias, True,
+                                                                   momentum, eps)
+        if running_mean is not None or running_var is not None:
+            with md.no_grad():
+                var = 1.0 / (invstd * invstd) - eps  # the biased variance, per channel
+            _update_running(running_mean, running_var, mean, var, count, momentum)
+        return out
+    if running_mean is None or running_var is None:
+        raise ValueError("batch_norm: running_mean and running_var must be defined in "
+                         "evaluation mode (training=False)")
     # Note [Batch norm as one multiply-add]: the per-channel scale and shift are computed on
-    # (C,) vectors, so the whole input sees one multiplication and one addition (and
-    # backward one of each, besides the statistics' own gradients) instead of the five
-    # full-size operations of centre, divide, scale and shift.
-    scale = md.rsqrt(var + eps)
+    # (C,) vectors, so the whole input sees one multiplication and one addition.
+    scale = md.rsqrt(running_var + eps)
     if weight is not None:
         scale = scale * weight
-    shift = -mean * scale
+    shift = -running_mean * scale
     if bias is not None:
         shift = shift + bias
     return input * scale.reshape(shape) + shift.reshape(shape)
