@@ -2,10 +2,11 @@
 ``instance_norm``.
 
 Compositions of public ops (means, ``rsqrt``), as ``layer_norm`` is, so autograd, modes
-and every backend get them.  The statistics are PyTorch's: normalization divides by the
-biased standard deviation; ``batch_norm``'s running variance is updated with the unbiased
-one, in place and without gradient (``copy_`` under ``no_grad``, so on JAX through
-functionalization).
+and every backend get them -- except ``batch_norm`` while training, which is PyTorch's
+pair of kernels (Note [Batch norm kernels] in ops/normalization.py).  The statistics are
+PyTorch's: normalization divides by the biased standard deviation; ``batch_norm``'s running
+variance is updated with the unbiased one, in place and without gradient (``copy_`` under
+``no_grad``, so on JAX through functionalization).
 """
 
 from __future__ import annotations
@@ -85,8 +86,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if running_mean is None or running_var is None:
         raise ValueError("batch_norm: running_mean and running_var must be defined in "
                          "evaluation mode (training=False)")
-    # Note [Batch norm as one multiply-add]: the per-channel scale and shift are computed on
-    # (C,) vectors, so the whole input sees one multiplication and one addition.
+    # in evaluation, one multiply-add: the per-channel scale and shift are computed on (C,)
+    # vectors, so the whole input sees one multiplication and one addition
     scale = md.rsqrt(running_var + eps)
     if weight is not None:
         scale = scale * weight
