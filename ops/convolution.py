@@ -216,9 +216,35 @@ def _np_col2im(xp, x, output_size, kernel_size, dilation, padding, stride):
         np.lib.stride_tricks.as_strided(
             out, out.shape[:-2] + (kh, kw, bh, bw),
             (*lead, rs * dh, cs * dw, rs * sh, cs * sw))[...] = cols
+    elif sh == sw == 1:
+        return _add_runs(cols, out_shape, (h, w), (kh, kw), (dh, dw), (ph, pw), (bh, bw))
     else:
         _add_windows(out, cols, (kh, kw), (dh, dw), (sh, sw), (bh, bw))
     return out[..., ph:ph + h, pw:pw + w].copy() if ph or pw else out
+
+
+def _add_runs(cols, out_shape, size, k, d, p, blocks):
+    """col2im with stride 1 as ``kh * kw`` contiguous additions.
+
+    Note [col2im as contiguous runs]: added window by window into an ``(N, C, H, W)``
+    canvas, each addition loops over rows of ``bw`` elements (6 at the CNN example's sizes:
+    loop overhead, not arithmetic).  Here the planes are the last axis and each window
+    row is padded to the canvas's width: window ``(i, j)`` then covers one contiguous run
+    of the flattened canvas, from ``i * dh * Wp + j * dw`` (the padding adds zeros past the
+    row's end), and each addition is one contiguous block of ``bh * Wp * N * C`` values.
+    """
+    (h, w), (kh, kw), (dh, dw), (ph, pw), (bh, bw) = size, k, d, p, blocks
+    hp, wp = h + 2 * ph, w + 2 * pw
+    planes = int(np.prod(out_shape[:-2], dtype=np.int64))
+    runs = np.zeros((kh, kw, bh, wp, planes), cols.dtype)
+    runs[:, :, :, :bw, :] = np.moveaxis(cols.reshape((planes, kh, kw, bh, bw)), 0, -1)
+    runs = runs.reshape((kh, kw, bh * wp, planes))
+    canvas = np.zeros((hp * wp + (kw - 1) * dw, planes), cols.dtype)
+    for i, j in itertools.product(range(kh), range(kw)):
+        start = i * dh * wp + j * dw
+        canvas[start:start + bh * wp] += runs[i, j]
+    image = canvas[:hp * wp].reshape((hp, wp, planes))[ph:ph + h, pw:pw + w]
+    return np.ascontiguousarray(np.moveaxis(image, -1, 0)).reshape(out_shape)
 
 
 def _add_windows(out, cols, k, d, s, blocks):
