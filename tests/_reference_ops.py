@@ -1444,7 +1444,9 @@ ref("max_pool2d_with_indices_backward",
 
 @st.composite
 def _batch_norm_sample(draw):
-    shape = tuple(draw(st.lists(st.integers(1, 3), min_size=2, max_size=4)))
+    # two or more values per channel (F.batch_norm refuses one, as PyTorch's)
+    shape = (draw(st.integers(2, 3)),) + tuple(draw(st.lists(st.integers(1, 3), min_size=1,
+                                                               max_size=3)))
     x = draw(arrays(FLOATS, shape=shape, special=False))
     affine = draw(st.booleans())
     w = draw(arrays((x.dtype.name,), shape=shape[1:2], special=False)) if affine else None
@@ -1455,7 +1457,7 @@ def _batch_norm_sample(draw):
 ref("_native_batch_norm_legit",
     lambda lib, *a: lib.ops.aten._native_batch_norm_legit.no_stats(*a),
     lambda lib, *a: lib.ops.aten._native_batch_norm_legit.no_stats(*a), _batch_norm_sample(),
-    tol=10.0)
+    tol=100.0)  # x * invstd - mean * invstd cancels: float32 rounding of |x| * invstd
 
 
 @st.composite
