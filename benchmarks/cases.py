@@ -334,6 +334,42 @@ def mlp_cases(libs) -> list[Case]:
 
 
 # ---------------------------------------------------------------------------------------
+# The CNN example: one training epoch of examples/train_cnn.py and of its PyTorch twin
+
+
+def cnn_cases(libs) -> list[Case]:
+    """One epoch (2048 images, 32 minibatches of 64) of ``examples/train_cnn.py``'s training
+    loop on the CPU, and of ``benchmarks/cnn_torch.py``, the same program in PyTorch."""
+
+    def build_md():
+        from .cnn_torch import example
+
+        ex = example()
+        md = libs["mdtensor"]
+        x, y = ex.load_data(2048, 1, "cpu")
+        md.manual_seed(0)
+        model = ex.make_model("cpu")
+        opt, _ = ex.make_training(model)
+        shuffle = md.Generator().manual_seed(2)
+        return lambda: ex.train_epoch(model, opt, x, y, shuffle)
+
+    def build_torch():
+        from . import cnn_torch
+
+        ex = cnn_torch.example()
+        torch = libs["torch"]
+        x, y = cnn_torch.load_data(ex, 2048, 1)
+        torch.manual_seed(0)
+        model = cnn_torch.make_model(ex.CLASSES)
+        opt, _ = cnn_torch.make_training(model)
+        shuffle = torch.Generator().manual_seed(2)
+        return lambda: cnn_torch.train_epoch(model, opt, x, y, shuffle, ex.BATCH)
+
+    return [make_case("CNN epoch (examples/train_cnn.py)", "cnn", libs,
+                      {"mdtensor": build_md, "torch": build_torch})]
+
+
+# ---------------------------------------------------------------------------------------
 # Layer costs
 
 

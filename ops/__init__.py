@@ -12,6 +12,7 @@ from mdtensor._ops import ops as _namespaces
 
 from . import (  # noqa: F401  (imported for their declarations)
     closeness,
+    convolution,
     creation,
     diagonals,
     elementwise,
@@ -24,8 +25,10 @@ from . import (  # noqa: F401  (imported for their declarations)
     linalg,
     manipulation,
     nn,
+    normalization,
     norms,
     padding,
+    pooling,
     reductions,
     scatter,
     searching,

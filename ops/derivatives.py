@@ -2180,6 +2180,7 @@ _view_copy_rules()
 # The rules of newer catalogue chapters live beside them (``ops/<chapter>_derivatives.py``);
 # importing them here registers them in ``DERIVATIVES`` (by module path: a plain name would
 # be read as an operator namespace, ``md.ops.<ns>``).
-_CHAPTERS = ("filling", "float_values", "scatter", "statistics")
+_CHAPTERS = ("convolution", "filling", "float_values", "normalization", "pooling", "scatter",
+             "statistics")
 for _chapter in _CHAPTERS:
     importlib.import_module(f"mdtensor.ops.{_chapter}_derivatives")
