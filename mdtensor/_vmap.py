@@ -767,6 +767,9 @@ def _unwrap_outputs(out, out_dims, level, size):
                              f"the outputs")
     result = []
     for v, d in zip(leaves, dims):
+        if v is None:  # an op's undefined output (a masked-out gradient)
+            result.append(v)
+            continue
         if not isinstance(v, Tensor):
             raise ValueError(f"vmap: the function must return Tensors (or pytrees of "
                              f"Tensors), got {type(v).__name__}")
