@@ -90,6 +90,8 @@ def _tri_indices(name):
     def impl(xp, row, col, offset=0, *, dtype=None, device=None):
         keep = _tri_count(name, row, col, offset)
         r, c = np.nonzero(keep)
+        if not r.size:  # no index (Dask cannot chunk an empty host array)
+            return xp.zeros((2, 0), dtype=dtype or xp.int64, device=device)
         out = np.stack([r, c]).astype(np.int64)
         arr = xp.asarray(out, device=device)
         return arr if dtype is None else xp.astype(arr, dtype)
