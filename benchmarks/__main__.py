@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     # [Paired ratios] in harness.py).
     repeats, target = (9, 0.01) if args.quick else (31, 0.035)
     all_cases = (C.small_op_cases(libs) + C.large_op_cases(libs) + C.mlp_cases(libs)
-                 + C.layer_cases(libs) + C.transform_cases(libs))
+                 + C.cnn_cases(libs) + C.layer_cases(libs) + C.transform_cases(libs))
     selected = [c for c in all_cases if args.filter in c.name]
     for case in selected:
         run_case(case, repeats, target)

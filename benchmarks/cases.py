@@ -42,7 +42,7 @@ def make_case(name, group, libs, builders: dict[str, Callable], sync=None) -> Ca
     whose setup fails) are reported as missing."""
     case = Case(name, group, sync=sync)
     for impl, build in builders.items():
-        lib_name = "jax" if impl == "jax-jit" else impl
+        lib_name = impl.split("-")[0]  # "jax-jit" and "mdtensor-loop" use jax, mdtensor
         lib = libs.get(lib_name)
         if isinstance(lib, Exception) or lib is None:
             case.missing[impl] = f"not installed ({lib})"
@@ -334,6 +334,42 @@ def mlp_cases(libs) -> list[Case]:
 
 
 # ---------------------------------------------------------------------------------------
+# The CNN example: one training epoch of examples/train_cnn.py and of its PyTorch twin
+
+
+def cnn_cases(libs) -> list[Case]:
+    """One epoch (2048 images, 32 minibatches of 64) of ``examples/train_cnn.py``'s training
+    loop on the CPU, and of ``benchmarks/cnn_torch.py``, the same program in PyTorch."""
+
+    def build_md():
+        from .cnn_torch import example
+
+        ex = example()
+        md = libs["mdtensor"]
+        x, y = ex.load_data(2048, 1, "cpu")
+        md.manual_seed(0)
+        model = ex.make_model("cpu")
+        opt, _ = ex.make_training(model)
+        shuffle = md.Generator().manual_seed(2)
+        return lambda: ex.train_epoch(model, opt, x, y, shuffle)
+
+    def build_torch():
+        from . import cnn_torch
+
+        ex = cnn_torch.example()
+        torch = libs["torch"]
+        x, y = cnn_torch.load_data(ex, 2048, 1)
+        torch.manual_seed(0)
+        model = cnn_torch.make_model(ex.CLASSES)
+        opt, _ = cnn_torch.make_training(model)
+        shuffle = torch.Generator().manual_seed(2)
+        return lambda: cnn_torch.train_epoch(model, opt, x, y, shuffle, ex.BATCH)
+
+    return [make_case("CNN epoch (examples/train_cnn.py)", "cnn", libs,
+                      {"mdtensor": build_md, "torch": build_torch})]
+
+
+# ---------------------------------------------------------------------------------------
 # Layer costs
 
 
@@ -456,7 +492,54 @@ def transform_cases(libs) -> list[Case]:
                       {"mdtensor": eager("mdtensor", kind), "torch": eager("torch", kind),
                        "jax": jx(kind, False),
                        "jax-jit": jx(kind, True)})
-            for kind in TRANSFORMS]
+            for kind in TRANSFORMS] + [per_sample_case(libs)]
+
+
+def per_sample_case(libs) -> Case:
+    """Per-sample gradients of the MLP 16-16-16-4 loss over a batch of 64: ``vmap(grad)``
+    in mdtensor, torch.func and JAX (eager and jit), and mdtensor's loop of ``grad`` over
+    the samples."""
+    shapes = ((16, 16), (16,), (16, 16), (16,), (16, 4), (4,))
+    params_np = [random_data(s, 10 + i) * 0.25 for i, s in enumerate(shapes)]
+    x_np, y_np = random_data((64, 16), 20), random_data((64, 4), 21)
+
+    def loss(lib, p, x, y):
+        h = lib.tanh(x @ p[0] + p[1])
+        h = lib.tanh(h @ p[2] + p[3])
+        return ((h @ p[4] + p[5] - y) ** 2).mean()
+
+    def eager(name):
+        def build():
+            lib = libs[name]
+            p = tuple(lib.asarray(a) for a in params_np)
+            x, y = lib.asarray(x_np), lib.asarray(y_np)
+            f = lib.func.vmap(lib.func.grad(lambda p, x, y: loss(lib, p, x, y)),
+                              in_dims=(None, 0, 0))
+            return lambda: f(p, x, y)
+        return build
+
+    def loop():
+        md = libs["mdtensor"]
+        p = tuple(md.asarray(a) for a in params_np)
+        x, y = md.asarray(x_np), md.asarray(y_np)
+        g = md.func.grad(lambda p, x, y: loss(md, p, x, y))
+        return lambda: [g(p, x[i], y[i]) for i in range(64)]
+
+    def jx(jit):
+        def build():
+            import jax
+            import jax.numpy as jnp
+
+            p = tuple(jnp.asarray(a) for a in params_np)
+            x, y = jnp.asarray(x_np), jnp.asarray(y_np)
+            f = jax.vmap(jax.grad(lambda p, x, y: loss(jnp, p, x, y)), in_axes=(None, 0, 0))
+            f = jax.jit(f) if jit else f
+            return lambda: jax.block_until_ready(f(p, x, y))
+        return build
+
+    return make_case("per-sample grads, MLP 16-16-16-4, batch 64", "transforms", libs,
+                     {"mdtensor": eager("mdtensor"), "torch": eager("torch"),
+                      "jax": jx(False), "jax-jit": jx(True), "mdtensor-loop": loop})
 
 
 def import_times(repeats: int = 5) -> dict[str, float]:

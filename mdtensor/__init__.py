@@ -69,6 +69,15 @@ from . import (  # noqa: E402,F401  # noqa: E402,F401
     testing,
 )
 from ._namespace import *  # noqa: E402,F401,F403  (constants, dtype functions, info)
+from ._sampling import (  # noqa: E402,F401
+    bernoulli,
+    multinomial,
+    normal,
+    rand_like,
+    randint_like,
+    randn_like,
+    randperm,
+)
 from .autograd import (  # noqa: E402,F401
     enable_grad,
     inference_mode,
@@ -91,7 +100,8 @@ __all__ = sorted(
        "uint8", "uint16", "uint32", "uint64", "float", "double", "half", "long", "int",
        "short", "cfloat", "cdouble", "enable_grad", "inference_mode", "is_grad_enabled",
        "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "manual_seed", "rand",
-       "randint", "randn", "autograd", "backends", "dask", "fft", "func", "library", "linalg",
+       "randint", "randn", "bernoulli", "multinomial", "normal", "rand_like", "randint_like",
+       "randn_like", "randperm", "autograd", "backends", "dask", "fft", "func", "library", "linalg",
        "modes", "ops", "random", "testing", "nn", "optim", "save", "load"})
 
 

@@ -3,6 +3,7 @@
 
 """mdtensor: a NumPy-like tensor library with a PyTorch-style dispatcher."""
 
+import builtins
 from collections.abc import Sequence
 from typing import Any, overload
 
@@ -53,19 +54,31 @@ from ._namespace import nan as nan
 from ._namespace import newaxis as newaxis
 from ._namespace import pi as pi
 from ._namespace import result_type as result_type
+from ._sampling import bernoulli as bernoulli
+from ._sampling import multinomial as multinomial
+from ._sampling import normal as normal
+from ._sampling import rand_like as rand_like
+from ._sampling import randint_like as randint_like
+from ._sampling import randn_like as randn_like
+from ._sampling import randperm as randperm
 from ._serialization import load as load
 from ._serialization import save as save
 from ._typing import (
     Bool,
+    CummaxResult,
+    CumminResult,
     DeviceLike,
     DTypeLike,
     Float,
     Int,
     IntList,
+    KthvalueResult,
     MaxResult,
+    MedianResult,
     MinResult,
     Scalar,
     SortResult,
+    TopkResult,
     UniqueAllResult,
     UniqueCountsResult,
     UniqueInverseResult,
@@ -108,8 +121,10 @@ __all__ = [
     "acosh",
     "add",
     "all",
+    "allclose",
     "amax",
     "amin",
+    "angle",
     "any",
     "arange",
     "arccos",
@@ -132,6 +147,7 @@ __all__ = [
     "atanh",
     "autograd",
     "backends",
+    "bernoulli",
     "bitwise_and",
     "bitwise_invert",
     "bitwise_left_shift",
@@ -153,6 +169,7 @@ __all__ = [
     "clamp",
     "clip",
     "clone",
+    "column_stack",
     "complex128",
     "complex64",
     "concat",
@@ -163,17 +180,22 @@ __all__ = [
     "cos",
     "cosh",
     "count_nonzero",
+    "cummax",
+    "cummin",
     "cumprod",
     "cumsum",
     "cumulative_prod",
     "cumulative_sum",
     "dask",
+    "diag",
+    "diagonal",
     "diff",
     "div",
     "divide",
     "dot",
     "double",
     "dropout",
+    "dstack",
     "e",
     "einsum",
     "empty",
@@ -188,6 +210,7 @@ __all__ = [
     "expm1",
     "eye",
     "fft",
+    "fill",
     "finfo",
     "flatten",
     "flip",
@@ -210,9 +233,13 @@ __all__ = [
     "greater_equal",
     "gt",
     "half",
+    "hstack",
     "hypot",
     "iinfo",
     "imag",
+    "index_add",
+    "index_copy",
+    "index_fill",
     "index_select",
     "inf",
     "inference_mode",
@@ -223,11 +250,13 @@ __all__ = [
     "int8",
     "is_grad_enabled",
     "is_inference_mode_enabled",
+    "isclose",
     "isdtype",
     "isfinite",
     "isin",
     "isinf",
     "isnan",
+    "kthvalue",
     "le",
     "less",
     "less_equal",
@@ -241,6 +270,7 @@ __all__ = [
     "log2",
     "log_softmax",
     "logaddexp",
+    "logcumsumexp",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -255,6 +285,7 @@ __all__ = [
     "max",
     "maximum",
     "mean",
+    "median",
     "meshgrid",
     "min",
     "minimum",
@@ -263,8 +294,12 @@ __all__ = [
     "moveaxis",
     "movedim",
     "mul",
+    "multinomial",
     "multiply",
     "nan",
+    "nan_to_num",
+    "nanmean",
+    "nansum",
     "narrow",
     "ne",
     "neg",
@@ -274,22 +309,30 @@ __all__ = [
     "nn",
     "no_grad",
     "nonzero",
+    "normal",
     "not_equal",
     "ones",
     "ones_like",
     "ops",
     "optim",
     "outer",
+    "pad",
     "permute",
     "permute_dims",
     "pi",
     "positive",
     "pow",
     "prod",
+    "quantile",
     "rand",
+    "rand_like",
     "randint",
+    "randint_like",
     "randn",
+    "randn_like",
     "random",
+    "randperm",
+    "ravel",
     "real",
     "reciprocal",
     "relu",
@@ -302,6 +345,9 @@ __all__ = [
     "round",
     "rsqrt",
     "save",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
     "searchsorted",
     "set_default_device",
     "set_grad_enabled",
@@ -332,9 +378,12 @@ __all__ = [
     "tensordot",
     "testing",
     "tile",
+    "topk",
     "transpose",
     "tril",
+    "tril_indices",
     "triu",
+    "triu_indices",
     "trunc",
     "uint16",
     "uint32",
@@ -349,6 +398,7 @@ __all__ = [
     "unstack",
     "var",
     "vecdot",
+    "vstack",
     "where",
     "zeros",
     "zeros_like",
@@ -393,6 +443,14 @@ def all(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tenso
 @overload
 def all(self: Tensor, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
 
+def allclose(
+    self: Tensor,
+    other: Tensor,
+    rtol: Float = ...,
+    atol: Float = ...,
+    equal_nan: Bool = ...,
+) -> builtins.bool: ...
+
 @overload
 def amax(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
 @overload
@@ -402,6 +460,8 @@ def amax(self: Tensor, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor
 def amin(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
 @overload
 def amin(self: Tensor, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
+
+def angle(self: Tensor) -> Tensor: ...
 
 @overload
 def any(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
@@ -659,6 +719,8 @@ def clip(self: Tensor, min: Any = ..., max: Any = ...) -> Tensor: ...
 
 def clone(self: Tensor) -> Tensor: ...
 
+def column_stack(tensors: Sequence[Tensor]) -> Tensor: ...
+
 @overload
 def concat(tensors: Sequence[Tensor], axis: Int | None = ...) -> Tensor: ...
 @overload
@@ -699,6 +761,10 @@ def count_nonzero(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...
 @overload
 def count_nonzero(self: Tensor, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
 
+def cummax(self: Tensor, dim: Int) -> CummaxResult: ...
+
+def cummin(self: Tensor, dim: Int) -> CumminResult: ...
+
 @overload
 def cumprod(
     self: Tensor,
@@ -766,6 +832,10 @@ def cumulative_sum(
     dtype: DTypeLike | None = ...,
     include_initial: Bool = ...,
 ) -> Tensor: ...
+
+def diag(self: Tensor, diagonal: Int = ...) -> Tensor: ...
+
+def diagonal(self: Tensor, offset: Int = ..., dim1: Int = ..., dim2: Int = ...) -> Tensor: ...
 
 @overload
 def diff(
@@ -811,6 +881,8 @@ def divide(self: Scalar, other: Tensor) -> Tensor: ...
 def dot(self: Tensor, tensor: Tensor) -> Tensor: ...
 
 def dropout(input: Tensor, p: Float = ..., train: Bool = ...) -> Tensor: ...
+
+def dstack(tensors: Sequence[Tensor]) -> Tensor: ...
 
 @overload
 def einsum(equation: str, /, *tensors: Tensor) -> Tensor: ...
@@ -887,6 +959,11 @@ def eye(
     device: DeviceLike | None = ...,
     requires_grad: Bool = ...,
 ) -> Tensor: ...
+
+@overload
+def fill(self: Tensor, value: Scalar) -> Tensor: ...
+@overload
+def fill(self: Tensor, value: Scalar, *, out: Tensor) -> Tensor: ...
 
 def flatten(self: Tensor, start_dim: Int = ..., end_dim: Int = ...) -> Tensor: ...
 
@@ -979,6 +1056,8 @@ def gt(self: Tensor, other: Scalar) -> Tensor: ...
 @overload
 def gt(self: Scalar, other: Tensor) -> Tensor: ...
 
+def hstack(tensors: Sequence[Tensor]) -> Tensor: ...
+
 @overload
 def hypot(self: Tensor, other: Tensor) -> Tensor: ...
 @overload
@@ -993,9 +1072,47 @@ def hypot(self: Scalar, other: Tensor) -> Tensor: ...
 def imag(self: Tensor) -> Tensor: ...
 
 @overload
+def index_add(
+    self: Tensor,
+    dim: Int,
+    index: Tensor,
+    source: Tensor,
+    *,
+    alpha: Scalar = ...,
+) -> Tensor: ...
+@overload
+def index_add(
+    self: Tensor,
+    dim: Int,
+    index: Tensor,
+    source: Tensor,
+    *,
+    alpha: Scalar = ...,
+    out: Tensor,
+) -> Tensor: ...
+
+@overload
+def index_copy(self: Tensor, dim: Int, index: Tensor, source: Tensor) -> Tensor: ...
+@overload
+def index_copy(self: Tensor, dim: Int, index: Tensor, source: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
+def index_fill(self: Tensor, dim: Int, index: Tensor, value: Scalar) -> Tensor: ...
+@overload
+def index_fill(self: Tensor, dim: Int, index: Tensor, value: Scalar, *, out: Tensor) -> Tensor: ...
+
+@overload
 def index_select(self: Tensor, dim: Int, index: Tensor) -> Tensor: ...
 @overload
 def index_select(self: Tensor, axis: Int, index: Tensor) -> Tensor: ...
+
+def isclose(
+    self: Tensor,
+    other: Tensor,
+    rtol: Float = ...,
+    atol: Float = ...,
+    equal_nan: Bool = ...,
+) -> Tensor: ...
 
 def isfinite(self: Tensor) -> Tensor: ...
 
@@ -1009,6 +1126,8 @@ def isin(elements: Scalar, test_elements: Tensor, *, invert: Bool = ...) -> Tens
 def isinf(self: Tensor) -> Tensor: ...
 
 def isnan(self: Tensor) -> Tensor: ...
+
+def kthvalue(self: Tensor, k: Int, dim: Int = ..., keepdim: Bool = ...) -> KthvalueResult: ...
 
 @overload
 def le(self: Tensor, other: Tensor) -> Tensor: ...
@@ -1090,6 +1209,8 @@ def logaddexp(self: Tensor, other: Scalar, *, out: Tensor) -> Tensor: ...
 @overload
 def logaddexp(self: Scalar, other: Tensor) -> Tensor: ...
 
+def logcumsumexp(self: Tensor, dim: Int) -> Tensor: ...
+
 @overload
 def logical_and(self: Tensor, other: Tensor) -> Tensor: ...
 @overload
@@ -1161,6 +1282,11 @@ def mean(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tens
 def mean(self: Tensor, dim: IntList | None = ..., keepdim: Bool = ...) -> Tensor: ...
 
 @overload
+def median(self: Tensor) -> Tensor: ...
+@overload
+def median(self: Tensor, dim: Int, keepdim: Bool = ...) -> MedianResult: ...
+
+@overload
 def meshgrid(*tensors: Tensor, indexing: str = ...) -> tuple[Tensor, ...]: ...
 @overload
 def meshgrid(tensors: Sequence[Tensor], /, *, indexing: str = ...) -> tuple[Tensor, ...]: ...
@@ -1210,6 +1336,57 @@ def multiply(self: Tensor, other: Scalar) -> Tensor: ...
 def multiply(self: Tensor, other: Scalar, *, out: Tensor) -> Tensor: ...
 @overload
 def multiply(self: Scalar, other: Tensor) -> Tensor: ...
+
+@overload
+def nan_to_num(
+    self: Tensor,
+    nan: Float | None = ...,
+    posinf: Float | None = ...,
+    neginf: Float | None = ...,
+) -> Tensor: ...
+@overload
+def nan_to_num(
+    self: Tensor,
+    nan: Float | None = ...,
+    posinf: Float | None = ...,
+    neginf: Float | None = ...,
+    *,
+    out: Tensor,
+) -> Tensor: ...
+
+@overload
+def nanmean(
+    self: Tensor,
+    dim: IntList | None = ...,
+    keepdim: Bool = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+) -> Tensor: ...
+@overload
+def nanmean(
+    self: Tensor,
+    axis: IntList | None = ...,
+    keepdims: Bool = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+) -> Tensor: ...
+
+@overload
+def nansum(
+    self: Tensor,
+    dim: IntList | None = ...,
+    keepdim: Bool = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+) -> Tensor: ...
+@overload
+def nansum(
+    self: Tensor,
+    axis: IntList | None = ...,
+    keepdims: Bool = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+) -> Tensor: ...
 
 def narrow(self: Tensor, dim: Int, start: Int, length: Int) -> Tensor: ...
 
@@ -1277,6 +1454,8 @@ def ones_like(
 
 def outer(self: Tensor, other: Tensor) -> Tensor: ...
 
+def pad(self: Tensor, pad: IntList, mode: str = ..., value: Scalar | None = ...) -> Tensor: ...
+
 @overload
 def permute(self: Tensor, axes: IntList) -> Tensor: ...
 @overload
@@ -1316,6 +1495,27 @@ def prod(
     *,
     dtype: DTypeLike | None = ...,
 ) -> Tensor: ...
+
+@overload
+def quantile(
+    self: Tensor,
+    q: Tensor,
+    dim: Int | None = ...,
+    keepdim: Bool = ...,
+    *,
+    interpolation: str = ...,
+) -> Tensor: ...
+@overload
+def quantile(
+    self: Tensor,
+    q: Float,
+    dim: Int | None = ...,
+    keepdim: Bool = ...,
+    *,
+    interpolation: str = ...,
+) -> Tensor: ...
+
+def ravel(self: Tensor) -> Tensor: ...
 
 def real(self: Tensor) -> Tensor: ...
 
@@ -1364,11 +1564,49 @@ def roll(self: Tensor, shifts: IntList, dims: IntList | None = ...) -> Tensor: .
 def round(self: Tensor) -> Tensor: ...
 @overload
 def round(self: Tensor, *, out: Tensor) -> Tensor: ...
+@overload
+def round(self: Tensor, *, decimals: Int) -> Tensor: ...
 
 @overload
 def rsqrt(self: Tensor) -> Tensor: ...
 @overload
 def rsqrt(self: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
+def scatter(self: Tensor, dim: Int, index: Tensor, src: Tensor) -> Tensor: ...
+@overload
+def scatter(self: Tensor, dim: Int, index: Tensor, src: Tensor, *, out: Tensor) -> Tensor: ...
+@overload
+def scatter(self: Tensor, dim: Int, index: Tensor, value: Scalar) -> Tensor: ...
+@overload
+def scatter(self: Tensor, dim: Int, index: Tensor, value: Scalar, *, out: Tensor) -> Tensor: ...
+
+@overload
+def scatter_add(self: Tensor, dim: Int, index: Tensor, src: Tensor) -> Tensor: ...
+@overload
+def scatter_add(self: Tensor, dim: Int, index: Tensor, src: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
+def scatter_reduce(
+    self: Tensor,
+    dim: Int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    *,
+    include_self: Bool = ...,
+) -> Tensor: ...
+@overload
+def scatter_reduce(
+    self: Tensor,
+    dim: Int,
+    index: Tensor,
+    src: Tensor,
+    reduce: str,
+    *,
+    include_self: Bool = ...,
+    out: Tensor,
+) -> Tensor: ...
 
 @overload
 def searchsorted(
@@ -1550,6 +1788,14 @@ def tile(self: Tensor, reps: IntList) -> Tensor: ...
 @overload
 def tile(self: Tensor, dims: IntList) -> Tensor: ...
 
+def topk(
+    self: Tensor,
+    k: Int,
+    dim: Int = ...,
+    largest: Bool = ...,
+    sorted: Bool = ...,
+) -> TopkResult: ...
+
 def transpose(self: Tensor, dim0: Int, dim1: Int) -> Tensor: ...
 
 @overload
@@ -1557,10 +1803,30 @@ def tril(self: Tensor, *, k: Int = ...) -> Tensor: ...
 @overload
 def tril(self: Tensor, *, diagonal: Int = ...) -> Tensor: ...
 
+def tril_indices(
+    row: Int,
+    col: Int,
+    offset: Int = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+    device: DeviceLike | None = ...,
+    requires_grad: Bool = ...,
+) -> Tensor: ...
+
 @overload
 def triu(self: Tensor, *, k: Int = ...) -> Tensor: ...
 @overload
 def triu(self: Tensor, *, diagonal: Int = ...) -> Tensor: ...
+
+def triu_indices(
+    row: Int,
+    col: Int,
+    offset: Int = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+    device: DeviceLike | None = ...,
+    requires_grad: Bool = ...,
+) -> Tensor: ...
 
 @overload
 def trunc(self: Tensor) -> Tensor: ...
@@ -1613,6 +1879,8 @@ def var(self: Tensor, dim: IntList | None, unbiased: Bool = ..., keepdim: Bool =
 
 def vecdot(self: Tensor, other: Tensor, *, axis: Int = ...) -> Tensor: ...
 
+def vstack(tensors: Sequence[Tensor]) -> Tensor: ...
+
 @overload
 def where(condition: Tensor, self: Tensor, other: Tensor) -> Tensor: ...
 @overload
@@ -1621,6 +1889,8 @@ def where(condition: Tensor, self: Tensor, other: Scalar) -> Tensor: ...
 def where(condition: Tensor, self: Scalar, other: Tensor) -> Tensor: ...
 @overload
 def where(condition: Tensor, self: Scalar, other: Scalar) -> Tensor: ...
+@overload
+def where(condition: Tensor) -> tuple[Tensor, ...]: ...
 
 @overload
 def zeros(

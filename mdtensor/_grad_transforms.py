@@ -16,6 +16,7 @@ from ._pytree import leaf_paths, tree_flatten, tree_leaves, tree_map, tree_unfla
 from .autograd import enable_grad, is_grad_enabled, is_inference_mode_enabled
 from .autograd import grad as autograd_grad
 from .dispatch.namespaces import aten_calls as aten
+from .layers.vmap import BatchedTensor, batch_variable, engine_grad, vmap
 
 __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp"]
 
@@ -159,6 +160,7 @@ def _variable(name: str, x, where: str, create: bool, real: bool) -> Tensor:
                         f"differentiated, got {where} of dtype {x.dtype.name}")
     if real and x.dtype.kind == "c":
         _complex_jacobian(name, f"{where} of dtype {x.dtype.name}")
+    x = batch_variable(x)  # inside vmap: per-sample (Note [The Batched layer])
     if create and x.requires_grad:
         return x.view(tuple(x.shape))  # an edge to x (Note [Differentiation transforms])
     return x.detach().requires_grad_()
@@ -247,10 +249,15 @@ def _vjp(outputs, variables, cotangents, create: bool, retain: bool) -> list[Ten
     pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
     got = [None] * len(variables)
     if pairs and variables:
-        got = autograd_grad([o for o, _ in pairs], variables, [c for _, c in pairs],
+        got = _engine([o for o, _ in pairs], variables, [c for _, c in pairs],
                             retain_graph=retain, create_graph=create, allow_unused=True)
     zeros_like = aten.zeros_like
     return [zeros_like(v) if g is None else g for g, v in zip(got, variables)]
+
+
+def _engine(outputs, inputs, grad_outputs, **kwargs):
+    """``autograd.grad``, on the physical tensors of batched ones (mdtensor/layers/vmap.py)."""
+    return engine_grad(autograd_grad, outputs, inputs, grad_outputs, **kwargs)
 
 
 class _Linearized:
@@ -272,7 +279,7 @@ class _Linearized:
         pairs = [(self.vjps[j], t) for j, t in tangents.items() if self.vjps[j].requires_grad]
         got = [None] * len(self.dummies)
         if pairs:
-            got = autograd_grad([g for g, _ in pairs], self.dummies, [t for _, t in pairs],
+            got = _engine([g for g, _ in pairs], self.dummies, [t for _, t in pairs],
                                 retain_graph=True, create_graph=create, allow_unused=True)
         out: list = [None] * len(self.outputs)
         for k, i in enumerate(self.live):
@@ -505,6 +512,12 @@ def _by_rows(name: str, outputs, spec, variables, create: bool) -> list[list[Ten
             _complex_jacobian(name, f"{path} of dtype {o.dtype.name}")
     jac = []
     for o in outputs:
+        if _batchable(outputs, variables, create):  # Note [Jacobians in one pass]
+            rows = vmap(lambda e, o=o: _vjp([o], variables, [e], create, retain=True))(
+                _basis_batch(o))
+            jac.append([r.reshape(tuple(o.shape) + tuple(v.shape))
+                        for r, v in zip(rows, variables)])
+            continue
         rows = [_vjp([o], variables, [e], create, retain=True) for e in _basis(o)]
         jac.append([_blocks([r[j] for r in rows], o, v, 0, v.dtype)
                     for j, v in enumerate(variables)])
@@ -515,7 +528,35 @@ def _by_columns(outputs, variables, create: bool) -> list[list[Tensor]]:
     """Per output, its Jacobian blocks for each variable: one Jacobian-vector product
     per variable element (a one-hot tangent), through one linearization."""
     linear = _Linearized(outputs, variables)
+    if _batchable(outputs, variables, create):  # Note [Jacobians in one pass]
+        columns = [vmap(lambda e, j=j: linear({j: e}, create), out_dims=-1)(_basis_batch(v))
+                   for j, v in enumerate(variables)]
+        return [[cols[k].reshape(tuple(o.shape) + tuple(v.shape))
+                 for cols, v in zip(columns, variables)]
+                for k, o in enumerate(outputs)]
     columns = [[linear({j: e}, create) for e in _basis(v)] for j, v in enumerate(variables)]
     return [[_blocks([c[k] for c in cols], o, v, -1, o.dtype)
              for cols, v in zip(columns, variables)]
             for k, o in enumerate(outputs)]
+
+
+# Note [Jacobians in one pass]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``jacrev`` computes its rows as ``vmap`` of the vjp over the one-hot cotangents (the
+# rows of an identity matrix), ``jacfwd`` its columns as ``vmap`` of the linearized map
+# over one-hot tangents: one backward pass whose formulas run on batched cotangents
+# (mdtensor/layers/vmap.py), instead of one pass per element.  Inside another ``vmap`` (the
+# outputs or variables are batched), the rows are computed one by one, as before:
+# batching cotangents over a graph that is itself batched at a lower level is not
+# supported by the engine yet.
+
+
+def _batchable(outputs, variables, create: bool) -> bool:
+    return all(t.numel() for t in (*outputs, *variables)) and \
+        not any(isinstance(t, BatchedTensor) for t in (*outputs, *variables))
+
+
+def _basis_batch(t: Tensor) -> Tensor:
+    """The one-hot tensors of ``t``'s shape stacked: ``eye(n)`` as ``(n, *t.shape)``."""
+    n = t.numel()
+    return aten.eye(n, dtype=t.dtype, device=t.device).reshape((n, *t.shape))

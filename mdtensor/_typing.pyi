@@ -23,6 +23,18 @@ IntList: TypeAlias = Int | Sequence[Int]
 DTypeLike: TypeAlias = DType | type | str | np.dtype[Any]
 DeviceLike: TypeAlias = Device | str
 
+class CummaxResult(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+class CumminResult(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+class KthvalueResult(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
 class LinalgEigResult(NamedTuple):
     eigenvalues: Tensor
     eigenvectors: Tensor
@@ -48,11 +60,19 @@ class MaxResult(NamedTuple):
     values: Tensor
     indices: Tensor
 
+class MedianResult(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
 class MinResult(NamedTuple):
     values: Tensor
     indices: Tensor
 
 class SortResult(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+class TopkResult(NamedTuple):
     values: Tensor
     indices: Tensor
 

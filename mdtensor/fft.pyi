@@ -8,22 +8,28 @@ from .tensors.tensor import Tensor
 
 __all__ = [
     "fft",
+    "fft2",
     "fftfreq",
     "fftn",
     "fftshift",
     "hfft",
     "ifft",
+    "ifft2",
     "ifftn",
     "ifftshift",
     "ihfft",
     "irfft",
+    "irfft2",
     "irfftn",
     "rfft",
+    "rfft2",
     "rfftfreq",
     "rfftn",
 ]
 
 def fft(self: Tensor, n: Int | None = ..., axis: Int = ..., norm: str = ...) -> Tensor: ...
+
+def fft2(self: Tensor, s: IntList | None = ..., axes: IntList = ..., norm: str = ...) -> Tensor: ...
 
 def fftfreq(
     n: Int,
@@ -47,6 +53,13 @@ def hfft(self: Tensor, n: Int | None = ..., axis: Int = ..., norm: str = ...) ->
 
 def ifft(self: Tensor, n: Int | None = ..., axis: Int = ..., norm: str = ...) -> Tensor: ...
 
+def ifft2(
+    self: Tensor,
+    s: IntList | None = ...,
+    axes: IntList = ...,
+    norm: str = ...,
+) -> Tensor: ...
+
 def ifftn(
     self: Tensor,
     s: IntList | None = ...,
@@ -60,6 +73,13 @@ def ihfft(self: Tensor, n: Int | None = ..., axis: Int = ..., norm: str = ...) -
 
 def irfft(self: Tensor, n: Int | None = ..., axis: Int = ..., norm: str = ...) -> Tensor: ...
 
+def irfft2(
+    self: Tensor,
+    s: IntList | None = ...,
+    axes: IntList = ...,
+    norm: str = ...,
+) -> Tensor: ...
+
 def irfftn(
     self: Tensor,
     s: IntList | None = ...,
@@ -68,6 +88,13 @@ def irfftn(
 ) -> Tensor: ...
 
 def rfft(self: Tensor, n: Int | None = ..., axis: Int = ..., norm: str = ...) -> Tensor: ...
+
+def rfft2(
+    self: Tensor,
+    s: IntList | None = ...,
+    axes: IntList = ...,
+    norm: str = ...,
+) -> Tensor: ...
 
 def rfftfreq(
     n: Int,

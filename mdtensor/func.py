@@ -30,10 +30,11 @@ from mdtensor.layers.functionalize import FunctionalTensor, functionalize
 from mdtensor.tensors.tensor import Tensor
 
 from ._grad_transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
+from .layers.vmap import BatchedTensor, vmap
 from .modes import DispatchMode, tree_map
 
-__all__ = ["FunctionalTensor", "Graph", "functionalize", "grad", "grad_and_value", "hessian",
-           "jacfwd", "jacrev", "jvp", "trace", "vjp"]
+__all__ = ["BatchedTensor", "FunctionalTensor", "Graph", "functionalize", "grad",
+           "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "trace", "vjp", "vmap"]
 
 
 class _Ref:

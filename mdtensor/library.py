@@ -55,6 +55,7 @@ __all__ = [
     "register_autograd",
     "register_fake",
     "register_kernel",
+    "register_vmap",
     "set_dispatch_trace",
 ]
 
@@ -488,6 +489,9 @@ class CustomOpDef:
         return register_autograd(self._op, backward, setup_context=setup_context,
                                  lib=self._lib)
 
+    def register_vmap(self, fn: Callable | None = None):
+        return register_vmap(self._op, fn)
+
     def __repr__(self) -> str:
         return f"<CustomOpDef {self._qualname}: {self._op.schema}>"
 
@@ -584,6 +588,24 @@ def register_autograd(op, backward: Callable, *, setup_context: Callable | None 
     op = _resolve_op(op)
     return _custom.register_autograd(op, backward, setup_context,
                                      lib or _global_library(op.schema.namespace))
+
+
+def register_vmap(op, func: Callable | None = None):
+    """Give ``op`` a batching rule for ``md.func.vmap`` (torch.library's
+    ``register_vmap``): ``func(info, in_dims, *args, **kwargs) -> (output, out_dims)``,
+    where ``in_dims`` has, per positional argument, the batch dimension of its tensor (0)
+    or None, ``info.batch_size`` and ``info.randomness`` describe the vmap, and ``out_dims``
+    (an int, None, or a tuple per output) says where the batch dimension of each output is.
+    Without one, the op runs once per batch element under vmap (docs/TRANSFORMS.md)."""
+    from .layers import vmap as _vmap
+
+    op = _resolve_op(op)
+
+    def reg(f):
+        _vmap.register_rule(op.name, _vmap.user_rule(op, f))
+        return f
+
+    return reg(func) if func is not None else reg
 
 
 # ---------------------------------------------------------------------------------------

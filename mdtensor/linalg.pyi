@@ -33,6 +33,7 @@ __all__ = [
     "matrix_power",
     "matrix_rank",
     "matrix_transpose",
+    "norm",
     "outer",
     "pinv",
     "qr",
@@ -76,6 +77,15 @@ def matrix_power(self: Tensor, n: Int) -> Tensor: ...
 def matrix_rank(self: Tensor, *, rtol: Any = ...) -> Tensor: ...
 
 def matrix_transpose(self: Tensor) -> Tensor: ...
+
+def norm(
+    self: Tensor,
+    ord: Any = ...,
+    dim: IntList | None = ...,
+    keepdim: Bool = ...,
+    *,
+    dtype: DTypeLike | None = ...,
+) -> Tensor: ...
 
 def outer(self: Tensor, other: Tensor) -> Tensor: ...
 

@@ -117,14 +117,28 @@ def _shape(name, size, dtype):
     return shape
 
 
+#: ``(random_batch, wrap_levels)`` of the Batched layer, which registers them when it is
+#: installed (mdtensor/layers/vmap.py; this floor does not import the layers)
+_under_vmap: list = []
+
+
 def _draw(generator, device, method: str, shape: tuple, dtype, params: dict):
     """Draw on the device's backend (``Backend.random``: on the host, except where a
-    backend draws its own way, e.g. Dask chunk by chunk)."""
+    backend draws its own way, e.g. Dask chunk by chunk).  Inside ``vmap``, one draw per
+    batch element with ``randomness="different"`` (``_finish`` wraps them), an error with
+    ``"error"`` (mdtensor/layers/vmap.py)."""
+    lead, levels = _under_vmap[0]() if _under_vmap else ((), ())
     gen = _gen(generator, device)
-    return as_device(device).backend.random(gen._rng, method, shape, dtype.numpy, params)
+    arr = as_device(device).backend.random(gen._rng, method, (*lead, *shape), dtype.numpy,
+                                           params)
+    return (arr, levels) if levels else arr
 
 
 def _finish(arr, dtype, device, requires_grad):
+    if isinstance(arr, tuple):  # batched draws inside vmap
+        arr, levels = arr
+        return _under_vmap[1](asarray(arr, dtype=dtype, device=device,
+                                   requires_grad=requires_grad), levels)
     return asarray(arr, dtype=dtype, device=device, requires_grad=requires_grad)
 
 

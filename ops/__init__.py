@@ -13,16 +13,30 @@ from mdtensor.layers import functionalize as _functionalize
 
 from . import (  # noqa: F401  (imported for their declarations)
     _decl,
+    closeness,
+    convolution,
     creation,
+    diagonals,
     elementwise,
     fft,
+    fft_planes,
+    filling,
+    float_values,
     indexing,
+    joining,
     linalg,
     manipulation,
     nn,
+    normalization,
+    norms,
+    padding,
+    pooling,
     reductions,
+    scatter,
     searching,
-    view_copy,  # last: generated from the view ops declared above
+    statistics,
+    torch_overloads,
+    view_copy,  # generated from the view ops declared above
 )
 from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401
 
@@ -43,6 +57,8 @@ _functionalize.use_catalogue(
     check_inplace_result=_decl._check_inplace_result, warn_if_resized=_decl.warn_if_resized,
     gather_at=indexing.gather_at, scatter_set=indexing.scatter_set,
     view_copies=view_copy.VIEW_COPY, rewrites={"masked_fill_": indexing.masked_fill_functional})
+
+from . import batching  # noqa: E402,F401  (vmap's rules for the ops declared above)
 
 
 def __getattr__(name: str):

@@ -281,6 +281,9 @@ def install(namespace: dict) -> None:
     from .manipulation import install_tensor_methods
 
     install_tensor_methods()
+    from . import _torch_methods
+
+    _torch_methods.install()
 
     Tensor.__getitem__ = getitem
     Tensor.__setitem__ = setitem

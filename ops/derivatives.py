@@ -14,6 +14,7 @@ use md ops, so ``create_graph=True`` differentiates them again.
 from __future__ import annotations
 
 import cmath
+import importlib
 import math
 
 from mdtensor.ops._meta_fns import broadcast_shapes as _broadcast_shapes
@@ -23,6 +24,7 @@ from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.dispatch.tls import dispatch_tls
 from mdtensor.layers.autograd.formulas import reduce_to as _reduce_to
 from mdtensor.layers.autograd.formulas import register_formulas, sum_to
+from mdtensor.tensors.tensor import Tensor
 
 _tls_get = dispatch_tls.get
 
@@ -38,7 +40,7 @@ NONDIFFERENTIABLE = frozenset({
     "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
     "sign", "ceil", "floor", "trunc", "round", "detach", "zeros", "ones", "empty", "full",
     "arange", "linspace", "eye", "nextafter", "zeros_like", "ones_like", "empty_like",
-    "full_like", "isin", "fft_fftfreq", "fft_rfftfreq", "linalg_matrix_rank",
+    "full_like", "isin", "isclose", "allclose", "fft_fftfreq", "fft_rfftfreq", "linalg_matrix_rank",
 })
 
 
@@ -762,11 +764,13 @@ def _cumsum(g, out, x, axis=None, *, dtype=None, include_initial=False):
 def _matmul(needs, g, out, a, b):
     # Note [matmul_backward] in ops/linalg.py: one op when backward records nothing
     if _tls_get()[1] & _AUTOGRAD:  # create_graph: composed of differentiable ops
-        return _matmul_composite(needs, g, a, b)
+        return matmul_gradients(needs, g, a, b)
     return aten.matmul_backward(g, a, b, needs[:2])
 
 
-def _matmul_composite(needs, g, a, b):
+def matmul_gradients(needs, g, a, b):
+    """matmul's two gradients from dispatched ops (each differentiable; a batched ``g``
+    under vmap goes through the batching rules: ops/batching.py)."""
     # Complex operands: ga = g @ b^H, gb = a^H @ g (PyTorch's convention); a real operand
     # is used as it is (no conj) and a real input of a mixed product gets the real part.
     need_a, need_b = needs[0], needs[1]
@@ -820,7 +824,7 @@ def _matmul_backward(c, out, g, a, b, mask):
         leaf.requires_grad_(True)
         args[i] = leaf
         with enable_grad():
-            outs = _matmul_composite(mask, *args)
+            outs = matmul_gradients(mask, *args)
         pairs = [(o, t) for o, t in zip(outs, c)  # c: the two outputs' gradients
                  if o is not None and t is not None and o.requires_grad]
         if not pairs:
@@ -894,11 +898,24 @@ def _roll(g, out, x, shift, axis=None):
     return aten.roll(g, neg, axis), None, None
 
 
+# Note [Writing a gradient into zeros]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The backward of a selection (``x[key]``, ``narrow``) writes ``g`` into zeros of ``x``'s
+# shape: in place into fresh zeros for a plain ``g`` (no copy), with the functional
+# ``index_put`` for a wrapper subclass -- a batched cotangent under ``vmap`` cannot be
+# written into unbatched zeros in place (mdtensor/layers/vmap.py), the functional op batches
+# the zeros instead.
+def _into_zeros(shape, key, g):
+    z = aten.zeros(shape, dtype=g.dtype, device=g.device)
+    if type(g) is not Tensor:
+        return aten.index_put(z, key, g)
+    aten.index_put_(z, key, g)
+    return z
+
+
 def _scatter_into_zeros(x, key, g, basic):
     if basic:
-        z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
-        aten.index_put_(z, key, g)
-        return z
+        return _into_zeros(tuple(x.shape), key, g)
     # Repeated indices accumulate (np.add.at semantics), as PyTorch's index backward.
     return _scatter_add(tuple(x.shape), key, g)
 
@@ -920,6 +937,9 @@ def _scatter_into_zeros(x, key, g, basic):
 def _scatter_add(shape, key, g):
     """``zeros(shape)`` with ``g`` added at ``key``, repeated indices accumulating;
     differentiable in ``g`` under ``create_graph`` (Note [Gather backward])."""
+    if type(g) is not Tensor:  # differentiable as it is (recorded ops)
+        return _index_add_dispatched(aten.zeros(shape, dtype=g.dtype, device=g.device),
+                                     key, g)
     if g.requires_grad and _tls_get()[1] & _AUTOGRAD:
         return _scatter_add_function().apply(g, shape, key)
     return _index_add(aten.zeros(shape, dtype=g.dtype, device=g.device), key, g)
@@ -947,11 +967,26 @@ def _scatter_add_function():
     return _ScatterAdd
 
 
+def _index_add_dispatched(z, key, g):
+    """``_index_add`` by dispatched ops, for a ``g`` whose array a kernel may not read
+    (a batched cotangent: Note [Writing a gradient into zeros]): the values sorted by the
+    flat position they go to, summed per position as differences of a running sum."""
+    n = z.numel()
+    flat = aten.reshape(aten.arange(n, device=z.device).reshape(tuple(z.shape))[key], (-1,))
+    order = aten.argsort(flat, stable=True)
+    vals = aten.reshape(g, (-1,))[order]
+    running = aten.cumulative_sum(vals, include_initial=True)
+    bounds = aten.searchsorted(flat[order], aten.arange(n + 1, device=z.device))
+    return z + aten.reshape(running[bounds[1:]] - running[bounds[:-1]], tuple(z.shape))
+
+
 def _index_add(z, key, g):
     """``z`` with ``g`` scatter-added at ``key`` (a new tensor off the CPU backend)."""
     import numpy as np
     from mdtensor.ops.indexing import _raw
 
+    if type(g) is not Tensor:  # a wrapper (a batched cotangent): dispatched ops only
+        return _index_add_dispatched(z, key, g)
     raw = _raw(key)
     if z.device.type == "cpu":
         np.add.at(z._data, raw, g._data)
@@ -980,11 +1015,10 @@ def _index(g, out, x, key):
 @rule("narrow")
 @reads()
 def _narrow(g, out, x, dim, start, length):
-    z = aten.zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
     d = dim % x.ndim
     start = start % x.shape[d] if start < 0 else start
-    aten.index_put_(z, (slice(None),) * d + (slice(start, start + length),), g)
-    return z, None, None, None
+    key = (slice(None),) * d + (slice(start, start + length),)
+    return _into_zeros(tuple(x.shape), key, g), None, None, None
 
 
 @rule("cat")
@@ -2113,5 +2147,13 @@ def _view_copy_rules() -> None:
 
 _view_copy_rules()
 
+
+# The rules of newer catalogue chapters live beside them (``ops/<chapter>_derivatives.py``);
+# importing them here registers them in ``DERIVATIVES`` (by module path: a plain name would
+# be read as an operator namespace, ``md.ops.<ns>``).
+_CHAPTERS = ("convolution", "filling", "float_values", "normalization", "pooling", "scatter",
+             "statistics")
+for _chapter in _CHAPTERS:
+    importlib.import_module(f"mdtensor.ops.{_chapter}_derivatives")
 
 register_formulas(DERIVATIVES, NONDIFFERENTIABLE)  # the Autograd layer reads them there

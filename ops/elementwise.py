@@ -722,7 +722,7 @@ for _name in ("real", "imag"):
     defop(f"{_name}(Tensor self) -> Tensor", impl=_xp_call(_name),
           meta=_real_meta, tags=("pointwise",), accepts="c" if _name == "imag" else None,
           info=OpInfo(ref=getattr(np, _name), dtypes=COMPLEX, samples=unary_samples(None)),
-          methods=(_name,) if _name == "imag" else ())
+          methods=())  # x.real and x.imag are properties (ops/_torch_methods.py)
 
 
 def _clip(xp, a, min=None, max=None):

@@ -388,6 +388,18 @@ defop("flatten(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor", composi
                   samples=_s(((2, 3, 4), (), {}), ((2, 3, 4), (1,), {}), ((), (), {}))))
 
 
+def _ravel(x):
+    """CompositeImplicitAutograd: PyTorch's ``ravel``, ``reshape(-1)`` (a view when
+    possible, Note [reshape: a view when possible])."""
+    return _reshape(x, (-1,))
+
+
+defop("ravel(Tensor self) -> Tensor", composite=_ravel,
+      meta=lambda x: ((math.prod(x.shape),), x.dtype), methods=("ravel",),
+      info=OpInfo(ref=lambda x: np.ravel(x), dtypes=ALL,
+                  samples=_s(((2, 3, 4), (), {}), ((), (), {}), ((0, 3), (), {}))))
+
+
 def _expand_shape(x, shape):
     shape = _ints(shape)
     lead = len(shape) - x.ndim
@@ -653,6 +665,8 @@ def _promoted(xp, tensors):
 
 def _concat(xp, tensors, axis=0):
     tensors = _promoted(xp, tensors)
+    if any(0 in tuple(t.shape) for t in tensors):  # Dask joins empty arrays of any shape
+        _cat_meta([_Shape(t) for t in tensors], axis)
     try:
         return xp.concat(tensors, axis=axis)
     except (ValueError, IndexError, TypeError):
@@ -795,7 +809,13 @@ defop("broadcast_arrays(Tensor[] tensors) -> Tensor[]", impl=_broadcast_arrays, 
 
 
 def _contiguous(xp, x):
-    return x
+    # PyTorch's: ``self`` when its elements are in row-major order, else a row-major copy
+    # (a strided array's order: Note [Strides] in ops/_torch_methods.py; arrays without
+    # strides always are)
+    flags = getattr(x, "flags", None)
+    if flags is None or getattr(flags, "c_contiguous", True):
+        return x
+    return xp.reshape(xp.reshape(x, (-1,)), tuple(x.shape))  # a row-major copy
 
 
 defop("contiguous(Tensor(a) self) -> Tensor(a)", impl=_contiguous, meta=mf.same,

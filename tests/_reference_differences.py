@@ -132,7 +132,7 @@ def _operands(case):
     """The arrays an op promotes together (``where``'s condition is not one; ``cat`` and
     ``stack`` promote the tensors of their list)."""
     args = case.args[1:] if case.op == "where" else case.args
-    if case.op in ("cat", "stack"):
+    if case.op in ("cat", "stack", *STACKING):
         args = case.args[0]
     return [a for a in args if isinstance(a, np.ndarray)]
 
@@ -167,7 +167,9 @@ BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow"
           "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "eq",
           "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "where",
           "matmul", "mm", "bmm", "dot", "vecdot", "outer", "tensordot", "linalg_cross",
-          "linalg_solve", "cat", "stack")
+          "linalg_solve", "cat", "stack", "hstack", "vstack", "dstack", "column_stack")
+#: ops that promote the tensors of their list, as ``cat`` does
+STACKING = ("hstack", "vstack", "dstack", "column_stack")
 
 # ---------------------------------------------------------------------------------------
 # The table
@@ -784,6 +786,72 @@ difference(
     "sign(a) sign(copysign(a, b)) times the gradient, an infinite a too",
     "copysign(a, b) / a times the gradient: nan at an infinite a", _infinite_first_operand,
     _infinities_as_ones, "PyTorch with the infinities of the first operand replaced by +-1")
+
+
+
+def _src_larger_than_index(case) -> bool:
+    src, index = case.args[3], case.args[2]
+    return (isinstance(src, np.ndarray) and isinstance(index, np.ndarray)
+            and src.shape != index.shape)
+
+
+def _src_cut_to_index(case):
+    """PyTorch's gradients with src cut to the index's shape, the src gradient padded with
+    zeros back to src's shape (the elements no index reaches do not change the output)."""
+    x, dim, index, src, *rest = case.args
+    cut = src[tuple(slice(0, k) for k in index.shape)]
+    grads = case.rerun_grads([x, dim, index, cut, *rest], case.kwargs)
+    if isinstance(grads, Exception) or grads[-1].shape == src.shape:
+        return grads
+    padded = np.zeros(src.shape, dtype=grads[-1].dtype)
+    padded[tuple(slice(0, k) for k in index.shape)] = grads[-1]
+    return [*grads[:-1], padded]
+
+
+difference(
+    "scatter-src-larger-than-index", ("scatter", "scatter_add", "scatter_reduce"),
+    "gradient",
+    "the gradient of a src larger than the index: g gathered at the written positions, "
+    "zeros for the elements no index reaches",
+    "refuses it in backward (ScatterBackward0 returned an invalid gradient)",
+    _src_larger_than_index, _src_cut_to_index,
+    "PyTorch with src cut to the index's shape, the gradient padded with zeros")
+
+def _complex_nonfinite_source(case) -> bool:
+    src = case.args[3]
+    return (isinstance(src, np.ndarray) and src.dtype.kind == "c"
+            and not bool(np.isfinite(src).all()))
+
+
+def _index_add_in_numpy(case):
+    x, dim, index, src = case.args
+    alpha = case.kwargs.get("alpha", 1)
+    out = np.array(x, copy=True).reshape(x.shape or (1,))
+    s = np.asarray(src).reshape(np.shape(src) or (1,))
+    d = dim % out.ndim
+    for i, k in enumerate(np.asarray(index).reshape(-1)):
+        part = np.take(s, [i], axis=d)
+        out[(slice(None),) * d + (slice(k, k + 1),)] += part if alpha == 1 else part * alpha
+    return [out.reshape(x.shape)]
+
+
+difference(
+    "index-add-alpha-one", ("index_add",), "values",
+    "adds the source as it is when alpha is 1: 0 + (0+inf j) is 0+inf j",
+    "multiplies the source by alpha, 1 too: (0+inf j) * 1 is nan+inf j",
+    _complex_nonfinite_source, _index_add_in_numpy, "NumPy, adding source (times alpha)")
+
+def _dim_out_of_range_of_empty(case) -> bool:
+    x, dim = case.args[0], case.args[1]
+    n = max(x.ndim, 1)
+    return x.size == 0 and not -n <= dim < n
+
+
+difference(
+    "running-extremes-of-empty-tensors", ("cummax", "cummin"), "raises",
+    "checks the dimension of an empty tensor too: cummax(empty, 1) of a 1-d tensor raises",
+    "returns the empty tensor for any dimension", _dim_out_of_range_of_empty,
+    lambda c: RAISES, "every other op's dimension check")
 
 # ---------------------------------------------------------------------------------------
 # Rendering

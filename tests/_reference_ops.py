@@ -1364,6 +1364,133 @@ def _torch_dropout(lib, x, p=0.5, train=True):
 ref("dropout", lambda lib, x, **k: lib.dropout(x, **k), _torch_dropout, _dropout_sample())
 
 
+# -- sliding windows (ops/convolution.py) ---------------------------------------------------
+
+
+@st.composite
+def _window_params(draw):
+    """kernel_size, dilation, padding, stride: pairs, sometimes out of range (both raise)."""
+    def pair(lo, hi):
+        return tuple(draw(st.lists(st.integers(lo, hi), min_size=2, max_size=2)))
+    return pair(1, 3), pair(1, 2), pair(0, 2) if draw(st.integers(0, 9)) else pair(-1, 0), \
+        pair(1, 3) if draw(st.integers(0, 9)) else pair(0, 1)
+
+
+@st.composite
+def _im2col_sample(draw):
+    lead = draw(st.sampled_from([(), (1,), (2,)]))
+    shape = lead + (draw(st.integers(1, 2)),) + tuple(draw(st.lists(
+        st.integers(1, 5), min_size=2, max_size=2)))
+    x = draw(arrays(FLOATS + ("int64",), shape=shape))
+    return Sample((x, *draw(_window_params())))
+
+
+@st.composite
+def _col2im_sample(draw):
+    k, d, p, s = draw(_window_params())
+    size = tuple(draw(st.lists(st.integers(1, 5), min_size=2, max_size=2)))
+    blocks = [max(1, (size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // max(s[i], 1) + 1)
+              for i in range(2)]
+    rows = draw(st.integers(1, 2)) * k[0] * k[1] + draw(st.sampled_from([0, 0, 0, 1]))
+    lead = draw(st.sampled_from([(), (1,), (2,)]))
+    x = draw(arrays(FLOATS, shape=lead + (rows, blocks[0] * blocks[1])))
+    return Sample((x, size, k, d, p, s))
+
+
+ref("im2col", lambda lib, x, *a: lib.ops.aten.im2col(x, *a),
+    lambda lib, x, *a: lib.ops.aten.im2col(x, *a), _im2col_sample())
+ref("col2im", lambda lib, x, *a: lib.ops.aten.col2im(x, *a),
+    lambda lib, x, *a: lib.ops.aten.col2im(x, *a), _col2im_sample())
+
+
+@st.composite
+def _max_pool_sample(draw):
+    lead = draw(st.sampled_from([(), (1,), (2,)]))
+    shape = lead + (draw(st.integers(1, 2)),) + tuple(draw(st.lists(
+        st.integers(1, 5), min_size=2, max_size=2)))
+    x = draw(arrays(FLOATS + ("int64", "bool"), shape=shape))
+    k, d, _, s = draw(_window_params())
+    p = tuple(draw(st.integers(0, kk // 2 + (draw(st.integers(0, 9)) == 0))) for kk in k)
+    return Sample((x, k, s, p, d, draw(st.booleans())))
+
+
+ref("max_pool2d_with_indices", lambda lib, x, *a: lib.ops.aten.max_pool2d_with_indices(x, *a),
+    lambda lib, x, *a: lib.ops.aten.max_pool2d_with_indices(x, *a), _max_pool_sample())
+
+
+@st.composite
+def _max_pool_backward_sample(draw):
+    import torch
+
+    x, *params = draw(_max_pool_sample()).args
+    from hypothesis import assume
+
+    try:
+        _, indices = torch.ops.aten.max_pool2d_with_indices(torch.tensor(x), *params)
+    except RuntimeError:
+        indices = torch.zeros((1,) * x.ndim, dtype=torch.int64)
+    # a window of padding only gets an index outside the plane, and PyTorch's backward
+    # then writes outside it (mdtensor drops that gradient: tests/test_nn_layers.py)
+    assume(bool(((indices >= 0) & (indices < x.shape[-1] * x.shape[-2])).all()))
+    g = draw(arrays(FLOATS, shape=tuple(indices.shape), special=False))
+    return Sample((g, np.asarray(x, dtype=g.dtype), *params, np.asarray(indices)))
+
+
+ref("max_pool2d_with_indices_backward",
+    lambda lib, g, x, *a: lib.ops.aten.max_pool2d_with_indices_backward(g, x, *a),
+    lambda lib, g, x, *a: lib.ops.aten.max_pool2d_with_indices_backward(g, x, *a),
+    _max_pool_backward_sample())
+
+
+@st.composite
+def _batch_norm_sample(draw):
+    # two or more values per channel (F.batch_norm refuses one, as PyTorch's)
+    shape = (draw(st.integers(2, 3)),) + tuple(draw(st.lists(st.integers(1, 3), min_size=1,
+                                                               max_size=3)))
+    x = draw(arrays(FLOATS, shape=shape, special=False))
+    affine = draw(st.booleans())
+    w = draw(arrays((x.dtype.name,), shape=shape[1:2], special=False)) if affine else None
+    b = draw(arrays((x.dtype.name,), shape=shape[1:2], special=False)) if affine else None
+    return Sample((x, w, b, True, 0.1, draw(st.sampled_from([1e-5, 1e-3, 0.5]))))
+
+
+ref("_native_batch_norm_legit",
+    lambda lib, *a: lib.ops.aten._native_batch_norm_legit.no_stats(*a),
+    lambda lib, *a: lib.ops.aten._native_batch_norm_legit.no_stats(*a), _batch_norm_sample(),
+    tol=100.0)  # x * invstd - mean * invstd cancels: float32 rounding of |x| * invstd
+
+
+@st.composite
+def _batch_norm_backward_sample(draw):
+    import torch
+
+    x, w, _, _, _, eps = draw(_batch_norm_sample()).args
+    try:
+        _, mean, invstd = torch.ops.aten._native_batch_norm_legit.no_stats(
+            torch.tensor(x), None if w is None else torch.tensor(w), None, True, 0.1, eps)
+    except RuntimeError:
+        mean = invstd = torch.zeros(x.shape[1], dtype=getattr(torch, x.dtype.name))
+    g = draw(arrays((x.dtype.name,), shape=x.shape, special=False))
+    mask = draw(st.sampled_from([(True, True, True), (True, False, True), (False, True,
+                                                                          False)]))
+    return Sample((g, x, w, None, None, mean.numpy(), invstd.numpy(), True, eps, mask))
+
+
+def _outputs_in_mask(fn):
+    def call(lib, *a):
+        return [o for o, m in zip(fn(lib, *a), a[-1]) if m]
+    return call
+
+
+# The gradients differ on purpose: mdtensor differentiates the op as the function of its
+# arguments it computes (the saved statistics are inputs); PyTorch's double backward
+# recomputes them from the input (Note [Batch norm kernels] in ops/normalization.py).
+ref("native_batch_norm_backward",
+    _outputs_in_mask(lambda lib, *a: lib.ops.aten.native_batch_norm_backward(*a)),
+    _outputs_in_mask(lambda lib, *a: lib.ops.aten.native_batch_norm_backward(*a)),
+    _batch_norm_backward_sample(), grad=False, tol=10.0)
+
+
 # -- internal ops (the backward ops PyTorch also has) -------------------------------------
 
 
@@ -1493,3 +1620,5 @@ EXCLUDED.update({
     "to_device_copy": "a transfer between devices (Tensor.to): tests/test_backends.py and "
                       "the cross-backend suite compare it; PyTorch's devices differ",
 })
+
+import _reference_ops_kit  # noqa: E402,F401  (the everyday kit's rows)

@@ -397,3 +397,11 @@ def test_every_difference_names_catalogue_ops():
     for d in DIFFERENCES:
         assert set(d.ops) <= ops | {"*"}, f"difference {d.key}: unknown ops {set(d.ops) - ops}"
     assert len({d.key for d in DIFFERENCES}) == len(DIFFERENCES), "difference keys repeat"
+
+
+def test_coming_from_pytorch_lists_every_difference():
+    """docs/FROM_PYTORCH.md lists every deliberate difference: each row of the table by its
+    key (a new row needs its line there too)."""
+    page = (DOC.parent / "FROM_PYTORCH.md").read_text()
+    missing = [d.key for d in DIFFERENCES if f"`{d.key}`" not in page]
+    assert not missing, f"docs/FROM_PYTORCH.md does not list the differences {missing}"

@@ -64,6 +64,8 @@ def _call(decl, sample, device=None, **extra):
     args = tuple(_to_md(a, device) for a in sample.args)
     kwargs = {k: _to_md(v, device) for k, v in sample.kwargs.items()}
     kwargs.update(extra)
+    if device is not None and "factory" in decl.functional[0].tags:
+        kwargs.setdefault("device", device)  # a factory has no tensor to take it from
     return packet(*args, **kwargs)
 
 

@@ -118,10 +118,13 @@ def _render_params(sig: Sig, method: bool) -> list[str]:
 
 
 def _render_def(name: str, sig: Sig, *, method: bool = False,
-                overload: bool = False) -> list[str]:
+                overload: bool = False, spell=None) -> list[str]:
+    """The stub lines of one signature; ``spell`` (a ``Spelling``) is applied before the
+    line length is measured."""
+    spell = spell or (lambda text: text)
     indent = "    " if method else ""
-    params = _render_params(sig, method)
-    tail = f" -> {sig.ret}: ..."
+    params = [spell(p) for p in _render_params(sig, method)]
+    tail = spell(f" -> {sig.ret}: ...")
     head = [f"{indent}@overload"] if overload else []
     one = f"{indent}def {name}({', '.join(params)}){tail}"
     if len(one) <= LINE_LENGTH:
@@ -139,12 +142,14 @@ def _render_function(name: str, sigs, *, method: bool = False) -> list[str]:
 class Spelling:
     """How one stub spells builtin types: ``builtins.float`` where the stub (or the class
     being written) has a name ``float`` of its own (``md.float`` is a dtype, and a method
-    ``bool`` would shadow the type inside a class body)."""
+    ``bool`` would shadow the type inside a class body); a method's own name (``def
+    bool(``) stays as it is."""
 
     def __init__(self, own_names):
         self.shadowed = _BUILTINS & set(own_names)
-        self._re = re.compile(r"(?<![\w.])(" + "|".join(sorted(self.shadowed)) + r")\b") \
-            if self.shadowed else None
+        names = "|".join(sorted(self.shadowed))
+        self._re = re.compile(r"(?<![\w.])(?<!def )(" + names + r")\b") if self.shadowed \
+            else None
 
     def __call__(self, text: str) -> str:
         return self._re.sub(r"builtins.\1", text) if self._re else text
@@ -544,7 +549,7 @@ class Generator:
                 lines = ["    @property", f"    def {name}(self) -> {sig.ret}: ..."]
             else:
                 lines = _render_def(name, annotations.signature(value, method=True),
-                                    method=True)
+                                    method=True, spell=spell)
             body += map(spell, lines)
         doc = ("What mdtensor sets on Tensor at import: Tensor's base class for type "
                "checkers\n(Note [Stubs] in mdtensor/tensors/tensor.py).")

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.layers.autograd.formulas import sum_to
 from mdtensor.layers.autograd.grad_mode import no_grad
@@ -24,6 +25,8 @@ from mdtensor.tensors.autograd_meta import saved_version
 from mdtensor.tensors.tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "validate_gradients"]
+
+_BATCHED = DispatchKey.Batched.value
 
 
 def validate_gradients(name: str, grads, inputs) -> list:
@@ -142,8 +145,18 @@ class Function:
     def backward(ctx, *grads):
         raise NotImplementedError("Function subclasses must implement backward")
 
+    #: under ``md.func.vmap``, run ``forward`` and ``backward`` on batched tensors (else
+    #: ``vmap`` refuses the Function, as PyTorch does)
+    generate_vmap_rule = False
+
     @classmethod
     def apply(cls, *args, **kwargs):
+        if any(getattr(a, "_ks", 0) & _BATCHED for a in args) or any(
+                getattr(v, "_ks", 0) & _BATCHED for v in kwargs.values()):
+            from mdtensor.layers.vmap import apply_function
+
+            return apply_function(cls, args, kwargs, Function)
+
         tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx = FunctionCtx(needs)

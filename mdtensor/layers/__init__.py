@@ -6,7 +6,7 @@ key is dropped from the op's key set mask once, so it costs nothing per call.
 | key             | fallback                                    | per-op kernels          |
 |-----------------|---------------------------------------------|-------------------------|
 | PreDispatch     | fallthrough (modes push their handler)      |                         |
-| Batched         | fallthrough (vmap pushes its own)           | batching rules          |
+| Batched         | ``vmap`` boxed fallback (rule, or a loop)   | batching rules          |
 | Autocast        | fallthrough                                 | cast rules for its list |
 | Autograd        | ``autograd`` fallback (errors on backward)  | derivative formulas     |
 | ADInplaceOrView | fallthrough                                 | in-place / view ops     |
@@ -21,13 +21,13 @@ from mdtensor.dispatch.kernel import Kernel, fallthrough_kernel
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.operators import register_fallback
 
-from . import functionalize, inplace_or_view, python_dispatch
+from . import functionalize, inplace_or_view, python_dispatch, vmap
 from .autograd import api as autograd_api
 from .autograd import kernels as autograd_kernels
 
 __all__ = ["install"]
 
-_FALLTHROUGH_BY_DEFAULT = ("PreDispatch", "Batched", "Autocast", "BackendSelect")
+_FALLTHROUGH_BY_DEFAULT = ("PreDispatch", "Autocast", "BackendSelect")
 
 _installed = False
 
@@ -47,3 +47,4 @@ def install() -> None:
     autograd_api.install_tensor_methods()
     python_dispatch.install()
     functionalize.install()
+    vmap.install()

@@ -359,6 +359,17 @@ class FunctionalTensor(Tensor):
     def grad(self):
         return self._inner.grad
 
+    def detach(self) -> FunctionalTensor:
+        """A wrapper of the detached inner tensor (``Tensor.detach`` would give a plain
+        tensor around the wrapper's array, outside the transform).  Limit: it is a new
+        value, not an alias -- an in-place change of it does not reach this tensor."""
+        return _new_wrapper(self._inner.detach(), None, ())
+
+    def _recorded_on(self) -> Tensor:
+        """What ``md.autograd.grad`` differentiates (autograd records on the inner
+        tensors)."""
+        return self._inner
+
     def backward(self, gradient=None, retain_graph=None, create_graph=False) -> None:
         # The backward ops run on the inner tensors, outside the transform's include (the
         # engine's own buffers are not functionalized).

@@ -5,8 +5,9 @@ from __future__ import annotations
 from . import functional as F
 from ._module import Module
 
-__all__ = ["ELU", "GELU", "LeakyReLU", "LogSoftmax", "ReLU", "SiLU", "Sigmoid", "Softmax",
-           "Softplus", "Tanh"]
+__all__ = ["ELU", "GELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid",
+           "LogSoftmax", "Mish", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax",
+           "Softplus", "Softsign", "Tanh"]
 
 
 class _Inplace(Module):
@@ -31,6 +32,26 @@ class ReLU(_Inplace):
 
 class SiLU(_Inplace):
     _fn = staticmethod(F.silu)
+
+
+class ReLU6(_Inplace):
+    _fn = staticmethod(F.relu6)
+
+
+class Hardsigmoid(_Inplace):
+    _fn = staticmethod(F.hardsigmoid)
+
+
+class Hardswish(_Inplace):
+    _fn = staticmethod(F.hardswish)
+
+
+class Mish(_Inplace):
+    _fn = staticmethod(F.mish)
+
+
+class SELU(_Inplace):
+    _fn = staticmethod(F.selu)
 
 
 class _OneOption(_Inplace):
@@ -72,6 +93,32 @@ class GELU(Module):
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                             f"({max_val})")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (
+            ", inplace=True" if self.inplace else "")
+
+
+class LogSigmoid(Module):
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    def forward(self, input):
+        return F.softsign(input)
 
 
 class Sigmoid(Module):

@@ -19,6 +19,28 @@ def _empty(shape, device, dtype):
     return empty(shape, device=device, dtype=dtype)
 
 
+def add_weight_and_bias(module: Module, shape: tuple, bias: bool, device, dtype) -> None:
+    """Give ``module`` a ``weight`` of ``shape`` and a ``bias`` of ``shape[0]`` (or a None
+    one), then call its ``reset_parameters``."""
+    module.weight = Parameter(_empty(shape, device, dtype))
+    if bias:
+        module.bias = Parameter(_empty(shape[:1], device, dtype))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
+def reset_weight_and_bias(weight, bias) -> None:
+    """PyTorch's default initialization of Linear and convolution layers:
+    ``kaiming_uniform_(weight, a=sqrt(5))`` and ``bias`` from U(-1/sqrt(fan_in),
+    1/sqrt(fan_in))."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init.fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(bias, -bound, bound)
+
+
 class Identity(Module):
     """Returns its input (extra constructor arguments are ignored, as PyTorch's)."""
 
@@ -42,19 +64,10 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_empty((out_features, in_features), device, dtype))
-        if bias:
-            self.bias = Parameter(_empty((out_features,), device, dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        add_weight_and_bias(self, (out_features, in_features), bias, device, dtype)
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init.fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)

@@ -14,11 +14,27 @@ import warnings
 from mdtensor.tensors.tensor import Tensor
 
 from .. import _dtypes
+from ._functional_attention import scaled_dot_product_attention
+from ._functional_conv import (
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    fold,
+    max_pool1d,
+    max_pool2d,
+    unfold,
+)
+from ._functional_norm import batch_norm, group_norm, instance_norm
 
 __all__ = [
-    "cross_entropy", "dropout", "elu", "embedding", "gelu", "l1_loss", "layer_norm",
-    "leaky_relu", "linear", "log_softmax", "mse_loss", "nll_loss", "one_hot", "relu",
-    "sigmoid", "silu", "softmax", "softplus", "tanh",
+    "avg_pool1d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cross_entropy", "dropout", "elu",
+    "embedding", "fold", "gelu", "group_norm", "hardsigmoid", "hardswish", "hardtanh",
+    "huber_loss", "instance_norm", "l1_loss", "layer_norm", "leaky_relu", "linear",
+    "log_softmax", "logsigmoid", "max_pool1d", "max_pool2d", "mish", "mse_loss", "nll_loss",
+    "normalize", "one_hot", "relu", "relu6", "scaled_dot_product_attention", "selu",
+    "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "softsign", "tanh", "unfold",
 ]
 
 
@@ -189,6 +205,77 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return md.where(small, md.log1p(md.exp(md.where(small, z, 0.0))) / beta, input)
 
 
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """``input`` clamped to ``[min_val, max_val]``; the gradient is 0 at and beyond the
+    bounds (PyTorch's ``hardtanh_backward``).
+
+    Raises:
+        ValueError: ``min_val > max_val``.
+    """
+    md = _md()
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                         f"({max_val})")
+    out = md.where(input <= min_val, min_val, md.where(input >= max_val, max_val, input))
+    out = out.astype(input.dtype)
+    return input.copy_(out) if inplace else out
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """``min(max(x, 0), 6)`` (``hardtanh(x, 0, 6)``)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """``relu6(x + 3) / 6``; the gradient is ``1 / 6`` strictly inside (-3, 3), else 0."""
+    md = _md()
+    inside = (input > -3) & (input < 3)
+    out = md.where(inside, input / 6 + 0.5, md.where(input >= 3, 1.0, 0.0)).astype(
+        input.dtype)
+    return input.copy_(out) if inplace else out
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * relu6(x + 3) / 6``, with PyTorch's gradient (``x / 3 + 0.5`` on (-3, 3), 0 at
+    -3, 1 at 3)."""
+    md = _md()
+    out = md.where(input <= -3, 0.0, md.where(input >= 3, input, input * (input + 3) / 6))
+    out = out.astype(input.dtype)
+    return input.copy_(out) if inplace else out
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x))``, computed as ``-log(1 + exp(-x))`` without overflow."""
+    md = _md()
+    return -md.logaddexp(md.zeros_like(input), -input)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+    md = _md()
+    out = input * md.tanh(md.logaddexp(md.zeros_like(input), input))
+    return input.copy_(out) if inplace else out
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``scale * elu(x, alpha)`` with the self-normalizing constants."""
+    out = elu(input, 1.6732632423543772848170429916717) * 1.0507009873554804934193349852946
+    return input.copy_(out) if inplace else out
+
+
+def softsign(input: Tensor) -> Tensor:
+    """``x / (1 + |x|)``."""
+    return input / (1 + _md().abs(input))
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input / max(||input||_p, eps)`` along ``dim``."""
+    md = _md()
+    norm = md.linalg.vector_norm(input, ord=p, axis=dim, keepdims=True)
+    return input / md.clamp(norm, min=eps)
+
+
 def _softmax_dim(name: str, ndim: int, dim):
     if dim is not None:
         return dim
@@ -263,6 +350,101 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean (or sum, or none) of ``|input - target|``."""
     _check_reduction("l1_loss", reduction)
     return _reduce(_md().abs(input - target), reduction)
+
+
+def _same_shape(name: str, input: Tensor, target: Tensor) -> None:
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"{name}: using a target size ({list(target.shape)}) that is "
+                         f"different to the input size ({list(input.shape)}) is deprecated. "
+                         f"Please ensure they have the same size.")
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    """``0.5 * d ** 2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta``
+    (``d = input - target``; ``beta=0`` is ``l1_loss``).
+
+    Raises:
+        ValueError: ``beta`` is negative, or an unknown ``reduction``.
+    """
+    md = _md()
+    _check_reduction("smooth_l1_loss", reduction)
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: does not support negative values for beta, got "
+                         f"{beta}")
+    if beta == 0:
+        return l1_loss(input, target, reduction)
+    diff = input - target
+    size = md.abs(diff)
+    return _reduce(md.where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta),
+                   reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+               delta: float = 1.0) -> Tensor:
+    """``0.5 * d ** 2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``.
+
+    Raises:
+        ValueError: ``delta`` is not positive, or an unknown ``reduction``.
+    """
+    md = _md()
+    _check_reduction("huber_loss", reduction)
+    if not delta > 0:
+        raise ValueError(f"huber_loss: does not support non-positive values for delta, got "
+                         f"{delta}")
+    diff = input - target
+    size = md.abs(diff)
+    return _reduce(md.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)),
+                   reduction)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """``-weight * (t * log(x) + (1 - t) * log(1 - x))`` for probabilities ``input``, each
+    log clamped to at least -100 (as PyTorch).
+
+    Raises:
+        ValueError: shapes that differ, an input outside [0, 1], an unknown ``reduction``.
+    """
+    md = _md()
+    _check_reduction("binary_cross_entropy", reduction)
+    _same_shape("binary_cross_entropy", input, target)
+    if input.numel() and bool(md.any((input < 0) | (input > 1))):
+        raise ValueError("binary_cross_entropy: all elements of input should be between 0 "
+                         "and 1")
+    loss = -(target * _clamped_log(input) + (1 - target) * _clamped_log(1 - input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _clamped_log(x: Tensor) -> Tensor:
+    """``max(log(x), -100)``, with a gradient of 0 (not NaN) where ``x`` is 0."""
+    md = _md()
+    positive = x > 0
+    return md.maximum(md.where(positive, md.log(md.where(positive, x, 1.0)), -100.0), -100.0)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """``binary_cross_entropy(sigmoid(input), target)`` computed stably from the logits:
+    ``(1 - t) * x + (1 + (pos_weight - 1) * t) * log(1 + exp(-x))``; ``pos_weight``
+    weighs the positive class (broadcast along the last dimension).
+
+    Raises:
+        ValueError: shapes that differ, or an unknown ``reduction``.
+    """
+    md = _md()
+    _check_reduction("binary_cross_entropy_with_logits", reduction)
+    _same_shape("binary_cross_entropy_with_logits", input, target)
+    softplus_neg = md.logaddexp(md.zeros_like(input), -input)
+    if pos_weight is not None:
+        softplus_neg = softplus_neg * (1 + (pos_weight - 1) * target)
+    loss = (1 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,

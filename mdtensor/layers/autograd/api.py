@@ -84,11 +84,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     run_backward(roots, retain_graph, create_graph, inputs=nodes)
 
 
+def _recorded(t):
+    """The tensor the graph is recorded on: a wrapper's inner tensor where the wrapper
+    type says so (``_recorded_on``: ``FunctionalTensor``, Note [Functionalize])."""
+    if type(t) is Tensor:
+        return t
+    inner = getattr(type(t), "_recorded_on", None)
+    return t if inner is None else inner(t)
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=False):
     """Gradients of ``outputs`` with respect to ``inputs`` (``.grad`` is not touched)."""
-    outputs = _as_list(outputs)
-    inputs_l = _as_list(inputs)
+    outputs = [_recorded(t) for t in _as_list(outputs)]
+    inputs_l = [_recorded(t) for t in _as_list(inputs)]
     roots = _root_grads(outputs, grad_outputs, "grad")
     capture = {}  # one capture per distinct edge: an input given twice gets it twice
     where = []

@@ -293,6 +293,9 @@ def _recording_kernel(op, plan):
             for i in positions:
                 if i < nargs:
                     v = saved_args[i]
+                    if v is None:  # an omitted ``Tensor?`` argument: no edge, nothing saved
+                        edges.append(None)
+                        continue
                     edges.append(gradient_edge(v))
                     if i in now:
                         vc = v._vc

@@ -1,0 +1,330 @@
+"""Sliding windows: ``im2col`` and ``col2im`` (``F.unfold`` and ``F.fold``).
+
+Note [Convolution through im2col]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Convolutions and pooling (``md.nn.functional.conv1d``/``conv2d``/``max_pool2d``/
+``avg_pool2d``) are compositions of these two kernels with ops the catalogue already has:
+a convolution is ``im2col`` then one ``matmul`` with the flattened weight, max pooling a
+``max.dim`` over the window axis of ``im2col``'s columns.  The two kernels are each other's
+adjoints -- ``col2im`` sums every column entry back into the pixel it was read from -- so
+each is the other's derivative (ops/convolution_derivatives.py) and every derivative order
+of a convolution or a pooling comes from ``im2col``, ``col2im``, ``matmul`` and ``max.dim``.
+
+The layout is PyTorch's: ``im2col`` of an ``(N, C, H, W)`` input (or ``(C, H, W)``) is
+``(N, C * kh * kw, L)``, the channel slowest, then the kernel row, then the kernel column;
+``L = out_h * out_w`` windows in row-major order.  Zero padding is part of the kernel (no
+``pad`` op needed), as in PyTorch.
+
+The generic kernels use Array API slicing with steps (one strided slice per kernel
+position, stacked) and, for ``col2im``, one zero-interleave-and-pad per kernel position
+summed; the NumPy kernels read the windows as one strided view (``as_strided``, then a
+single copy) and add the columns back with ``kh * kw`` in-place slice additions.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._meta_fns import ArraySpec
+from ._samples import make_array
+from .elementwise import FLOATS
+
+#: the raw-array helpers other chapters' kernels use (ops/pooling.py)
+__all__ = ["col2im_array", "int_pair", "pad_array"]
+
+
+# -- shapes and checks -----------------------------------------------------------------------
+
+
+def int_pair(op: str, name: str, value, minimum: int) -> tuple[int, int]:
+    """``value`` (an int or one or two ints) as two ints of at least ``minimum``, checked
+    (the window parameters of this chapter's and ops/pooling.py's ops)."""
+    value = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    if len(value) == 1:
+        value = value * 2
+    if len(value) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
+                                  for v in value):
+        raise ValueError(f"{op}: expected {name} to be two ints, got {list(value)}")
+    if any(v < minimum for v in value):
+        which = "greater than zero" if minimum else "non-negative"
+        raise ValueError(f"{op}: {name} should be {which}, but got {name}: "
+                         f"{list(value)}")
+    return value
+
+
+def _windows(op, spatial, kernel_size, dilation, padding, stride):
+    """The checked window parameters and the number of windows along each axis."""
+    k = int_pair(op, "kernel_size", kernel_size, 1)
+    d = int_pair(op, "dilation", dilation, 1)
+    p = int_pair(op, "padding", padding, 0)
+    s = int_pair(op, "stride", stride, 1)
+    blocks = tuple((spatial[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1
+                   for i in range(2))
+    if any(b < 1 for b in blocks):
+        raise ValueError(
+            f"{op}: given input with spatial size {tuple(spatial)}, kernel_size={list(k)}, "
+            f"dilation={list(d)}, padding={list(p)}, calculated shape of the array of "
+            f"sliding blocks as {blocks}, but its components must be at least one")
+    return k, d, p, s, blocks
+
+
+def _check_float(op: str, x) -> None:
+    if x.dtype.kind not in "fc":
+        raise TypeError(f"{op}: expected a floating-point or complex input, got "
+                        f"{x.dtype.name}")
+
+
+def _im2col_meta(x, kernel_size, dilation, padding, stride):
+    _check_float("im2col", x)
+    if x.ndim not in (3, 4) or any(d == 0 for d in x.shape[-3:]):
+        raise ValueError(f"im2col: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input with "
+                         f"non-zero C, H and W, got shape {tuple(x.shape)}")
+    k, _, _, _, blocks = _windows("im2col", x.shape[-2:], kernel_size, dilation, padding,
+                                  stride)
+    shape = (x.shape[-3] * k[0] * k[1], blocks[0] * blocks[1])
+    return tuple(x.shape[:-3]) + shape, x.dtype
+
+
+def _col2im_meta(x, output_size, kernel_size, dilation, padding, stride):
+    _check_float("col2im", x)
+    size = int_pair("col2im", "output_size", output_size, 1)
+    if x.ndim not in (2, 3) or x.shape[-1] == 0 or x.shape[-2] == 0:
+        raise ValueError(f"col2im: expected a 2-D (C * kh * kw, L) or 3-D (N, C * kh * kw, L) "
+                         f"input with non-zero dimensions, got shape {tuple(x.shape)}")
+    k, _, _, _, blocks = _windows("col2im", size, kernel_size, dilation, padding, stride)
+    rows, length = x.shape[-2:]
+    if rows % (k[0] * k[1]):
+        raise ValueError(f"col2im: expected size of input's dimension 1 to be divisible by "
+                         f"the product of kernel_size, but got input.size(1)={rows} and "
+                         f"kernel_size={k}")
+    if length != blocks[0] * blocks[1]:
+        raise ValueError(f"col2im: given output_size={list(size)}, kernel_size={list(k)}, "
+                         f"dilation={list(dilation)}, padding={list(padding)}, "
+                         f"stride={list(stride)}, expected size of input's dimension 2 to "
+                         f"match the calculated number of sliding blocks {blocks[0]} * "
+                         f"{blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)="
+                         f"{length}")
+    return tuple(x.shape[:-2]) + (rows // (k[0] * k[1]),) + size, x.dtype
+
+
+def _device(a):
+    from array_api_compat import device
+
+    return device(a)
+
+
+def _full(xp, like, shape, value):
+    return xp.full(shape, value, dtype=like.dtype, device=_device(like))
+
+
+def pad_array(xp, x, pads: tuple, value: float = 0.0):
+    """Raw array ``x`` with ``(top, bottom, left, right)`` rows and columns of ``value``
+    around its last two dimensions (the kernels' padding: the catalogue has no pad op)."""
+    top, bottom, left, right = pads
+    for axis, before, after in ((-2, top, bottom), (-1, left, right)):
+        if not (before or after):
+            continue
+        parts = []
+        for n in (before, None, after):
+            if n is None:
+                parts.append(x)
+            elif n:
+                shape = list(x.shape)
+                shape[axis] = n
+                parts.append(_full(xp, x, tuple(shape), value))
+        x = xp.concat(parts, axis=axis)
+    return x
+
+
+# -- im2col ----------------------------------------------------------------------------------
+
+
+def _im2col(xp, x, kernel_size, dilation, padding, stride):
+    out_shape, _ = _im2col_meta(ArraySpec(x), kernel_size, dilation, padding, stride)
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw), (bh, bw) = _windows(
+        "im2col", x.shape[-2:], kernel_size, dilation, padding, stride)
+    x = pad_array(xp, x, (ph, ph, pw, pw))
+    cols = [x[..., i * dh:i * dh + sh * (bh - 1) + 1:sh, j * dw:j * dw + sw * (bw - 1) + 1:sw]
+            for i, j in itertools.product(range(kh), range(kw))]
+    return xp.reshape(xp.stack(cols, axis=-3), out_shape)
+
+
+def _np_im2col(xp, x, kernel_size, dilation, padding, stride):
+    out_shape, _ = _im2col_meta(ArraySpec(x), kernel_size, dilation, padding, stride)
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw), (bh, bw) = _windows(
+        "im2col", x.shape[-2:], kernel_size, dilation, padding, stride)
+    if ph or pw:
+        padded = np.zeros(x.shape[:-2] + (x.shape[-2] + 2 * ph, x.shape[-1] + 2 * pw),
+                          x.dtype)
+        padded[..., ph:ph + x.shape[-2], pw:pw + x.shape[-1]] = x
+        x = padded
+    *lead, rs, cs = x.strides
+    view = np.lib.stride_tricks.as_strided(
+        x, x.shape[:-2] + (kh, kw, bh, bw), (*lead, rs * dh, cs * dw, rs * sh, cs * sw),
+        writeable=False)
+    return view.reshape(out_shape)  # the one copy
+
+
+# -- col2im ----------------------------------------------------------------------------------
+
+
+def _col2im_parts(x, output_size, kernel_size, dilation, padding, stride):
+    out_shape, _ = _col2im_meta(ArraySpec(x), output_size, kernel_size, dilation, padding, stride)
+    size = int_pair("col2im", "output_size", output_size, 1)
+    windows = _windows("col2im", size, kernel_size, dilation, padding, stride)
+    return out_shape, size, windows
+
+
+def col2im_array(xp, x, output_size, kernel_size, dilation, padding, stride):
+    """``col2im`` on a raw array with Array API functions (the generic kernel)."""
+    out_shape, (h, w), ((kh, kw), (dh, dw), (ph, pw), (sh, sw), (bh, bw)) = _col2im_parts(
+        x, output_size, kernel_size, dilation, padding, stride)
+    cols = xp.reshape(x, out_shape[:-2] + (kh, kw, bh, bw))
+    hp, wp = h + 2 * ph, w + 2 * pw
+    total = None
+    for i, j in itertools.product(range(kh), range(kw)):
+        part = _interleave(xp, _interleave(xp, cols[..., i, j, :, :], -2, sh), -1, sw)
+        part = pad_array(xp, part, (i * dh, hp - i * dh - part.shape[-2], j * dw,
+                                    wp - j * dw - part.shape[-1]))
+        total = part if total is None else total + part
+    return total[..., ph:ph + h, pw:pw + w]
+
+
+def _interleave(xp, x, axis: int, step: int):
+    """``x`` with ``step - 1`` zeros between neighbours along ``axis`` (-2 or -1)."""
+    if step == 1 or x.shape[axis] == 1:
+        return x
+    spread = xp.stack([x] + [xp.zeros_like(x)] * (step - 1), axis=axis)
+    shape = list(x.shape)
+    n = shape[axis]
+    shape[axis] = n * step
+    spread = xp.reshape(spread, tuple(shape))
+    keep = (n - 1) * step + 1
+    return spread[..., :keep, :] if axis == -2 else spread[..., :keep]
+
+
+def _np_col2im(xp, x, output_size, kernel_size, dilation, padding, stride):
+    out_shape, (h, w), ((kh, kw), (dh, dw), (ph, pw), (sh, sw), (bh, bw)) = _col2im_parts(
+        x, output_size, kernel_size, dilation, padding, stride)
+    cols = x.reshape(out_shape[:-2] + (kh, kw, bh, bw))
+    out = np.zeros(out_shape[:-2] + (h + 2 * ph, w + 2 * pw), x.dtype)
+    if sh > (kh - 1) * dh and sw > (kw - 1) * dw:  # windows that do not overlap: one copy
+        *lead, rs, cs = out.strides
+        np.lib.stride_tricks.as_strided(
+            out, out.shape[:-2] + (kh, kw, bh, bw),
+            (*lead, rs * dh, cs * dw, rs * sh, cs * sw))[...] = cols
+    elif sh == sw == 1:
+        return _add_runs(cols, out_shape, (h, w), (kh, kw), (dh, dw), (ph, pw), (bh, bw))
+    else:
+        _add_windows(out, cols, (kh, kw), (dh, dw), (sh, sw), (bh, bw))
+    return out[..., ph:ph + h, pw:pw + w].copy() if ph or pw else out
+
+
+def _add_runs(cols, out_shape, size, k, d, p, blocks):
+    """col2im with stride 1 as ``kh * kw`` contiguous additions.
+
+    Note [col2im as contiguous runs]: added window by window into an ``(N, C, H, W)``
+    canvas, each addition loops over rows of ``bw`` elements (6 at the CNN example's sizes:
+    loop overhead, not arithmetic).  Here the planes are the last axis and each window
+    row is padded to the canvas's width: window ``(i, j)`` then covers one contiguous run
+    of the flattened canvas, from ``i * dh * Wp + j * dw`` (the padding adds zeros past the
+    row's end), and each addition is one contiguous block of ``bh * Wp * N * C`` values.
+    """
+    (h, w), (kh, kw), (dh, dw), (ph, pw), (bh, bw) = size, k, d, p, blocks
+    hp, wp = h + 2 * ph, w + 2 * pw
+    planes = int(np.prod(out_shape[:-2], dtype=np.int64))
+    runs = np.zeros((kh, kw, bh, wp, planes), cols.dtype)
+    runs[:, :, :, :bw, :] = np.moveaxis(cols.reshape((planes, kh, kw, bh, bw)), 0, -1)
+    runs = runs.reshape((kh, kw, bh * wp, planes))
+    canvas = np.zeros((hp * wp + (kw - 1) * dw, planes), cols.dtype)
+    for i, j in itertools.product(range(kh), range(kw)):
+        start = i * dh * wp + j * dw
+        canvas[start:start + bh * wp] += runs[i, j]
+    image = canvas[:hp * wp].reshape((hp, wp, planes))[ph:ph + h, pw:pw + w]
+    return np.ascontiguousarray(np.moveaxis(image, -1, 0)).reshape(out_shape)
+
+
+def _add_windows(out, cols, k, d, s, blocks):
+    (kh, kw), (dh, dw), (sh, sw), (bh, bw) = k, d, s, blocks
+    for i, j in itertools.product(range(kh), range(kw)):
+        out[..., i * dh:i * dh + sh * (bh - 1) + 1:sh,
+            j * dw:j * dw + sw * (bw - 1) + 1:sw] += cols[..., i, j, :, :]
+
+
+# -- declarations and test data --------------------------------------------------------------
+
+#: (input shape, kernel_size, dilation, padding, stride)
+_CASES = [
+    ((2, 3, 5, 6), (2, 3), (1, 1), (0, 0), (1, 1)),
+    ((1, 2, 7, 5), (3, 2), (2, 1), (1, 2), (2, 3)),
+    ((2, 4, 4), (2, 2), (1, 1), (0, 0), (2, 2)),
+    ((1, 1, 3, 3), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((3, 2, 1, 6), (1, 3), (1, 2), (0, 1), (1, 2)),
+]
+
+
+def _im2col_ref(x, kernel_size, dilation, padding, stride):
+    return _np_im2col(np, x, kernel_size, dilation, padding, stride)
+
+
+def _col2im_ref(x, output_size, kernel_size, dilation, padding, stride):
+    """Straight from the definition: every entry added to the pixel it came from."""
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw), (bh, bw) = _windows(
+        "col2im", output_size, kernel_size, dilation, padding, stride)
+    cols = x.reshape(x.shape[:-2] + (-1, kh, kw, bh, bw))
+    out = np.zeros(x.shape[:-2] + (cols.shape[-5],) + tuple(output_size), x.dtype)
+    for i, j, y, z in itertools.product(range(kh), range(kw), range(bh), range(bw)):
+        r, c = y * sh + i * dh - ph, z * sw + j * dw - pw
+        if 0 <= r < output_size[0] and 0 <= c < output_size[1]:
+            out[..., r, c] += cols[..., i, j, y, z]
+    return out
+
+
+def _im2col_samples(dtype, rng):
+    return [SampleInput((make_array(shape, dtype, rng), k, d, p, s), name=f"{shape} k={k}")
+            for shape, k, d, p, s in _CASES]
+
+
+def _col2im_samples(dtype, rng):
+    out = []
+    for shape, k, d, p, s in _CASES:
+        cols_shape, _ = _im2col_meta(ArraySpec(np.empty(shape, dtype.numpy)), k, d, p, s)
+        out.append(SampleInput((make_array(cols_shape, dtype, rng), shape[-2:], k, d, p, s),
+                               name=f"{shape} k={k}"))
+    return out
+
+
+def _im2col_errors():
+    x = np.ones((1, 2, 4, 4), np.float32)
+    yield ErrorInput(SampleInput((np.ones((4, 4), np.float32), (2, 2), (1, 1), (0, 0),
+                                  (1, 1))), ValueError, "im2col: expected a 3-D")
+    yield ErrorInput(SampleInput((x, (5, 5), (1, 1), (0, 0), (1, 1))), ValueError,
+                     "im2col: given input with spatial size")
+    yield ErrorInput(SampleInput((x, (2, 2), (1, 1), (0, 0), (0, 1))), ValueError,
+                     "im2col: stride should be greater than zero")
+    yield ErrorInput(SampleInput((x, (2, 2), (1, 1), (-1, 0), (1, 1))), ValueError,
+                     "im2col: padding should be non-negative")
+    yield ErrorInput(SampleInput((np.ones((1, 2, 4, 4), np.int64), (2, 2), (1, 1), (0, 0),
+                                  (1, 1))), TypeError, "im2col: expected a floating-point")
+
+
+def _col2im_errors():
+    cols = np.ones((1, 8, 9), np.float32)
+    yield ErrorInput(SampleInput((cols, (4, 4), (3, 3), (1, 1), (0, 0), (1, 1))), ValueError,
+                     "col2im: expected size of input's dimension 1 to be divisible")
+    yield ErrorInput(SampleInput((cols, (5, 5), (2, 2), (1, 1), (0, 0), (1, 1))), ValueError,
+                     "col2im: given output_size")
+
+
+defop("im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, "
+      "int[2] stride) -> Tensor", impl=_im2col, cpu_impl=_np_im2col, meta=_im2col_meta,
+      names=(), info=OpInfo(ref=_im2col_ref, dtypes=FLOATS, samples=_im2col_samples,
+                            errors=_im2col_errors))
+defop("col2im(Tensor self, int[2] output_size, int[2] kernel_size, int[2] dilation, "
+      "int[2] padding, int[2] stride) -> Tensor", impl=col2im_array, cpu_impl=_np_col2im,
+      meta=_col2im_meta, names=(),
+      info=OpInfo(ref=_col2im_ref, dtypes=FLOATS, samples=_col2im_samples,
+                  errors=_col2im_errors))

@@ -1,0 +1,115 @@
+"""Diagonals and triangles, with PyTorch's spellings: ``diagonal``, ``diag``,
+``tril_indices``, ``triu_indices``.
+
+``diagonal(x, offset, dim1, dim2)`` is the Array API's ``linalg.diagonal`` of ``x`` with
+``dim1``/``dim2`` moved last (the diagonal is the last dimension, as PyTorch's).  As every
+mdtensor op that is not declared a view it returns a new tensor: writing into it leaves
+``x`` as it was, where PyTorch's diagonal is a view (docs/KIT.md).  ``diag(v, k)`` of a
+vector is the square matrix with ``v`` on diagonal ``k`` (a ``scatter`` into zeros, so its
+gradient is ``scatter``'s), of a matrix its diagonal ``k``.  All three are
+CompositeImplicitAutograd; the index factories compute on the host (their values depend
+only on the sizes) and move the result to the device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdtensor import _dtypes as dt
+from mdtensor.dispatch.namespaces import namespaces as _namespaces
+
+from . import _meta_fns as mf
+from ._composite import names_op
+from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._factory import deffactory
+from ._samples import make_array
+from .elementwise import ALL
+
+__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+
+aten = _namespaces.aten._calls
+
+
+def _diagonal(x, offset=0, dim1=0, dim2=1):
+    if x.ndim < 2:
+        raise ValueError(f"diagonal: expected a tensor of at least 2 dimensions, got "
+                         f"{x.ndim}")
+    a = mf.normalize_axes("diagonal", dim1, x.ndim)[0]
+    b = mf.normalize_axes("diagonal", dim2, x.ndim)[0]
+    if a == b:
+        raise ValueError(f"diagonal: dimensions cannot be identical {dim1}, {dim2}")
+    return aten.linalg_diagonal(aten.moveaxis(x, [a, b], [-2, -1]), offset=offset)
+
+
+def _diag(x, diagonal=0):
+    if x.ndim == 2:
+        return _diagonal(x, diagonal, 0, 1)
+    if x.ndim != 1:
+        raise ValueError(f"diag: expected a 1-D or 2-D tensor, got {x.ndim}-D")
+    n = x.shape[0]
+    size = n + abs(diagonal)
+    rows = np.arange(n) + max(-diagonal, 0)
+    cols = np.arange(n) + max(diagonal, 0)
+    from mdtensor.tensors.factories import asarray
+
+    flat = asarray((rows * size + cols).astype(np.int64), device=x.device)
+    out = aten.scatter(aten.zeros((size * size,), dtype=x.dtype, device=x.device), 0, flat, x)
+    return aten.reshape(out, (size, size))
+
+
+def _diagonal_ref(x, offset=0, dim1=0, dim2=1):
+    return np.diagonal(x, offset, dim1, dim2)
+
+
+defop("diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor",
+      composite=names_op("diagonal")(_diagonal), methods=("diagonal",),
+      info=OpInfo(ref=_diagonal_ref, dtypes=ALL, samples=lambda d, rng: [
+          SampleInput((make_array((3, 4), d, rng),)),
+          SampleInput((make_array((3, 4), d, rng), -1)),
+          SampleInput((make_array((2, 3, 4), d, rng), 1, 2, 0))],
+          errors=lambda: [ErrorInput(SampleInput((np.zeros((2, 2)), 0, 1, 1)), ValueError,
+                                     "diagonal: dimensions cannot be identical")]))
+defop("diag(Tensor self, int diagonal=0) -> Tensor", composite=names_op("diag")(_diag),
+      methods=("diag",),
+      info=OpInfo(ref=lambda x, k=0: np.diag(x, k), dtypes=ALL, samples=lambda d, rng: [
+          SampleInput((make_array((3,), d, rng),)), SampleInput((make_array((3,), d, rng), 2)),
+          SampleInput((make_array((3,), d, rng), -1)),
+          SampleInput((make_array((3, 4), d, rng), 1))]))
+
+
+def _tri_count(name, row, col, offset):
+    for v, what in ((row, "row"), (col, "col")):
+        if v < 0:
+            raise ValueError(f"{name}: {what} must be non-negative, got {v}")
+    keep = np.tril(np.ones((row, col), dtype=bool), offset) if name == "tril_indices" else \
+        np.triu(np.ones((row, col), dtype=bool), offset)
+    return keep
+
+
+def _tri_indices(name):
+    def impl(xp, row, col, offset=0, *, dtype=None, device=None):
+        keep = _tri_count(name, row, col, offset)
+        r, c = np.nonzero(keep)
+        if not r.size:  # no index (Dask cannot chunk an empty host array)
+            return xp.zeros((2, 0), dtype=dtype or xp.int64, device=device)
+        out = np.stack([r, c]).astype(np.int64)
+        arr = xp.asarray(out, device=device)
+        return arr if dtype is None else xp.astype(arr, dtype)
+
+    def meta(row, col, offset=0, *, dtype=None, **kwargs):
+        n = int(_tri_count(name, row, col, offset).sum())
+        return (2, n), dt.as_dtype(dtype) if dtype is not None else dt.int64
+
+    impl.__name__ = name
+    return impl, meta
+
+
+for _name in ("tril_indices", "triu_indices"):
+    _impl, _meta = _tri_indices(_name)
+    _np = getattr(np, _name)
+    deffactory(f"{_name}(int row, int col, int offset=0, *, ScalarType? dtype=None, "
+               f"Device? device=None, bool requires_grad=False) -> Tensor", _impl, _meta,
+               info=OpInfo(ref=lambda r, c, o=0, _np=_np: np.stack(_np(r, o, c)).astype(
+                   np.int64), dtypes=(dt.int64,), differentiable=False,
+                   samples=lambda d, rng: [SampleInput((3, 4, 1)), SampleInput((4, 3, -1)),
+                                           SampleInput((0, 2))]))

@@ -1,0 +1,78 @@
+"""Filling a tensor with one value: ``fill`` / ``fill_`` and ``zero`` / ``zero_``.
+
+``p.grad.zero_()`` and ``x.fill_(v)`` are PyTorch's idioms; both are structured ops (the
+in-place method is the one people call; the functional form is what Functionalize rewrites
+it to on immutable backends).  The derivative rules are in ``ops/filling_derivatives.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdtensor import _dtypes as dt
+
+from . import _meta_fns as mf
+from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._samples import make_array
+from .elementwise import ALL
+
+__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+
+
+def _value_for(name, dtype, value):
+    """``value`` converted as PyTorch converts a fill value to the tensor's dtype: floats
+    truncate toward zero for integer tensors, anything nonzero is True for bools; a complex
+    value for a real tensor is refused."""
+    kind = dtype.kind
+    if isinstance(value, complex) and kind != "c":
+        raise TypeError(f"{name}: can't fill a tensor of dtype {dtype.name} with the complex "
+                        f"value {value!r}")
+    if kind == "b":
+        return bool(value)
+    if kind in "iu":
+        if isinstance(value, float) and not np.isfinite(value):
+            raise ValueError(f"{name}: can't fill a tensor of dtype {dtype.name} with "
+                             f"{value!r}")
+        v = int(value)
+        info = np.iinfo(dtype.numpy)
+        if kind == "u" and -info.max <= v < 0:
+            v += info.max + 1  # PyTorch wraps negative integers into unsigned dtypes
+        if not info.min <= v <= info.max:
+            raise ValueError(f"{name}: value {value!r} cannot be converted to type "
+                             f"{dtype.name} without overflow")
+        return v
+    return value
+
+
+def _fill(xp, x, value):
+    d = dt.as_dtype(x.dtype)
+    v = _value_for("fill", d, value)
+    return xp.full(tuple(x.shape), v, dtype=x.dtype, device=getattr(x, "device", None))
+
+
+def _zero(xp, x):
+    return xp.zeros(tuple(x.shape), dtype=x.dtype, device=getattr(x, "device", None))
+
+
+def _fill_samples(dtype, rng):
+    value = {"b": True, "i": 3, "u": 3, "f": 1.5, "c": 1.5 - 2j}[dtype.kind]
+    return [SampleInput((make_array((2, 3), dtype, rng), value)),
+            SampleInput((make_array((), dtype, rng), value)),
+            SampleInput((make_array((0, 2), dtype, rng), value))]
+
+
+def _fill_ref(x, value):
+    return np.full(x.shape, value, dtype=x.dtype)
+
+
+defop("fill.Scalar(Tensor self, Scalar value) -> Tensor", impl=_fill, structured=True,
+      meta=mf.same, methods=("fill_",), names=("fill",), promote_scalars=False,
+      info=OpInfo(ref=_fill_ref, dtypes=ALL, samples=_fill_samples,
+                  errors=lambda: [ErrorInput(SampleInput((np.zeros(2), 1j)), TypeError,
+                                             "fill: can't fill a tensor of dtype float64 "
+                                             "with the complex value")]))
+defop("zero(Tensor self) -> Tensor", impl=_zero, structured=True, meta=mf.same,
+      methods=("zero_",), names=(),
+      info=OpInfo(ref=lambda x: np.zeros_like(x), dtypes=ALL,
+                  samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),)),
+                                          SampleInput((make_array((), d, rng),))]))

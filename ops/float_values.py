@@ -1,0 +1,85 @@
+"""Cleaning and reading floating values: ``nan_to_num`` and ``angle``, as PyTorch's.
+
+``nan_to_num(x, nan=0.0, posinf=None, neginf=None)`` replaces NaN by ``nan`` and the
+infinities by ``posinf``/``neginf`` (the dtype's largest and lowest finite values by
+default), for each part of a complex number; integers and bools come back as they are.
+``angle(z)`` is ``atan2(imag, real)``; of a real number, 0 for the non-negative ones and
+pi for the negative ones (NaN stays NaN), as a float (integers give the default float
+dtype).  Derivative rules: ``ops/float_values_derivatives.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mdtensor import _dtypes as dt
+
+from . import _meta_fns as mf
+from ._decl import OpInfo, SampleInput, defop
+from ._samples import make_array
+from .elementwise import ALL, FLOATING, to_float
+
+__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+
+
+def _clean(xp, x, nan, posinf, neginf):
+    info = np.finfo(dt.as_dtype(x.dtype).numpy)
+    hi = float(info.max) if posinf is None else posinf
+    lo = float(info.min) if neginf is None else neginf
+    x = xp.where(xp.isnan(x), xp.asarray(nan, dtype=x.dtype), x)
+    x = xp.where(x == math.inf, xp.asarray(hi, dtype=x.dtype), x)
+    return xp.where(x == -math.inf, xp.asarray(lo, dtype=x.dtype), x)
+
+
+def _nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
+    d = dt.as_dtype(x.dtype)
+    if d.kind in "biu":
+        return xp.asarray(x, copy=True)
+    if d.kind == "c":
+        real, imag = xp.real(x), xp.imag(x)
+        parts = [_clean(xp, p, nan, posinf, neginf) for p in (real, imag)]
+        return xp.astype(parts[0], x.dtype) + xp.astype(parts[1], x.dtype) * xp.asarray(
+            1j, dtype=x.dtype)
+    return _clean(xp, x, nan, posinf, neginf)
+
+
+def _nan_samples(dtype, rng):
+    x = make_array((6,), dtype, rng)
+    if dtype.kind in "fc":
+        x[:3] = [np.nan, np.inf, -np.inf]
+    return [SampleInput((x,)), SampleInput((x,), {"nan": 1.5, "posinf": 9.0, "neginf": -9.0}),
+            SampleInput((make_array((2, 3), dtype, rng),))]
+
+
+defop("nan_to_num(Tensor self, float? nan=0.0, float? posinf=None, float? neginf=None)"
+      " -> Tensor", impl=_nan_to_num, structured=True, meta=mf.same, methods=("nan_to_num",),
+      promote_scalars=False,
+      info=OpInfo(ref=lambda x, nan=0.0, posinf=None, neginf=None: np.nan_to_num(
+          x, nan=nan, posinf=posinf, neginf=neginf), dtypes=ALL, samples=_nan_samples))
+
+
+def _angle(xp, x):
+    d = dt.as_dtype(x.dtype)
+    if d.kind == "c":
+        return xp.atan2(xp.imag(x), xp.real(x))
+    x = to_float(xp, x) if d.kind in "biu" else x
+    zero = xp.zeros_like(x)
+    out = xp.where(x < 0, xp.full_like(x, math.pi), zero)
+    return xp.where(xp.isnan(x), x, out)
+
+
+def _angle_meta(x):
+    d = x.dtype
+    if d.kind == "c":
+        return tuple(x.shape), mf.real_dtype(d)
+    return mf.unary_float(x)
+
+
+defop("angle(Tensor self) -> Tensor", impl=_angle, meta=_angle_meta, methods=("angle",),
+      accepts="iufc",
+      info=OpInfo(ref=lambda x: np.angle(x).astype(
+          np.float32 if x.dtype in (np.complex64, np.float32) or x.dtype.kind in "iu"
+          else np.float64), dtypes=FLOATING,
+          samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),))]))

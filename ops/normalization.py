@@ -1,0 +1,183 @@
+"""Batch normalization with batch statistics: ``_native_batch_norm_legit.no_stats`` and
+``native_batch_norm_backward`` (PyTorch's ops and schemas).
+
+Note [Batch norm kernels]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+``md.nn.functional.batch_norm`` while training normalizes with the batch's statistics.  As a
+composite that was some 25 dispatched ops forward and backward, 3-4x PyTorch's time at the
+CNN example's sizes; these two ops are PyTorch's pair: the forward returns the output, the
+batch mean and ``1 / sqrt(var + eps)`` (biased variance), the backward the gradients of
+input, weight and bias in one kernel each.  The running statistics are not this op's
+business (PyTorch's ``no_stats`` overload): ``F.batch_norm`` updates them from the saved
+mean and inverse deviation, in place under ``no_grad``.
+
+The derivative of the forward op calls the backward op when backward records nothing; with
+``create_graph`` it composes the same formula from public ops, whose own derivatives give
+the higher orders (as matmul and ``matmul_backward``, Note [matmul_backward] in
+ops/linalg.py).  The backward op's own derivative, for direct callers, is the vector-Jacobian
+product of that composite formula (ops/normalization_derivatives.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._meta_fns import ArraySpec
+from ._samples import make_array
+from .elementwise import FLOATS
+
+__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+
+
+def _check(op: str, x, weight=None, bias=None) -> tuple:
+    """``(channels, reduced axes, count, per-channel shape)``, checked."""
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op}: expected a floating-point input, got {x.dtype.name}")
+    if x.ndim < 2:
+        raise ValueError(f"{op}: expected an input of 2 or more dimensions (N, C, *), got "
+                         f"shape {tuple(x.shape)}")
+    channels = x.shape[1]
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            raise ValueError(f"{op}: expected {name} of shape [{channels}] (one per channel), "
+                             f"got {list(t.shape)}")
+    axes = (0,) + tuple(range(2, x.ndim))
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    return channels, axes, count, (1, channels) + (1,) * (x.ndim - 2)
+
+
+def _forward_meta(x, weight, bias, training, momentum, eps):
+    # one value per channel is F.batch_norm's error, not the op's (as PyTorch's)
+    channels, *_ = _check("batch_norm", x, weight, bias)
+    if not training:
+        raise ValueError("batch_norm: running_mean and running_var must be defined in "
+                         "evaluation mode (training=False)")
+    return [(tuple(x.shape), x.dtype), ((channels,), x.dtype), ((channels,), x.dtype)]
+
+
+def _forward(xp, x, weight, bias, training, momentum, eps):
+    _forward_meta(ArraySpec(x), weight, bias, training, momentum, eps)
+    _, axes, _, shape = _check("batch_norm", ArraySpec(x))
+    mean = xp.mean(x, axis=axes)
+    var = xp.var(x, axis=axes)
+    invstd = 1.0 / xp.sqrt(var + eps)
+    scale = invstd if weight is None else invstd * weight
+    shift = -mean * scale if bias is None else bias - mean * scale
+    out = x * xp.reshape(scale, shape) + xp.reshape(shift, shape)
+    return out, mean, invstd
+
+
+def _backward_meta(g, x, weight, running_mean, running_var, save_mean, save_invstd, train,
+                   eps, output_mask):
+    channels, *_ = _check("native_batch_norm_backward", x, weight)
+    if tuple(g.shape) != tuple(x.shape):
+        raise ValueError(f"native_batch_norm_backward: expected grad_out of the input's shape "
+                         f"{list(x.shape)}, got {list(g.shape)}")
+    if len(output_mask) != 3:
+        raise ValueError(f"native_batch_norm_backward: output_mask must have 3 entries, got "
+                         f"{len(output_mask)}")
+    if (save_mean if train else running_mean) is None:
+        raise ValueError("native_batch_norm_backward: needs save_mean and save_invstd "
+                         "(train=True) or running_mean and running_var (train=False)")
+    shapes = [tuple(x.shape), (channels,), (channels,)]
+    return [(s, x.dtype) if m else None for s, m in zip(shapes, output_mask)]
+
+
+def _statistics(xp, running_mean, running_var, save_mean, save_invstd, train, eps):
+    if train:
+        return save_mean, save_invstd
+    return running_mean, 1.0 / xp.sqrt(running_var + eps)
+
+
+def _backward(xp, g, x, weight, running_mean, running_var, save_mean, save_invstd, train,
+              eps, output_mask):
+    _backward_meta(ArraySpec(g), ArraySpec(x), weight, running_mean, running_var, save_mean,
+                   save_invstd, train, eps, output_mask)
+    _, axes, count, shape = _check("native_batch_norm_backward", ArraySpec(x))
+    mean, invstd = _statistics(xp, running_mean, running_var, save_mean, save_invstd, train,
+                               eps)
+    xhat = (x - xp.reshape(mean, shape)) * xp.reshape(invstd, shape)
+    gb = xp.sum(g, axis=axes)
+    gw = xp.sum(g * xhat, axis=axes)
+    scale = invstd if weight is None else invstd * weight
+    gx = None
+    if output_mask[0]:
+        if train:
+            gx = (g - xp.reshape(gb / count, shape) - xhat * xp.reshape(gw / count, shape)) \
+                * xp.reshape(scale, shape)
+        else:
+            gx = g * xp.reshape(scale, shape)
+    return (gx, gw if output_mask[1] else None, gb if output_mask[2] else None)
+
+
+# -- test data -------------------------------------------------------------------------------
+
+
+def _forward_ref(x, weight, bias, training, momentum, eps):
+    axes = (0,) + tuple(range(2, x.ndim))
+    mean = x.astype(np.float64).mean(axis=axes)
+    var = x.astype(np.float64).var(axis=axes)
+    invstd = 1 / np.sqrt(var + eps)
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    out = (x - mean.reshape(shape)) * invstd.reshape(shape)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out.astype(x.dtype), mean.astype(x.dtype), invstd.astype(x.dtype)
+
+
+def _forward_samples(dtype, rng):
+    out = []
+    for shape, affine in (((5, 3), True), ((2, 3, 4), False), ((2, 2, 3, 2), True)):
+        x = make_array(shape, dtype, rng) * 2 + 1
+        w = make_array((shape[1],), dtype, rng) if affine else None
+        b = make_array((shape[1],), dtype, rng) if affine else None
+        out.append(SampleInput((x, w, b, True, 0.1, 1e-3), name=f"{shape} affine={affine}"))
+    return out
+
+
+def _backward_ref(g, x, weight, running_mean, running_var, save_mean, save_invstd, train,
+                  eps, output_mask):
+    return _backward(np, g, x, weight, running_mean, running_var, save_mean, save_invstd,
+                     train, eps, output_mask)
+
+
+def _backward_samples(dtype, rng):
+    out = []
+    # the gradcheck sweep differentiates the first output of the first three samples
+    for shape, affine, mask in (((5, 3), True, (True, True, True)),
+                                ((2, 3, 4), False, (True, False, True)),
+                                ((2, 2, 3, 2), True, (True, True, True)),
+                                ((2, 2, 3, 2), True, (False, True, False))):
+        x = make_array(shape, dtype, rng) * 2 + 1
+        w = make_array((shape[1],), dtype, rng) if affine else None
+        _, mean, invstd = _forward_ref(x, w, None, True, 0.1, 1e-3)
+        g = make_array(shape, dtype, rng)
+        out.append(SampleInput((g, x, w, None, None, mean, invstd, True, 1e-3, mask),
+                               name=f"{shape} mask={mask}"))
+    return out
+
+
+def _errors():
+    yield ErrorInput(SampleInput((np.ones((4, 3), np.float32), None, None, False, 0.1,
+                                  1e-5)), ValueError, "batch_norm: running_mean and running_var")
+    yield ErrorInput(SampleInput((np.ones((4, 3), np.float32), np.ones(2, np.float32), None,
+                                  True, 0.1, 1e-5)), ValueError,
+                     r"batch_norm: expected weight of shape \[3\]")
+
+
+defop("_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, "
+      "bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+      impl=_forward, meta=_forward_meta, names=(),
+      info=OpInfo(ref=_forward_ref, dtypes=FLOATS, samples=_forward_samples, errors=_errors,
+                  rtol=1e-4, atol=1e-5))
+defop("native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, "
+      "Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, "
+      "bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+      impl=_backward, meta=_backward_meta, names=(),
+      info=OpInfo(ref=_backward_ref, dtypes=FLOATS, samples=_backward_samples,
+                  rtol=1e-4, atol=1e-5))

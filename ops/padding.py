@@ -1,0 +1,138 @@
+"""``pad``: PyTorch's ``nn.functional.pad`` (``md.pad``): ``pad`` lists (before, after)
+amounts for the last dimension first, then the one before it, ...; ``mode`` is
+``"constant"`` (``value``, 0 by default; negative amounts crop), ``"reflect"`` (mirrored
+without repeating the edge), ``"replicate"`` (the edge repeated) or ``"circular"`` (wrapped).
+
+CompositeImplicitAutograd: a constant pad is ``cat`` with filled blocks (``narrow`` for a
+crop), the other modes a ``take`` of computed indices along each padded dimension, so
+gradients (the scatter-add of ``take``'s rule for the repeated elements), Meta kernels and
+every backend come from those ops.  PyTorch's rules are kept: an even-length ``pad`` of at
+most twice the dimensions; for the other modes 1, 2 or 3 padded dimensions of a tensor with
+one or two more dimensions (batched or not), non-empty, and for ``reflect`` amounts smaller
+than the size (``circular``: no larger).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdtensor.dispatch.namespaces import namespaces as _namespaces
+
+from ._composite import names_op
+from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._samples import make_array
+from .elementwise import ALL
+
+__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+
+aten = _namespaces.aten._calls
+
+_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _check(x, pad, mode):
+    if mode not in _MODES:
+        raise ValueError(f"pad: mode must be one of {', '.join(_MODES)}, got '{mode}'")
+    if len(pad) % 2:
+        raise ValueError("pad: Padding length must be divisible by 2")
+    k = len(pad) // 2
+    if k > x.ndim:
+        raise ValueError(f"pad: Padding length should be less than or equal to two times the "
+                         f"input dimension but got padding length {len(pad)} and input of "
+                         f"dimension {x.ndim}")
+    if mode != "constant":
+        if k not in (1, 2, 3) or x.ndim not in (k + 1, k + 2):
+            raise ValueError(f"pad: Padding size {len(pad)} is not supported for {x.ndim}D "
+                             f"input tensor (mode '{mode}' pads 1, 2 or 3 trailing dimensions "
+                             f"of a tensor with one or two more)")
+        if any(s == 0 for s in tuple(x.shape)[1:]):
+            raise ValueError(f"pad: Expected a tensor with possibly 0 batch size and other "
+                             f"non-zero dimensions for input, but got: {list(x.shape)}")
+    return k
+
+
+def _pad(x, pad, mode="constant", value=None):
+    from mdtensor.tensors.factories import asarray
+
+    pad = [int(p) for p in pad]
+    k = _check(x, pad, mode)
+    if mode == "constant":
+        fill = 0 if value is None else value
+        for i in range(k):
+            d = x.ndim - 1 - i
+            before, after = pad[2 * i], pad[2 * i + 1]
+            if x.shape[d] + before + after < 0:
+                raise ValueError(f"pad: The input size {x.shape[d]}, plus negative padding "
+                                 f"{before} and {after} resulted in a negative output size, "
+                                 f"which is invalid. Check dimension {d} of your input.")
+            x = _constant_side(x, d, before, fill, front=True)
+            x = _constant_side(x, d, after, fill, front=False)
+        return x
+    if value is not None and value != 0:
+        raise ValueError(f"pad: Padding mode \"{mode}\" doesn't take in value argument")
+    for i in range(k):
+        d = x.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        n = x.shape[d]
+        if mode == "reflect" and (before >= n or after >= n):
+            raise ValueError(f"pad: Padding size should be less than the corresponding input "
+                             f"dimension, but got: padding ({before}, {after}) at dimension "
+                             f"{d} of input {list(x.shape)}")
+        if mode == "circular" and (before > n or after > n):
+            raise ValueError("pad: Padding value causes wrapping around more than once.")
+        idx = np.arange(-before, n + after)
+        if mode == "reflect":
+            idx = np.abs(idx)
+            idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
+        elif mode == "replicate":
+            idx = np.clip(idx, 0, n - 1)
+        else:
+            idx = idx % n
+        x = aten.take(x, asarray(idx.astype(np.int64), device=x.device), axis=d)
+    return x
+
+
+def _constant_side(x, d, amount, fill, front):
+    if amount == 0:
+        return x
+    n = x.shape[d]
+    if amount < 0:  # a crop
+        keep = max(n + amount, 0)
+        return aten.narrow(x, d, min(-amount, n) if front else 0, keep)
+    shape = list(x.shape)
+    shape[d] = amount
+    block = aten.full(tuple(shape), fill, dtype=x.dtype, device=x.device)
+    return aten.cat([block, x] if front else [x, block], axis=d)
+
+
+def _ref(x, pad, mode="constant", value=None):
+    k = len(pad) // 2
+    width = [(0, 0)] * (x.ndim - k) + [(pad[2 * i], pad[2 * i + 1]) for i in
+                                       reversed(range(k))]
+    np_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
+               "circular": "wrap"}[mode]
+    if mode == "constant":
+        crop = tuple(slice(-b if b < 0 else None, a if a < 0 else None) for b, a in width)
+        width = [(max(b, 0), max(a, 0)) for b, a in width]
+        return np.pad(x[crop], width, constant_values=0 if value is None else value)
+    return np.pad(x, width, mode=np_mode)
+
+
+def _samples(dtype, rng):
+    x = make_array((2, 3, 4), dtype, rng)
+    return [SampleInput((x, (1, 2))), SampleInput((x, (1, 1, 2, 0), "reflect")),
+            SampleInput((x, (2, 3), "replicate")), SampleInput((x, (1, 2, 0, 1), "circular")),
+            SampleInput((x, (-1, 2, 1, 0)), {"value": 1})]
+
+
+defop("pad(Tensor self, int[] pad, str mode=\"constant\", Scalar? value=None) -> Tensor",
+      composite=names_op("pad")(_pad),
+      info=OpInfo(ref=_ref, dtypes=ALL, samples=_samples, errors=lambda: [
+          ErrorInput(SampleInput((np.zeros((2, 3)), (1,))), ValueError,
+                     "pad: Padding length must be divisible by 2"),
+          ErrorInput(SampleInput((np.zeros((2, 2)), (1, 1, 1, 1, 1, 1))), ValueError,
+                     "pad: Padding length should be less than or equal to two times"),
+          ErrorInput(SampleInput((np.zeros((1, 3)), (3, 0), "reflect")), ValueError,
+                     "Padding size should be less than the corresponding input dimension"),
+          ErrorInput(SampleInput((np.zeros(5), (1, 1), "replicate")), ValueError,
+                     "pad: Padding size 2 is not supported for 1D input tensor")]))

@@ -1,0 +1,294 @@
+"""Max pooling: ``max_pool2d_with_indices`` and its backward op.
+
+Note [Max pooling kernels]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+``md.nn.functional.max_pool2d`` is PyTorch's pair of kernels rather than a composition
+(``im2col`` then ``max.dim`` was 3-4x PyTorch's time: ``argmax`` over a short window axis
+costs more than PyTorch's whole forward and backward).  The forward walks the ``kh * kw``
+window positions, each a strided slice of the ``-inf``-padded input, keeping the running
+maximum and its window position with PyTorch's rule -- a value replaces the maximum when it
+is greater *or NaN* (so NaN wins, the last NaN of a window) -- and returns the maximum and
+its flat index ``h * W + w`` in the input plane.  The backward adds each gradient to the
+pixel its index names (``col2im`` of the one-hot window positions in the generic kernel;
+one ``bincount`` on NumPy), and its own derivative is the gather of the incoming gradient at
+the same indices (ops/pooling_derivatives.py), so every order differentiates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._meta_fns import ArraySpec
+from ._samples import make_array
+from .convolution import col2im_array, int_pair, pad_array
+from .elementwise import FLOATS
+
+__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+
+
+def _params(op, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """Checked ``(k, s, p, d, (H, W), (Ho, Wo), extra)``; ``extra`` is the padding
+    ``ceil_mode`` adds after the bottom and right edges."""
+    if x.dtype.kind not in "iuf":
+        raise TypeError(f"{op}: expected a real (floating-point or integer) input, got "
+                        f"{x.dtype.name}")
+    if x.ndim not in (3, 4) or any(n == 0 for n in x.shape[-3:]):
+        raise ValueError(f"{op}: expected 3-D (C, H, W) or 4-D (N, C, H, W) input with "
+                         f"non-zero C, H and W, got shape {tuple(x.shape)}")
+    k = int_pair(op, "kernel_size", kernel_size, 1)
+    s = k if not stride else int_pair(op, "stride", stride, 1)
+    p = int_pair(op, "padding", padding, 0)
+    d = int_pair(op, "dilation", dilation, 1)
+    if p[0] > k[0] // 2 or p[1] > k[1] // 2:  # PyTorch's check of this op (not dilated)
+        raise ValueError(f"{op}: pad should be smaller than or equal to half of kernel size, "
+                         f"but got padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
+    size = tuple(x.shape[-2:])
+    out = []
+    for i in range(2):
+        n = (size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1 + (s[i] - 1 if ceil_mode else 0)) \
+            // s[i] + 1
+        if ceil_mode and (n - 1) * s[i] >= size[i] + p[i]:
+            n -= 1
+        out.append(n)
+    if any(n < 1 for n in out):
+        raise ValueError(f"{op}: given input of size {list(x.shape)}, the calculated output "
+                         f"size {out} is too small")
+    extra = tuple(max(0, (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - (size[i] + 2 * p[i]))
+                  for i in range(2))
+    return k, s, p, d, size, tuple(out), extra
+
+
+def _forward_meta(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    from mdtensor import _dtypes
+
+    *_, out, _ = _params("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode)
+    shape = tuple(x.shape[:-2]) + out
+    return [(shape, x.dtype), (shape, _dtypes.int64)]
+
+
+def _window_slices(x, k, s, d, out):
+    """The ``kh * kw`` strided slices of (padded) ``x``, one per window position."""
+    return [x[..., i * d[0]:i * d[0] + s[0] * (out[0] - 1) + 1:s[0],
+              j * d[1]:j * d[1] + s[1] * (out[1] - 1) + 1:s[1]]
+            for i, j in itertools.product(range(k[0]), range(k[1]))]
+
+
+def _first_valid(start: int, dilation: int) -> int:
+    """PyTorch's window start: stepped by the dilation past the padding."""
+    return start + (-start + dilation - 1) // dilation * dilation if start < 0 else start
+
+
+def _flat_index(xp, where, k, s, p, d, size, out):
+    """The flat input-plane index ``h * W + w`` of window position ``where``: the window's
+    corner plus the position's offset (a table of ``kh * kw`` entries).  A window whose
+    maximum was never replaced (``where == -1``: only padding, or only the dtype's lowest
+    value) gets PyTorch's initial index, its first position inside the input."""
+    dev = _device(where)
+    rows = xp.reshape(xp.arange(out[0], dtype=xp.int64, device=dev), (-1, 1))
+    cols = xp.arange(out[1], dtype=xp.int64, device=dev)
+    corner = (rows * s[0] - p[0]) * size[1] + (cols * s[1] - p[1])
+    offsets = xp.asarray([i * d[0] * size[1] + j * d[1] for i, j in
+                          itertools.product(range(k[0]), range(k[1]))], dtype=xp.int64,
+                         device=dev)
+    unset = where < 0
+    if xp is np and not unset.any():
+        return corner + np.take(offsets, where)
+    first = xp.asarray([[_first_valid(y * s[0] - p[0], d[0]) * size[1]
+                         + _first_valid(z * s[1] - p[1], d[1]) for z in range(out[1])]
+                        for y in range(out[0])], dtype=xp.int64, device=dev)
+    picked = xp.reshape(xp.take(offsets, xp.reshape(xp.where(unset, 0, where), (-1,)), axis=0),
+                        where.shape)
+    return xp.where(unset, first, corner + picked)
+
+
+def _device(a):
+    from array_api_compat import device
+
+    return device(a)
+
+
+def _lowest(xp, dtype):
+    return -math.inf if xp.isdtype(dtype, "real floating") else xp.iinfo(dtype).min
+
+
+def _windows_of(xp, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """The checked parameters, the dtype's lowest value and the window slices of ``x``
+    padded with it."""
+    params = _params("max_pool2d", ArraySpec(x), kernel_size, stride, padding, dilation,
+                     ceil_mode)
+    k, s, p, d, _, out, extra = params
+    lowest = _lowest(xp, x.dtype)
+    padded = pad_array(xp, x, (p[0], p[0] + extra[0], p[1], p[1] + extra[1]), lowest)
+    return params, lowest, _window_slices(padded, k, s, d, out)
+
+
+def _max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    params, lowest, windows = _windows_of(xp, x, kernel_size, stride, padding, dilation,
+                                          ceil_mode)
+    best = xp.full(windows[0].shape, lowest, dtype=x.dtype, device=_device(x))
+    where = xp.full(best.shape, -1, dtype=xp.int64, device=_device(x))
+    for n, v in enumerate(windows):
+        take = (v > best) | xp.isnan(v)  # PyTorch's rule: greater, or NaN
+        best = xp.where(take, v, best)
+        where = xp.where(take, xp.asarray(n, dtype=xp.int64, device=_device(x)), where)
+    return best, _flat_index(xp, where, *params[:6])
+
+
+def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    params, lowest, windows = _windows_of(np, x, kernel_size, stride, padding, dilation,
+                                          ceil_mode)
+    best = np.full(windows[0].shape, lowest, x.dtype)
+    where = np.full(best.shape, -1, np.int64)
+    take = np.empty(best.shape, bool)
+    nan = x.dtype.kind == "f" and bool(np.isnan(x).any())  # one pass, not one per position
+    for n, v in enumerate(windows):
+        np.greater(v, best, out=take)
+        if nan:
+            take |= np.isnan(v)
+            np.copyto(best, v, where=take)
+        else:
+            np.maximum(best, v, out=best)
+        where += take * (n - where)  # cheaper than a masked copy
+    return best, _flat_index(np, where, *params[:6])
+
+
+def _backward_meta(g, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    return tuple(x.shape), x.dtype
+
+
+def _check_backward(g, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    params = _params("max_pool2d_with_indices_backward", ArraySpec(x), kernel_size, stride,
+                     padding, dilation, ceil_mode)
+    shape = tuple(x.shape[:-2]) + params[5]
+    if tuple(g.shape) != shape or tuple(indices.shape) != shape:
+        raise ValueError(f"max_pool2d_with_indices_backward: expected grad_output and indices "
+                         f"of shape {list(shape)}, got {list(g.shape)} and "
+                         f"{list(indices.shape)}")
+    return params
+
+
+def _max_pool_backward(xp, g, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    k, s, p, d, size, out, extra = _check_backward(g, x, kernel_size, stride, padding,
+                                                   dilation, ceil_mode, indices)
+    # the window position of each index, then col2im of the one-hot positions
+    rows = xp.reshape(xp.arange(out[0], dtype=xp.int64, device=_device(x)), (-1, 1))
+    cols = xp.arange(out[1], dtype=xp.int64, device=_device(x))
+    ki = (indices // size[1] - rows * s[0] + p[0]) // d[0]
+    kj = (indices % size[1] - cols * s[1] + p[1]) // d[1]
+    where = ki * k[1] + kj
+    zero = xp.zeros_like(g)
+    # an index outside the plane (a window of padding only) sends its gradient nowhere
+    g = xp.where((indices >= 0) & (indices < size[0] * size[1]), g, zero)
+    parts = [xp.where(where == n, g, zero) for n in range(k[0] * k[1])]
+    lead = tuple(g.shape[:-2])
+    stacked = xp.reshape(xp.stack(parts, axis=-3),
+                         lead[:-1] + (lead[-1] * k[0] * k[1], out[0] * out[1]))
+    full = (size[0] + 2 * p[0] + extra[0], size[1] + 2 * p[1] + extra[1])
+    canvas = col2im_array(xp, stacked, full, k, d, (0, 0), s)
+    return canvas[..., p[0]:p[0] + size[0], p[1]:p[1] + size[1]]
+
+
+def _np_max_pool_backward(xp, g, x, kernel_size, stride, padding, dilation, ceil_mode,
+                          indices):
+    k, s, _, d, *_ = _check_backward(g, x, kernel_size, stride, padding, dilation,
+                                     ceil_mode, indices)
+    planes = math.prod(x.shape[:-2])
+    plane = x.shape[-2] * x.shape[-1]
+    base = np.arange(planes, dtype=np.int64).reshape((planes, 1)) * plane
+    indices, g = indices.reshape((planes, -1)), g.reshape((planes, -1))
+    if indices.size and (indices.min() < 0 or indices.max() >= plane):
+        outside = (indices < 0) | (indices >= plane)  # windows of padding only: dropped
+        g, indices = np.where(outside, 0, g).astype(g.dtype), np.where(outside, 0, indices)
+    flat = (indices + base).ravel()
+    if s[0] > (k[0] - 1) * d[0] and s[1] > (k[1] - 1) * d[1]:
+        # windows that do not overlap: each pixel gets one gradient at most
+        total = np.zeros(planes * plane, g.dtype)
+        total[flat] = g.reshape(-1)
+        return total.reshape(x.shape)
+    total = np.bincount(flat, weights=g.reshape(-1), minlength=planes * plane)
+    return total.astype(g.dtype, copy=False).reshape(x.shape)
+
+
+# -- test data -------------------------------------------------------------------------------
+
+#: (input shape, kernel_size, stride, padding, dilation, ceil_mode)
+_CASES = [
+    ((2, 3, 6, 6), (2, 2), (), (0, 0), (1, 1), False),
+    ((1, 2, 7, 6), (3, 3), (2, 2), (1, 1), (1, 1), True),
+    ((2, 5, 4), (2, 3), (1, 2), (1, 1), (2, 1), False),
+    ((1, 1, 5, 5), (3, 2), (1, 1), (1, 0), (1, 2), True),
+]
+
+
+def _ref(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """Straight from PyTorch's loop."""
+    k, s, p, d, size, out, _ = _params("max_pool2d", x, kernel_size, stride, padding,
+                                       dilation, ceil_mode)
+    planes = x.reshape((-1,) + size)
+    values = np.empty((planes.shape[0],) + out, x.dtype)
+    index = np.empty((planes.shape[0],) + out, np.int64)
+    for n, y, z in itertools.product(range(planes.shape[0]), range(out[0]), range(out[1])):
+        best, at = -np.inf, -1
+        for i, j in itertools.product(range(k[0]), range(k[1])):
+            h, w = y * s[0] - p[0] + i * d[0], z * s[1] - p[1] + j * d[1]
+            if 0 <= h < size[0] and 0 <= w < size[1]:
+                v = planes[n, h, w]
+                if v > best or np.isnan(v) or at < 0:
+                    best, at = v, h * size[1] + w
+        values[n, y, z], index[n, y, z] = best, at
+    return values.reshape(x.shape[:-2] + out), index.reshape(x.shape[:-2] + out)
+
+
+def _samples(dtype, rng):
+    out = []
+    for shape, *args in _CASES:
+        x = make_array(shape, dtype, rng)
+        if shape == (1, 2, 7, 6):
+            x[0, 0, 2, 2] = x[0, 0, 2, 3]  # a tie
+        out.append(SampleInput((x, *args), name=f"{shape} k={args[0]}"))
+    return out
+
+
+def _backward_ref(g, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    planes = g.reshape((-1, g.shape[-2] * g.shape[-1]))
+    out = np.zeros((planes.shape[0], x.shape[-2] * x.shape[-1]), g.dtype)
+    for n in range(planes.shape[0]):
+        np.add.at(out[n], indices.reshape(planes.shape)[n], planes[n])
+    return out.reshape(x.shape)
+
+
+def _backward_samples(dtype, rng):
+    out = []
+    for shape, *args in _CASES:
+        x = make_array(shape, dtype, rng)
+        _, indices = _ref(x, *args)
+        out.append(SampleInput((make_array(indices.shape, dtype, rng), x, *args, indices),
+                               name=f"{shape} k={args[0]}"))
+    return out
+
+
+def _errors():
+    x = np.ones((1, 1, 4, 4), np.float32)
+    yield ErrorInput(SampleInput((x, (2, 2), (), (2, 2))), ValueError,
+                     "max_pool2d: pad should be smaller than or equal to half of kernel size")
+    yield ErrorInput(SampleInput((np.ones((4, 4), np.float32), (2, 2))), ValueError,
+                     "max_pool2d: expected 3-D")
+    yield ErrorInput(SampleInput((x, (5, 5))), ValueError,
+                     "max_pool2d: given input of size")
+    yield ErrorInput(SampleInput((np.ones((1, 1, 4, 4), np.bool_), (2, 2))), TypeError,
+                     "max_pool2d: expected a real")
+
+
+defop("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
+      "int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)",
+      impl=_max_pool, cpu_impl=_np_max_pool, meta=_forward_meta, names=(),
+      info=OpInfo(ref=_ref, dtypes=FLOATS, samples=_samples, errors=_errors))
+defop("max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, "
+      "int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) "
+      "-> Tensor", impl=_max_pool_backward, cpu_impl=_np_max_pool_backward,
+      meta=_backward_meta, names=(),
+      info=OpInfo(ref=_backward_ref, dtypes=FLOATS, samples=_backward_samples))

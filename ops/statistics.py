@@ -1,0 +1,541 @@
+"""Order statistics and NaN-aware reductions, as PyTorch's: ``topk``, ``kthvalue``,
+``median``, ``quantile``, ``nansum``, ``nanmean``, ``cummax``/``cummin``, ``logcumsumexp``.
+
+NaN is the largest value wherever an order is needed, as PyTorch: ``topk`` puts NaNs first,
+a slice holding a NaN has NaN as its median, maximum and quantiles.  ``topk``,
+``kthvalue`` and ``median`` with ``dim`` return ``(values, indices)``; of equal values the
+sort is stable.  ``quantile``, ``nansum`` and ``nanmean`` are CompositeImplicitAutograd
+(sort, take, where, sum), so their gradients come from those ops; the others have rules in
+``ops/statistics_derivatives.py``.
+
+Note [Scans in log steps]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+The Array API has ``cumulative_sum`` and ``cumulative_prod`` but no running maximum nor
+running ``logaddexp``.  ``cummax`` and ``logcumsumexp`` are inclusive scans of associative
+operations, computed as Hillis and Steele's scan: ``log2(n)`` steps, each combining every
+element with the one ``2**k`` places before it -- whole-array ops on every backend, lazy on
+Dask.  ``cummax`` scans pairs ``(value, index)`` under the order "NaN above everything, then
+by value, then the later index" (PyTorch's: the index of the last maximum, and a NaN stays
+the maximum once seen); maximum under a total order is associative.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mdtensor import _dtypes as dt
+from mdtensor.dispatch.namespaces import namespaces as _namespaces
+
+from . import _meta_fns as mf
+from ._composite import names_op
+from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._samples import make_array
+from .elementwise import FLOATS, REAL
+
+__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+
+aten = _namespaces.aten._calls
+
+
+def _device(a):
+    dev = getattr(a, "device", None)
+    if dev is None:
+        from array_api_compat import device
+
+        dev = device(a)
+    return dev
+
+
+def _as_1d(x):
+    return x if x.ndim else x[None]
+
+
+def _dim_size(name, shape, dim) -> int:
+    d = mf.normalize_axes(name, dim, len(shape))[0]
+    return (tuple(shape) or (1,))[d]
+
+
+# -- topk, kthvalue, median ------------------------------------------------------------------
+
+
+def _topk_check(x, k, dim):
+    n = _dim_size("topk", x.shape, dim)
+    if not 0 <= k <= n:
+        raise IndexError(f"topk: selected index k out of range (k={k}, size {n} along "
+                         f"dimension {dim})")
+
+
+def _take_first(xp, a, k, d):
+    return a[(slice(None),) * d + (slice(0, k), Ellipsis)]
+
+
+def _topk(xp, x, k, dim=-1, largest=True, sorted=True):
+    _topk_check(x, k, dim)
+    if not x.ndim:  # PyTorch's: the element itself, for k 0 too
+        return x, xp.zeros((), dtype=xp.int64, device=_device(x))
+    x1 = _as_1d(x)
+    d = dim % x1.ndim
+    idx = xp.argsort(x1, axis=d, descending=largest, stable=True)
+    idx = _take_first(xp, idx, k, d)
+    values = xp.take_along_axis(x1, idx, axis=d)
+    idx = xp.astype(idx, xp.int64)
+    if not x.ndim:
+        return xp.reshape(values, ()), xp.reshape(idx, ())
+    return values, idx
+
+
+def _topk_meta(x, k, dim=-1, largest=True, sorted=True):
+    _topk_check(x, k, dim)
+    shape = list(x.shape)
+    if shape:
+        shape[dim % len(shape)] = k
+    return (tuple(shape), x.dtype), (tuple(shape), dt.int64)  # 0-d: the element
+
+
+def _kth_check(name, x, k, dim):
+    n = _dim_size(name, x.shape, dim)
+    if not 1 <= k <= n:
+        raise IndexError(f"{name}: selected number k out of range for dimension {dim} "
+                         f"(k={k}, size {n})")
+
+
+def _select(xp, x, position, dim, keepdim):
+    """``(values, indices)``: the element at ``position`` of each slice along ``dim`` in
+    sorted order (NaNs last)."""
+    x1 = _as_1d(x)
+    d = dim % x1.ndim
+    idx = xp.argsort(x1, axis=d, stable=True)
+    pick = idx[(slice(None),) * d + (slice(position, position + 1), Ellipsis)]
+    values = xp.take_along_axis(x1, pick, axis=d)
+    pick = xp.astype(pick, xp.int64)
+    if not keepdim or not x.ndim:
+        shape = tuple(s for i, s in enumerate(x1.shape) if i != d) if x.ndim else ()
+        values, pick = xp.reshape(values, shape), xp.reshape(pick, shape)
+    return values, pick
+
+
+def _kthvalue(xp, x, k, dim=-1, keepdim=False):
+    _kth_check("kthvalue", x, k, dim)
+    return _select(xp, x, k - 1, dim, keepdim)
+
+
+def _reduce_pair_meta(name, check=None):
+    def meta(x, *args, **kwargs):
+        dim = kwargs.get("dim", args[1] if len(args) > 1 else -1) if check else \
+            (args[0] if args else kwargs.get("dim", -1))
+        keepdim = kwargs.get("keepdim", args[2] if check and len(args) > 2 else
+                             args[1] if not check and len(args) > 1 else False)
+        if check:
+            check(name, x, args[0] if args else kwargs["k"], dim)
+        else:
+            mf.normalize_axes(name, dim, x.ndim)
+        shape, _ = mf.reduction(x, dim, keepdim)
+        return (shape, x.dtype), (shape, dt.int64)
+    return meta
+
+
+def _nan_first_position(xp, x1, d, has_nan):
+    """The index of the first NaN along ``d`` (where a slice has one)."""
+    n = x1.shape[d]
+    ar = xp.reshape(xp.arange(n, dtype=xp.int64, device=_device(x1)),
+                    tuple(n if i == d else 1 for i in range(x1.ndim)))
+    big = xp.where(xp.isnan(x1), ar, xp.full_like(ar, n))
+    return xp.min(big, axis=d, keepdims=True)
+
+
+def _median_dim(xp, x, dim=-1, keepdim=False):
+    n = _dim_size("median", x.shape, dim)
+    if n == 0:
+        raise IndexError(f"median: cannot compute the median of an empty dimension "
+                         f"({dim})")
+    values, idx = _select(xp, x, (n - 1) // 2, dim, True)
+    if dt.as_dtype(x.dtype).kind == "f":  # a NaN in the slice is its median
+        x1 = _as_1d(x)
+        d = dim % x1.ndim
+        has_nan = xp.any(xp.isnan(x1), axis=d, keepdims=True)
+        values = xp.where(has_nan, xp.asarray(float("nan"), dtype=x.dtype), values)
+        idx = xp.where(has_nan, _nan_first_position(xp, x1, d, has_nan), idx)
+    if not keepdim or not x.ndim:
+        x1 = _as_1d(x)
+        d = dim % x1.ndim
+        shape = tuple(s for i, s in enumerate(x1.shape) if i != d) if x.ndim else ()
+        values, idx = xp.reshape(values, shape), xp.reshape(idx, shape)
+    return values, idx
+
+
+def _median(xp, x):
+    flat = xp.reshape(x, (-1,))
+    if flat.shape[0] == 0:
+        return xp.asarray(float("nan"), dtype=x.dtype) if dt.as_dtype(x.dtype).kind == "f" \
+            else _raise_empty_median()
+    return _median_dim(xp, flat, 0, False)[0]
+
+
+def _raise_empty_median():
+    raise IndexError("median: cannot compute the median of an empty integer tensor")
+
+
+def _median_dim_meta(x, dim=-1, keepdim=False):
+    if _dim_size("median", x.shape, dim) == 0:
+        raise IndexError(f"median: cannot compute the median of an empty dimension "
+                         f"({dim})")
+    shape, _ = mf.reduction(x, dim, keepdim)
+    return (shape, x.dtype), (shape, dt.int64)
+
+
+def _samples_2d(dtype, rng, kw_list):
+    x = make_array((3, 5), dtype, rng)
+    return [SampleInput((x,) + args, kw, name=f"{args}{kw}") for args, kw in kw_list]
+
+
+def _ties_ok_ref(fn):
+    return fn
+
+
+def _np_topk(x, k, dim=-1, largest=True, sorted=True):
+    x1 = x.reshape(x.shape or (1,))
+    key = -x1 if largest and x1.dtype.kind != "b" else x1
+    if largest and x1.dtype.kind == "b":
+        key = ~x1
+    idx = np.argsort(key, axis=dim, kind="stable")
+    if largest and x1.dtype.kind == "f":  # NaN first, as PyTorch
+        idx = np.argsort(np.where(np.isnan(x1), -np.inf, -x1), axis=dim, kind="stable")
+    idx = np.take(idx, np.arange(k), axis=dim)
+    vals = np.take_along_axis(x1, idx, axis=dim)
+    return (vals.reshape(()) if not x.ndim else vals,
+            idx.reshape(()) if not x.ndim else idx)
+
+
+_tk = defop("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> "
+            "(Tensor values, Tensor indices)", impl=_topk, meta=_topk_meta, methods=("topk",),
+            accepts="iuf",  # PyTorch's topk refuses bools
+            info=OpInfo(ref=_np_topk, dtypes=REAL[1:], samples=lambda d, rng: _samples_2d(
+                d, rng, [((2,), {}), ((3, 0), {}), ((2,), {"largest": False}),
+                         ((0,), {})]),
+                errors=lambda: [ErrorInput(SampleInput((np.zeros(3), 4)), IndexError,
+                                           "topk: selected index k out of range")]))
+
+
+def _np_kth(x, k, dim=-1, keepdim=False):
+    x1 = x.reshape(x.shape or (1,))
+    idx = np.argsort(x1, axis=dim, kind="stable")
+    pick = np.take(idx, [k - 1], axis=dim)
+    vals = np.take_along_axis(x1, pick, axis=dim)
+    if not keepdim or not x.ndim:
+        vals, pick = np.squeeze(vals, dim), np.squeeze(pick, dim)
+        if not x.ndim:
+            vals, pick = vals.reshape(()), pick.reshape(())
+    return vals, pick
+
+
+defop("kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> "
+      "(Tensor values, Tensor indices)", impl=_kthvalue,
+      meta=_reduce_pair_meta("kthvalue", _kth_check), methods=("kthvalue",),
+      info=OpInfo(ref=_np_kth, dtypes=REAL, samples=lambda d, rng: _samples_2d(
+          d, rng, [((2,), {}), ((1, 0), {"keepdim": True}), ((5,), {})]),
+          errors=lambda: [ErrorInput(SampleInput((np.zeros(3), 0)), IndexError,
+                                     "kthvalue: selected number k out of range")]))
+
+
+def _np_median(x, dim=None, keepdim=False):
+    if dim is None:
+        flat = np.sort(x.reshape(-1))
+        return flat[(flat.size - 1) // 2] if not np.isnan(flat).any() else np.float64("nan")
+    return _np_kth(np.where(np.isnan(x), np.inf, x) if x.dtype.kind == "f" else x,
+                   (x.shape[dim] + 1) // 2, dim, keepdim)[0]
+
+
+_md = defop("median(Tensor self) -> Tensor", impl=_median, meta=lambda x: ((), x.dtype),
+            methods=("median",),
+            info=OpInfo(ref=lambda x: np.asarray(_np_median(x), dtype=x.dtype), dtypes=REAL,
+                        samples=lambda d, rng: [SampleInput((make_array((3, 4), d, rng),)),
+                                                SampleInput((make_array((5,), d, rng),))]))
+defop("median.dim(Tensor self, int dim, bool keepdim=False) -> "
+      "(Tensor values, Tensor indices)", impl=_median_dim, meta=_median_dim_meta, decl=_md)
+
+
+# -- quantile ------------------------------------------------------------------------------
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile_check(x, q_values, dim, interpolation):
+    if dt.as_dtype(x.dtype).kind != "f":
+        raise TypeError(f"quantile: input tensor must be either float or double dtype, got "
+                        f"{dt.as_dtype(x.dtype).name}")
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"quantile: interpolation must be one of {', '.join(_INTERPOLATIONS)}"
+                         f", got '{interpolation}'")
+    if dim is not None:
+        mf.normalize_axes("quantile", dim, x.ndim)
+    if 0 in (tuple(x.shape) if dim is None else (_dim_size("quantile", x.shape, dim),)):
+        raise IndexError("quantile: input tensor must be non-empty")
+    for q in q_values:
+        if not 0 <= q <= 1:
+            raise ValueError(f"quantile: q values must be in the range [0, 1], got {q}")
+
+
+def _quantile(x, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """CompositeImplicitAutograd: sort, take the two neighbouring order statistics, blend."""
+    from mdtensor.tensors.tensor import Tensor
+
+    q_is_tensor = isinstance(q, Tensor)
+    if q_is_tensor:
+        if q.ndim > 1:
+            raise ValueError(f"quantile: q must be a scalar or 1D tensor, got a tensor of "
+                             f"dimension {q.ndim}")
+        if q.dtype is not x.dtype:
+            raise TypeError(f"quantile: q tensor must be same dtype as the input tensor, got "
+                            f"{q.dtype.name} and {x.dtype.name}")
+        qv = [float(v) for v in q.reshape((-1,)).tolist()] if q.ndim else [float(q)]
+    else:
+        qv = [float(q)]
+    _quantile_check(x, qv, dim, interpolation)
+    src = aten.reshape(x, (-1,)) if dim is None else (x if x.ndim else aten.reshape(x, (1,)))
+    d = 0 if dim is None else dim % src.ndim
+    n = src.shape[d]
+    ordered = aten.sort(src, axis=d)  # NaNs last
+    has_nan = aten.any(aten.isnan(src), d, True)
+    outs = []
+    q_flat = aten.reshape(q, (-1,)) if q_is_tensor else None
+    for i, qq in enumerate(qv):
+        pos = qq * (n - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        if interpolation == "lower":
+            hi = lo
+        elif interpolation == "higher":
+            lo = hi
+        elif interpolation == "nearest":
+            lo = hi = int(round(pos))  # half to even, as PyTorch's
+        v_lo = aten.narrow(ordered, d, lo, 1)
+        if hi == lo and not (q_flat is not None and interpolation == "linear"):
+            v = v_lo
+        else:
+            v_hi = aten.narrow(ordered, d, hi, 1)
+            w = 0.5 if interpolation == "midpoint" else pos - lo
+            if q_flat is not None and interpolation == "linear":  # differentiable in q
+                w = aten.sub(aten.mul(q_flat[i], n - 1), lo)
+            v = aten.add(v_lo, aten.mul(aten.sub(v_hi, v_lo), w))
+        outs.append(aten.where(has_nan, float("nan"), v))
+    r = aten.stack(outs, axis=0)  # (len(q), *the kept-dims shape)
+    if dim is None:
+        shape = (1,) * x.ndim if keepdim else ()
+    elif not x.ndim:
+        shape = ()
+    else:
+        kept = list(src.shape)
+        kept[d] = 1
+        shape = tuple(kept) if keepdim else tuple(kept[:d] + kept[d + 1:])
+    q_dim = (len(outs),) if q_is_tensor and q.ndim else ()  # first, as PyTorch's
+    return aten.reshape(r, q_dim + shape)
+
+
+def _quantile_ref(x, q, dim=None, keepdim=False, interpolation="linear"):
+    method = {"linear": "linear", "lower": "lower", "higher": "higher",
+              "midpoint": "midpoint", "nearest": "nearest"}[interpolation]
+    return np.asarray(np.quantile(x, q, axis=dim, keepdims=keepdim, method=method),
+                      dtype=x.dtype)
+
+
+def _quantile_samples(dtype, rng):
+    x = make_array((3, 5), dtype, rng)
+    q = np.asarray([0.3, 0.55, 0.9], dtype=dtype.numpy)  # no kinks: pos = q * 4
+    return [SampleInput((x, 0.3)), SampleInput((x, 0.5), {"dim": 0, "keepdim": True}),
+            SampleInput((x, q), {"dim": 1}),
+            *[SampleInput((x, 0.4), {"dim": 1, "interpolation": m})
+              for m in _INTERPOLATIONS[1:]]]
+
+
+def _quantile_meta(x, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The shape without q's values (a meta q has none to check)."""
+    _quantile_check(x, [], dim, interpolation)
+    if dim is None:
+        shape = (1,) * x.ndim if keepdim else ()
+    elif not x.ndim:
+        shape = ()
+    else:
+        d = dim % x.ndim
+        kept = list(x.shape)
+        kept[d] = 1
+        shape = tuple(kept) if keepdim else tuple(kept[:d] + kept[d + 1:])
+    q_dim = (q.shape[0],) if hasattr(q, "shape") and len(q.shape) == 1 else ()
+    return q_dim + shape, x.dtype
+
+
+_q = defop("quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, "
+           "str interpolation=\"linear\") -> Tensor", meta=_quantile_meta,
+           composite=names_op("quantile")(_quantile), methods=("quantile",),
+           info=OpInfo(ref=_quantile_ref, dtypes=FLOATS, samples=_quantile_samples,
+                       errors=lambda: [ErrorInput(SampleInput((np.zeros(3), 1.5)),
+                                                  ValueError, "q values must be in the range")]))
+defop("quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, "
+      "str interpolation=\"linear\") -> Tensor", composite=names_op("quantile")(_quantile),
+      meta=_quantile_meta, decl=_q)
+
+
+# -- NaN-aware sums -----------------------------------------------------------------------------
+
+
+def _nansum(x, dim=None, keepdim=False, *, dtype=None):
+    """CompositeImplicitAutograd: ``sum`` with NaNs as zeros."""
+    if x.dtype.kind in "fc":
+        x = aten.where(aten.isnan(x), 0, x)
+    return aten.sum(x, dim, keepdim, dtype=dtype)
+
+
+def _nanmean(x, dim=None, keepdim=False, *, dtype=None):
+    """CompositeImplicitAutograd: the sum of the non-NaN elements over their count."""
+    if x.dtype.kind not in "fc":
+        raise TypeError(f"nanmean: expected input to have floating point or complex dtype "
+                        f"but got {x.dtype.name}")
+    not_nan = aten.logical_not(aten.isnan(x))
+    count = aten.sum(aten.astype(not_nan, x.dtype if x.dtype.kind == "f" else
+                                 dt.as_dtype(x.dtype).real_dtype if hasattr(
+                                     x.dtype, "real_dtype") else dt.float64), dim, keepdim)
+    return aten.div(_nansum(x, dim, keepdim, dtype=dtype), count)
+
+
+def _nan_samples(dtype, rng):
+    x = make_array((3, 4), dtype, rng)
+    if dtype.kind in "fc":
+        x[0, 1] = np.nan
+        x[2, :] = np.nan
+    return [SampleInput((x,)), SampleInput((x,), {"dim": 1}),
+            SampleInput((x,), {"dim": 0, "keepdim": True})]
+
+
+_ALIASES = {"axis": "dim", "keepdims": "keepdim"}
+defop("nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)"
+      " -> Tensor", composite=names_op("nansum")(_nansum), methods=("nansum",),
+      kwarg_aliases=_ALIASES,
+      info=OpInfo(ref=lambda x, dim=None, keepdim=False: np.asarray(
+          np.nansum(x, axis=dim, keepdims=keepdim)), dtypes=FLOATS, samples=_nan_samples))
+defop("nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)"
+      " -> Tensor", composite=names_op("nanmean")(_nanmean), methods=("nanmean",),
+      kwarg_aliases=_ALIASES,
+      info=OpInfo(ref=lambda x, dim=None, keepdim=False: np.asarray(
+          np.nanmean(x, axis=dim, keepdims=keepdim), dtype=x.dtype), dtypes=FLOATS,
+          samples=lambda d, rng: _nan_samples(d, rng)[:1] + [
+              SampleInput((make_array((3, 4), d, rng),), {"dim": 1})]))
+
+
+# -- scans (Note [Scans in log steps]) ----------------------------------------------------------
+
+
+def _shifted(xp, a, s, d, fill):
+    """``a`` moved ``s`` places along ``d`` toward the end, ``fill`` in front."""
+    n = a.shape[d]
+    head_shape = tuple(min(s, n) if i == d else k for i, k in enumerate(a.shape))
+    head = xp.full(head_shape, fill, dtype=a.dtype, device=_device(a))
+    body = a[(slice(None),) * d + (slice(0, max(n - s, 0)), Ellipsis)]
+    return xp.concat([head, body], axis=d)
+
+
+def _cumextreme(name, larger):
+    def impl(xp, x, dim):
+        x1 = _as_1d(x)
+        d = mf.normalize_axes(name, dim, x.ndim)[0] if x.ndim else \
+            mf.normalize_axes(name, dim, 0) and 0
+        n = x1.shape[d]
+        kind = dt.as_dtype(x.dtype).kind
+        idx = xp.reshape(xp.arange(n, dtype=xp.int64, device=_device(x1)),
+                         tuple(n if i == d else 1 for i in range(x1.ndim)))
+        idx = xp.broadcast_to(idx, tuple(x1.shape))
+        vals = x1
+        fill = _lowest(x.dtype, larger)
+        s = 1
+        while s < n:
+            pv = _shifted(xp, vals, s, d, fill)
+            pi = _shifted(xp, idx, s, d, 0)
+            if kind == "b":
+                keep_prev = (pv & ~vals) if larger else (~pv & vals)
+            else:
+                keep_prev = (pv > vals) if larger else (pv < vals)
+            if kind in "fc":  # NaN wins, the later one of two
+                keep_prev = (keep_prev & ~xp.isnan(vals)) | (xp.isnan(pv) & ~xp.isnan(vals))
+            vals = xp.where(keep_prev, pv, vals)
+            idx = xp.where(keep_prev, pi, idx)
+            s *= 2
+        if not x.ndim:
+            return xp.reshape(vals, ()), xp.reshape(idx, ())
+        return vals, idx
+    impl.__name__ = name
+    return impl
+
+
+def _lowest(dtype, larger):
+    d = dt.as_dtype(dtype)
+    if d.kind == "b":
+        return not larger
+    if d.kind in "iu":
+        info = np.iinfo(d.numpy)
+        return int(info.min if larger else info.max)
+    return float("-inf") if larger else float("inf")
+
+
+def _cum_meta(name):
+    def meta(x, dim):
+        mf.normalize_axes(name, dim, x.ndim)
+        return (tuple(x.shape), x.dtype), (tuple(x.shape), dt.int64)
+    return meta
+
+
+def _np_cum(larger):
+    def ref(x, dim):
+        x1 = x.reshape(x.shape or (1,))
+        x1 = np.moveaxis(x1, dim, -1)
+        vals = np.empty_like(x1)
+        idx = np.zeros(x1.shape, dtype=np.int64)
+        for pos in np.ndindex(*x1.shape[:-1]):
+            best, bi = None, 0
+            for j, v in enumerate(x1[pos]):
+                better = best is None or (v != v) or (best == best and (
+                    v >= best if larger else v <= best))
+                if better:
+                    best, bi = v, j
+                vals[pos + (j,)], idx[pos + (j,)] = best, bi
+        vals, idx = np.moveaxis(vals, -1, dim), np.moveaxis(idx, -1, dim)
+        return vals.reshape(x.shape), idx.reshape(x.shape)
+    return ref
+
+
+for _n, _larger in (("cummax", True), ("cummin", False)):
+    defop(f"{_n}(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+          impl=_cumextreme(_n, _larger), meta=_cum_meta(_n), methods=(_n,),
+          info=OpInfo(ref=_np_cum(_larger), dtypes=REAL, samples=lambda d, rng: [
+              SampleInput((make_array((3, 5), d, rng), 1)),
+              SampleInput((make_array((6,), d, rng), 0)),
+              SampleInput((make_array((), d, rng), 0))]))
+
+
+def _logcumsumexp(xp, x, dim):
+    if dt.as_dtype(x.dtype).kind not in "fc":
+        raise TypeError(f"logcumsumexp: expected a floating point or complex tensor, got "
+                        f"{dt.as_dtype(x.dtype).name}")
+    x1 = _as_1d(x)
+    d = mf.normalize_axes("logcumsumexp", dim, x.ndim)[0] if x.ndim else \
+        mf.normalize_axes("logcumsumexp", dim, 0) and 0
+    n = x1.shape[d]
+    acc = x1
+    s = 1
+    while s < n:
+        acc = xp.logaddexp(_shifted(xp, acc, s, d, float("-inf")), acc)
+        s *= 2
+    return xp.reshape(acc, ()) if not x.ndim else acc
+
+
+def _logcumsumexp_meta(x, dim):
+    mf.normalize_axes("logcumsumexp", dim, x.ndim)
+    return tuple(x.shape), x.dtype
+
+
+defop("logcumsumexp(Tensor self, int dim) -> Tensor", impl=_logcumsumexp,
+      meta=_logcumsumexp_meta, methods=("logcumsumexp",),
+      info=OpInfo(ref=lambda x, dim: np.logaddexp.accumulate(x, axis=dim) if x.ndim else x,
+                  dtypes=FLOATS, samples=lambda d, rng: [
+                      SampleInput((make_array((3, 5), d, rng), 1)),
+                      SampleInput((make_array((7,), d, rng), 0)),
+                      SampleInput((make_array((), d, rng), 0))]))

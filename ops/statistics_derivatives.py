@@ -1,0 +1,81 @@
+"""Derivative rules of ``ops/statistics.py`` (PyTorch's formulas, in md ops).
+
+A value selected by index (``topk``, ``kthvalue``, ``median`` along a dimension, the running
+extremes) passes its gradient to the element it was taken from: ``g`` scattered at the
+indices into zeros.  ``median`` of the whole tensor shares it evenly among the elements equal
+to the median, as PyTorch's ``evenly_distribute_backward``.  ``logcumsumexp`` uses PyTorch's
+formula: reversed ``logcumsumexp`` of ``log|g| - out``, positive and negative parts apart.
+"""
+
+from __future__ import annotations
+
+from mdtensor.ops import aten_calls as aten
+
+from .derivatives import reads, rule, uses_out
+
+__all__: list[str] = []
+
+
+def _scattered(g, x, dim, indices, keepdim=True):
+    """``zeros(x.shape)`` with ``g`` added at ``indices`` along ``dim``."""
+    if not x.ndim:
+        return aten.reshape(g, ())
+    d = dim % x.ndim
+    if not keepdim:
+        g, indices = aten.unsqueeze(g, d), aten.unsqueeze(indices, d)
+    return aten.scatter_add(aten.zeros_like(x, dtype=g.dtype), d, indices, g)
+
+
+@rule("topk")
+@uses_out
+@reads()
+def _topk(g, out, x, k, dim=-1, largest=True, sorted=True):
+    return _scattered(g[0], x, dim, out[1]), None, None, None, None
+
+
+@rule("kthvalue")
+@uses_out
+@reads()
+def _kthvalue(g, out, x, k, dim=-1, keepdim=False):
+    return _scattered(g[0], x, dim, out[1], keepdim), None, None, None
+
+
+@rule("median.dim")
+@uses_out
+@reads()
+def _median_dim(g, out, x, dim, keepdim=False):
+    return _scattered(g[0], x, dim, out[1], keepdim), None, None
+
+
+@rule("median")
+@uses_out
+def _median(g, out, x):
+    hit = aten.where(aten.isnan(out), aten.isnan(x), aten.eq(x, out))
+    share = aten.astype(hit, g.dtype)
+    return (aten.mul(share, aten.div(g, aten.sum(share))),)
+
+
+@rule("cummax", "cummin")
+@uses_out
+@reads()
+def _cumextreme(g, out, x, dim):
+    return _scattered(g[0], x, dim, out[1]), None
+
+
+def _reverse_logcumsumexp(v, dim):
+    return aten.flip(aten.logcumsumexp(aten.flip(v, axis=(dim,)), dim), axis=(dim,))
+
+
+@rule("logcumsumexp")
+@uses_out
+def _logcumsumexp(g, out, x, dim):
+    if not x.ndim:
+        return g, None
+    d = dim % x.ndim
+    lowest = -1.7976931348623157e308 if x.dtype.itemsize == 8 else -3.4028234663852886e38
+    log_abs = aten.log(aten.abs(g))
+    pos = aten.where(aten.gt(g, 0), log_abs, lowest)
+    neg = aten.where(aten.lt(g, 0), log_abs, lowest)
+    out_pos = aten.exp(aten.add(_reverse_logcumsumexp(aten.sub(pos, out), d), x))
+    out_neg = aten.exp(aten.add(_reverse_logcumsumexp(aten.sub(neg, out), d), x))
+    return aten.sub(out_pos, out_neg), None
