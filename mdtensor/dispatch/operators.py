@@ -205,6 +205,11 @@ class OpOverload:
                 ks |= _ks_of(self, name, v)
         return ks
 
+    # Note [Mixed devices]
+    # ~~~~~~~~~~~~~~~~~~~~
+    # Tensors of two backends that reach a per-backend key get an entry that raises (modes
+    # and the layers above may still have handled them).  Every key set is checked once, when
+    # its entry is made, so calls on one device pay nothing for the check.
     def fill_entry(self, ks: int) -> Callable:
         """Fill the table entry for key set ``ks`` (see Note [Dispatch table])."""
         if self._dirty:
@@ -227,9 +232,7 @@ class OpOverload:
                 k = remove_key(k, key)
                 continue
             if mixed and key.value & PER_BACKEND_MASK:
-                # Note [Mixed devices]: tensors of two backends reached a per-backend key
-                # (modes and other layers above may still handle them).  Every key set is
-                # checked once, here, so calls on one device pay nothing for the check.
+                # tensors of two backends at a per-backend key (Note [Mixed devices])
                 entry = _mixed_devices_entry(self, backends)
                 self.table[ks] = entry
                 return entry

@@ -137,6 +137,13 @@ _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 # a dozen fields).
 
 
+# Note [Keyword-only Tensor arguments]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``diff(x, prepend=p, append=a)``: the edges of keyword-only Tensor arguments follow the
+# positional ones, in schema order, for the ones the call passed; the formula returns their
+# gradients as a dict by name after the positional ones (``_Plan.kw_tensors``).
+
+
 class _Plan:
     """What the Autograd kernel of one op needs to know, read from its schema and formula
     once (Note [Kernel plans])."""
@@ -150,8 +157,7 @@ class _Plan:
         self.is_inplace = schema.is_inplace
         self.is_out = schema.is_out
         self.uses_out = getattr(formula, "uses_out", False)
-        # Note [Saved inputs]: the Tensor arguments whose values the formula reads (the
-        # others only for their shape and dtype) are saved with their versions.
+        # the arguments whose values the formula reads are saved (Note [Saved inputs])
         reads = getattr(formula, "reads", None)
         self.by_grad = None  # {i: what the gradient of argument i reads}: per call
         if reads is None:
@@ -160,9 +166,7 @@ class _Plan:
             self.by_grad = reads
         self.reads = reads
         self.n_outputs = len(schema.returns)
-        # Note [Keyword-only Tensor arguments]: ``diff(x, prepend=p, append=a)``.  Their
-        # edges follow the positional ones, in schema order, for the ones the call passed;
-        # the formula returns their gradients as a dict by name after the positional ones.
+        # keyword-only Tensor arguments (Note [Keyword-only Tensor arguments])
         self.kw_tensors = () if self.is_out else tuple(
             a.name for a in schema.arguments
             if a.type.is_tensor_like and a.kwarg_only and not a.type.is_tensor_list)
