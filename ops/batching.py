@@ -495,7 +495,7 @@ def _matmul(call):
 def _matmul_backward(call):
     """Both gradients of a product from the products themselves (batched by ``_matmul``),
     not one call per batch element."""
-    from .derivatives import matmul_gradients
+    from .products_derivatives import matmul_gradients
 
     mask = tuple(call.args["mask"])
     return tuple(matmul_gradients(mask, call.args["grad_out"], call.args["self"],

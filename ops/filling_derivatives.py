@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mdtensor.ops import aten_calls as aten
 
-from .derivatives import reads, rule
+from ._derivative_helpers import reads, rule
 
 __all__: list[str] = []
 

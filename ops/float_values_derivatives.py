@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mdtensor.ops import aten_calls as aten
 
-from .derivatives import rule
+from ._derivative_helpers import rule
 
 __all__: list[str] = []
 

@@ -101,8 +101,8 @@ del _op
 # ~~~~~~~~~~~~~~~~~~~~~~
 # matmul's gradient as one op, as PyTorch's ``aten::matmul_backward``: both products, and
 # only those ``mask`` asks for -- a masked-out gradient is None (PyTorch's undefined
-# tensor).  The formula of matmul (ops/derivatives.py) calls it when backward records
-# nothing (no ``create_graph``): one dispatch, where ``g @ b.mT`` and ``a.mT @ g`` take four
+# tensor).  The formula of matmul (ops/products_derivatives.py) calls it when backward
+# records nothing (no ``create_graph``): one dispatch, where ``g @ b.mT`` and ``a.mT @ g`` take four
 # (two views, two products) -- about 3 us less per matmul in a backward pass on the
 # 2-core EPYC, 5% of the 16-16-16-4 MLP training step.  With ``create_graph`` the formula
 # keeps composing ``matmul`` and ``matrix_transpose``, whose own formulas give the higher

@@ -159,7 +159,7 @@ defop("log_softmax(Tensor self, int dim=-1) -> Tensor", impl=_log_softmax, meta=
 # kernel that reuses its temporaries.  They have derivatives of their own, so
 # ``create_graph=True`` still differentiates through them.  PyTorch's ``input_dtype``
 # argument of the softmax pair is left out (mdtensor's gradients keep the output's dtype).
-# Real dtypes only: complex gradients keep the composite formulas (ops/derivatives.py).
+# Real dtypes only: complex gradients keep the composite formulas (ops/nn_derivatives.py).
 
 
 def _tanh_backward(xp, g, y):

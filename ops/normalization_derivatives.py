@@ -8,7 +8,7 @@ from mdtensor.ops import aten_calls as aten
 from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY as _AUTOGRAD
 from mdtensor.dispatch.tls import dispatch_tls
 
-from .derivatives import rule, uses_out
+from ._derivative_helpers import rule, uses_out
 
 __all__: list[str] = []  # importing the module registers its rules
 

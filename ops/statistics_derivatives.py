@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mdtensor.ops import aten_calls as aten
 
-from .derivatives import reads, rule, uses_out
+from ._derivative_helpers import reads, rule, uses_out
 
 __all__: list[str] = []
 

@@ -1,0 +1,204 @@
+"""Derivative rules of the shape and view ops, joins and splits, tiles and conversions
+(``ops/manipulation.py``): each gradient undoes the op's rearrangement of the elements
+(``permute`` by the inverse permutation, ``expand`` by a sum back to the input's shape,
+``cat`` by narrowing)."""
+
+from __future__ import annotations
+
+from mdtensor.dispatch.namespaces import aten_calls as aten
+from mdtensor.layers.autograd.formulas import sum_to
+
+from ._derivative_helpers import (
+    as_grad_of,
+    is_complex,
+    reads,
+    rule,
+    uses_out,
+)
+
+__all__: list[str] = []
+
+
+@rule("transpose")
+@reads()
+def _transpose(g, out, x, d0, d1):
+    return aten.transpose(g, d0, d1), None, None
+
+
+@rule("permute")
+@reads()
+def _permute(g, out, x, dims):
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d % len(dims)] = i
+    return aten.permute(g, tuple(inv)), None
+
+
+@rule("matrix_transpose")
+@reads()
+def _mt(g, out, x):
+    return (aten.matrix_transpose(g),)
+
+
+@rule("t")
+@reads()
+def _t(g, out, x):
+    return (aten.t(g),)
+
+
+@rule("view", "reshape", "flatten", "squeeze", "unsqueeze")
+@reads()
+def _reshape(g, out, x, *args, **kwargs):
+    return (aten.reshape(g, tuple(x.shape)),) + (None,) * len(args)
+
+
+@rule("expand", "broadcast_to")
+@reads()
+def _expand(g, out, x, shape):
+    return sum_to(g, x.shape), None
+
+
+@rule("moveaxis")
+@reads()
+def _moveaxis(g, out, x, source, destination):
+    return aten.moveaxis(g, destination, source), None, None
+
+
+@rule("flip")
+@reads()
+def _flip(g, out, x, axis=None):
+    return aten.flip(g, axis), None
+
+
+@rule("roll")
+@reads()
+def _roll(g, out, x, shift, axis=None):
+    neg = -shift if isinstance(shift, int) else tuple(-s for s in shift)
+    return aten.roll(g, neg, axis), None, None
+
+
+@rule("cat")
+@reads()
+def _cat(g, out, tensors, axis=0):
+    if axis is None:
+        grads, start = [], 0
+        for t in tensors:
+            n = t.numel()
+            grads.append(_in_dtype_of(aten.reshape(aten.narrow(g, 0, start, n),
+                                                   tuple(t.shape)), t))
+            start += n
+        return grads, None
+    grads, start = [], 0
+    a = axis % tensors[0].ndim
+    for t in tensors:
+        n = t.shape[a]
+        grads.append(_in_dtype_of(aten.narrow(g, a, start, n), t))
+        start += n
+    return grads, None
+
+
+def _in_dtype_of(gx, x):
+    """The gradient of ``x``, an input promoted with others (cat, stack): the real part of
+    a complex gradient for a real ``x``, in ``x``'s dtype (PyTorch's behaviour)."""
+    gx = as_grad_of(gx, x)
+    return gx if gx._data.dtype == x._data.dtype else aten.astype(gx, x.dtype)
+
+
+@rule("stack")
+@reads()
+def _stack(g, out, tensors, axis=0):
+    return [_in_dtype_of(gi, t) for gi, t in
+            zip(aten.unbind(g, axis % (tensors[0].ndim + 1)), tensors)], None
+
+
+def _list_grads(g, out, x, *rest, axis=0):
+    grads = [gi if gi is not None else aten.mul(o, 0.0) for gi, o in zip(g, out)]
+    return aten.cat(grads, axis)
+
+
+@rule("split")
+@uses_out
+def _split(g, out, x, sizes, axis=0):
+    return _list_grads(g, out, x, axis=axis), None, None
+
+
+@rule("chunk")
+@uses_out
+def _chunk(g, out, x, chunks, axis=0):
+    return _list_grads(g, out, x, axis=axis), None, None
+
+
+@rule("unbind")
+@uses_out
+def _unbind(g, out, x, axis=0):
+    grads = [gi if gi is not None else aten.mul(o, 0.0) for gi, o in zip(g, out)]
+    return aten.stack(grads, axis), None
+
+
+@rule("astype")
+@reads()
+def _astype(g, out, x, dtype, *, copy=True, device=None):
+    if is_complex(g) and not is_complex(x):  # a real input gets the real part
+        g = aten.real(g)
+    return aten.astype(g, x.dtype), None
+
+
+@rule("copy")
+@reads()
+def _copy(g, out, self, src):
+    gs = sum_to(g, src.shape)
+    return None, gs if gs.dtype == src.dtype else aten.astype(gs, src.dtype)
+
+
+def _tile_grad(g, x, reps):
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    n = max(len(reps), x.ndim)
+    reps = (1,) * (n - len(reps)) + reps
+    shape = (1,) * (n - x.ndim) + tuple(x.shape)
+    inter = []
+    for r, s in zip(reps, shape):
+        inter += [r, s]
+    g = aten.reshape(g, tuple(inter))
+    g = aten.sum(g, tuple(range(0, 2 * n, 2)))
+    return aten.reshape(g, tuple(x.shape))
+
+
+@rule("tile")
+def _tile(g, out, x, reps):
+    return _tile_grad(g, x, reps), None
+
+
+@rule("repeat_tensor")
+def _repeat_tensor(g, out, x, repeats):
+    return _tile_grad(g, x, repeats), None
+
+
+@rule("to_device_copy")
+@reads()
+def _to_device(g, out, x, device):
+    return aten.to_device_copy(g, x.device), None
+
+
+@rule("broadcast_arrays")
+@reads()
+def _broadcast_arrays(g, out, tensors):
+    return [sum_to(gi, t.shape) if gi is not None else None
+            for gi, t in zip(g, tensors)], None
+
+
+@rule("meshgrid")
+def _meshgrid(g, out, tensors, indexing="xy"):
+    grads = []
+    n = len(tensors)
+    for j, gj in enumerate(g):
+        if gj is None:
+            grads.append(None)
+            continue
+        axis = j
+        if indexing == "xy" and n >= 2 and j < 2:
+            axis = 1 - j
+        others = tuple(a for a in range(gj.ndim) if a != axis)
+        grads.append(aten.reshape(aten.sum(gj, others) if others else gj,
+                                  tuple(tensors[j].shape)))
+    return grads, None
