@@ -276,7 +276,7 @@ def _empty_safe(name):
 
 def _distinct_axes(fn):
     """``fn`` refusing a repeated axis as NumPy does (Dask reduces over it once):
-    mdtensor's kernels then name the op (Note [Axis errors] in ops/_decl.py)."""
+    mdtensor's kernels then name the op (Note [Axis errors] in ops/_errors.py)."""
 
     def reduce(x, /, *args, axis=None, **kwargs):
         if isinstance(axis, tuple) and x.ndim and len({a % x.ndim for a in axis}) < len(axis):

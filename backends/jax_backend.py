@@ -183,13 +183,8 @@ def _kernel_for(decl, impl, jax, jnp):
     None."""
     import functools
 
-    from mdtensor.ops._decl import (
-        axis_check,
-        device_mismatch,
-        impl_kernel,
-        prepared_impl,
-        raise_from_backend,
-    )
+    from mdtensor.ops._errors import axis_check, device_mismatch, raise_from_backend
+    from mdtensor.ops._impl_kernels import impl_kernel, prepared_impl
 
     from mdtensor.dispatch.keys import DispatchKey
     from mdtensor.tensors.tensor import Tensor
@@ -225,7 +220,7 @@ def _kernel_for(decl, impl, jax, jnp):
                 try:
                     return a._device.wrap(with_args(a._data, _hashable(rest),
                                                     _hashable_kw(kwargs)))
-                except Exception as e:  # Note [Axis errors] in ops/_decl.py
+                except Exception as e:  # Note [Axis errors] in ops/_errors.py
                     if check is not None:
                         check(a._data.ndim, rest, kwargs)
                     if not isinstance(e, (ValueError, TypeError)):
@@ -265,7 +260,7 @@ def _kernel_for(decl, impl, jax, jnp):
                 raise device_mismatch(name, d, b._device)
             try:
                 data = traced(a._data, b._data)
-            except (ValueError, TypeError) as e:  # Note [Errors from the backend] in _decl.py
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend] in ops/_errors.py
                 raise_from_backend(name, e, (a._data, b._data))
             t = new(Tensor)  # d.wrap(data), inlined as in the one-argument kernel
             t._data = data
@@ -283,7 +278,7 @@ def _kernel_for(decl, impl, jax, jnp):
                 raise device_mismatch(name, d, b._device)
             try:
                 return d.wrap(traced(a._data, b._data))
-            except (ValueError, TypeError) as e:  # Note [Errors from the backend] in _decl.py
+            except (ValueError, TypeError) as e:  # Note [Errors from the backend] in ops/_errors.py
                 raise_from_backend(name, e, (a._data, b._data))
     else:
         return None

@@ -39,6 +39,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     view_copy,  # generated from the view ops declared above
 )
 from ._decl import CATALOGUE, OpDecl, OpInfo, SampleInput, defop  # noqa: F401
+from ._impl_kernels import check_inplace_result, warn_if_resized
 
 __all__ = ["CATALOGUE", "OpDecl", "OpInfo", "SampleInput", "aten", "aten_calls", "defop"]
 
@@ -54,7 +55,7 @@ aten_calls = aten._calls
 from . import derivatives  # noqa: E402,F401
 
 _functionalize.use_catalogue(
-    check_inplace_result=_decl._check_inplace_result, warn_if_resized=_decl.warn_if_resized,
+    check_inplace_result=check_inplace_result, warn_if_resized=warn_if_resized,
     gather_at=indexing.gather_at, scatter_set=indexing.scatter_set,
     view_copies=view_copy.VIEW_COPY, rewrites={"masked_fill_": indexing.masked_fill_functional})
 

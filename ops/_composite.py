@@ -7,7 +7,7 @@ fit would say ``aten::cat: tensors must have the same shape ...``, ``nansum`` wi
 out of range ``sum: axis 5 is out of range ...``.  The user called ``hstack``, so
 ``names_op`` puts its name in place of the inner op's (``hstack: tensors must have the
 same shape ...``), keeping the type and the words that say what was wrong, as the backend
-kernels do for the backend's errors (Note [Errors from the backend] in ops/_decl.py).
+kernels do for the backend's errors (Note [Errors from the backend] in ops/_errors.py).
 """
 
 from __future__ import annotations

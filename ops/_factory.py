@@ -19,7 +19,7 @@ from mdtensor.dispatch.keys import AFTER_BACKEND_SELECT, DispatchKey
 from mdtensor.tensors.device import Device, as_device
 from mdtensor.tensors.factories import check_size
 
-from ._decl import OpInfo, _register, defop
+from ._decl import OpInfo, defop, register
 
 __all__ = ["deffactory", "native_dtype"]
 
@@ -116,8 +116,8 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
 
     # Note [Own code objects] in mdtensor/dispatch/kernel.py
     kernel = own_code(kernel, f"factory[{name}]")
-    _register(op, _backend_select(op), DispatchKey.BackendSelect, with_keyset=True)
-    _register(op, kernel, DispatchKey.CompositeExplicitAutograd)
+    register(op, _backend_select(op), DispatchKey.BackendSelect, with_keyset=True)
+    register(op, kernel, DispatchKey.CompositeExplicitAutograd)
     if cpu_impl is not None:
         import numpy as np
 
@@ -140,6 +140,6 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
             return t
 
         cpu_kernel = own_code(cpu_kernel, f"factory_cpu[{name}]")
-        _register(op, cpu_kernel, DispatchKey.CPU)
+        register(op, cpu_kernel, DispatchKey.CPU)
     decl.meta = meta
     return decl

@@ -127,7 +127,7 @@ def backend_axis(op: str, ndim: int, axis):
 
 def check_has_dimension(op: str, ndim: int, axis) -> None:
     """IndexError naming the op for ``axis`` of a 0-d tensor, for ops that need a dimension
-    to work along (``roll``, ``split``, ...: ``NEEDS_DIMENSION`` in ops/_decl.py), as
+    to work along (``roll``, ``split``, ...: ``NEEDS_DIMENSION`` in ops/_errors.py), as
     PyTorch's ``Dimension specified as 0 but tensor has no dimensions``."""
     if not ndim and axis is not None:
         raise IndexError(f"{op}: a 0-d tensor has no dimension {axis} (expected a tensor of "

@@ -26,7 +26,8 @@ from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
-from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop, device_mismatch
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
+from ._errors import device_mismatch
 from ._promotion import dtype_of, scalar_into
 from ._samples import make_array
 from .elementwise import ALL
@@ -424,7 +425,7 @@ def _writes_through_index_arrays(raw) -> bool:
 def _native_error(e, op, data=None, raw=None, value=None):
     """The backend's own indexing error, named by the op (PyTorch's 'dimension' wording);
     a value that does not broadcast to what the key selects gets PyTorch's message, the
-    same on every backend (Note [Errors from the backend] in ops/_decl.py)."""
+    same on every backend (Note [Errors from the backend] in ops/_errors.py)."""
     if data is not None and "broadcast" in str(e).lower():
         try:
             target = list(data[raw].shape)
@@ -806,7 +807,7 @@ def _where(xp, condition, x, y):
     return xp.where(condition, x, y)
 
 
-_HIGHER = {int: "b", float: "biu", complex: "biuf"}  # as in ops/_decl.py
+_HIGHER = {int: "b", float: "biu", complex: "biuf"}  # as in ops/_ufunc_kernels.py
 
 
 def _np_where(xp, condition, x, y):

@@ -10,7 +10,8 @@ from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
-from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, defop, device_mismatch
+from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
+from ._errors import device_mismatch
 from ._linalg_meta import LINALG_METAS
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC, to_float
@@ -66,7 +67,7 @@ _BOOL = np.dtype(bool)
 
 
 def _cpu_matmul(generic):
-    from ._decl import device_mismatch, raise_from_backend
+    from ._errors import raise_from_backend
 
     name = "aten::matmul"
     dot, matmul = _np_dot, np.matmul
@@ -92,7 +93,7 @@ def _cpu_matmul(generic):
 
 
 _op = CATALOGUE["aten::matmul"].functional[0]
-_register_leaf(_op, _cpu_matmul(_op.kernels_for(DispatchKey.ArrayAPI)[0].fn),
+register_leaf(_op, _cpu_matmul(_op.kernels_for(DispatchKey.ArrayAPI)[0].fn),
                DispatchKey.CPU)
 del _op
 
@@ -277,7 +278,7 @@ defop("matmul_backward(Tensor grad_out, Tensor self, Tensor other, bool[2] mask)
       info=OpInfo(ref=_matmul_backward_ref, dtypes=FLOATING, samples=_matmul_backward_samples,
                   errors=_matmul_backward_errors))
 _op = CATALOGUE["aten::matmul_backward"].functional[0]
-_register_leaf(_op, _cpu_matmul_backward(_op.kernels_for(DispatchKey.ArrayAPI)[0].fn),
+register_leaf(_op, _cpu_matmul_backward(_op.kernels_for(DispatchKey.ArrayAPI)[0].fn),
                DispatchKey.CPU)
 del _op
 

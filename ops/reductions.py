@@ -17,7 +17,8 @@ from mdtensor.dispatch.namespaces import aten_calls
 
 from . import _meta_fns as mf
 from ._bools import as_numbers, is_bool, with_bools_as_numbers
-from ._decl import CATALOGUE, OpInfo, SampleInput, _register_leaf, axis_check, defop
+from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
+from ._errors import axis_check
 from ._promotion import astype_as_pytorch
 from ._samples import make_array, unary_samples
 from .elementwise import FLOATING, FLOATS, NUMERIC, REAL, REAL_KINDS, to_float
@@ -80,7 +81,7 @@ def _cpu_sum():
                 else:
                     r = add_reduce(x, axis, dtype and _native(np, dtype), None, keepdims)
             except Exception:
-                check(x.ndim, (axis,), {})  # Note [Axis errors] in _decl.py
+                check(x.ndim, (axis,), {})  # Note [Axis errors] in ops/_errors.py
                 raise
         return a._device.wrap(r)
 
@@ -115,7 +116,7 @@ defop("sum(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? d
                   dtypes=NUMERIC, samples=_REDUCE_SAMPLES))
 
 
-_register_leaf(CATALOGUE["aten::sum"].functional[0], _cpu_sum(), DispatchKey.CPU)
+register_leaf(CATALOGUE["aten::sum"].functional[0], _cpu_sum(), DispatchKey.CPU)
 
 
 # Note [Reductions of too few elements]

@@ -492,7 +492,8 @@ def register(lib, key: str, ops: Iterable[str]) -> dict[str, Callable]:
     Raises:
         ValueError: an op has no special values here.
     """
-    from ._decl import CATALOGUE, impl_kernel
+    from ._decl import CATALOGUE
+    from ._impl_kernels import impl_kernel
 
     impls = {}
     for name in ops:

@@ -1,4 +1,4 @@
-"""An axis out of range names the op, on every backend (Note [Axis errors] in ops/_decl.py).
+"""An axis out of range names the op, on every backend (Note [Axis errors] in ops/_errors.py).
 
 Every catalogue op whose ``axis``/``dim`` argument is an axis of its first Tensor is called
 with an OpInfo sample whose axis is replaced by one out of range: each backend must raise
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from _helpers import backend_installed, sample_on
 from mdtensor.ops import CATALOGUE
-from mdtensor.ops._decl import axis_check
+from mdtensor.ops._errors import axis_check
 
 import mdtensor as md
 

@@ -2,7 +2,7 @@
 
 Each case is one wrong call; on every device it must raise a clear error of the right type
 -- naming the op (or the function) and what was expected, never a raw NumPy, JAX or
-array_api_strict message (Note [Errors from the backend] in ops/_decl.py) -- and leave the
+array_api_strict message (Note [Errors from the backend] in ops/_errors.py) -- and leave the
 state as it was: the tensors the calls use (values, version counters, ``.grad``), the
 operator registry, the thread-local dispatch state, the mode stack and the grad modes.
 """

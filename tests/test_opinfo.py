@@ -419,7 +419,7 @@ def test_broadcast_errors_read_as_pytorch_on_every_backend(call, op):
 
 
 def test_broadcast_error_names_the_first_mismatch_of_the_shapes_broadcast_so_far():
-    from mdtensor.ops._decl import broadcast_error
+    from mdtensor.ops._errors import broadcast_error
 
     assert broadcast_error("op", [(4, 1), (1, 8), (4, 8)]) is None
     err = broadcast_error("op", [(4, 1), (1, 8), (3, 8)])

@@ -197,7 +197,7 @@ class Catalogue:
             return _return_type(rets[0].type)
         if not all(r.name for r in rets):
             return f"tuple[{', '.join(_return_type(r.type) for r in rets)}]"
-        # the named tuple ops/_decl.py _result_tuple makes: max.dim -> MaxResult
+        # the named tuple ops/_impl_kernels.py _result_tuple makes: max.dim -> MaxResult
         title = "".join(p.capitalize() for p in schema.name.split("_")) + "Result"
         fields = tuple((r.name, _return_type(r.type)) for r in rets)
         if self.results.setdefault(title, fields) != fields:

@@ -179,7 +179,7 @@ def _view_kernel(op):
 
 # Note [Fused view kernels]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
-# Over a view op's generic one-Tensor kernel (``ops._decl._fast_kernel``: wrap what
+# Over a view op's generic one-Tensor kernel (``ops._impl_kernels._fast_kernel``: wrap what
 # ``impl(xp, array, *rest)`` returns), the view kernel does both steps in one frame: the
 # array op, then the ViewInfo.  ``x[1:3]`` and ``x.mT`` are the most frequent ops of a
 # backward pass (matmul's gradient transposes), and the frame cost 0.3 us of their 4 us on

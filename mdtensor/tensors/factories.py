@@ -190,7 +190,7 @@ def _foreign(obj, backend) -> bool:
 
 def _conversion_error(obj, e: Exception) -> Exception:
     """asarray's own error for data the backend refused (Note [Errors from the backend] in
-    ops/_decl.py): a ragged sequence, elements that are not numbers."""
+    ops/_errors.py): a ragged sequence, elements that are not numbers."""
     if isinstance(obj, (list, tuple)):
         try:
             shape = np.asarray(obj, dtype=object).shape
