@@ -5,7 +5,9 @@ suite with that device as the default (``md.set_default_device``): every factory
 without ``device=`` then creates tensors there.  Unset, the default is ``cpu`` (NumPy).
 The ``device`` fixture gives tests the device string under test, for explicit use; ``lib``
 (a library in a fresh namespace) and ``aten_impl`` (overrides of built-in kernels) undo
-their registrations after each test.
+their registrations after each test; ``torch`` is PyTorch, for comparisons with it (the
+test skipped without it; hypothesis tests, which cannot take function-scoped fixtures,
+import it themselves).
 
 ``_helpers.py`` has what tests need to hold on every device: ``to_numpy`` (values of a
 tensor anywhere; ``Tensor.numpy()`` refuses non-CPU tensors, as in PyTorch), the backend
@@ -78,6 +80,13 @@ def lib():
 
     with md.library.Library(f"testlib{next(_libraries)}", "DEF") as library:
         yield library
+
+
+@pytest.fixture
+def torch():
+    """PyTorch, the reference the ``*_matches_torch`` tests compare with (the test is skipped
+    where it is not installed)."""
+    return pytest.importorskip("torch")
 
 
 @pytest.fixture

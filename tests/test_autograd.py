@@ -756,8 +756,7 @@ def test_out_variant_with_grad_raises():
 
 def test_op_without_formula_raises_on_backward_naming_it():
     # Every catalogue op has a formula now: a user op registered without one stands in.
-    lib = md.library.Library("autograd_no_formula", "DEF")
-    try:
+    with md.library.Library("autograd_no_formula", "DEF") as lib:
         lib.define("twice(Tensor x) -> Tensor")
         lib.impl("twice", lambda x: x._device.wrap(x._data * 2), "CPU")
         x = md.asarray([[2.0, 1.0], [0.5, 3.0]], requires_grad=True, device="cpu")  # CPU kernel
@@ -766,8 +765,6 @@ def test_op_without_formula_raises_on_backward_naming_it():
                            match="derivative for 'autograd_no_formula::twice'"):
             y.sum().backward()
         assert x.grad is None
-    finally:
-        lib._destroy()
 
 
 def test_integer_outputs_do_not_require_grad():
@@ -821,8 +818,7 @@ def test_custom_function():
 
 
 def test_register_autograd_for_custom_op():
-    lib = md.library.Library("agtest", "DEF")
-    try:
+    with md.library.Library("agtest", "DEF") as lib:
         lib.define("square(Tensor x) -> Tensor")
         lib.impl("square", lambda x: x._device.wrap(x._data * x._data), "CPU")
 
@@ -837,8 +833,6 @@ def test_register_autograd_for_custom_op():
         x = leaf([3.0], device="cpu")  # a CPU kernel
         md.ops.agtest.square(x).sum().backward()
         assert x.grad.tolist() == [6.0]
-    finally:
-        lib._destroy()
 
 
 def test_gradcheck_reports_first_mismatch():
@@ -996,8 +990,7 @@ def test_custom_function_gradients_are_validated_as_pytorch():
 
 
 def test_custom_op_autograd_gradients_are_validated():
-    lib = md.library.Library("validgrad", "DEF")
-    try:
+    with md.library.Library("validgrad", "DEF") as lib:
         lib.define("twice(Tensor x) -> Tensor")
         lib.impl("twice", lambda x: x._device.wrap(x._data * 2), "CompositeExplicitAutograd")
         md.library.register_autograd("validgrad::twice", lambda ctx, g: (g, g),
@@ -1006,8 +999,6 @@ def test_custom_op_autograd_gradients_are_validated():
         with pytest.raises(RuntimeError, match=r"incorrect number of gradients \(expected 1, "
                                                r"got 2\)"):
             md.ops.validgrad.twice(x).sum().backward()
-    finally:
-        lib._destroy()
 
 
 def test_set_grad_enabled_called_as_a_function_sets_the_mode():

@@ -8,28 +8,15 @@ as it was.
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
-from _helpers import backend_installed, sample_on
+from _helpers import backend_params, sample_on
 from mdtensor.ops import CATALOGUE
 from mdtensor.ops._errors import axis_check
 
 import mdtensor as md
 
-DEVICES = [
-    "cpu",
-    "meta",
-    pytest.param("loopback", marks=pytest.mark.skipif(
-        not backend_installed("loopback"),
-        reason="loopback plug-in not installed (pip install -e plugins/mdtensor_loopback)")),
-    pytest.param("jax", marks=pytest.mark.skipif(
-        importlib.util.find_spec("jax") is None, reason="JAX not installed")),
-    pytest.param("dask", marks=pytest.mark.skipif(
-        importlib.util.find_spec("dask") is None,
-        reason="Dask not installed (pip install -e '.[dask]')")),
-]
+DEVICES = ["cpu", "meta", *backend_params("loopback", "jax", "dask")]
 
 
 def _axis_ops():

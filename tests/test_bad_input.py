@@ -56,19 +56,13 @@ def _inference_save(t):
 
 
 def _define(schema, **kw):
-    lib = md.library.Library("sweepdef", "FRAGMENT")
-    try:
+    with md.library.Library("sweepdef", "FRAGMENT") as lib:
         return lib.define(schema, **kw)
-    finally:
-        lib._destroy()
 
 
 def _impl_foreign():
-    lib = md.library.Library("sweepforeign", "DEF")
-    try:
+    with md.library.Library("sweepforeign", "DEF") as lib:
         return lib.impl("aten::exp", lambda x: x, "CPU")
-    finally:
-        lib._destroy()
 
 
 def _mode_returns_none(t):

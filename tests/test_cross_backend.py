@@ -8,11 +8,9 @@ are compared too.  A backend that is not installed skips with the reason.
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
-from _helpers import backend_installed, sample_on
+from _helpers import backend_params, sample_on
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -20,16 +18,7 @@ from mdtensor.ops import CATALOGUE
 
 import mdtensor as md
 
-BACKENDS = [
-    pytest.param("loopback", marks=pytest.mark.skipif(
-        not backend_installed("loopback"),
-        reason="loopback plug-in not installed (pip install -e plugins/mdtensor_loopback)")),
-    pytest.param("jax", marks=pytest.mark.skipif(
-        importlib.util.find_spec("jax") is None, reason="JAX not installed")),
-    pytest.param("dask", marks=pytest.mark.skipif(
-        importlib.util.find_spec("dask") is None,
-        reason="Dask not installed (pip install -e '.[dask]')")),
-]
+BACKENDS = backend_params("loopback", "jax", "dask")
 
 # Ops whose results legitimately differ across backends, each with the reason.
 SKIP = {

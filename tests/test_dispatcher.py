@@ -260,8 +260,7 @@ _counter = itertools.count()
 @given(registered=st.sets(st.sampled_from(_REG_KEYS)),
        fallback_keys=st.sets(st.sampled_from([K.PrivateUse3, K.Functionalize])))
 def test_table_matches_reference_model(registered, fallback_keys):
-    lib = md.library.Library(f"ladder{next(_counter)}", "DEF")
-    try:
+    with md.library.Library(f"ladder{next(_counter)}", "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         kernels = {}
         for key in registered:
@@ -283,8 +282,6 @@ def test_table_matches_reference_model(registered, fallback_keys):
                 assert kernel is fallbacks[key][-1], (key, rung)
             else:
                 assert kernel.fn is kernels[expected], (key, kernel, rung)
-    finally:
-        lib._destroy()
 
 
 def test_dump_labels_rungs():
@@ -321,22 +318,19 @@ def test_operators_dispatch_inline_through_the_same_table():
     a, b = md.asarray([1.0, 2.0], device="cpu"), md.asarray([3.0, 4.0], device="cpu")
     assert (a * b).tolist() == [3.0, 8.0]  # resolves and learns the overload
     assert md.mul(a, b).tolist() == [3.0, 8.0]  # the packet function: Note [Inline dispatch]
-    lib = md.library.Library("aten", "IMPL")
-    seen = []
+    with md.library.Library("aten", "IMPL") as lib:
+        seen = []
 
-    def my_mul(x, y):
-        seen.append("cpu")
-        return md.asarray(np.asarray(x._data) * np.asarray(y._data) + 1)
+        def my_mul(x, y):
+            seen.append("cpu")
+            return md.asarray(np.asarray(x._data) * np.asarray(y._data) + 1)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # replacing a built-in kernel warns
-        lib.impl("mul.Tensor", my_mul, "CPU")
-    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # replacing a built-in kernel warns
+            lib.impl("mul.Tensor", my_mul, "CPU")
         assert (a * b).tolist() == [4.0, 9.0] and seen == ["cpu"]
         assert (b.__rmul__(a)).tolist() == [4.0, 9.0]
         assert md.mul(a, b).tolist() == [4.0, 9.0]
-    finally:
-        lib._destroy()
     assert (a * b).tolist() == [3.0, 8.0]
 
     class Recorder(md.modes.DispatchMode):
@@ -355,14 +349,11 @@ def test_operators_dispatch_inline_through_the_same_table():
 
     # One Tensor: md.exp(x) after a kernel is registered for it
     assert md.exp(a).tolist() == pytest.approx(np.exp([1.0, 2.0]).tolist())
-    lib = md.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lib.impl("exp", lambda x: md.asarray([0.0, 0.0]), "CPU")
-    try:
+    with md.library.Library("aten", "IMPL") as lib:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lib.impl("exp", lambda x: md.asarray([0.0, 0.0]), "CPU")
         assert md.exp(a).tolist() == [0.0, 0.0]
-    finally:
-        lib._destroy()
     assert md.exp(a).tolist() == pytest.approx(np.exp([1.0, 2.0]).tolist())
 
 
@@ -371,14 +362,11 @@ def test_getitem_dispatches_inline_through_the_same_table():
     # table was filled, a mode and autograd all see x[1:3].
     x = md.asarray([1.0, 2.0, 3.0, 4.0], device="cpu")
     assert x[1:3].tolist() == [2.0, 3.0]  # fills the table
-    lib = md.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # replacing a built-in kernel warns
-        lib.impl("basic_index", lambda t, key: md.asarray([9.0]), "CPU")
-    try:
+    with md.library.Library("aten", "IMPL") as lib:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # replacing a built-in kernel warns
+            lib.impl("basic_index", lambda t, key: md.asarray([9.0]), "CPU")
         assert x[1:3].tolist() == [9.0]
-    finally:
-        lib._destroy()
     assert x[1:3].tolist() == [2.0, 3.0]
     with md.modes.LoggingMode() as m:
         x[::2]
@@ -397,14 +385,11 @@ def test_packet_function_inlines_a_tensor_and_another_argument():
     assert md.sum(x, (1,)).tolist() == [3.0, 7.0]
     packet = md.ops.aten.sum
     assert md.sum(x, 0).tolist() == [4.0, 6.0]  # inline now
-    lib = md.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lib.impl("sum", lambda t, *a, **k: md.asarray([-1.0]), "CPU")
-    try:
+    with md.library.Library("aten", "IMPL") as lib:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lib.impl("sum", lambda t, *a, **k: md.asarray([-1.0]), "CPU")
         assert md.sum(x, 0).tolist() == [-1.0] and md.sum(x, (1,)).tolist() == [-1.0]
-    finally:
-        lib._destroy()
     seen = []
 
     class Recorder(md.modes.DispatchMode):
@@ -429,14 +414,11 @@ def test_packet_function_inlines_a_keyword_for_the_next_parameter():
     assert md.sum(x, axis=0).tolist() == [4.0, 6.0]
     assert md.sum(x, axis=0).tolist() == [4.0, 6.0]  # inline now
     assert md.sum(x, axis=(1,)).tolist() == [3.0, 7.0]
-    lib = md.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lib.impl("sum", lambda t, *a, **k: md.asarray([-1.0]), "CPU")
-    try:
+    with md.library.Library("aten", "IMPL") as lib:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lib.impl("sum", lambda t, *a, **k: md.asarray([-1.0]), "CPU")
         assert md.sum(x, axis=0).tolist() == [-1.0]
-    finally:
-        lib._destroy()
     y = md.asarray([[1.0, 2.0], [3.0, 4.0]], device="cpu", requires_grad=True)
     md.sum(y, axis=0).sum().backward()  # Autograd still sees the call
     assert y.grad.tolist() == [[1.0, 1.0], [1.0, 1.0]]

@@ -25,11 +25,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
 def rand(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape)
 

@@ -412,7 +412,7 @@ def test_entering_a_transform_swaps_gated_entries_and_clears_no_table():
         assert inside.device.type == "jax" and md.exp(j).tolist() == inside.tolist()
 
 
-def test_gated_entries_flip_under_the_table_key_when_a_key_above_falls_through():
+def test_gated_entries_flip_under_the_table_key_when_a_key_above_falls_through(aten_impl):
     """Regression: a fallthrough above Functionalize (here a user's AutogradJAX
     fallthrough) makes the table key differ from the key set the gated kernel served;
     entering and leaving a transform must swap the entry stored under the table key."""
@@ -421,28 +421,24 @@ def test_gated_entries_flip_under_the_table_key_when_a_key_above_falls_through()
 
     from mdtensor.dispatch import operators as _ops
     exp = md.ops.aten.exp.default
-    lib = md.library.Library("aten", "IMPL")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        lib.impl("exp", md.library.fallthrough_kernel, "AutogradJAX")
-    try:
-        x = md.asarray([0.0, 1.0], device="jax", requires_grad=True)
-        assert md.exp(x).tolist() == pytest.approx([1.0, np.e])  # fills the entry
-        ks = x._ks & exp.mask
-        assert ks & md.DispatchKey.AutogradJAX.value
-        gate, active, below = _ops._GATED[(exp, ks)]
-        assert exp.table[ks] is below
-        seen = []
+        aten_impl.impl("exp", md.library.fallthrough_kernel, "AutogradJAX")
+    x = md.asarray([0.0, 1.0], device="jax", requires_grad=True)
+    assert md.exp(x).tolist() == pytest.approx([1.0, np.e])  # fills the entry
+    ks = x._ks & exp.mask
+    assert ks & md.DispatchKey.AutogradJAX.value
+    gate, active, below = _ops._GATED[(exp, ks)]
+    assert exp.table[ks] is below
+    seen = []
 
-        def f(t):
-            seen.append(exp.table[ks])
-            return md.exp(x) + t
+    def f(t):
+        seen.append(exp.table[ks])
+        return md.exp(x) + t
 
-        got = functionalize(f)(md.asarray([0.0, 0.0], device="jax"))
-        assert got.tolist() == pytest.approx([1.0, np.e])
-        assert seen == [active] and exp.table[ks] is below
-    finally:
-        lib._destroy()
+    got = functionalize(f)(md.asarray([0.0, 0.0], device="jax"))
+    assert got.tolist() == pytest.approx([1.0, np.e])
+    assert seen == [active] and exp.table[ks] is below
 
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX not installed")

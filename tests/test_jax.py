@@ -254,14 +254,11 @@ def test_a_kernel_registered_for_jax_wins_over_the_jitted_one():
         return md.asarray([42.0], device="jax")
 
     x = md.asarray([1.0], device="jax")
-    lib = md.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
-        lib.impl("exp", mine, "JAX")
-    try:
+    with md.library.Library("aten", "IMPL") as lib:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
+            lib.impl("exp", mine, "JAX")
         assert md.exp(x).tolist() == [42.0] and calls
-    finally:
-        lib._destroy()
     assert md.exp(x).tolist() == [pytest.approx(np.e)]
     assert _jax_kernel(md.ops.aten.exp.default)[0].name == "jax_jit[aten::exp]"
 

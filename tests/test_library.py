@@ -23,8 +23,7 @@ def test_library_kinds_and_errors():
         md.library.Library("x1", "NOPE")
     with pytest.raises(ValueError, match="'aten' namespace is mdtensor's own"):
         md.library.Library("aten", "DEF")
-    lib = md.library.Library("libtest_a", "DEF")
-    try:
+    with md.library.Library("libtest_a", "DEF") as lib:
         with pytest.raises(ValueError, match="already has a DEF library"):
             md.library.Library("libtest_a", "DEF")
         frag = md.library.Library("libtest_a", "FRAGMENT")
@@ -38,15 +37,12 @@ def test_library_kinds_and_errors():
         with pytest.raises(md.library.SchemaParseError):
             lib.define("broken(Tensr x) -> Tensor")
         frag._destroy()
-    finally:
-        lib._destroy()
     with pytest.raises(AttributeError):
         md.ops.libtest_a.f  # noqa: B018 - destroyed with its library
 
 
 def test_handles_undo_registrations():
-    lib = md.library.Library("libtest_b", "DEF")
-    try:
+    with md.library.Library("libtest_b", "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         op = md.ops.libtest_b.f.default
         with lib.impl("f", lambda x: x._device.wrap(x._data + 1), "CPU"):
@@ -57,13 +53,10 @@ def test_handles_undo_registrations():
         h.remove()
         h.remove()  # idempotent
         assert not op.has_kernel_for(K.CPU)
-    finally:
-        lib._destroy()
 
 
 def test_second_user_registration_is_an_error_and_changes_nothing():
-    lib = md.library.Library("libtest_c", "DEF")
-    try:
+    with md.library.Library("libtest_c", "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         op = md.ops.libtest_c.f.default
         lib.impl("f", lambda x: x._device.wrap(x._data * 2), "CPU")
@@ -75,8 +68,6 @@ def test_second_user_registration_is_an_error_and_changes_nothing():
         assert md.ops.libtest_c.f(md.asarray([1.0], device="cpu")).tolist() == [3.0]
         with pytest.raises(ValueError, match="unknown dispatch key"):
             lib.impl("f", lambda x: x, "NotAKey")
-    finally:
-        lib._destroy()
 
 
 def test_custom_op_infers_schema_and_registers():
@@ -120,8 +111,7 @@ def test_custom_op_mutation_and_errors():
 
 
 def test_alias_contract_errors_for_user_kernels():
-    lib = md.library.Library("libtest_i", "DEF")
-    try:
+    with md.library.Library("libtest_i", "DEF") as lib:
         lib.define("fresh(Tensor x) -> Tensor")
         lib.define("inplace_(Tensor(a!) x) -> Tensor(a!)")
         lib.define("outy(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
@@ -135,8 +125,6 @@ def test_alias_contract_errors_for_user_kernels():
             md.ops.libtest_i.inplace_(x)
         with pytest.raises(RuntimeError, match="'out' itself"):
             md.ops.libtest_i.outy(x, out=md.zeros(1, device="cpu"))
-    finally:
-        lib._destroy()
 
 
 def test_masked_fill_override_story():
@@ -145,8 +133,7 @@ def test_masked_fill_override_story():
     remove() restoring the built-in."""
     x = md.asarray([1.0, 2.0, 3.0], device="cpu")
     mask = md.asarray([True, False, True], device="cpu")
-    lib = md.library.Library("aten", "IMPL")
-    try:
+    with md.library.Library("aten", "IMPL") as lib:
         def fill_with_minus_one(self, mask, value):
             self._data[mask._data] = -1.0
             return self
@@ -170,8 +157,6 @@ def test_masked_fill_override_story():
             lib.impl("masked_fill_.Scalar", returns_new, "CPU")
         with pytest.raises(RuntimeError, match="returns_new broke the schema's alias contract"):
             md.masked_fill(x, mask, 9.0)
-    finally:
-        lib._destroy()
     assert md.masked_fill(x, mask, 9.0).tolist() == [9.0, 2.0, 9.0]
     assert x.tolist() == [1.0, 2.0, 3.0]
 
@@ -252,8 +237,7 @@ def test_destroy_undoes_everything_and_disables_the_library():
 
 def test_overriding_builtin_kernel_warns_naming_both_and_takes_effect():
     ns = _fresh_ns("liboverride")
-    lib = md.library.Library(ns, "DEF")
-    try:
+    with md.library.Library(ns, "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         op = getattr(md.ops, ns).f.default
 
@@ -277,14 +261,11 @@ def test_overriding_builtin_kernel_warns_naming_both_and_takes_effect():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             lib.impl("f", lambda x: x._device.wrap(x._data), "CompositeExplicitAutograd")
-    finally:
-        lib._destroy()
 
 
 def test_user_registration_twice_for_alias_key_errors_and_changes_nothing():
     ns = _fresh_ns("libtwice")
-    lib = md.library.Library(ns, "DEF")
-    try:
+    with md.library.Library(ns, "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         op = getattr(md.ops, ns).f.default
         lib.impl("f", lambda x: x._device.wrap(x._data), "CompositeExplicitAutograd")
@@ -295,14 +276,11 @@ def test_user_registration_twice_for_alias_key_errors_and_changes_nothing():
             other.impl("f", lambda x: x, "CompositeExplicitAutograd")
         assert _kernels_snapshot(op) == before and op.computed_table() == table
         other._destroy()
-    finally:
-        lib._destroy()
 
 
 def test_dump_lists_registrations_and_rungs():
     ns = _fresh_ns("libdump")
-    lib = md.library.Library(ns, "DEF")
-    try:
+    with md.library.Library(ns, "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
 
         def f_cpu(x):
@@ -331,8 +309,6 @@ def test_dump_lists_registrations_and_rungs():
         assert [(ln.split()[0], ln.split()[1].rsplit(".", 1)[-1]) for ln in regs] == [
             ("CPU", "f_cpu"), ("CompositeExplicitAutograd", "f_cea"), ("Autograd", "f_autograd")]
         assert md.library.dump_text(getattr(md.ops, ns).f) == text
-    finally:
-        lib._destroy()
 
 
 def test_register_kernel_and_register_fake_on_a_library_op():
@@ -435,8 +411,7 @@ def test_trace_env_var_shows_user_op_hops():
 
 def test_override_warning_as_error_leaves_registry_unchanged():
     ns = _fresh_ns("libwarnerr")
-    lib = md.library.Library(ns, "DEF")
-    try:
+    with md.library.Library(ns, "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         op = getattr(md.ops, ns).f.default
 
@@ -452,8 +427,6 @@ def test_override_warning_as_error_leaves_registry_unchanged():
                 lib.impl("f", lambda x: "user", "CPU")
         assert _kernels_snapshot(op) == before and len(lib._handles) == n_handles
         assert op(md.asarray([1.0], device="cpu")) == "builtin"
-    finally:
-        lib._destroy()
 
 
 def test_a_handle_keeps_its_library_alive_and_overrides_warn_before_any_tensor(capsys):
@@ -492,8 +465,7 @@ def test_dump_prints_and_dump_text_returns(capsys):
 
 def test_registry_refuses_bad_definitions_and_foreign_namespaces():
     # issue 25 item 14
-    lib = md.library.Library("regcheck", "DEF")
-    try:
+    with md.library.Library("regcheck", "DEF") as lib:
         with pytest.raises(TypeError, match="tags must be"):
             lib.define("foo(Tensor x) -> Tensor", tags=5)
         assert not hasattr(md.ops.regcheck, "foo")  # a failed define leaves nothing
@@ -516,8 +488,6 @@ def test_registry_refuses_bad_definitions_and_foreign_namespaces():
         with Appender():
             md.ops.regcheck.baz(md.ones(1))
         assert seen == [(1, 2)] and isinstance(seen[0], tuple)  # not a shared mutable list
-    finally:
-        lib._destroy()
     with pytest.raises(TypeError, match="namespace must be a str"):
         md.library.Library(5, "DEF")
 

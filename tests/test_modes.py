@@ -234,8 +234,7 @@ def test_trace_replays_backward_into_grad():
 def test_opcheck_passes_builtin_and_catches_bad_kernel():
     x = md.asarray([1.0, 2.0])
     assert md.library.opcheck("aten::mul.Tensor", (x, x))["meta"] == "ok"
-    lib = md.library.Library("opc", "DEF")
-    try:
+    with md.library.Library("opc", "DEF") as lib:
         lib.define("sneaky(Tensor x) -> Tensor")
 
         def sneaky(t):
@@ -245,8 +244,6 @@ def test_opcheck_passes_builtin_and_catches_bad_kernel():
         lib.impl("sneaky", sneaky, "CPU")
         with pytest.raises(RuntimeError, match="was modified, but the schema does not mark"):
             md.library.opcheck("opc::sneaky", (md.asarray([1.0, 2.0], device="cpu"),))
-    finally:
-        lib._destroy()
 
 
 def test_modes_and_autograd_see_views_and_inplace_ops_after_fast_calls():

@@ -71,8 +71,7 @@ def test_registration_and_traversal():
     assert not net.running.requires_grad
 
 
-def test_same_key_order_as_torch():
-    torch = pytest.importorskip("torch")
+def test_same_key_order_as_torch(torch):
 
     class TNet(torch.nn.Module):
         def __init__(self):
@@ -293,8 +292,7 @@ def test_containers():
                                                       "out.bias"]
 
 
-def test_repr_matches_torch():
-    torch = pytest.importorskip("torch")
+def test_repr_matches_torch(torch):
     def build(lib):
         return lib.Sequential(
             lib.Linear(3, 4), lib.ReLU(), lib.Dropout(0.1), lib.LayerNorm(4),
@@ -309,11 +307,6 @@ def test_repr_matches_torch():
 
 
 # -- layers and functional against PyTorch -------------------------------------------------
-
-
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
 
 
 def _pair(torch, array, requires_grad=True):

@@ -18,11 +18,6 @@ from mdtensor.nn import functional as F
 from mdtensor.testing import gradcheck, gradgradcheck
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
 def _np(t):
     return to_numpy(t.detach())
 

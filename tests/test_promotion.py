@@ -66,8 +66,7 @@ def test_tensor_with_python_scalar_follows_pytorchs_rule_and_meta(op, dtype_name
 
 
 @pytest.mark.parametrize("dtype_name", _DTYPES)
-def test_scalar_promotion_equals_pytorchs(dtype_name):
-    torch = pytest.importorskip("torch")
+def test_scalar_promotion_equals_pytorchs(dtype_name, torch):
     t = torch.tensor(_array(dtype_name))
     for s in _SCALARS:
         for op in ("add", "mul"):

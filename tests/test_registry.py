@@ -155,8 +155,7 @@ def _kernel_fn(tag):
        fallbacks=st.dictionaries(st.sampled_from(_FALLBACK_KEYS), st.booleans(),
                                  max_size=3))
 def test_computed_table_equals_reference_model(registered, fallbacks):
-    lib = md.library.Library(f"ladder_ref{next(_counter)}", "DEF")
-    try:
+    with md.library.Library(f"ladder_ref{next(_counter)}", "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         fns = {}
         for key in registered:
@@ -185,8 +184,6 @@ def test_computed_table_equals_reference_model(registered, fallbacks):
             else:
                 assert kernel is not None and kernel.fn is fns[expected], (key, kernel, rung)
                 assert kernel.key is expected
-    finally:
-        lib._destroy()
     # cleanup restored the global fallbacks
     for key in fallbacks:
         assert all(k.origin != repr(lib) for k in dispatcher.fallbacks.get(key, []))
@@ -201,8 +198,7 @@ def test_computed_table_equals_reference_model(registered, fallbacks):
 def test_calls_run_the_kernel_the_model_picks(registered, include_python, requires_grad):
     """End to end: the call key set's highest key, skipping fallthroughs, runs the kernel
     the reference ladder picks for it."""
-    lib = md.library.Library(f"ladder_call{next(_counter)}", "DEF")
-    try:
+    with md.library.Library(f"ladder_call{next(_counter)}", "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         for key in registered:
             lib.impl("f", _kernel_fn(key.name), key)
@@ -234,8 +230,6 @@ def test_calls_run_the_kernel_the_model_picks(registered, include_python, requir
                     op(x)
             elif expected != "boxed":
                 assert op(x) == expected
-    finally:
-        lib._destroy()
 
 
 # ---------------------------------------------------------------------------------------

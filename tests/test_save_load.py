@@ -254,8 +254,7 @@ def test_a_pickle_file_is_refused_and_runs_nothing(tmp_path):
     assert not marker.exists()
 
 
-def test_torch_save_files_are_refused(tmp_path):
-    torch = pytest.importorskip("torch")
+def test_torch_save_files_are_refused(tmp_path, torch):
     marker = tmp_path / MARKER
     path = tmp_path / "evil.pt"
     torch.save({"w": torch.ones(2), "payload": _Payload(str(marker))}, path)

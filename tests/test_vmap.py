@@ -310,8 +310,7 @@ def test_per_sample_gradients_equal_the_loop():
         np.testing.assert_allclose(to_numpy(g), to_numpy(want), rtol=1e-12, atol=1e-14)
 
 
-def test_per_sample_gradients_match_torch_func():
-    torch = pytest.importorskip("torch")
+def test_per_sample_gradients_match_torch_func(torch):
     params, x, y = _mlp()
     got = F.vmap(F.grad(_mlp_loss), in_dims=(None, 0, 0))(params, x, y)
 
