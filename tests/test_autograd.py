@@ -758,7 +758,7 @@ def test_op_without_formula_raises_on_backward_naming_it():
     # Every catalogue op has a formula now: a user op registered without one stands in.
     with md.library.Library("autograd_no_formula", "DEF") as lib:
         lib.define("twice(Tensor x) -> Tensor")
-        lib.impl("twice", lambda x: x._device.wrap(x._data * 2), "CPU")
+        lib.impl("twice", lambda x: x.device.wrap(x._data * 2), "CPU")
         x = md.asarray([[2.0, 1.0], [0.5, 3.0]], requires_grad=True, device="cpu")  # CPU kernel
         y = md.ops.autograd_no_formula.twice(x)
         with pytest.raises(NotImplementedError,
@@ -820,7 +820,7 @@ def test_custom_function():
 def test_register_autograd_for_custom_op():
     with md.library.Library("agtest", "DEF") as lib:
         lib.define("square(Tensor x) -> Tensor")
-        lib.impl("square", lambda x: x._device.wrap(x._data * x._data), "CPU")
+        lib.impl("square", lambda x: x.device.wrap(x._data * x._data), "CPU")
 
         def setup(ctx, inputs, output):
             ctx.save_for_backward(inputs[0])
@@ -854,7 +854,7 @@ def test_gradgradcheck_checks_the_derivative_through_the_cotangent(lib):
     # Note [Second derivatives] in mdtensor/testing.py: a backward that records nothing is
     # right to first order and constant in x, and only the derivative in v shows it
     lib.define("twice(Tensor x) -> Tensor")
-    lib.impl("twice", lambda x: x._device.wrap(x._data * 2), "CompositeExplicitAutograd")
+    lib.impl("twice", lambda x: x.device.wrap(x._data * 2), "CompositeExplicitAutograd")
     md.library.register_autograd(
         f"{lib.ns}::twice", lambda ctx, g: md.asarray(to_numpy(g.detach()) * 2, device=g.device),
         setup_context=None, lib=lib)
@@ -992,7 +992,7 @@ def test_custom_function_gradients_are_validated_as_pytorch():
 def test_custom_op_autograd_gradients_are_validated():
     with md.library.Library("validgrad", "DEF") as lib:
         lib.define("twice(Tensor x) -> Tensor")
-        lib.impl("twice", lambda x: x._device.wrap(x._data * 2), "CompositeExplicitAutograd")
+        lib.impl("twice", lambda x: x.device.wrap(x._data * 2), "CompositeExplicitAutograd")
         md.library.register_autograd("validgrad::twice", lambda ctx, g: (g, g),
                                      setup_context=None, lib=lib)
         x = leaf([1.0, 2.0])

@@ -16,7 +16,7 @@ def test_inplace_kernel_returning_new_tensor(lib):
     lib.define("fill_(Tensor(a!) self, Scalar v) -> Tensor(a!)")
 
     def bad_fill_(self, v):
-        return self._device.wrap(self._data * 0 + v)
+        return self.device.wrap(self._data * 0 + v)
 
     lib.impl("fill_", bad_fill_, "CPU")
     x = md.asarray([1.0, 2.0], device="cpu")
@@ -51,7 +51,7 @@ def test_functional_kernel_returning_input(lib):
 
 def test_functional_kernel_returning_input_inside_tuple(lib):
     lib.define("pair(Tensor x) -> (Tensor, Tensor)")
-    lib.impl("pair", lambda x: (x._device.wrap(x._data.copy()), x), "CPU")
+    lib.impl("pair", lambda x: (x.device.wrap(x._data.copy()), x), "CPU")
     with pytest.raises(RuntimeError, match="functional op"):
         _op(lib, "pair")(md.asarray([1.0], device="cpu"))
 
@@ -67,7 +67,7 @@ def test_out_kernel_must_return_out(lib):
     lib.define("cp.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
 
     def cp_out_bad(x, *, out):
-        return x._device.wrap(x._data.copy())
+        return x.device.wrap(x._data.copy())
 
     lib.impl("cp.out", cp_out_bad, "CPU")
     x, out = md.asarray([1.0], device="cpu"), md.asarray([0.0], device="cpu")

@@ -139,7 +139,7 @@ def test_define_and_namespaces(lib):
 
 def test_missing_kernel_error_names_op_key_and_registered_keys(lib):
     lib.define("only_meta(Tensor x) -> Tensor")
-    lib.impl("only_meta", lambda x: x._device.wrap(x._data), "Meta")
+    lib.impl("only_meta", lambda x: x.device.wrap(x._data), "Meta")
     x = md.asarray([1.0])
     with pytest.raises(NotImplementedError) as info:
         getattr(md.ops, lib.ns).only_meta(x)
@@ -156,7 +156,7 @@ def test_redispatch_with_keyset_kernel(lib):
 
     def below(x):
         calls.append("cpu")
-        return x._device.wrap(x._data + 1)
+        return x.device.wrap(x._data + 1)
 
     def above(ks, x):
         calls.append(("python", DispatchKeySet(ks)))
@@ -172,7 +172,7 @@ def test_redispatch_with_keyset_kernel(lib):
 
 def test_fallthrough_removes_key_from_mask(lib):
     lib.define("ft(Tensor x) -> Tensor")
-    lib.impl("ft", lambda x: x._device.wrap(x._data * 2), "CPU")
+    lib.impl("ft", lambda x: x.device.wrap(x._data * 2), "CPU")
     op = getattr(md.ops, lib.ns).ft.default
     op(md.asarray([1.0], device="cpu"))
     assert not op.mask & K.ADInplaceOrView.value  # fallthrough by default
@@ -181,7 +181,7 @@ def test_fallthrough_removes_key_from_mask(lib):
 
 def test_boxed_fallback_receives_op_keyset_args(lib):
     lib.define("fb(Tensor x, int k=3) -> Tensor")
-    lib.impl("fb", lambda x, k=3: x._device.wrap(x._data + k), "CPU")
+    lib.impl("fb", lambda x, k=3: x.device.wrap(x._data + k), "CPU")
     seen = []
 
     def fallback(op, ks, args, kwargs):

@@ -45,11 +45,11 @@ def test_handles_undo_registrations():
     with md.library.Library("libtest_b", "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         op = md.ops.libtest_b.f.default
-        with lib.impl("f", lambda x: x._device.wrap(x._data + 1), "CPU"):
+        with lib.impl("f", lambda x: x.device.wrap(x._data + 1), "CPU"):
             assert md.ops.libtest_b.f(md.asarray([1.0], device="cpu")).tolist() == [2.0]
         with pytest.raises(NotImplementedError):
             md.ops.libtest_b.f(md.asarray([1.0], device="cpu"))
-        h = lib.impl("f", lambda x: x._device.wrap(x._data + 2), "CPU")
+        h = lib.impl("f", lambda x: x.device.wrap(x._data + 2), "CPU")
         h.remove()
         h.remove()  # idempotent
         assert not op.has_kernel_for(K.CPU)
@@ -59,12 +59,12 @@ def test_second_user_registration_is_an_error_and_changes_nothing():
     with md.library.Library("libtest_c", "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         op = md.ops.libtest_c.f.default
-        lib.impl("f", lambda x: x._device.wrap(x._data * 2), "CPU")
+        lib.impl("f", lambda x: x.device.wrap(x._data * 2), "CPU")
         before = _kernels_snapshot(op)
         with pytest.raises(RuntimeError, match="already registered for CPU"):
             lib.impl("f", lambda x: x, "CPU")
         assert _kernels_snapshot(op) == before
-        lib.impl("f", lambda x: x._device.wrap(x._data * 3), "CPU", allow_override=True)
+        lib.impl("f", lambda x: x.device.wrap(x._data * 3), "CPU", allow_override=True)
         assert md.ops.libtest_c.f(md.asarray([1.0], device="cpu")).tolist() == [3.0]
         with pytest.raises(ValueError, match="unknown dispatch key"):
             lib.impl("f", lambda x: x, "NotAKey")
@@ -116,7 +116,7 @@ def test_alias_contract_errors_for_user_kernels():
         lib.define("inplace_(Tensor(a!) x) -> Tensor(a!)")
         lib.define("outy(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
         lib.impl("fresh", lambda x: x, "CPU")
-        lib.impl("inplace_", lambda x: x._device.wrap(x._data + 1), "CPU")
+        lib.impl("inplace_", lambda x: x.device.wrap(x._data + 1), "CPU")
         lib.impl("outy", lambda x, *, out: x, "CPU")
         x = md.asarray([1.0], device="cpu")
         with pytest.raises(RuntimeError, match="libtest_i::fresh.*returned one of its inputs"):
@@ -150,7 +150,7 @@ def test_masked_fill_override_story():
         assert md.masked_fill(x, mask, 9.0).tolist() == [9.0, 2.0, 9.0]
 
         def returns_new(self, mask, value):
-            return self._device.wrap(np.where(mask._data, value, self._data))
+            return self.device.wrap(np.where(mask._data, value, self._data))
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -217,7 +217,7 @@ def test_destroy_undoes_everything_and_disables_the_library():
     fallbacks = {k: list(v) for k, v in dispatcher.fallbacks.items()}
     lib = md.library.Library(ns, "DEF")
     lib.define("f(Tensor x) -> Tensor")
-    lib.impl("f", lambda x: x._device.wrap(x._data), "CPU")
+    lib.impl("f", lambda x: x.device.wrap(x._data), "CPU")
     lib.fallback(lambda op, ks, a, kw: None, "PrivateUse3")
     add_lib = md.library.Library("aten", "IMPL")
     add_lib.impl("add.Tensor", md.library.fallthrough_kernel, "PrivateUse3")
@@ -247,7 +247,7 @@ def test_overriding_builtin_kernel_warns_naming_both_and_takes_effect():
         op.register_kernel(Kernel(builtin_f, K.CPU, user=False))
 
         def users_f(x):
-            return x._device.wrap(x._data * 10)
+            return x.device.wrap(x._data * 10)
 
         with pytest.warns(UserWarning) as rec:
             h = lib.impl("f", users_f, "CPU")
@@ -260,7 +260,7 @@ def test_overriding_builtin_kernel_warns_naming_both_and_takes_effect():
         # A CEA kernel that shadows only keys without built-ins does not warn.
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            lib.impl("f", lambda x: x._device.wrap(x._data), "CompositeExplicitAutograd")
+            lib.impl("f", lambda x: x.device.wrap(x._data), "CompositeExplicitAutograd")
 
 
 def test_user_registration_twice_for_alias_key_errors_and_changes_nothing():
@@ -268,7 +268,7 @@ def test_user_registration_twice_for_alias_key_errors_and_changes_nothing():
     with md.library.Library(ns, "DEF") as lib:
         lib.define("f(Tensor x) -> Tensor")
         op = getattr(md.ops, ns).f.default
-        lib.impl("f", lambda x: x._device.wrap(x._data), "CompositeExplicitAutograd")
+        lib.impl("f", lambda x: x.device.wrap(x._data), "CompositeExplicitAutograd")
         other = md.library.Library(ns, "IMPL")
         before = _kernels_snapshot(op)
         table = op.computed_table()
@@ -320,7 +320,7 @@ def test_register_kernel_and_register_fake_on_a_library_op():
 
         @md.library.register_kernel(name, "cpu")
         def twice_cpu(x):
-            return x._device.wrap(x._data * 2)
+            return x.device.wrap(x._data * 2)
 
         @md.library.register_fake(name)
         def twice_fake(x):
@@ -393,7 +393,7 @@ def test_trace_env_var_shows_user_op_hops():
         "lib = md.library.Library('tracetest', 'DEF')\n"
         "lib.define('f(Tensor x) -> Tensor')\n"
         "def my_cpu_kernel(x):\n"
-        "    return x._device.wrap(x._data + 1)\n"
+        "    return x.device.wrap(x._data + 1)\n"
         "lib.impl('f', my_cpu_kernel, 'CPU')\n"
         "md.ops.tracetest.f(md.asarray([1.0]))\n")
     env = dict(os.environ, MDTENSOR_SHOW_DISPATCH_TRACE="1")

@@ -239,7 +239,7 @@ def test_opcheck_passes_builtin_and_catches_bad_kernel():
 
         def sneaky(t):
             t._data[0] = 99.0  # mutates an input the schema does not mark (a!)
-            return t._device.wrap(t._data.copy())
+            return t.device.wrap(t._data.copy())
 
         lib.impl("sneaky", sneaky, "CPU")
         with pytest.raises(RuntimeError, match="was modified, but the schema does not mark"):

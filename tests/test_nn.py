@@ -109,7 +109,7 @@ def test_attribute_rules_and_errors():
     with pytest.raises(TypeError, match="cannot assign 'list' as buffer 'running'"):
         net.running = [1]
     net.running = md.ones(4)  # a tensor replaces a buffer
-    assert "running" in net._buffers and float(net.running[0]) == 1.0
+    assert "running" in dict(net.named_buffers()) and float(net.running[0]) == 1.0
     net.scale = None
     assert net.scale is None and "scale" not in net.state_dict()
     with pytest.raises(KeyError, match="attribute 'forward' already exists"):
@@ -121,7 +121,7 @@ def test_attribute_rules_and_errors():
     with pytest.raises(AttributeError, match="'Net' object has no attribute 'nope'"):
         net.nope  # noqa: B018
     del net.fc
-    assert "fc" not in net._modules
+    assert "fc" not in dict(net.named_children())
 
     class Forgot(nn.Module):
         def __init__(self):
@@ -134,7 +134,7 @@ def test_attribute_rules_and_errors():
         nn.Module()(1)
     b = nn.Module()
     b.stats = nn.Buffer(md.zeros(2), persistent=False)
-    assert "stats" in b._buffers and "stats" not in b.state_dict()
+    assert "stats" in dict(b.named_buffers()) and "stats" not in b.state_dict()
 
 
 def test_load_state_dict_checks_everything_before_copying():
@@ -275,7 +275,7 @@ def test_containers():
     assert list(named.state_dict()) == ["first.weight", "first.bias"]
     seq.append(nn.Tanh())
     del seq[1]
-    assert list(seq._modules) == ["0", "1", "2"] and seq[1] is c
+    assert [n for n, _ in seq.named_children()] == ["0", "1", "2"] and seq[1] is c
     with pytest.raises(IndexError, match="Sequential: index 5 is out of range for 3 modules"):
         seq[5]  # noqa: B018
     ml = nn.ModuleList([a])

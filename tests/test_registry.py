@@ -238,7 +238,7 @@ def test_calls_run_the_kernel_the_model_picks(registered, include_python, requir
 
 def test_fallthrough_direct_registration_is_masked_out(lib):
     lib.define("ft(Tensor x) -> Tensor")
-    lib.impl("ft", lambda x: x._device.wrap(x._data * 2), "CPU")
+    lib.impl("ft", lambda x: x.device.wrap(x._data * 2), "CPU")
     op = _ns(lib).ft.default
     with lib.impl("ft", md.library.fallthrough_kernel, "Python"):
         with _tls.IncludeGuard(K.Python):
@@ -251,7 +251,7 @@ def test_fallthrough_direct_registration_is_masked_out(lib):
 def test_fallthrough_for_backend_key_skips_to_next_key(lib):
     lib.define("fts(Tensor x) -> Tensor")
     calls = []
-    lib.impl("fts", lambda x: calls.append("cpu") or x._device.wrap(x._data), "CPU")
+    lib.impl("fts", lambda x: calls.append("cpu") or x.device.wrap(x._data), "CPU")
     lib.impl("fts", lambda ks, x: calls.append("python") or
              _ns(lib).fts.default.redispatch(ks & _keys.AFTER_PYTHON, x),
              "Python", with_keyset=True)
@@ -262,7 +262,7 @@ def test_fallthrough_for_backend_key_skips_to_next_key(lib):
 
 def test_boxed_fallback_and_removal(lib):
     lib.define("bf(Tensor x, *, int k=1) -> Tensor")
-    lib.impl("bf", lambda x, k=1: x._device.wrap(x._data + k), "CPU")
+    lib.impl("bf", lambda x, k=1: x.device.wrap(x._data + k), "CPU")
     seen = []
 
     def boxed(op, ks, args, kwargs):
@@ -372,7 +372,7 @@ def test_non_tensor_argument_for_tensor_param(lib):
 
 def test_trace_switch_prints_each_hop(lib, capsys):
     lib.define("tr(Tensor x) -> Tensor")
-    lib.impl("tr", lambda x: x._device.wrap(x._data), "CPU")
+    lib.impl("tr", lambda x: x.device.wrap(x._data), "CPU")
     old = md.library.set_dispatch_trace(True)
     try:
         _ns(lib).tr(md.asarray([1.0], device="cpu"))

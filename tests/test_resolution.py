@@ -131,7 +131,7 @@ def test_positional_parameters_given_by_keyword_reach_kernels_positionally(lib):
 
     def kernel(a, b, n=1, *, k=0):  # parameter names differ from the schema's
         seen.append((n, k))
-        return a._device.wrap(a._data + b._data)
+        return a.device.wrap(a._data + b._data)
 
     lib.impl("pk", kernel, "CPU")
     f = getattr(md.ops, lib.ns).pk

@@ -192,4 +192,4 @@ def test_cross_device_to_copies():
     assert c is not x and not shares_memory(c, x)
     c[0, 0] = 100.0  # the CPU copy is independent of the JAX tensor
     x[0, 1] = -1.0  # and the JAX tensor of its source
-    np.testing.assert_array_equal(np.asarray(j._data), a)
+    np.testing.assert_array_equal(to_numpy(j), a)
