@@ -190,6 +190,7 @@ __all__ = [
     "diag",
     "diagonal",
     "diff",
+    "digamma",
     "div",
     "divide",
     "dot",
@@ -204,6 +205,8 @@ __all__ = [
     "eq",
     "equal",
     "erf",
+    "erfc",
+    "erfinv",
     "exp",
     "expand",
     "expand_dims",
@@ -260,6 +263,7 @@ __all__ = [
     "le",
     "less",
     "less_equal",
+    "lgamma",
     "library",
     "linalg",
     "linspace",
@@ -320,6 +324,7 @@ __all__ = [
     "permute",
     "permute_dims",
     "pi",
+    "polygamma",
     "positive",
     "pow",
     "prod",
@@ -857,6 +862,11 @@ def diff(
 ) -> Tensor: ...
 
 @overload
+def digamma(self: Tensor) -> Tensor: ...
+@overload
+def digamma(self: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
 def div(self: Tensor, other: Tensor) -> Tensor: ...
 @overload
 def div(self: Tensor, other: Tensor, *, out: Tensor) -> Tensor: ...
@@ -932,6 +942,16 @@ def equal(self: Scalar, other: Tensor) -> Tensor: ...
 def erf(self: Tensor) -> Tensor: ...
 @overload
 def erf(self: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
+def erfc(self: Tensor) -> Tensor: ...
+@overload
+def erfc(self: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
+def erfinv(self: Tensor) -> Tensor: ...
+@overload
+def erfinv(self: Tensor, *, out: Tensor) -> Tensor: ...
 
 @overload
 def exp(self: Tensor) -> Tensor: ...
@@ -1149,6 +1169,11 @@ def less_equal(self: Tensor, other: Tensor) -> Tensor: ...
 def less_equal(self: Tensor, other: Scalar) -> Tensor: ...
 @overload
 def less_equal(self: Scalar, other: Tensor) -> Tensor: ...
+
+@overload
+def lgamma(self: Tensor) -> Tensor: ...
+@overload
+def lgamma(self: Tensor, *, out: Tensor) -> Tensor: ...
 
 @overload
 def linspace(
@@ -1465,6 +1490,11 @@ def permute(self: Tensor, dims: IntList) -> Tensor: ...
 def permute_dims(self: Tensor, axes: IntList) -> Tensor: ...
 @overload
 def permute_dims(self: Tensor, dims: IntList) -> Tensor: ...
+
+@overload
+def polygamma(n: Int, self: Tensor) -> Tensor: ...
+@overload
+def polygamma(n: Int, self: Tensor, *, out: Tensor) -> Tensor: ...
 
 def positive(self: Tensor) -> Tensor: ...
 

@@ -2152,7 +2152,7 @@ _view_copy_rules()
 # importing them here registers them in ``DERIVATIVES`` (by module path: a plain name would
 # be read as an operator namespace, ``md.ops.<ns>``).
 _CHAPTERS = ("convolution", "filling", "float_values", "normalization", "pooling", "scatter",
-             "statistics")
+             "special_functions", "statistics")
 for _chapter in _CHAPTERS:
     importlib.import_module(f"mdtensor.ops.{_chapter}_derivatives")
 

@@ -439,3 +439,14 @@ def _nan_to_num_sample(draw):
 ref("nan_to_num", lambda lib, x, **k: lib.nan_to_num(x, **k),
     lambda lib, x, **k: lib.nan_to_num(x, **k), _nan_to_num_sample())
 ref("angle", lambda lib, x: lib.angle(x), lambda lib, x: lib.angle(x), unary(NUMERIC))
+
+
+# -- special functions ---------------------------------------------------------------------------
+
+for _n in ("erfc", "lgamma", "digamma"):
+    ref(_n, lambda lib, x, _n=_n: getattr(lib, _n)(x), lambda lib, x, _n=_n: getattr(lib, _n)(x),
+        unary(ALL))
+ref("erfinv", lambda lib, x: lib.erfinv(x), lambda lib, x: lib.erfinv(x),
+    unary(ALL, lo=-1.0, hi=1.0))
+ref("polygamma", lambda lib, n, x: lib.polygamma(n, x), lambda lib, n, x: lib.polygamma(n, x),
+    st.builds(lambda n, s: Sample((n, *s.args)), st.integers(0, 4), unary(REAL)))
