@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     float_values,
     indexing,
     joining,
+    least_squares,
     linalg,
     manipulation,
     nn,

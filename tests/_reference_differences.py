@@ -904,6 +904,21 @@ difference(
     "mpmath's log-gamma and polygamma (PyTorch's value at 0 and where it is not finite)")
 
 
+def _gelsy_rank_differs(case) -> bool:
+    """PyTorch's default driver (gelsy) found another rank than the SVD does."""
+    if case.torch_raised or case.md_raised or case.kwargs.get("driver") not in (None, "gelsy"):
+        return False
+    return not np.array_equal(case.torch_out[2], case.md_out[2])
+
+
+difference(
+    "least-squares-by-the-svd", ("linalg_lstsq",), "values",
+    "computes through the SVD (LAPACK's gelsd algorithm, Note [Least squares through the "
+    "SVD]): the rank and minimum-norm solution of lstsq([[0, 1]], [[1]]) are 1 and [0, 1]",
+    "the default CPU driver gelsy can find another rank, and then another solution: rank 0 "
+    "and [0, 0] there", _gelsy_rank_differs, _numpy_values, "NumPy's lstsq (gelsd)")
+
+
 # ---------------------------------------------------------------------------------------
 # Rendering
 

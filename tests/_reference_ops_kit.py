@@ -450,3 +450,43 @@ ref("erfinv", lambda lib, x: lib.erfinv(x), lambda lib, x: lib.erfinv(x),
     unary(ALL, lo=-1.0, hi=1.0))
 ref("polygamma", lambda lib, n, x: lib.polygamma(n, x), lambda lib, n, x: lib.polygamma(n, x),
     st.builds(lambda n, s: Sample((n, *s.args)), st.integers(0, 4), unary(REAL)))
+
+
+# -- least squares -------------------------------------------------------------------------------
+
+
+@st.composite
+def _lstsq_sample(draw):
+    """``(A, B)``: tall, wide, square and empty matrices, a batch now and then, B a matrix
+    or a vector, each driver that returns the rank."""
+    d = draw(st.sampled_from(("float32", "float64", "complex64", "complex128")))
+    lead = tuple(draw(st.lists(st.integers(1, 2), max_size=1)))
+    m, n = draw(st.integers(0, 4)), draw(st.integers(0, 4))
+    a = draw(hnp.arrays(np.dtype(d), lead + (m, n), elements=elements(d, special=False)))
+    # (PyTorch's batches of B that broadcast against A's give odd shapes when empty)
+    bshape = lead + (m,) if draw(st.booleans()) else lead + (m, draw(st.integers(0, 3)))
+    b = draw(hnp.arrays(np.dtype(d), bshape, elements=elements(d, special=False)))
+    drivers = [{}, {"driver": "gelsy"}]
+    if min(b.shape[-2:]) if b.ndim > len(lead) + 1 else b.shape[-1]:  # (PyTorch's gelsd and
+        drivers += [{"driver": "gelsd"}, {"driver": "gelss"}]     # gelss fail on empty B)
+    return Sample((a, b), draw(st.sampled_from(drivers)))
+
+
+def _np_lstsq(a, b, driver=None):
+    """NumPy's lstsq (LAPACK's gelsd) per matrix, with PyTorch's outputs for ``driver``
+    (the rows of the differences table compare with it)."""
+    vector = b.ndim == a.ndim - 1
+    bm = b[..., None] if vector else b
+    batch, (m, n), k = a.shape[:-2], a.shape[-2:], bm.shape[-1]
+    x = np.zeros(batch + (n, k), a.dtype)
+    rank = np.zeros(batch, np.int64)
+    for i in np.ndindex(*batch):
+        if min(m, n, k):
+            x[i], _, rank[i], _ = np.linalg.lstsq(a[i], bm[i])
+    real = np.abs(x).dtype
+    return [x[..., 0] if vector else x, np.zeros(0, real), rank, np.zeros(0, real)]
+
+
+ref("linalg_lstsq", lambda lib, a, b, **k: lib.linalg.lstsq(a, b, **k),
+    lambda lib, a, b, **k: lib.linalg.lstsq(a, b, **k), _lstsq_sample(), tol=1e3,
+    numpy=_np_lstsq)
