@@ -162,6 +162,7 @@ __all__ = [
     "broadcast_to",
     "can_cast",
     "cat",
+    "cdist",
     "cdouble",
     "ceil",
     "cfloat",
@@ -681,6 +682,8 @@ def broadcast_to(self: Tensor, shape: IntList) -> Tensor: ...
 def cat(tensors: Sequence[Tensor], axis: Int | None = ...) -> Tensor: ...
 @overload
 def cat(tensors: Sequence[Tensor], dim: Int | None = ...) -> Tensor: ...
+
+def cdist(x1: Tensor, x2: Tensor, p: Float = ..., compute_mode: str | None = ...) -> Tensor: ...
 
 @overload
 def ceil(self: Tensor) -> Tensor: ...

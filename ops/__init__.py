@@ -17,6 +17,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     convolution,
     creation,
     diagonals,
+    distances,
     elementwise,
     fft,
     fft_planes,

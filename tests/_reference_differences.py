@@ -919,6 +919,16 @@ difference(
     "and [0, 0] there", _gelsy_rank_differs, _numpy_values, "NumPy's lstsq (gelsd)")
 
 
+difference(
+    "nan-in-the-largest-distance", ("cdist",), "values",
+    "a NaN difference (a NaN coordinate, inf - inf) makes the p = inf distance NaN, as for "
+    "every other p (and as linalg.vector_norm's)",
+    "skips NaN differences when p = inf: cdist([[nan]], [[0]], inf) is 0",
+    lambda c: c.kwargs.get("p") == math.inf and any(
+        not np.isfinite(a).all() for a in c.arrays if a.dtype.kind == "f"),
+    _numpy_values, "NumPy's max")
+
+
 # ---------------------------------------------------------------------------------------
 # Rendering
 

@@ -4,6 +4,8 @@ whose ``REFS`` and ``EXCLUDED`` these rows join."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from _reference_ops import ALL, NUMERIC, REAL, Sample, arrays, elements, pairs, ref, unary
 from hypothesis import strategies as st
@@ -490,3 +492,38 @@ def _np_lstsq(a, b, driver=None):
 ref("linalg_lstsq", lambda lib, a, b, **k: lib.linalg.lstsq(a, b, **k),
     lambda lib, a, b, **k: lib.linalg.lstsq(a, b, **k), _lstsq_sample(), tol=1e3,
     numpy=_np_lstsq)
+
+
+# -- distances -----------------------------------------------------------------------------------
+
+
+@st.composite
+def _cdist_sample(draw):
+    """Two batches of rows (batch dimensions that broadcast, now and then mismatched columns
+    or dtypes), each p PyTorch special-cases and one it does not.  No matrix products (they
+    cancel differently: a unit test compares them)."""
+    d = draw(st.sampled_from(("float32", "float64", "float64", "int64")))
+    d2 = d if draw(st.integers(0, 9)) else draw(st.sampled_from(("float32", "float64")))
+    lead = tuple(draw(st.lists(st.integers(1, 2), max_size=2)))
+    m = draw(st.integers(0, 3))
+    m2 = m if draw(st.integers(0, 9)) else draw(st.integers(0, 3))
+    x1 = draw(hnp.arrays(np.dtype(d), lead + (draw(st.integers(0, 4)), m),
+                         elements=elements(d)))
+    x2 = draw(hnp.arrays(np.dtype(d2), lead[draw(st.integers(0, len(lead))):] +
+                         (draw(st.integers(0, 4)), m2), elements=elements(d2)))
+    kw = {"p": draw(st.sampled_from([0.0, 1.0, 2.0, 3.0, 0.5, math.inf]))}
+    if draw(st.booleans()):
+        kw["compute_mode"] = "donot_use_mm_for_euclid_dist"
+    return Sample((x1, x2), kw)
+
+
+def _np_cdist(a, b, p=2.0, compute_mode=None):
+    diff = np.abs(a[..., :, None, :] - b[..., None, :, :])
+    if p == math.inf:
+        return [diff.max(-1) if diff.shape[-1] else diff.sum(-1)]
+    return [(np.minimum(np.ceil(diff), 1) if p == 0 else diff ** p).sum(-1) ** (
+        1.0 if p == 0 else 1.0 / p)]
+
+
+ref("cdist", lambda lib, a, b, **k: lib.cdist(a, b, **k),
+    lambda lib, a, b, **k: lib.cdist(a, b, **k), _cdist_sample(), numpy=_np_cdist)
