@@ -148,6 +148,7 @@ __all__ = [
     "autograd",
     "backends",
     "bernoulli",
+    "bincount",
     "bitwise_and",
     "bitwise_invert",
     "bitwise_left_shift",
@@ -237,6 +238,7 @@ __all__ = [
     "greater_equal",
     "gt",
     "half",
+    "histc",
     "hstack",
     "hypot",
     "iinfo",
@@ -603,6 +605,8 @@ def atan2(self: Scalar, other: Tensor) -> Tensor: ...
 def atanh(self: Tensor) -> Tensor: ...
 @overload
 def atanh(self: Tensor, *, out: Tensor) -> Tensor: ...
+
+def bincount(self: Tensor, weights: Tensor | None = ..., minlength: Int = ...) -> Tensor: ...
 
 @overload
 def bitwise_and(self: Tensor, other: Tensor) -> Tensor: ...
@@ -1078,6 +1082,8 @@ def gt(self: Tensor, other: Tensor) -> Tensor: ...
 def gt(self: Tensor, other: Scalar) -> Tensor: ...
 @overload
 def gt(self: Scalar, other: Tensor) -> Tensor: ...
+
+def histc(self: Tensor, bins: Int = ..., min: Scalar = ..., max: Scalar = ...) -> Tensor: ...
 
 def hstack(tensors: Sequence[Tensor]) -> Tensor: ...
 

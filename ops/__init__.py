@@ -23,6 +23,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     fft_planes,
     filling,
     float_values,
+    histograms,
     indexing,
     joining,
     least_squares,

@@ -2151,8 +2151,9 @@ _view_copy_rules()
 # The rules of newer catalogue chapters live beside them (``ops/<chapter>_derivatives.py``);
 # importing them here registers them in ``DERIVATIVES`` (by module path: a plain name would
 # be read as an operator namespace, ``md.ops.<ns>``).
-_CHAPTERS = ("convolution", "distances", "filling", "float_values", "least_squares",
-             "normalization", "pooling", "scatter", "special_functions", "statistics")
+_CHAPTERS = ("convolution", "distances", "filling", "float_values", "histograms",
+             "least_squares", "normalization", "pooling", "scatter", "special_functions",
+             "statistics")
 for _chapter in _CHAPTERS:
     importlib.import_module(f"mdtensor.ops.{_chapter}_derivatives")
 

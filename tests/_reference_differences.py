@@ -929,6 +929,23 @@ difference(
     _numpy_values, "NumPy's max")
 
 
+def _histc_range_is_a_point(case) -> bool:
+    """histc's range, taken from the data and widened by 1 on each side, is still one
+    point (the data are one value too large for +-1 to change it)."""
+    x = case.args[0]
+    lo, hi = float(case.kwargs.get("min", 0)), float(case.kwargs.get("max", 0))
+    if lo == hi and x.size and x.dtype.kind == "f" and not np.isnan(x).any():
+        lo, hi = float(x.min()), float(x.max())
+    return lo == hi and math.isfinite(lo) and lo - 1 == lo
+
+
+difference(
+    "histc-of-a-point-range", ("histc",), "raises",
+    "raises where the range stays one point when widened (histc of [1e30]): max must be larger "
+    "than min", "divides by the empty range and puts the elements in some bin",
+    _histc_range_is_a_point, lambda c: RAISES, "PyTorch's own check of the range")
+
+
 # ---------------------------------------------------------------------------------------
 # Rendering
 

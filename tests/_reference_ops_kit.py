@@ -527,3 +527,42 @@ def _np_cdist(a, b, p=2.0, compute_mode=None):
 
 ref("cdist", lambda lib, a, b, **k: lib.cdist(a, b, **k),
     lambda lib, a, b, **k: lib.cdist(a, b, **k), _cdist_sample(), numpy=_np_cdist)
+
+
+# -- histograms ----------------------------------------------------------------------------------
+
+
+@st.composite
+def _bincount_sample(draw):
+    """Non-negative integers (now and then a negative one, a float or 2-d tensor), with
+    weights of any dtype now and then, and a minlength."""
+    d = draw(st.sampled_from(("int64", "int32", "uint8", "int64", "float32", "bool")))
+    shape = (draw(st.integers(0, 6)),) if draw(st.integers(0, 9)) else (1, 2)
+    lo = -1 if draw(st.integers(0, 9)) == 0 else 0
+    x = draw(hnp.arrays(np.dtype(d), shape, elements=elements(d, special=False, lo=lo, hi=6)))
+    kw = {}
+    if draw(st.booleans()):
+        wd = draw(st.sampled_from(("float32", "float64", "int64", "bool", "complex64")))
+        n = shape[-1] if draw(st.integers(0, 9)) else shape[-1] + 1
+        kw["weights"] = draw(hnp.arrays(np.dtype(wd), (n,), elements=elements(wd)))
+    if draw(st.booleans()):
+        kw["minlength"] = draw(st.integers(-1, 8))
+    return Sample((x,), kw)
+
+
+ref("bincount", lambda lib, x, **k: lib.bincount(x, **k),
+    lambda lib, x, **k: lib.bincount(x, **k), _bincount_sample())
+
+
+@st.composite
+def _histc_sample(draw):
+    x = draw(arrays(("float32", "float64", "float64", "int64")))
+    kw = {"bins": draw(st.sampled_from([1, 3, 4, 7, 100, 0]))}
+    if draw(st.booleans()):
+        lo = draw(st.sampled_from([-4.0, -1.5, 0.0, 2.0, 0.1]))
+        kw.update(min=lo, max=lo + draw(st.sampled_from([0.0, 1.0, 2.5, 8.0, -1.0])))
+    return Sample((x,), kw)
+
+
+ref("histc", lambda lib, x, **k: lib.histc(x, **k), lambda lib, x, **k: lib.histc(x, **k),
+    _histc_sample(), grad=False)
