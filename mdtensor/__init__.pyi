@@ -32,6 +32,7 @@ from ._dtypes import float32 as float
 from ._dtypes import float32 as float32
 from ._dtypes import float64 as double
 from ._dtypes import float64 as float64
+from ._dtypes import get_default_dtype as get_default_dtype
 from ._dtypes import int8 as int8
 from ._dtypes import int16 as int16
 from ._dtypes import int16 as short
@@ -39,6 +40,7 @@ from ._dtypes import int32 as int
 from ._dtypes import int32 as int32
 from ._dtypes import int64 as int64
 from ._dtypes import int64 as long
+from ._dtypes import set_default_dtype as set_default_dtype
 from ._dtypes import uint8 as uint8
 from ._dtypes import uint16 as uint16
 from ._dtypes import uint32 as uint32
@@ -104,6 +106,8 @@ from .tensors.factories import asarray as asarray
 from .tensors.factories import from_dlpack as from_dlpack
 from .tensors.factories import from_numpy as from_numpy
 from .tensors.factories import tensor as tensor
+from .tensors.format import get_printoptions as get_printoptions
+from .tensors.format import set_printoptions as set_printoptions
 from .tensors.tensor import Tensor as Tensor
 
 __all__ = [
@@ -234,6 +238,8 @@ __all__ = [
     "gather",
     "ge",
     "gelu",
+    "get_default_dtype",
+    "get_printoptions",
     "greater",
     "greater_equal",
     "gt",
@@ -358,7 +364,9 @@ __all__ = [
     "scatter_reduce",
     "searchsorted",
     "set_default_device",
+    "set_default_dtype",
     "set_grad_enabled",
+    "set_printoptions",
     "short",
     "sigmoid",
     "sign",
