@@ -26,10 +26,12 @@ from ._dtypes import (  # noqa: E402
     float16,
     float32,
     float64,
+    get_default_dtype,
     int8,
     int16,
     int32,
     int64,
+    set_default_dtype,
     uint8,
     uint16,
     uint32,
@@ -88,6 +90,7 @@ from .autograd import (  # noqa: E402,F401
 )
 from .modes import DispatchMode  # noqa: E402,F401
 from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
+from .tensors.format import get_printoptions, set_printoptions  # noqa: E402,F401
 
 __all__ = sorted(
     {name for decl in ops.CATALOGUE.values() for name in decl.names
@@ -95,7 +98,8 @@ __all__ = sorted(
     | set(_namespace.__all__)
     | {"DType", "Device", "DispatchKey", "DispatchKeySet", "DispatchMode", "Generator",
        "Tensor", "asarray", "broadcast_shapes", "from_dlpack", "from_numpy", "tensor",
-       "set_default_device", "bool", "complex64",
+       "set_default_device", "get_default_dtype", "set_default_dtype", "get_printoptions",
+       "set_printoptions", "bool", "complex64",
        "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
        "uint8", "uint16", "uint32", "uint64", "float", "double", "half", "long", "int",
        "short", "cfloat", "cdouble", "enable_grad", "inference_mode", "is_grad_enabled",

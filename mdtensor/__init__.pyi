@@ -32,6 +32,7 @@ from ._dtypes import float32 as float
 from ._dtypes import float32 as float32
 from ._dtypes import float64 as double
 from ._dtypes import float64 as float64
+from ._dtypes import get_default_dtype as get_default_dtype
 from ._dtypes import int8 as int8
 from ._dtypes import int16 as int16
 from ._dtypes import int16 as short
@@ -39,6 +40,7 @@ from ._dtypes import int32 as int
 from ._dtypes import int32 as int32
 from ._dtypes import int64 as int64
 from ._dtypes import int64 as long
+from ._dtypes import set_default_dtype as set_default_dtype
 from ._dtypes import uint8 as uint8
 from ._dtypes import uint16 as uint16
 from ._dtypes import uint32 as uint32
@@ -104,6 +106,8 @@ from .tensors.factories import asarray as asarray
 from .tensors.factories import from_dlpack as from_dlpack
 from .tensors.factories import from_numpy as from_numpy
 from .tensors.factories import tensor as tensor
+from .tensors.format import get_printoptions as get_printoptions
+from .tensors.format import set_printoptions as set_printoptions
 from .tensors.tensor import Tensor as Tensor
 
 __all__ = [
@@ -148,6 +152,7 @@ __all__ = [
     "autograd",
     "backends",
     "bernoulli",
+    "bincount",
     "bitwise_and",
     "bitwise_invert",
     "bitwise_left_shift",
@@ -162,6 +167,7 @@ __all__ = [
     "broadcast_to",
     "can_cast",
     "cat",
+    "cdist",
     "cdouble",
     "ceil",
     "cfloat",
@@ -190,6 +196,7 @@ __all__ = [
     "diag",
     "diagonal",
     "diff",
+    "digamma",
     "div",
     "divide",
     "dot",
@@ -204,6 +211,8 @@ __all__ = [
     "eq",
     "equal",
     "erf",
+    "erfc",
+    "erfinv",
     "exp",
     "expand",
     "expand_dims",
@@ -229,10 +238,13 @@ __all__ = [
     "gather",
     "ge",
     "gelu",
+    "get_default_dtype",
+    "get_printoptions",
     "greater",
     "greater_equal",
     "gt",
     "half",
+    "histc",
     "hstack",
     "hypot",
     "iinfo",
@@ -260,6 +272,7 @@ __all__ = [
     "le",
     "less",
     "less_equal",
+    "lgamma",
     "library",
     "linalg",
     "linspace",
@@ -320,6 +333,7 @@ __all__ = [
     "permute",
     "permute_dims",
     "pi",
+    "polygamma",
     "positive",
     "pow",
     "prod",
@@ -350,7 +364,9 @@ __all__ = [
     "scatter_reduce",
     "searchsorted",
     "set_default_device",
+    "set_default_dtype",
     "set_grad_enabled",
+    "set_printoptions",
     "short",
     "sigmoid",
     "sign",
@@ -598,6 +614,8 @@ def atanh(self: Tensor) -> Tensor: ...
 @overload
 def atanh(self: Tensor, *, out: Tensor) -> Tensor: ...
 
+def bincount(self: Tensor, weights: Tensor | None = ..., minlength: Int = ...) -> Tensor: ...
+
 @overload
 def bitwise_and(self: Tensor, other: Tensor) -> Tensor: ...
 @overload
@@ -676,6 +694,8 @@ def broadcast_to(self: Tensor, shape: IntList) -> Tensor: ...
 def cat(tensors: Sequence[Tensor], axis: Int | None = ...) -> Tensor: ...
 @overload
 def cat(tensors: Sequence[Tensor], dim: Int | None = ...) -> Tensor: ...
+
+def cdist(x1: Tensor, x2: Tensor, p: Float = ..., compute_mode: str | None = ...) -> Tensor: ...
 
 @overload
 def ceil(self: Tensor) -> Tensor: ...
@@ -857,6 +877,11 @@ def diff(
 ) -> Tensor: ...
 
 @overload
+def digamma(self: Tensor) -> Tensor: ...
+@overload
+def digamma(self: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
 def div(self: Tensor, other: Tensor) -> Tensor: ...
 @overload
 def div(self: Tensor, other: Tensor, *, out: Tensor) -> Tensor: ...
@@ -932,6 +957,16 @@ def equal(self: Scalar, other: Tensor) -> Tensor: ...
 def erf(self: Tensor) -> Tensor: ...
 @overload
 def erf(self: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
+def erfc(self: Tensor) -> Tensor: ...
+@overload
+def erfc(self: Tensor, *, out: Tensor) -> Tensor: ...
+
+@overload
+def erfinv(self: Tensor) -> Tensor: ...
+@overload
+def erfinv(self: Tensor, *, out: Tensor) -> Tensor: ...
 
 @overload
 def exp(self: Tensor) -> Tensor: ...
@@ -1056,6 +1091,8 @@ def gt(self: Tensor, other: Scalar) -> Tensor: ...
 @overload
 def gt(self: Scalar, other: Tensor) -> Tensor: ...
 
+def histc(self: Tensor, bins: Int = ..., min: Scalar = ..., max: Scalar = ...) -> Tensor: ...
+
 def hstack(tensors: Sequence[Tensor]) -> Tensor: ...
 
 @overload
@@ -1149,6 +1186,11 @@ def less_equal(self: Tensor, other: Tensor) -> Tensor: ...
 def less_equal(self: Tensor, other: Scalar) -> Tensor: ...
 @overload
 def less_equal(self: Scalar, other: Tensor) -> Tensor: ...
+
+@overload
+def lgamma(self: Tensor) -> Tensor: ...
+@overload
+def lgamma(self: Tensor, *, out: Tensor) -> Tensor: ...
 
 @overload
 def linspace(
@@ -1465,6 +1507,11 @@ def permute(self: Tensor, dims: IntList) -> Tensor: ...
 def permute_dims(self: Tensor, axes: IntList) -> Tensor: ...
 @overload
 def permute_dims(self: Tensor, dims: IntList) -> Tensor: ...
+
+@overload
+def polygamma(n: Int, self: Tensor) -> Tensor: ...
+@overload
+def polygamma(n: Int, self: Tensor, *, out: Tensor) -> Tensor: ...
 
 def positive(self: Tensor) -> Tensor: ...
 

@@ -21,11 +21,13 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "get_default_dtype",
     "int8",
     "int16",
     "int32",
     "int64",
     "result_type",
+    "set_default_dtype",
     "uint8",
     "uint16",
     "uint32",
@@ -105,6 +107,48 @@ _BY_NAME["bool_"] = bool_
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
             "short": int16, "cfloat": complex64, "cdouble": complex128}
 _BY_NUMPY = {d.numpy: d for d in all_dtypes}
+
+
+# Note [The default dtype]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``md.set_default_dtype(md.float64)`` makes float64 what PyTorch's does: the dtype of the
+# floating factories without ``dtype=`` (``zeros``, ``rand``, ``arange(0.5)``, ...), of
+# Python floats in ``asarray``, of integer inputs to float functions (``sqrt``, ``mean``),
+# and of a Python float meeting an integer tensor; complex128 becomes the default complex
+# dtype with it.  Only float32 and float64 are accepted, as in PyTorch.  The setting is
+# process-wide, as PyTorch's (one list ``_DEFAULT``, read with no lock: a call sees the value
+# of the last ``set_default_dtype``, from whichever thread).
+_DEFAULT = [float32, complex64]
+
+
+def get_default_dtype() -> DType:
+    """The default floating dtype (float32 unless ``set_default_dtype`` changed it)."""
+    return _DEFAULT[0]
+
+
+def default_complex_dtype() -> DType:
+    """The complex dtype matching the default floating dtype (complex64 or complex128)."""
+    return _DEFAULT[1]
+
+
+def set_default_dtype(d) -> None:
+    """Set the default floating dtype, as ``torch.set_default_dtype`` (Note [The default
+    dtype]).
+
+    Args:
+        d: ``md.float32`` or ``md.float64`` (or their names).
+
+    Raises:
+        TypeError: any other dtype.
+    """
+    try:
+        new = as_dtype(d)
+    except (TypeError, ValueError):
+        new = None
+    if new not in (float32, float64):
+        raise TypeError(f"set_default_dtype: only float32 and float64 are supported as the "
+                        f"default dtype, got {d!r}")
+    _DEFAULT[:] = [new, complex128 if new is float64 else complex64]
 
 
 def dtype_from_name(name: str) -> DType:
@@ -195,7 +239,7 @@ def result_type(*args) -> DType:
     if not dtypes and not scalars:
         raise TypeError("result_type: at least one dtype, tensor or scalar is required")
     if not dtypes:  # scalars only: the default dtype of the highest kind
-        return _SCALAR_DEFAULT[max(_SCALAR_RANK[type(s)] for s in scalars)]
+        return _scalar_default(max(_SCALAR_RANK[type(s)] for s in scalars))
     out = dtypes[0]
     for d in dtypes[1:]:
         out = promote_types(out, d)
@@ -203,13 +247,13 @@ def result_type(*args) -> DType:
         # Note [Scalars of a higher kind]: PyTorch's rule.  A scalar of the tensors' kind
         # or a lower one is weak (int8 + 1 is int8, float16 + 0.5 float16); one of a
         # higher kind gives that kind's default dtype -- an int64 tensor plus 0.5 is
-        # float32, plus 1j complex64 (complex128 for a float64 tensor, its complex
-        # counterpart); NumPy would give float64 and complex128.
+        # float32 (the default float dtype), plus 1j complex64 (complex128 for a float64
+        # tensor, its complex counterpart); NumPy would give float64 and complex128.
         rank = max(_SCALAR_RANK[type(s)] for s in scalars)
         if rank > _KIND_RANK[out.kind]:
             if rank == 3 and out.kind == "f":
                 return complex128 if out is float64 else complex64
-            return _SCALAR_DEFAULT[rank]
+            return _scalar_default(rank)
         out = from_numpy_dtype(np.result_type(np.empty(0, out.numpy), *scalars))
     return out
 
@@ -220,4 +264,9 @@ def can_cast(from_: DType, to: DType, casting: str = "same_kind") -> bool:
 
 _SCALAR_RANK = {bool: 0, int: 1, float: 2, complex: 3}
 _KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
-_SCALAR_DEFAULT = {0: bool_, 1: int64, 2: float32, 3: complex64}
+
+
+def _scalar_default(rank: int) -> DType:
+    """The dtype of a Python scalar of ``rank`` (bool, int, float, complex) standing alone or
+    beside tensors of a lower kind (Note [The default dtype])."""
+    return (bool_, int64, *_DEFAULT)[rank]

@@ -147,7 +147,8 @@ class _Info:
 
     def default_dtypes(self, *, device=None) -> dict:
         """Note [Default dtypes] (ops/creation.py)."""
-        return {"real floating": _dtypes.float32, "complex floating": _dtypes.complex64,
+        return {"real floating": _dtypes.get_default_dtype(),
+                "complex floating": _dtypes.default_complex_dtype(),
                 "integral": _dtypes.int64, "indexing": _dtypes.int64}
 
     def dtypes(self, *, device=None, kind=None) -> dict:

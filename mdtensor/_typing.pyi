@@ -43,6 +43,12 @@ class LinalgEighResult(NamedTuple):
     eigenvalues: Tensor
     eigenvectors: Tensor
 
+class LinalgLstsqResult(NamedTuple):
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor
+
 class LinalgQrResult(NamedTuple):
     Q: Tensor
     R: Tensor

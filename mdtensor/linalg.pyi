@@ -8,10 +8,12 @@ from typing import Any, overload
 from ._typing import (
     Bool,
     DTypeLike,
+    Float,
     Int,
     IntList,
     LinalgEighResult,
     LinalgEigResult,
+    LinalgLstsqResult,
     LinalgQrResult,
     LinalgSlogdetResult,
     LinalgSvdResult,
@@ -28,6 +30,7 @@ __all__ = [
     "eigvals",
     "eigvalsh",
     "inv",
+    "lstsq",
     "matmul",
     "matrix_norm",
     "matrix_power",
@@ -64,6 +67,14 @@ def eigvals(self: Tensor) -> Tensor: ...
 def eigvalsh(self: Tensor) -> Tensor: ...
 
 def inv(self: Tensor) -> Tensor: ...
+
+def lstsq(
+    self: Tensor,
+    b: Tensor,
+    rcond: Float | None = ...,
+    *,
+    driver: str | None = ...,
+) -> LinalgLstsqResult: ...
 
 @overload
 def matmul(self: Tensor, other: Tensor) -> Tensor: ...

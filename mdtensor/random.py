@@ -16,7 +16,7 @@ import numpy as _np
 from mdtensor.tensors.device import as_device
 from mdtensor.tensors.factories import asarray, check_size
 
-from ._dtypes import as_dtype, float32, int64
+from ._dtypes import as_dtype, get_default_dtype, int64
 
 __all__ = ["Generator", "default_generator", "manual_seed", "rand", "randint", "randn", "seed"]
 
@@ -144,7 +144,7 @@ def _finish(arr, dtype, device, requires_grad):
 
 def rand(*size, dtype=None, device=None, generator=None, requires_grad=False):
     """Uniform samples in [0, 1) of shape ``size``."""
-    dt = as_dtype(dtype) if dtype is not None else float32
+    dt = as_dtype(dtype) if dtype is not None else get_default_dtype()
     if dt.kind not in "fc":
         raise TypeError(f"rand: expected a floating dtype, got {dt.name}")
     shape = _shape("rand", size, dt)
@@ -154,7 +154,7 @@ def rand(*size, dtype=None, device=None, generator=None, requires_grad=False):
 
 def randn(*size, dtype=None, device=None, generator=None, requires_grad=False):
     """Standard-normal samples of shape ``size``."""
-    dt = as_dtype(dtype) if dtype is not None else float32
+    dt = as_dtype(dtype) if dtype is not None else get_default_dtype()
     if dt.kind not in "fc":
         raise TypeError(f"randn: expected a floating dtype, got {dt.name}")
     shape = _shape("randn", size, dt)

@@ -74,7 +74,7 @@ def unary_float(x, *args, **kwargs):
     """Same shape; integer/bool inputs give the default float dtype (as PyTorch)."""
     dt = x.dtype
     if dt.kind in "biu":
-        dt = _dtypes.float32
+        dt = _dtypes.get_default_dtype()
     return x.shape, dt
 
 
@@ -164,7 +164,7 @@ def float_reduction(x, *args, **kwargs):
     """``reduction``, with integer/bool inputs giving the default float dtype (Note [Integer
     inputs of float functions] in ops/elementwise.py)."""
     shape, d = reduction(x, *args, **kwargs)
-    return shape, _dtypes.float32 if d.kind in "biu" else d
+    return shape, _dtypes.get_default_dtype() if d.kind in "biu" else d
 
 
 def matmul(a, b, *args, **kwargs):

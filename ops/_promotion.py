@@ -171,9 +171,9 @@ def promote_scalar(xp, a, b):
     if sa == sb:
         if not sa:
             return a, b
-        key = (type(a), type(b))
+        key = (type(a), type(b), dt.get_default_dtype())
         name = _SCALAR_PAIRS.get(key)
-        if name is None:  # the same for every value of these types
+        if name is None:  # the same for every value of these types (and default dtype)
             name = _SCALAR_PAIRS[key] = dt.result_type(a, b).name
         a = xp.asarray(a, dtype=getattr(xp, name))
         b = with_array(xp, a, b)[1]

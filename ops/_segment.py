@@ -1,6 +1,6 @@
 """Reducing values into positions of a flat array: the computation under ``scatter``,
 ``scatter_add``, ``scatter_reduce``, ``index_add``, ``index_copy``, ``bincount`` and
-``histc`` (``ops/scatter.py``, ``ops/statistics.py``).
+``histc`` (``ops/scatter.py``, ``ops/histograms.py``).
 
 Note [Scatters without scatter functions]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -1,4 +1,5 @@
-"""Special functions written once against the Array API (which has none): ``erf``.
+"""Special functions written once against the Array API (which has none): ``erf``,
+``erfc`` and ``erfinv`` (the gamma family is in ``ops/_gamma.py``).
 
 Note [erf]
 ~~~~~~~~~~
@@ -21,7 +22,7 @@ exact gelu uses ``erf`` (its former Abramowitz-Stegun formula was off by up to 1
 
 from __future__ import annotations
 
-__all__ = ["erf"]
+__all__ = ["erf", "erfc", "erfinv"]
 
 _A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
       3.20937758913846947e03, 1.85777706184603153e-1)
@@ -42,8 +43,9 @@ _RSQRT_PI = 5.6418958354775628695e-1
 _BIG = 26.543
 
 
-def erf(xp, x):
-    """The error function of a real floating array ``x`` (Note [erf])."""
+def _cody(xp, x):
+    """``(small, erf_small, erfc_y)``: where ``|x| <= 0.5``, ``erf(x)`` there, and
+    ``erfc(|x|)`` elsewhere (Note [erf])."""
     y = xp.abs(x)
     small = y <= 0.5
     big = y > 4.0
@@ -74,7 +76,57 @@ def erf(xp, x):
     yl = xp.where(small, 0.0, xp.minimum(y, _BIG))
     t = xp.trunc(yl * 16.0) / 16.0
     scaled = xp.where(big, tail, mid)
-    erfc = xp.exp(-t * t) * xp.exp(-(yl - t) * (yl + t)) * scaled
-    erfc = xp.where(y >= _BIG, 0.0, erfc)
-    large = xp.where(x < 0, erfc - 1.0, 1.0 - erfc)
+    erfc_y = xp.exp(-t * t) * xp.exp(-(yl - t) * (yl + t)) * scaled
+    return small, erf_small, xp.where(y >= _BIG, 0.0, erfc_y)
+
+
+def erf(xp, x):
+    """The error function of a real floating array ``x`` (Note [erf])."""
+    small, erf_small, erfc_y = _cody(xp, x)
+    large = xp.where(x < 0, erfc_y - 1.0, 1.0 - erfc_y)
     return xp.where(small, erf_small, xp.where(xp.isnan(x), x, large))
+
+
+def erfc(xp, x):
+    """The complementary error function ``1 - erf(x)`` of a real floating array, accurate
+    where it is tiny (Note [erf]: ``erfc(|x|)`` is what the large ranges compute)."""
+    small, erf_small, erfc_y = _cody(xp, x)
+    large = xp.where(x < 0, 2.0 - erfc_y, erfc_y)
+    return xp.where(small, 1.0 - erf_small, xp.where(xp.isnan(x), x, large))
+
+
+# Note [erfinv]
+# ~~~~~~~~~~~~~
+# PyTorch's CPU ``erfinv`` (``calc_erfinv``): a rational approximation in ``y^2`` for
+# ``|y| <= 0.7`` and in ``sqrt(-log((1 - |y|) / 2))`` above, then two Newton steps on
+# ``erf(x) = y`` (with the erf above, accurate to a few ulps).  ``erfinv(+-1) = +-inf`` and
+# ``|y| > 1`` is NaN.  Near ``|y| = 1`` the problem itself is ill-conditioned: ``1 - |y|``
+# holds few significant bits, and every implementation's answer is only as good as those.
+_EA = (0.886226899, -1.645349621, 0.914624893, -0.140543331)
+_EB = (-2.118377725, 1.442710462, -0.329097515, 0.012229801)
+_EC = (-1.970840454, -1.624906493, 3.429567803, 1.641345311)
+_ED = (3.543889200, 1.637067800)
+_TWO_RSQRT_PI = 2.0 * _RSQRT_PI
+
+
+def erfinv(xp, y):
+    """The inverse error function of a real floating array ``y`` (Note [erfinv])."""
+    a = xp.abs(y)
+    central = a <= 0.7
+    yc = xp.where(central, y, 0.0)
+    z = yc * yc
+    num = ((_EA[3] * z + _EA[2]) * z + _EA[1]) * z + _EA[0]
+    den = (((_EB[3] * z + _EB[2]) * z + _EB[1]) * z + _EB[0]) * z + 1.0
+    x_central = yc * num / den
+    at = xp.where(central | (a >= 1.0), 0.85, a)
+    z = xp.sqrt(-xp.log((1.0 - at) / 2.0))
+    num = ((_EC[3] * z + _EC[2]) * z + _EC[1]) * z + _EC[0]
+    den = (_ED[1] * z + _ED[0]) * z + 1.0
+    x_tail = num / den
+    x = xp.where(central, x_central, xp.where(y < 0, -x_tail, x_tail))
+    for _ in range(2):
+        x = x - (erf(xp, x) - y) / (_TWO_RSQRT_PI * xp.exp(-x * x))
+    inf = xp.full_like(y, float("inf"))
+    inf = xp.where(y < 0, -inf, inf)
+    x = xp.where(a == 1.0, inf, x)
+    return xp.where((a > 1.0) | xp.isnan(y), float("nan"), x)

@@ -4,7 +4,9 @@ Note [Default dtypes]
 ~~~~~~~~~~~~~~~~~~~~~
 As in PyTorch, the default floating dtype is float32 and the default integer dtype int64
 (``md.zeros(3)`` is float32, ``md.arange(3)`` int64, ``md.asarray([1.0])`` float32).
-``__array_namespace_info__().default_dtypes()`` reports them.
+``__array_namespace_info__().default_dtypes()`` reports them; ``md.set_default_dtype``
+changes the floating one (and the complex one with it: Note [The default dtype] in
+mdtensor/_dtypes.py), which the factories read at each call.
 """
 
 from __future__ import annotations
@@ -52,21 +54,21 @@ def _check_shape(op, shape):
 def _fill_meta(op):
     def meta(shape, *args, dtype=None, **kwargs):
         return _check_shape(op, shape), dt.as_dtype(dtype) if dtype is not None \
-            else dt.float32
+            else dt.get_default_dtype()
     return meta
 
 
 def _zeros(xp, shape, *, dtype=None, device=None):
-    return xp.zeros(_check_shape("zeros", shape), dtype=dtype or xp.float32,
+    return xp.zeros(_check_shape("zeros", shape), dtype=dtype or _default(xp),
                     device=device)
 
 
 def _ones(xp, shape, *, dtype=None, device=None):
-    return xp.ones(_check_shape("ones", shape), dtype=dtype or xp.float32, device=device)
+    return xp.ones(_check_shape("ones", shape), dtype=dtype or _default(xp), device=device)
 
 
 def _empty(xp, shape, *, dtype=None, device=None):
-    return xp.empty(_check_shape("empty", shape), dtype=dtype or xp.float32,
+    return xp.empty(_check_shape("empty", shape), dtype=dtype or _default(xp),
                     device=device)
 
 
@@ -75,21 +77,24 @@ def _np_fill(fn_name):
     ``device=``, a third of the call on small shapes); ``xp`` is NumPy here."""
     if fn_name == "ones":  # np.ones is Python (empty + copyto): empty + fill is C only
         def impl(np, shape, *, dtype=None, device=None):
-            out = _np_empty(_check_shape(fn_name, shape), dtype=dtype or _float32)
+            out = _np_empty(_check_shape(fn_name, shape),
+                            dtype=dtype or dt.get_default_dtype().numpy)
             out.fill(1)
             return out
         return impl
     fill = getattr(np_, fn_name)
 
     def impl(np, shape, *, dtype=None, device=None):
-        return fill(_check_shape(fn_name, shape), dtype=dtype or _float32)
+        return fill(_check_shape(fn_name, shape), dtype=dtype or dt.get_default_dtype().numpy)
     return impl
 
 
 _np_empty = np_.empty
 
 
-_float32 = np_.float32
+def _default(xp):
+    """The default floating dtype in ``xp`` (Note [Default dtypes])."""
+    return getattr(xp, dt.get_default_dtype().name)
 
 
 deffactory(f"zeros(SymInt[] shape, {_TAIL}) -> Tensor", _zeros, _fill_meta("zeros"),
@@ -106,8 +111,8 @@ def _scalar_dtype(xp, value):
     if isinstance(value, int):
         return xp.int64
     if isinstance(value, complex):
-        return xp.complex64
-    return xp.float32
+        return getattr(xp, dt.default_complex_dtype().name)
+    return _default(xp)
 
 
 def _full(xp, shape, fill_value, *, dtype=None, device=None):
@@ -125,7 +130,8 @@ def _full_meta(shape, fill_value, *, dtype=None, **kwargs):
     size = shape
     if dtype is not None:
         return _check_shape("full", size), dt.as_dtype(dtype)
-    kind = {bool: dt.bool_, int: dt.int64, complex: dt.complex64}.get(type(fill_value), dt.float32)
+    kind = {bool: dt.bool_, int: dt.int64, complex: dt.default_complex_dtype()}.get(
+        type(fill_value), dt.get_default_dtype())
     return _check_shape("full", shape), kind
 
 
@@ -151,7 +157,7 @@ def _arange_dtype_is_int(start, end, step):
 def _arange(xp, start, stop=None, step=1, *, dtype=None, device=None):
     start, end, step = _arange_args(start, stop, step)
     if dtype is None:
-        dtype = xp.int64 if _arange_dtype_is_int(start, end, step) else xp.float32
+        dtype = xp.int64 if _arange_dtype_is_int(start, end, step) else _default(xp)
     n = _arange_count(start, end, step)
     target = dt.as_dtype(dtype)
     if target.kind in "iu" and (target is not dt.int64 or not all(
@@ -167,7 +173,7 @@ def _arange(xp, start, stop=None, step=1, *, dtype=None, device=None):
 def _arange_meta(start, stop=None, step=1, *, dtype=None, **kwargs):
     s, e, st = _arange_args(start, stop, step)
     if dtype is None:
-        dtype = dt.int64 if _arange_dtype_is_int(s, e, st) else dt.float32
+        dtype = dt.int64 if _arange_dtype_is_int(s, e, st) else dt.get_default_dtype()
     return (_arange_count(s, e, st),), dt.as_dtype(dtype)
 
 
@@ -179,15 +185,15 @@ def _linspace(xp, start, stop, num, *, endpoint=True, dtype=None, device=None):
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
     if dtype is None:
-        dtype = xp.complex64 if isinstance(start, complex) or isinstance(stop, complex) \
-            else xp.float32
+        dtype = getattr(xp, dt.default_complex_dtype().name) if isinstance(
+            start, complex) or isinstance(stop, complex) else _default(xp)
     return xp.linspace(start, stop, num, dtype=dtype, device=device, endpoint=endpoint)
 
 
 def _linspace_meta(start, stop, num, *, endpoint=True, dtype=None, **kwargs):
     if dtype is None:
-        dtype = dt.complex64 if isinstance(start, complex) or isinstance(stop, complex) \
-            else dt.float32
+        dtype = dt.default_complex_dtype() if isinstance(start, complex) or isinstance(
+            stop, complex) else dt.get_default_dtype()
     return (num,), dt.as_dtype(dtype)
 
 
@@ -198,12 +204,12 @@ deffactory("linspace(Scalar start, Scalar stop, int num, *, bool endpoint=True, 
 
 def _eye(xp, n_rows, n_cols=None, *, k=0, dtype=None, device=None):
     _eye_meta(n_rows, n_cols)  # the sizes checked, as on meta
-    return xp.eye(n_rows, n_cols, k=k, dtype=dtype or xp.float32, device=device)
+    return xp.eye(n_rows, n_cols, k=k, dtype=dtype or _default(xp), device=device)
 
 
 def _eye_meta(n_rows, n_cols=None, *, k=0, dtype=None, **kwargs):
     shape = _check_shape("eye", (n_rows, n_rows if n_cols is None else n_cols))
-    return shape, dt.as_dtype(dtype or dt.float32)
+    return shape, dt.as_dtype(dtype or dt.get_default_dtype())
 
 
 deffactory("eye(int n_rows, int? n_cols=None, *, int k=0, ScalarType? dtype=None, "

@@ -120,7 +120,7 @@ def to_float(xp, a):
     """``a`` as the default float dtype if it is an integer or bool array, else ``a``
     (Note [Integer inputs of float functions])."""
     if _int_like(a):
-        return xp.astype(a, xp.float32)
+        return xp.astype(a, getattr(xp, dt.get_default_dtype().name))
     return a
 
 
@@ -328,7 +328,7 @@ binary("mul", xp_name="multiply", names=("mul", "multiply"), methods=("mul", "mu
 
 def _div_meta(a, b, *args, **kwargs):
     shape, dtype = mf.binary(a, b)
-    return shape, dt.float32 if dtype.kind in "biu" else dtype
+    return shape, dt.get_default_dtype() if dtype.kind in "biu" else dtype
 
 
 binary("div", xp_name="divide", float_fn=True, meta=_div_meta, names=("div", "divide"),

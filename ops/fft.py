@@ -28,6 +28,10 @@ _COMPLEX = (dt.complex64, dt.complex128)
 _REAL = (dt.float32, dt.float64)
 
 
+def _default(xp):
+    return getattr(xp, dt.get_default_dtype().name)
+
+
 def _cast_like(out, x, xp):
     # NumPy's fft computes in double precision; keep single precision inputs single.
     # Note: compared with the namespace's dtypes, never NumPy's (array_api_strict dtypes
@@ -59,9 +63,10 @@ def _input_for(xp, name, x):
     as this does): single precision stays single, integers become the default dtypes."""
     d = dt.as_dtype(x.dtype)
     if name in _REAL_IN:
-        want = d if d.kind == "f" else dt.float32
+        want = d if d.kind == "f" else dt.get_default_dtype()
     else:
-        want = d if d.kind == "c" else dt.complex128 if d is dt.float64 else dt.complex64
+        want = d if d.kind == "c" else dt.complex128 if d is dt.float64 else \
+            dt.complex64 if d.kind == "f" else dt.default_complex_dtype()
     return x if want is d else xp.astype(x, getattr(xp, want.name))
 
 
@@ -195,14 +200,14 @@ def _freq(name):
         if n == 0:  # PyTorch: no frequencies, and rfftfreq's one is 0 / 0 (NumPy divides
             # by zero)
             if name == "fftfreq":
-                return xp.zeros((0,), dtype=dtype or xp.float32, device=device)
-            return xp.full((1,), float("nan"), dtype=dtype or xp.float32, device=device)
+                return xp.zeros((0,), dtype=dtype or _default(xp), device=device)
+            return xp.full((1,), float("nan"), dtype=dtype or _default(xp), device=device)
         out = getter(xp)(n, d=d, device=device)
-        return xp.astype(out, dtype or xp.float32)
+        return xp.astype(out, dtype or _default(xp))
 
     def meta(n, d=1.0, *, dtype=None, **kwargs):
         size = n if name == "fftfreq" else n // 2 + 1
-        return (size,), dt.as_dtype(dtype) if dtype is not None else dt.float32
+        return (size,), dt.as_dtype(dtype) if dtype is not None else dt.get_default_dtype()
 
     deffactory(f"fft_{name}(int n, float d=1.0, *, ScalarType? dtype=None, Device? device=None,"
                f" bool requires_grad=False) -> Tensor", impl, meta, names=())

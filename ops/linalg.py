@@ -325,7 +325,8 @@ _FLOAT_RESULTS = {"cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv"
 
 def _of_float_inputs(meta):
     """``meta`` of a function whose integer and bool inputs compute in float32 (Note
-    [Integer inputs of float functions] in ops/elementwise.py): it sees them as float32."""
+    [Integer inputs of float functions] in ops/elementwise.py): it sees them as the default
+    float dtype."""
     from types import SimpleNamespace
 
     from mdtensor import _dtypes as dt
@@ -333,7 +334,8 @@ def _of_float_inputs(meta):
     def as_float(a):
         if hasattr(a, "shape") and hasattr(a, "dtype") and \
                 dt.as_dtype(a.dtype).kind in "biu":
-            return mf.ArraySpec(SimpleNamespace(shape=tuple(a.shape), dtype=dt.float32))
+            return mf.ArraySpec(SimpleNamespace(shape=tuple(a.shape),
+                                                dtype=dt.get_default_dtype()))
         return a
 
     def meta_of_floats(*args, **kwargs):

@@ -853,6 +853,99 @@ difference(
     "returns the empty tensor for any dimension", _dim_out_of_range_of_empty,
     lambda c: RAISES, "every other op's dimension check")
 
+def _near_a_pole(case) -> bool:
+    """An input on a negative integer, or (float64) within 1e-6 of a non-positive integer:
+    where PyTorch's reflections lose their relative accuracy (Note [Gamma functions without
+    loops])."""
+    x = case.args[-1]
+    if not isinstance(x, np.ndarray) or x.dtype.kind not in "iuf":
+        return False
+    with np.errstate(all="ignore"):
+        d = np.abs(x - np.round(x))
+        near = (d > 0) & (d < 1e-6) if x.dtype == np.float64 else np.zeros(x.shape, bool)
+        return bool(np.any((x < 0.5) & near) or np.any((x < 0) & (d == 0)))
+
+
+def _mpmath_psi(case):
+    """The op's values (or gradients) by mpmath: ``log|Gamma|`` or the polygamma function
+    of the order the op (or its gradient) computes; on the poles, +inf for the odd orders
+    (PyTorch's trigamma gives a huge finite number there), PyTorch's value otherwise."""
+    import mpmath
+
+    x = case.args[-1]
+    order = {"lgamma": -1, "digamma": 0}.get(case.op, case.args[0] if len(case.args) > 1
+                                             else 0)
+    order += case.aspect == "gradient"
+
+    def f(v):
+        if not math.isfinite(v) or v == 0:
+            return math.nan  # PyTorch's
+        if v < 0 and v == round(v):
+            return math.inf if order % 2 and order > 0 else math.nan
+        if order < 0:
+            return float(mpmath.log(abs(mpmath.gamma(v))))
+        return float(mpmath.psi(order, v))
+
+    want = np.vectorize(f, otypes=[np.float64])(x).reshape(x.shape)
+    torch_out = case.torch_out[-1] if case.aspect == "gradient" else case.torch_out[0]
+    if case.aspect == "gradient":
+        want = want * weights(x.shape, 0)
+    out = np.where(np.isnan(want), torch_out, want).astype(torch_out.dtype)
+    return [*case.torch_out[:-1], out] if case.aspect == "gradient" else [out]
+
+
+difference(
+    "gamma-functions-near-poles", ("digamma", "lgamma", "polygamma"), ("values", "gradient"),
+    "reflects with sin/tan of pi (x - round(x)), which is exact: digamma, trigamma and the "
+    "gradients that use them stay accurate near the poles (the non-positive integers), and "
+    "trigamma is +inf on them",
+    "takes tan of pi times the fractional part and sin of pi x: digamma(-2 + 4e-16) is 4% "
+    "off, trigamma(-1) is 1.6e33", _near_a_pole, _mpmath_psi,
+    "mpmath's log-gamma and polygamma (PyTorch's value at 0 and where it is not finite)")
+
+
+def _gelsy_rank_differs(case) -> bool:
+    """PyTorch's default driver (gelsy) found another rank than the SVD does."""
+    if case.torch_raised or case.md_raised or case.kwargs.get("driver") not in (None, "gelsy"):
+        return False
+    return not np.array_equal(case.torch_out[2], case.md_out[2])
+
+
+difference(
+    "least-squares-by-the-svd", ("linalg_lstsq",), "values",
+    "computes through the SVD (LAPACK's gelsd algorithm, Note [Least squares through the "
+    "SVD]): the rank and minimum-norm solution of lstsq([[0, 1]], [[1]]) are 1 and [0, 1]",
+    "the default CPU driver gelsy can find another rank, and then another solution: rank 0 "
+    "and [0, 0] there", _gelsy_rank_differs, _numpy_values, "NumPy's lstsq (gelsd)")
+
+
+difference(
+    "nan-in-the-largest-distance", ("cdist",), "values",
+    "a NaN difference (a NaN coordinate, inf - inf) makes the p = inf distance NaN, as for "
+    "every other p (and as linalg.vector_norm's)",
+    "skips NaN differences when p = inf: cdist([[nan]], [[0]], inf) is 0",
+    lambda c: c.kwargs.get("p") == math.inf and any(
+        not np.isfinite(a).all() for a in c.arrays if a.dtype.kind == "f"),
+    _numpy_values, "NumPy's max")
+
+
+def _histc_range_is_a_point(case) -> bool:
+    """histc's range, taken from the data and widened by 1 on each side, is still one
+    point (the data are one value too large for +-1 to change it)."""
+    x = case.args[0]
+    lo, hi = float(case.kwargs.get("min", 0)), float(case.kwargs.get("max", 0))
+    if lo == hi and x.size and x.dtype.kind == "f" and not np.isnan(x).any():
+        lo, hi = float(x.min()), float(x.max())
+    return lo == hi and math.isfinite(lo) and lo - 1 == lo
+
+
+difference(
+    "histc-of-a-point-range", ("histc",), "raises",
+    "raises where the range stays one point when widened (histc of [1e30]): max must be larger "
+    "than min", "divides by the empty range and puts the elements in some bin",
+    _histc_range_is_a_point, lambda c: RAISES, "PyTorch's own check of the range")
+
+
 # ---------------------------------------------------------------------------------------
 # Rendering
 

@@ -4,6 +4,8 @@ whose ``REFS`` and ``EXCLUDED`` these rows join."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from _reference_ops import ALL, NUMERIC, REAL, Sample, arrays, elements, pairs, ref, unary
 from hypothesis import strategies as st
@@ -439,3 +441,128 @@ def _nan_to_num_sample(draw):
 ref("nan_to_num", lambda lib, x, **k: lib.nan_to_num(x, **k),
     lambda lib, x, **k: lib.nan_to_num(x, **k), _nan_to_num_sample())
 ref("angle", lambda lib, x: lib.angle(x), lambda lib, x: lib.angle(x), unary(NUMERIC))
+
+
+# -- special functions ---------------------------------------------------------------------------
+
+for _n in ("erfc", "lgamma", "digamma"):
+    ref(_n, lambda lib, x, _n=_n: getattr(lib, _n)(x), lambda lib, x, _n=_n: getattr(lib, _n)(x),
+        unary(ALL))
+ref("erfinv", lambda lib, x: lib.erfinv(x), lambda lib, x: lib.erfinv(x),
+    unary(ALL, lo=-1.0, hi=1.0))
+ref("polygamma", lambda lib, n, x: lib.polygamma(n, x), lambda lib, n, x: lib.polygamma(n, x),
+    st.builds(lambda n, s: Sample((n, *s.args)), st.integers(0, 4), unary(REAL)))
+
+
+# -- least squares -------------------------------------------------------------------------------
+
+
+@st.composite
+def _lstsq_sample(draw):
+    """``(A, B)``: tall, wide, square and empty matrices, a batch now and then, B a matrix
+    or a vector, each driver that returns the rank."""
+    d = draw(st.sampled_from(("float32", "float64", "complex64", "complex128")))
+    lead = tuple(draw(st.lists(st.integers(1, 2), max_size=1)))
+    m, n = draw(st.integers(0, 4)), draw(st.integers(0, 4))
+    a = draw(hnp.arrays(np.dtype(d), lead + (m, n), elements=elements(d, special=False)))
+    # (PyTorch's batches of B that broadcast against A's give odd shapes when empty)
+    bshape = lead + (m,) if draw(st.booleans()) else lead + (m, draw(st.integers(0, 3)))
+    b = draw(hnp.arrays(np.dtype(d), bshape, elements=elements(d, special=False)))
+    drivers = [{}, {"driver": "gelsy"}]
+    if min(b.shape[-2:]) if b.ndim > len(lead) + 1 else b.shape[-1]:  # (PyTorch's gelsd and
+        drivers += [{"driver": "gelsd"}, {"driver": "gelss"}]     # gelss fail on empty B)
+    return Sample((a, b), draw(st.sampled_from(drivers)))
+
+
+def _np_lstsq(a, b, driver=None):
+    """NumPy's lstsq (LAPACK's gelsd) per matrix, with PyTorch's outputs for ``driver``
+    (the rows of the differences table compare with it)."""
+    vector = b.ndim == a.ndim - 1
+    bm = b[..., None] if vector else b
+    batch, (m, n), k = a.shape[:-2], a.shape[-2:], bm.shape[-1]
+    x = np.zeros(batch + (n, k), a.dtype)
+    rank = np.zeros(batch, np.int64)
+    for i in np.ndindex(*batch):
+        if min(m, n, k):
+            x[i], _, rank[i], _ = np.linalg.lstsq(a[i], bm[i])
+    real = np.abs(x).dtype
+    return [x[..., 0] if vector else x, np.zeros(0, real), rank, np.zeros(0, real)]
+
+
+ref("linalg_lstsq", lambda lib, a, b, **k: lib.linalg.lstsq(a, b, **k),
+    lambda lib, a, b, **k: lib.linalg.lstsq(a, b, **k), _lstsq_sample(), tol=1e3,
+    numpy=_np_lstsq)
+
+
+# -- distances -----------------------------------------------------------------------------------
+
+
+@st.composite
+def _cdist_sample(draw):
+    """Two batches of rows (batch dimensions that broadcast, now and then mismatched columns
+    or dtypes), each p PyTorch special-cases and one it does not.  No matrix products (they
+    cancel differently: a unit test compares them)."""
+    d = draw(st.sampled_from(("float32", "float64", "float64", "int64")))
+    d2 = d if draw(st.integers(0, 9)) else draw(st.sampled_from(("float32", "float64")))
+    lead = tuple(draw(st.lists(st.integers(1, 2), max_size=2)))
+    m = draw(st.integers(0, 3))
+    m2 = m if draw(st.integers(0, 9)) else draw(st.integers(0, 3))
+    x1 = draw(hnp.arrays(np.dtype(d), lead + (draw(st.integers(0, 4)), m),
+                         elements=elements(d)))
+    x2 = draw(hnp.arrays(np.dtype(d2), lead[draw(st.integers(0, len(lead))):] +
+                         (draw(st.integers(0, 4)), m2), elements=elements(d2)))
+    kw = {"p": draw(st.sampled_from([0.0, 1.0, 2.0, 3.0, 0.5, math.inf]))}
+    if draw(st.booleans()):
+        kw["compute_mode"] = "donot_use_mm_for_euclid_dist"
+    return Sample((x1, x2), kw)
+
+
+def _np_cdist(a, b, p=2.0, compute_mode=None):
+    diff = np.abs(a[..., :, None, :] - b[..., None, :, :])
+    if p == math.inf:
+        return [diff.max(-1) if diff.shape[-1] else diff.sum(-1)]
+    return [(np.minimum(np.ceil(diff), 1) if p == 0 else diff ** p).sum(-1) ** (
+        1.0 if p == 0 else 1.0 / p)]
+
+
+ref("cdist", lambda lib, a, b, **k: lib.cdist(a, b, **k),
+    lambda lib, a, b, **k: lib.cdist(a, b, **k), _cdist_sample(), numpy=_np_cdist)
+
+
+# -- histograms ----------------------------------------------------------------------------------
+
+
+@st.composite
+def _bincount_sample(draw):
+    """Non-negative integers (now and then a negative one, a float or 2-d tensor), with
+    weights of any dtype now and then, and a minlength."""
+    d = draw(st.sampled_from(("int64", "int32", "uint8", "int64", "float32", "bool")))
+    shape = (draw(st.integers(0, 6)),) if draw(st.integers(0, 9)) else (1, 2)
+    lo = -1 if draw(st.integers(0, 9)) == 0 else 0
+    x = draw(hnp.arrays(np.dtype(d), shape, elements=elements(d, special=False, lo=lo, hi=6)))
+    kw = {}
+    if draw(st.booleans()):
+        wd = draw(st.sampled_from(("float32", "float64", "int64", "bool", "complex64")))
+        n = shape[-1] if draw(st.integers(0, 9)) else shape[-1] + 1
+        kw["weights"] = draw(hnp.arrays(np.dtype(wd), (n,), elements=elements(wd)))
+    if draw(st.booleans()):
+        kw["minlength"] = draw(st.integers(-1, 8))
+    return Sample((x,), kw)
+
+
+ref("bincount", lambda lib, x, **k: lib.bincount(x, **k),
+    lambda lib, x, **k: lib.bincount(x, **k), _bincount_sample())
+
+
+@st.composite
+def _histc_sample(draw):
+    x = draw(arrays(("float32", "float64", "float64", "int64")))
+    kw = {"bins": draw(st.sampled_from([1, 3, 4, 7, 100, 0]))}
+    if draw(st.booleans()):
+        lo = draw(st.sampled_from([-4.0, -1.5, 0.0, 2.0, 0.1]))
+        kw.update(min=lo, max=lo + draw(st.sampled_from([0.0, 1.0, 2.5, 8.0, -1.0])))
+    return Sample((x,), kw)
+
+
+ref("histc", lambda lib, x, **k: lib.histc(x, **k), lambda lib, x, **k: lib.histc(x, **k),
+    _histc_sample(), grad=False)

@@ -91,3 +91,25 @@ def test_vecdot_contracts_axes_of_one_size():
             md.vecdot(md.ones((2, 1), device=dev), md.ones((2, 3), device=dev))
     x, y = md.asarray([[1.0, 2.0], [3.0, 4.0]]), md.asarray([1.0, -1.0])
     assert to_numpy(md.vecdot(x, y)).tolist() == [-1.0, -1.0]
+
+
+def test_lstsq_drivers_return_what_pytorchs_do():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    want_x, want_res, _, want_s = np.linalg.lstsq(a, b)
+    for driver in ("gels", "gelsd", "gelss"):
+        r = md.linalg.lstsq(md.asarray(a), md.asarray(b), driver=driver)
+        np.testing.assert_allclose(np.asarray(r.solution), want_x, rtol=1e-10)
+        np.testing.assert_allclose(np.asarray(r.residuals), want_res, rtol=1e-10)
+        assert r.rank.shape == ((0,) if driver == "gels" else ())
+        assert r.singular_values.shape == ((0,) if driver == "gels" else (3,))
+    deficient = np.concatenate([a[:, :2], a[:, :1]], axis=1)  # rank 2: no residuals
+    r = md.linalg.lstsq(md.asarray(deficient), md.asarray(b), driver="gelsd")
+    assert int(r.rank) == 2 and r.residuals.shape == (0,)
+    meta = md.zeros((5, 3), dtype=md.float64, device="meta")
+    assert md.linalg.lstsq(meta, md.zeros((5, 2), dtype=md.float64, device="meta"))[0].shape \
+        == (3, 2)
+    with pytest.raises(NotImplementedError, match="linalg.lstsq: the residuals' shape is "
+                                                  "data-dependent"):
+        md.linalg.lstsq(meta, md.zeros((5, 2), dtype=md.float64, device="meta"),
+                        driver="gelsd")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor import backends
-from mdtensor._dtypes import as_dtype, complex64, float32, int64
+from mdtensor._dtypes import as_dtype, default_complex_dtype, get_default_dtype, int64
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls
 from mdtensor.dispatch.tls import dispatch_tls
@@ -24,24 +24,25 @@ __all__ = ["asarray", "check_size", "from_dlpack", "from_numpy", "tensor"]
 
 
 def _py_default_dtype(obj):
-    """Note [Default dtypes] (ops/creation.py): Python floats -> float32, ints -> int64."""
+    """Note [Default dtypes] (ops/creation.py): Python floats -> the default float dtype,
+    ints -> int64."""
     if isinstance(obj, bool):
         return None
     if isinstance(obj, float):
-        return float32
+        return get_default_dtype()
     if isinstance(obj, int):
         return int64
     if isinstance(obj, complex):
-        return complex64
+        return default_complex_dtype()
     return None
 
 
 def _infer_from_sequence(obj):
     arr = np.asarray(obj)
     if arr.dtype == np.float64:
-        return float32
+        return get_default_dtype()
     if arr.dtype == np.complex128:
-        return complex64
+        return default_complex_dtype()
     if arr.dtype.kind in "iu" and arr.dtype != np.uint64:
         return int64
     if arr.dtype.kind == "O":
@@ -58,7 +59,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False,
     Args:
         obj: a Tensor, an array of any library supporting DLPack or the buffer protocol,
             a Python scalar, or a (nested) sequence of them.
-        dtype: the result dtype; inferred when None (Python floats give float32).
+        dtype: the result dtype; inferred when None (Python floats give the default float dtype).
         device: the result device; ``obj``'s device for tensors, else the default.
         copy: True always copies; False never copies (ValueError if it must); None copies
             only when needed.
@@ -148,7 +149,7 @@ def _chunked(obj, dtype, device, copy, requires_grad, chunks) -> Tensor:
             out.requires_grad_(True)
         return out
     if not isinstance(obj, dev.backend.array_type):
-        # host data first, with mdtensor's dtype rules (Python floats give float32)
+        # host data first, with mdtensor's dtype rules (Python floats give the default float dtype)
         obj = asarray(obj, dtype=dtype, device="cpu", copy=False if copy is False else None
                       )._data
     native = dev.backend.native_dtype(dtype) if dtype is not None else None
