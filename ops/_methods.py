@@ -9,7 +9,6 @@ operators from the one table below.
 from __future__ import annotations
 
 from mdtensor.dispatch.inline import dispatch_kernel, inline_dispatch
-from mdtensor.dispatch.kernel import own_code
 from mdtensor.dispatch.namespaces import lookup
 from mdtensor.dispatch.resolution import resolve
 from mdtensor.tensors.tensor import Tensor
@@ -105,7 +104,7 @@ def _binary(packet, reflected: bool):
                 except TypeError:
                     return NotImplemented
             return caller(self, other)
-    return own_code(operator)  # Note [Own code objects] in mdtensor/dispatch/kernel.py
+    return operator
 
 
 _TT = (Tensor, Tensor)
@@ -150,7 +149,6 @@ def _method(packet, varargs: bool):
             if caller is None:
                 return packet(self, *args)
             return caller(self, *args)
-    method = own_code(method)  # Note [Own code objects] in mdtensor/dispatch/kernel.py
     method.__name__ = packet.__name__
     method.__doc__ = packet.__doc__
     return method

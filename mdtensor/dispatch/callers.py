@@ -45,7 +45,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .inline import dispatch_kernel, inline_dispatch
-from .kernel import own_code
 from .resolution import resolve, schema_class
 from .schema import FunctionSchema
 
@@ -169,7 +168,6 @@ def make_caller(op: OpOverload) -> Callable:
             if kernel is None:
                 kernel = miss(ks)
             return kernel(*args, **kwargs)
-    call = own_code(call)  # Note [Own code objects]
     call.__name__ = op._schema.name
     call.__qualname__ = op._name
     call.op = op  # for the Python operators' inline dispatch (ops/_methods.py)
@@ -301,7 +299,6 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
             caller = resolve(packet, args, kwargs, key)
         return caller(*args, **kwargs)
 
-    call = own_code(call)  # Note [Own code objects]
     call.__name__ = call.__qualname__ = packet._name
     call.op = packet
     call.__wrapped__ = packet  # inspect.signature(md.sum): the packet's __signature__
