@@ -1,8 +1,11 @@
-"""``python -m benchmarks [--quick] [--json PATH] [--filter TEXT] [--check] [--device cuda]``.
+"""``python -m benchmarks [--quick] [--json PATH] [--filter TEXT] [--check] [--sweep]
+[--device cuda]``.
 
 Pins BLAS/OpenMP threads to 1 before any array library is imported, runs every case with
-interleaved repeats, prints a markdown table and writes a JSON record.  ``--device cuda``
-runs the GPU cases instead (benchmarks/gpu.py: mdtensor on CUDA against CuPy and PyTorch).
+interleaved repeats, prints a markdown table and writes a JSON record.  ``--sweep`` times
+every catalogue op instead (benchmarks/sweep.py; ``--filter`` selects ops by name), and
+``--check`` runs the sweep after the cases.  ``--device cuda`` runs the GPU cases instead
+(benchmarks/gpu.py: mdtensor on CUDA against CuPy and PyTorch).
 """
 
 from __future__ import annotations
@@ -29,11 +32,15 @@ def main(argv=None) -> int:
     p.add_argument("--filter", default="", help="only cases whose name contains TEXT")
     p.add_argument("--check", action="store_true",
                    help="check the hand-written NumPy MLP gradients against torch first")
+    p.add_argument("--sweep", action="store_true",
+                   help="every catalogue op's overhead against PyTorch (benchmarks/sweep.py)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
                    help="cpu: the CPU cases; cuda: the GPU cases (needs CuPy and a GPU)")
     args = p.parse_args(argv)
     if args.device == "cuda":
         return _main_gpu(args)
+    if args.sweep:
+        return _main_sweep(args)
 
     libs = C.libraries()
     for name, lib in libs.items():
@@ -58,6 +65,21 @@ def main(argv=None) -> int:
     print("import time: " + ", ".join(f"{k} {fmt(v)}" for k, v in imports.items()))
     write_json(args.json, selected, {"import_seconds": imports})
     print(f"\n(JSON written to {args.json})")
+    if args.check:
+        print()
+        _main_sweep(argparse.Namespace(quick=args.quick, filter="", json=args.json))
+    return 0
+
+
+def _main_sweep(args) -> int:
+    from . import sweep
+
+    repeats, target = (3, 0.002) if args.quick else (5, 0.004)
+    rows = sweep.run_sweep(repeats, target, only=args.filter)
+    print(sweep.report(rows))
+    path = args.json.replace("latest.json", "sweep.json")
+    write_json(path, [], {"sweep": sweep.record(rows)})
+    print(f"\n(JSON written to {path})")
     return 0
 
 

@@ -184,6 +184,10 @@ def as_dtype(dt) -> DType:
         return float64
     if dt is complex:
         return complex128
+    if isinstance(dt, np.dtype):  # before ``.name``, which NumPy computes in Python
+        found = _BY_NUMPY.get(dt)
+        if found is not None:
+            return found
     name = getattr(dt, "name", None)  # another library's dtype object (jnp, torch-like)
     if isinstance(name, str) and name in _BY_NAME:
         return _BY_NAME[name]

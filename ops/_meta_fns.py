@@ -32,10 +32,18 @@ class ArraySpec:
     """A raw backend array seen as meta functions see tensors (shape, ndim, dtype), so an
     impl can run its op's meta function for the same checks and messages."""
 
+    __slots__ = ("ndim", "raw_dtype", "shape")
+
     def __init__(self, a):
         self.shape = tuple(a.shape)
         self.ndim = len(self.shape)
-        self.dtype = _dtypes.as_dtype(a.dtype)
+        self.raw_dtype = a.dtype
+
+    @property
+    def dtype(self):
+        # Converted when a check reads it: most read only the shape (a kernel's checks build
+        # several specs per call: max pooling, batch norm, im2col).
+        return _dtypes.as_dtype(self.raw_dtype)
 
 
 def broadcast_shapes(op: str, *shapes) -> tuple[int, ...]:

@@ -8,10 +8,9 @@ operators from the one table below.
 
 from __future__ import annotations
 
-from mdtensor.dispatch.kernel import own_code
+from mdtensor.dispatch.inline import dispatch_kernel, inline_dispatch
 from mdtensor.dispatch.namespaces import lookup
 from mdtensor.dispatch.resolution import resolve
-from mdtensor.dispatch.tls import dispatch_tls
 from mdtensor.tensors.tensor import Tensor
 
 from ._decl import CATALOGUE
@@ -56,11 +55,12 @@ OPERATORS: dict[str, tuple[str, str]] = {
 }
 
 
+@inline_dispatch
 def _binary(packet, reflected: bool):
     cache = packet.resolution_cache
-    tls_get = dispatch_tls.get
-    # Note [Inline operators]: the overload ``Tensor op Tensor`` resolved to, for the
-    # dispatch inlined below; forgotten whenever the packet's overloads change.
+    # Note [Inline dispatch] in mdtensor/dispatch/inline.py: the overload ``Tensor op
+    # Tensor`` resolved to, for the dispatch inlined below; forgotten whenever the packet's
+    # overloads change.
     tt_op = tt_table = None
 
     def learn(key, caller):
@@ -81,11 +81,7 @@ def _binary(packet, reflected: bool):
     if reflected:
         def operator(self, other):
             if tt_op is not None and type(self) is Tensor and type(other) is Tensor:
-                inc, keep = tls_get()
-                ks = (other._ks | self._ks | inc) & keep & tt_op.mask
-                kernel = tt_table.get(ks)
-                if kernel is None:
-                    kernel = tt_op.fill_entry(ks)
+                kernel = dispatch_kernel(tt_op, tt_table, other, self)
                 return kernel(other, self)
             key = (type(other), type(self))
             caller = cache.get(key)
@@ -98,11 +94,7 @@ def _binary(packet, reflected: bool):
     else:
         def operator(self, other):
             if tt_op is not None and type(self) is Tensor and type(other) is Tensor:
-                inc, keep = tls_get()
-                ks = (self._ks | other._ks | inc) & keep & tt_op.mask
-                kernel = tt_table.get(ks)
-                if kernel is None:
-                    kernel = tt_op.fill_entry(ks)
+                kernel = dispatch_kernel(tt_op, tt_table, self, other)
                 return kernel(self, other)
             key = (type(self), type(other))
             caller = cache.get(key)
@@ -112,24 +104,10 @@ def _binary(packet, reflected: bool):
                 except TypeError:
                     return NotImplemented
             return caller(self, other)
-    return own_code(operator)  # Note [Own code objects] in mdtensor/dispatch/kernel.py
+    return operator
 
 
 _TT = (Tensor, Tensor)
-
-# Note [Inline operators]
-# ~~~~~~~~~~~~~~~~~~~~~~~
-# ``a * b`` on two Tensors is the commonest call there is.  Its operator would build the
-# key ``(Tensor, Tensor)``, find the overload's caller in the packet's resolution cache and
-# call it; instead, once the pair has been resolved, it runs the caller's four lines itself
-# (thread-local keys, key set, table entry, kernel): 2.56 -> 2.2 us for ``a * b`` on 8x8
-# float32 (2-core EPYC).  Only the exact pair (Tensor, Tensor) (a subclass resolves as
-# before), only an overload whose two leading parameters are its Tensors
-# (``_fast_positions == (0, 1)``), and forgotten when the packet's overloads change (the
-# packet's ``_on_change`` hooks, run where its resolution cache is cleared).  The table is
-# the overload's own (cleared in place on any registration change, never replaced), so
-# modes, autograd and traces see the call exactly as through the caller.
-
 
 def _unary(packet):
     cache = packet.resolution_cache
@@ -171,7 +149,6 @@ def _method(packet, varargs: bool):
             if caller is None:
                 return packet(self, *args)
             return caller(self, *args)
-    method = own_code(method)  # Note [Own code objects] in mdtensor/dispatch/kernel.py
     method.__name__ = packet.__name__
     method.__doc__ = packet.__doc__
     return method

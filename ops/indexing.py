@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor import _dtypes as dt
+from mdtensor.dispatch.inline import dispatch_kernel, inline_dispatch
 from mdtensor.dispatch.namespaces import aten_calls as aten
-from mdtensor.dispatch.tls import dispatch_tls
 from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
@@ -625,17 +625,13 @@ defop("index_put.Scalar(Tensor self, Any key, Scalar value) -> Tensor",
       meta=lambda self, key, value: (tuple(self.shape), self.dtype))
 
 
+@inline_dispatch
 def getitem(self, key) -> Tensor:
     """``Tensor.__getitem__`` (Note [Indexing ops])."""
     if type(key) is slice or is_basic_key(key):
-        # the overload's caller, inlined (Note [Inline dispatch] in mdtensor/dispatch/callers.py):
-        # ``self`` is a Tensor, so its key set is all the call needs
-        inc, keep = _tls_get()
-        op = _basic_index_op
-        ks = (self._ks | inc) & keep & op.mask
-        kernel = _basic_index_table.get(ks)
-        if kernel is None:
-            kernel = op.fill_entry(ks)
+        # the overload's caller, inlined: ``self`` is a Tensor, so its key set is all the
+        # call needs (Note [Inline dispatch] in mdtensor/dispatch/inline.py)
+        kernel = dispatch_kernel(_basic_index_op, _basic_index_table, self)
         return kernel(self, key)
     return _index_op(self, key)
 
@@ -921,6 +917,5 @@ _mfd.inplace = list(_mf.overloads)
 # Bound once (Note [The hot path] in mdtensor/dispatch/callers.py): x[k] skips the namespace lookup.
 _basic_index_op = CATALOGUE["aten::basic_index"].overloads[0]
 _basic_index_table = _basic_index_op.table  # cleared in place, never replaced
-_tls_get = dispatch_tls.get
 _index_op = CATALOGUE["aten::index"].overloads[0]
 _index_put_op = _ip.overloads[0].overloadpacket  # Tensor or Scalar value: the packet picks

@@ -152,9 +152,10 @@ def _vector_product_shape(a, b):
 
 
 def _check_grad_shape(g, a, b):
-    """``g`` has the shape of ``a @ b`` (whose own errors name matmul)."""
+    """``g`` has the shape of ``a @ b`` (whose own errors name matmul); arrays or tensors."""
     if _vector_product_shape(a, b) == tuple(g.shape):
         return
+    a, b = mf.ArraySpec(a), mf.ArraySpec(b)
     try:
         shape = mf.matmul(a, b)[0]
     except ValueError as e:
@@ -166,7 +167,7 @@ def _check_grad_shape(g, a, b):
 
 def _matmul_backward(xp, g, a, b, mask):
     _check_mask(mask)
-    _check_grad_shape(mf.ArraySpec(g), mf.ArraySpec(a), mf.ArraySpec(b))
+    _check_grad_shape(g, a, b)
     need_a, need_b = mask
     if a.ndim == 1 and b.ndim == 1:  # a dot product: g is 0-d
         return (_real_for(xp, xp.multiply(g, _conj(xp, b)), a) if need_a else None,

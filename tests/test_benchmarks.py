@@ -65,3 +65,40 @@ def test_a_case_sync_runs_after_every_timed_loop_inside_the_timing():
     assert len(loops) > 3 and calls[0] == 0  # no call left outside a synchronised loop
     for n, per_call in zip(timed, c.samples["mdtensor"]):
         assert per_call * n >= 0.002  # the wait is inside the timed region
+
+
+def test_the_sweep_times_catalogue_ops_against_their_pytorch_call():
+    # benchmarks/sweep.py: one row per op, md and backend times, PyTorch's where the
+    # differential table's call takes the sample (Note [The sweep's PyTorch calls]).
+    from benchmarks import sweep
+
+    rows = sweep.run_sweep(repeats=2, target=1e-4, only="sigmoid")
+    by_name = {r.name: r for r in rows}
+    assert {"sigmoid", "sigmoid_backward"} <= set(by_name)
+    row = by_name["sigmoid"]
+    assert row.sample == "float32"
+    assert {"mdtensor", "backend"} <= set(row.plain.medians)
+    assert row.grad is not None and "mdtensor" in row.grad.medians
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        assert "torch" in row.plain.medians and "torch" in row.grad.medians
+    text = sweep.report(rows)
+    assert "| sigmoid | float32 |" in text and "median md/torch:" in text
+    assert set(sweep.record(rows)) == set(by_name)
+
+
+def test_the_sweep_target_excuses_a_slow_backend_call_only_within_the_slack():
+    from benchmarks import sweep
+
+    def row(md, torch, backend):
+        case = Case("x", "sweep", samples={"mdtensor": [md], "torch": [torch]},
+                    medians={"mdtensor": md, "torch": torch, "backend": backend})
+        return sweep.OpRow("x", "float32", case)
+
+    assert not row(1.1e-6, 1e-6, 0.5e-6).over_target(False)  # within 1.2x
+    assert row(3e-6, 1e-6, 0.5e-6).over_target(False)  # NumPy is not the reason
+    assert not row(3e-6, 1e-6, 2.5e-6).over_target(False)  # NumPy slower; md adds 0.5 us
+    assert row(4e-6, 1e-6, 2.5e-6).over_target(False)  # ... but 1.5 us is too much

@@ -425,3 +425,17 @@ def test_a_schema_that_is_not_a_str_is_a_type_error():
     for bad in (["f() -> Tensor"], None, 5):
         with pytest.raises(TypeError, match="expected a schema str"):
             parse_schema(bad)
+
+
+def test_bind_and_normalize_fill_defaults_by_name():
+    # One schema binding for the Python key's handlers and the Batched layer's rules.
+    s = parse_schema("f(Tensor self, int dim=-1, bool keepdim=False, *, ScalarType? dtype=None,"
+                     " Tensor(a!) out) -> Tensor")
+    x, out = object(), object()
+    assert s.bind((x,), {"out": out}) == {"self": x, "dim": -1, "keepdim": False,
+                                          "dtype": None, "out": out}
+    assert s.bind((x, 2), {"keepdim": True}) == {"self": x, "dim": 2, "keepdim": True,
+                                                 "dtype": None}
+    assert s.normalize((x,), {"keepdim": True, "out": out}) == (
+        (x, -1, True), {"dtype": None, "out": out})
+    assert s.normalize((), {}) == ((-1, False), {"dtype": None})  # `self` missing: left out

@@ -4,7 +4,7 @@ An overload's *caller* (``OpOverload.caller``, ``make_caller``) computes the cal
 set and calls the table entry for it; a packet's *function* (``md.exp``,
 ``OpOverloadPacket.function``, ``packet_function``) resolves the overload of a call from
 its argument types (``resolution``) and calls that overload's caller -- or, for the commonest
-calls, does the caller's work itself (Note [Inline dispatch]).
+calls, does the caller's work itself (Note [Inline dispatch] in inline.py).
 
 Note [The hot path]
 ~~~~~~~~~~~~~~~~~~~
@@ -13,9 +13,7 @@ common case -- all Tensor arguments are required positional arguments, passed po
 -- it does::
 
     def call(a=_NO, b=_NO, /, *args, **kwargs):   # add.Tensor: Tensors at 0 and 1
-        inc, keep = dispatch_tls.get()
-        ks = (a._ks | b._ks | inc) & keep & op.mask
-        kernel = table.get(ks) or op.fill_entry(ks)
+        kernel = dispatch_kernel(op, table, a, b)   # inlined: Note [Inline dispatch]
         return kernel(a, b)                         # (a, b, *args, **kwargs) if any
 
 No binding, no string work, no exceptions when the arguments are Tensors.  Anything else (a
@@ -46,10 +44,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .kernel import own_code
+from .inline import dispatch_kernel, inline_dispatch
 from .resolution import resolve, schema_class
 from .schema import FunctionSchema
-from .tls import dispatch_tls
 
 if TYPE_CHECKING:
     from .namespaces import OpOverloadPacket
@@ -90,9 +87,9 @@ _NO = object()  # an argument the caller did not pass (see make_caller)
 # caller, the generic kernel and the view kernel, so each names it.
 
 
+@inline_dispatch
 def make_caller(op: OpOverload) -> Callable:
     """Build the per-overload entry point (see Note [The hot path])."""
-    tls_get = dispatch_tls.get
     table = op.table  # cleared in place on invalidation, never replaced
     miss = op.fill_entry
     slow = op._keyset_of
@@ -126,14 +123,10 @@ def make_caller(op: OpOverload) -> Callable:
         # One more positional parameter (sum's axis, the index of x[1:3]): a named
         # parameter, so the commonest calls forward no *args (Note [Star calls]).
         def call(a=_NO, b=_NO, /, *args, **kwargs):
-            inc, keep = tls_get()
             try:
-                ks = (a._ks | inc) & keep & op.mask
+                kernel = dispatch_kernel(op, table, a)
             except AttributeError:
                 return slow_call((a, b), args, kwargs)
-            kernel = table.get(ks)
-            if kernel is None:
-                kernel = miss(ks)
             if b is _NO:
                 return kernel(a, **kwargs) if kwargs else kernel(a)
             if args or kwargs:
@@ -141,48 +134,32 @@ def make_caller(op: OpOverload) -> Callable:
             return kernel(a, b)
     elif pos == (0,):
         def call(a=_NO, /, *args, **kwargs):
-            inc, keep = tls_get()
             try:
-                ks = (a._ks | inc) & keep & op.mask
+                kernel = dispatch_kernel(op, table, a)
             except AttributeError:
                 return slow_call((a,), args, kwargs)
-            kernel = table.get(ks)
-            if kernel is None:
-                kernel = miss(ks)
             if args or kwargs:
                 return kernel(a, *args, **kwargs)
             return kernel(a)
     elif pos == (0, 1):
         def call(a=_NO, b=_NO, /, *args, **kwargs):
-            inc, keep = tls_get()
             try:
-                ks = (a._ks | b._ks | inc) & keep & op.mask
+                kernel = dispatch_kernel(op, table, a, b)
             except AttributeError:
                 return slow_call((a, b), args, kwargs)
-            kernel = table.get(ks)
-            if kernel is None:
-                kernel = miss(ks)
             if args or kwargs:
                 return kernel(a, b, *args, **kwargs)
             return kernel(a, b)
     elif pos == (0, 1, 2):
         def call(a=_NO, b=_NO, c=_NO, /, *args, **kwargs):
-            inc, keep = tls_get()
             try:
-                ks = (a._ks | b._ks | c._ks | inc) & keep & op.mask
+                kernel = dispatch_kernel(op, table, a, b, c)
             except AttributeError:
                 return slow_call((a, b, c), args, kwargs)
-            kernel = table.get(ks)
-            if kernel is None:
-                kernel = miss(ks)
             return kernel(a, b, c, *args, **kwargs)
     elif pos == ():  # no Tensor arguments (factories): the thread-local keys alone
         def call(*args, **kwargs):
-            inc, keep = tls_get()
-            ks = inc & keep & op.mask
-            kernel = table.get(ks)
-            if kernel is None:
-                kernel = miss(ks)
+            kernel = dispatch_kernel(op, table)
             return kernel(*args, **kwargs)
     else:
         def call(*args, **kwargs):
@@ -191,29 +168,13 @@ def make_caller(op: OpOverload) -> Callable:
             if kernel is None:
                 kernel = miss(ks)
             return kernel(*args, **kwargs)
-    call = own_code(call)  # Note [Own code objects]
     call.__name__ = op._schema.name
     call.__qualname__ = op._name
     call.op = op  # for the Python operators' inline dispatch (ops/_methods.py)
     return call
 
 
-# Note [Inline dispatch]
-# ~~~~~~~~~~~~~~~~~~~~~~
-# ``md.exp(x)`` and ``aten.mul(g, y)`` in a formula call a packet function with one Tensor
-# or two.  Once ``resolution.resolve`` has resolved the key ``Tensor`` or ``(Tensor,
-# Tensor)`` (its ``on_resolve`` hooks), the packet function does the overload caller's
-# four lines itself -- thread-local keys, key set, table entry, kernel -- instead of
-# looking the caller up and calling it: one dict lookup and one frame less per op (0.2-0.3
-# us on the 2-core EPYC).  A Tensor and one argument of another type (``sum(g, (0,))``,
-# ``div(g, 8)``: a formula's reductions and scalars) are learned the same way, by that
-# argument's type.  Only for the exact class Tensor (a subclass resolves as before)
-# and an overload whose Tensors are its leading positional parameters; forgotten when the
-# packet's overloads change (``on_change``).  The table is the overload's own, so every
-# layer sees the call as before.  The Python operators do the same for ``a * b`` (Note
-# [Inline operators] in ops/_methods.py).
-
-
+@inline_dispatch
 def packet_function(packet: OpOverloadPacket) -> Callable:
     """Build ``packet._call``: resolve the overload of a call, then call its caller.
 
@@ -224,10 +185,9 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     cache = packet.resolution_cache  # both cleared in place, never replaced
     by_position = packet._by_position
 
-    tls_get = dispatch_tls.get
-    # Note [Inline dispatch]: the overloads that one Tensor and a pair of Tensors resolved
-    # to; the types stay None (matching no argument) until then, and again after the
-    # packet's overloads change.
+    # Note [Inline dispatch] in inline.py: the overloads that one Tensor and a pair of
+    # Tensors resolved to; the types stay None (matching no argument) until then, and again
+    # after the packet's overloads change.
     one_type = one_op = one_table = None
     two_type = two_op = two_table = None
     # And the overloads of a Tensor and one argument of another type (``sum(g, (0,))``,
@@ -299,11 +259,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
         elif b is not _NO:
             if not args:
                 if type(a) is two_type and type(b) is two_type:  # Note [Inline dispatch]
-                    inc, keep = tls_get()
-                    ks = (a._ks | b._ks | inc) & keep & two_op.mask
-                    kernel = two_table.get(ks)
-                    if kernel is None:
-                        kernel = two_op.fill_entry(ks)
+                    kernel = dispatch_kernel(two_op, two_table, a, b)
                     return kernel(a, b)
                 if type(a) is mixed_first:
                     hit = mixed.get(type(b))
@@ -322,11 +278,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                 if caller is not None:
                     return caller(a, b, c, d)
         elif type(a) is one_type:  # Note [Inline dispatch]
-            inc, keep = tls_get()
-            ks = (a._ks | inc) & keep & one_op.mask
-            kernel = one_table.get(ks)
-            if kernel is None:
-                kernel = one_op.fill_entry(ks)
+            kernel = dispatch_kernel(one_op, one_table, a)
             return kernel(a)
         elif a is not _NO:
             caller = cache.get(type(a))
@@ -334,11 +286,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                 return caller(a)
         if hit is not None:  # (Tensor, value), positionally or by keyword
             op, table = hit
-            inc, keep = tls_get()
-            ks = (a._ks | inc) & keep & op.mask
-            kernel = table.get(ks)
-            if kernel is None:
-                kernel = op.fill_entry(ks)
+            kernel = dispatch_kernel(op, table, a)
             return kernel(a, b)
         args = (a, b, *args) if b is not _NO else (a,) if a is not _NO else ()
         n = len(args)
@@ -351,7 +299,6 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
             caller = resolve(packet, args, kwargs, key)
         return caller(*args, **kwargs)
 
-    call = own_code(call)  # Note [Own code objects]
     call.__name__ = call.__qualname__ = packet._name
     call.op = packet
     call.__wrapped__ = packet  # inspect.signature(md.sum): the packet's __signature__

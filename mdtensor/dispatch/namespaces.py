@@ -31,10 +31,11 @@ class OpOverloadPacket:
         self._overloads: dict[str, OpOverload] = {}
         self.resolution_cache: dict = {}
         #: called whenever the overloads change (what was resolved is void): the Python
-        #: operators' inline dispatch (Note [Inline operators] in ops/_methods.py)
+        #: inline dispatch of the packet function and the Python operators (Note [Inline
+        #: dispatch] in inline.py)
         self.on_change: list = []
         #: ``hook(key, caller)`` for each resolution ``resolution.resolve`` caches (Note
-        #: [Inline dispatch])
+        #: [Inline dispatch] in inline.py)
         self.on_resolve: list = []
         #: keys (Tensor type, keyword name, value type) whose keyword is the parameter right
         #: after the Tensor: the overload's caller, to call as ``caller(x, value)``

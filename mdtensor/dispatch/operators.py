@@ -98,8 +98,7 @@ dispatcher = _Dispatcher()
 # built-in backends and a third-party backend alike; no module outside the package
 # touches ``_kernels`` or ``_resolved`` (tests/test_structure.py greps for it).  The table
 # API (``table``, ``mask``, ``fill_entry``) exists for callers that inline the dispatch
-# (Note [Inline dispatch] in callers.py, Note [Inline operators] in ops/_methods.py): their
-# four lines are
+# (Note [Inline dispatch] in inline.py): their four lines are
 #
 #     ks = (tensor keys | included) & keep & op.mask
 #     entry = op.table.get(ks) or op.fill_entry(ks)

@@ -41,7 +41,7 @@ _Scalar = Union[bool, int, float, complex, np.generic]
 # them.  Each registers its class here when its module is imported
 # (``register_schema_class``); resolution reads them on a miss, never per call, and the
 # packet functions learn their inline dispatch for the exact class registered as "Tensor"
-# (Note [Inline dispatch] in callers.py).
+# (Note [Inline dispatch] in inline.py).
 _SCHEMA_CLASSES: dict[str, type] = {}
 
 
@@ -201,7 +201,7 @@ def resolve(packet, args, kwargs, key, candidates=None):
             if inner is not None and len(args) == 1 and len(kwargs) == 1:
                 packet._by_position[key] = learned = inner
             if learned is not None:
-                for hook in packet.on_resolve:  # Note [Inline dispatch] in callers.py
+                for hook in packet.on_resolve:  # Note [Inline dispatch] in inline.py
                     hook(key, learned)
     return caller
 

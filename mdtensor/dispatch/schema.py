@@ -198,6 +198,43 @@ class FunctionSchema:
     overload_qualified_name = full_name
 
     @functools.cached_property
+    def binding(self) -> tuple[tuple[str, bool, bool, object], ...]:
+        """``(name, kwarg_only, has_default, default)`` per argument, the default as a call
+        receives it (a symbolic default such as ``dtype=None``'s reads None)."""
+        return tuple((a.name, a.kwarg_only, a.default is not NO_DEFAULT,
+                      None if isinstance(a.default, Symbol) else a.default)
+                     for a in self.arguments)
+
+    def bind(self, args, kwargs) -> dict:
+        """The call's arguments by name, defaults filled in (an argument without a default
+        that was not given is left out)."""
+        out = {}
+        n = len(args)
+        for i, (name, kwarg_only, has_default, default) in enumerate(self.binding):
+            if not kwarg_only and i < n:
+                out[name] = args[i]
+            elif name in kwargs:
+                out[name] = kwargs[name]
+            elif has_default:
+                out[name] = default
+        return out
+
+    def normalize(self, args, kwargs) -> tuple[tuple, dict]:
+        """``(args, kwargs)`` in schema form: every positional parameter given or defaulted
+        positionally, every keyword-only one by keyword, defaults filled in."""
+        pos, kw = [], {}
+        for name, value in self.bind(args, kwargs).items():
+            if name in self._kwarg_only_names:
+                kw[name] = value
+            else:
+                pos.append(value)
+        return tuple(pos), kw
+
+    @functools.cached_property
+    def _kwarg_only_names(self) -> frozenset:
+        return frozenset(a.name for a in self.arguments if a.kwarg_only)
+
+    @functools.cached_property
     def positional(self) -> tuple[Argument, ...]:
         return tuple(a for a in self.arguments if not a.kwarg_only)
 

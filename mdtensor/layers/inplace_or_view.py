@@ -14,7 +14,7 @@ them too.
 from __future__ import annotations
 
 from mdtensor.dispatch.callers import _NO
-from mdtensor.dispatch.kernel import Kernel, fallthrough_kernel, own_code
+from mdtensor.dispatch.kernel import Kernel, fallthrough_kernel
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.operators import dispatcher, register_fallback
 from mdtensor.layers.functionalize import track_view
@@ -105,8 +105,6 @@ def _inplace_kernel(op):
                 vc.value += 1
                 return result
 
-            # Note [Own code objects] in mdtensor/dispatch/kernel.py
-            ad_inplace_self = own_code(ad_inplace_self)
             ad_inplace_self.__qualname__ = name
             return ad_inplace_self
     else:
@@ -126,8 +124,6 @@ def _inplace_kernel(op):
                     bump_version(t)
                 return result
 
-            # Note [Own code objects] in mdtensor/dispatch/kernel.py
-            ad_inplace = own_code(ad_inplace)
             ad_inplace.__qualname__ = name
             return ad_inplace
 
@@ -169,7 +165,6 @@ def _view_kernel(op):
             _mark_views(op, result, src, args[1:], kwargs)
             return result
 
-        ad_view = own_code(ad_view)  # Note [Own code objects] in mdtensor/dispatch/kernel.py
         ad_view.__qualname__ = name
         return ad_view
 
@@ -215,8 +210,6 @@ def _fused_view_kernel(op, impl, name):
         _mark_views(op, result, src, rest, kwargs)
         return result
 
-    # Note [Own code objects] in mdtensor/dispatch/kernel.py
-    ad_view_fused = own_code(ad_view_fused)
     ad_view_fused.__qualname__ = name
     return ad_view_fused
 

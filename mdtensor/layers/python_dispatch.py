@@ -35,7 +35,6 @@ from contextvars import ContextVar
 from mdtensor.dispatch.kernel import Kernel
 from mdtensor.dispatch.keys import AFTER_PYTHON, DispatchKey
 from mdtensor.dispatch.operators import register_fallback
-from mdtensor.dispatch.schema import NO_DEFAULT, Symbol
 from mdtensor.dispatch.tls import dispatch_tls
 from mdtensor.tensors.tensor import Tensor
 
@@ -49,22 +48,7 @@ mode_stack: ContextVar[tuple] = ContextVar("mdtensor_mode_stack", default=())
 
 def normalize(op, args, kwargs):
     """``(args, kwargs)`` in schema form with defaults (Note [Python key])."""
-    schema = op.schema
-    pos, kw = [], {}
-    for i, a in enumerate(schema.arguments):
-        if not a.kwarg_only and i < len(args):
-            v = args[i]
-        elif a.name in kwargs:
-            v = kwargs[a.name]
-        elif a.default is not NO_DEFAULT:
-            v = None if isinstance(a.default, Symbol) else a.default
-        else:
-            continue
-        if a.kwarg_only:
-            kw[a.name] = v
-        else:
-            pos.append(v)
-    return tuple(pos), kw
+    return op.schema.normalize(args, kwargs)
 
 
 def _subclass_types(args, kwargs):

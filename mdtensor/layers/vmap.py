@@ -42,7 +42,6 @@ from contextvars import ContextVar
 
 from mdtensor._pytree import tree_flatten, tree_unflatten
 from mdtensor.dispatch.keys import AFTER_BATCHED, DispatchKey
-from mdtensor.dispatch.schema import NO_DEFAULT, Symbol
 from mdtensor.tensors.tensor import Tensor
 
 __all__ = ["BatchedTensor", "batch_size", "register_rule", "rules", "vmap"]
@@ -249,10 +248,10 @@ class BatchedCall:
         self.op = op
         self.level = level
         self.size = batch_size(level)
-        self.args = _bind(op, args, kwargs)
+        self.args = op.schema.bind(args, kwargs)
         #: the arguments the caller passed (the others are defaults, not passed on)
         self._given = frozenset(kwargs).union(
-            name for (name, kwarg_only, _, _), _ in zip(_signature(op), args)
+            name for (name, kwarg_only, _, _), _ in zip(op.schema.binding, args)
             if not kwarg_only)
 
     def batched(self, name: str) -> bool:
@@ -304,41 +303,16 @@ class BatchedCall:
         return loop(self)
 
 
-#: op -> its arguments as ``(name, kwarg_only, has_default, default)``; its mutable
-#: arguments; its rule (None: the fallback)
-_signatures: dict = {}
+#: op -> its mutable arguments; its rule (None: the fallback)
 _mutable: dict = {}
 _rule_of: dict = {}
-
-
-def _signature(op) -> tuple:
-    sig = _signatures.get(op)
-    if sig is None:
-        sig = _signatures[op] = tuple(
-            (a.name, a.kwarg_only, a.default is not NO_DEFAULT,
-             None if isinstance(a.default, Symbol) else a.default)
-            for a in op.schema.arguments)
-    return sig
-
-
-def _bind(op, args, kwargs) -> dict:
-    out = {}
-    n = len(args)
-    for i, (name, kwarg_only, has_default, default) in enumerate(_signature(op)):
-        if not kwarg_only and i < n:
-            out[name] = args[i]
-        elif name in kwargs:
-            out[name] = kwargs[name]
-        elif has_default:
-            out[name] = default
-    return out
 
 
 def _invoke(op, args: dict):
     """``op`` called with ``args`` (by name): positionally up to the last positional one
     given (defaults filling the gaps before it), keyword-only ones by keyword."""
     pos, kw, gap = [], {}, []
-    for name, kwarg_only, has_default, default in _signature(op):
+    for name, kwarg_only, has_default, default in op.schema.binding:
         if kwarg_only:
             if name in args:
                 kw[name] = args[name]
@@ -429,7 +403,7 @@ def user_rule(op, func):
 
     def rule(call: BatchedCall):
         pos, kw, dims = [], {}, []
-        for name, kwarg_only, _, _ in _signature(op):
+        for name, kwarg_only, _, _ in op.schema.binding:
             if name not in call.args:
                 continue
             if kwarg_only:

@@ -1,0 +1,132 @@
+"""The inline-dispatch generator (Note [Inline dispatch] in mdtensor/dispatch/inline.py)."""
+
+import os
+import subprocess
+import sys
+import traceback
+
+import pytest
+
+import mdtensor as md
+from mdtensor.dispatch.inline import dispatch_kernel, inline_dispatch
+
+
+def _code_objects(code):
+    yield code
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            yield from _code_objects(c)
+
+
+@inline_dispatch
+def _make(op):
+    table = op.table
+
+    def call(a, b):
+        kernel = dispatch_kernel(op, table, a, b)
+        return kernel(a, b)
+    return call
+
+
+def test_the_fast_callers_run_the_lines_in_their_own_frame():
+    # No code object of a fast caller calls dispatch_kernel: the lines are compiled in.
+    from mdtensor.ops import _methods, indexing
+
+    from mdtensor.dispatch import callers
+
+    for fn in (callers.make_caller, callers.packet_function, _methods._binary,
+               indexing.getitem, _make):
+        names = {n for c in _code_objects(fn.__code__) for n in c.co_names}
+        assert "dispatch_kernel" not in names, fn
+        assert "_inline_tls_get" in names, fn
+
+
+def test_an_inlined_caller_dispatches_as_the_overloads_own():
+    op = md.ops.aten.mul.Tensor
+    call = _make(op)
+    a, b = md.asarray([1.0, 2.0]), md.asarray([3.0, 4.0], requires_grad=True)
+    assert call(a, b).tolist() == [3.0, 8.0]
+    assert call(a, b).grad_fn is not None  # the Autograd entry of the same table
+    assert dispatch_kernel(op, op.table, a, b)(a, b).tolist() == [3.0, 8.0]
+    with md.no_grad():
+        assert call(a, b).grad_fn is None  # thread-local keys read on each call
+
+
+def test_tracebacks_point_at_the_source_line():
+    op = md.ops.aten.mul.Tensor
+    call = _make(op)
+    try:
+        call(md.asarray([1.0]), "not a tensor")
+    except AttributeError:
+        frames = traceback.extract_tb(sys.exc_info()[2])
+    line = next(f for f in frames if f.name == "call")
+    assert line.filename == __file__
+    assert "dispatch_kernel(op, table, a, b)" in line.line
+
+
+def test_misuse_is_refused_when_the_module_loads():
+    def closure_maker():
+        x = 1
+
+        def inner():
+            return x
+        return inner
+
+    with pytest.raises(TypeError, match="is a closure"):
+        inline_dispatch(closure_maker())
+    import linecache
+
+    path = os.path.join(os.path.dirname(__file__), "_inline_bad_source.py")
+    for body in ("kernel = dispatch_kernel(op, op.table, t)",  # an attribute, not a name
+                 "return dispatch_kernel(op, table, t)"):     # not an assignment
+        source = f"def bad(op, table, t):\n    {body}\n"
+        namespace: dict = {"dispatch_kernel": dispatch_kernel}
+        exec(compile(source, path, "exec"), namespace)
+        linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+        try:
+            with pytest.raises(SyntaxError, match="as a statement, with plain names"):
+                inline_dispatch(namespace["bad"])
+        finally:
+            del linecache.cache[path]
+
+
+def test_without_inlining_the_results_are_the_same():
+    program = ("import mdtensor as md\n"
+               "a = md.asarray([1.0, 2.0], requires_grad=True)\n"
+               "y = md.sum(md.exp(a * a)[0:1], axis=0)\n"
+               "y.backward()\n"
+               "from mdtensor.dispatch import callers\n"
+               "names = callers.make_caller.__code__.co_consts\n"
+               "print(round(y.item(), 4), a.grad.tolist(), "
+               "'dispatch_kernel' in str([c.co_names for c in names if hasattr(c, 'co_names')]))")
+    outs = []
+    for flag in ("", "1"):
+        env = dict(os.environ, MDTENSOR_NO_INLINE=flag)
+        outs.append(subprocess.run([sys.executable, "-c", program], env=env, check=True,
+                                   capture_output=True, text=True).stdout.split())
+    assert outs[0][:3] == outs[1][:3]
+    assert (outs[0][-1], outs[1][-1]) == ("False", "True")
+
+
+def test_expansions_are_cached_beside_the_bytecode(tmp_path):
+    # Note [Cached expansions]: written once, reused while the sources are unchanged,
+    # rebuilt when stale.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path)
+    program = "import mdtensor as md; print((md.asarray([2.0]) * md.asarray([3.0])).item())"
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", program], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        assert out.split() == ["6.0"]
+        return {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in tmp_path.rglob("*.inline")}
+
+    first = run()
+    names = sorted(p.name.split(".cpython")[0] for p in first)
+    assert names == ["_methods._binary", "callers.make_caller", "callers.packet_function",
+                     "indexing.getitem"]
+    assert run() == first  # read, not rewritten
+    stale = next(p for p in first if p.name.startswith("callers.make_caller"))
+    stale.write_bytes(b"0 0 0 0 0\n" + first[stale][1].partition(b"\n")[2])
+    third = run()
+    assert third[stale][1] == first[stale][1]  # rebuilt under the right key
