@@ -14,7 +14,7 @@ from collections.abc import Callable
 from mdtensor.backends.meta_backend import MetaArray
 
 from mdtensor._dtypes import DType, as_dtype
-from mdtensor.dispatch.kernel import own_code
+from mdtensor.dispatch.kernel import named
 from mdtensor.dispatch.keys import AFTER_BACKEND_SELECT, DispatchKey
 from mdtensor.tensors.device import Device, as_device
 from mdtensor.tensors.factories import check_size
@@ -67,7 +67,6 @@ def _backend_select(op):
             kernel = miss(ks)
         return kernel(*args, device=dev, **kwargs)
 
-    backend_select = own_code(backend_select)  # Note [Own code objects]
     backend_select.__qualname__ = f"backend_select[{op.name}]"
     return backend_select
 
@@ -115,7 +114,7 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
         t.requires_grad_(True)
 
     # Note [Own code objects] in mdtensor/dispatch/kernel.py
-    kernel = own_code(kernel, f"factory[{name}]")
+    kernel = named(kernel, f"factory[{name}]")
     register(op, _backend_select(op), DispatchKey.BackendSelect, with_keyset=True)
     register(op, kernel, DispatchKey.CompositeExplicitAutograd)
     if cpu_impl is not None:
@@ -139,7 +138,7 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
                 _requires_grad(t)
             return t
 
-        cpu_kernel = own_code(cpu_kernel, f"factory_cpu[{name}]")
+        cpu_kernel = named(cpu_kernel, f"factory_cpu[{name}]")
         register(op, cpu_kernel, DispatchKey.CPU)
     decl.meta = meta
     return decl

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from mdtensor._dtypes import can_cast
 from mdtensor.dispatch.callers import _NO
-from mdtensor.dispatch.kernel import own_code
+from mdtensor.dispatch.kernel import named
 from mdtensor.dispatch.schema import FunctionSchema
 from mdtensor.tensors.tensor import Tensor
 
@@ -175,7 +175,7 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                 if not isinstance(e, (ValueError, TypeError, IndexError)):
                     raise
                 raise_from_backend(name, e, (a._data, b._data, *rest), kwargs)
-    kernel = own_code(kernel, f"array_api[{name}]")  # Note [Own code objects]
+    kernel = named(kernel, f"array_api[{name}]")
     if pos == (0,):
         # ``impl(xp, array, *rest, **kwargs)`` wrapped by ``device.wrap``, for a layer
         # that fuses it into its own kernel (Note [Fused view kernels] in
@@ -261,7 +261,7 @@ def _generic_kernel(schema, impl, kind, tensor_args):
             raise_from_backend(name, e, args, kwargs)  # Note [Errors from the backend]
         return _wrap_out(dev, kind, schema)(r)
 
-    kernel = own_code(kernel, f"array_api[{name}]")  # Note [Own code objects]
+    kernel = named(kernel, f"array_api[{name}]")
     return kernel
 
 
@@ -317,7 +317,7 @@ def _inplace_kernel(schema, impl, inplace_impl, tensor_args):
         backend.copy_into(self._data, r)
         return self
 
-    kernel = own_code(kernel, f"array_api_inplace[{name}]")  # Note [Own code objects]
+    kernel = named(kernel, f"array_api_inplace[{name}]")
     return kernel
 
 
@@ -353,7 +353,7 @@ def _fast_inplace_kernel(name, impl, inplace_impl, two_tensors: bool):
         backend.copy_into(self._data, r)
         return self
 
-    kernel = own_code(kernel, f"array_api_inplace[{name}]")  # Note [Own code objects]
+    kernel = named(kernel, f"array_api_inplace[{name}]")
     return kernel
 
 
@@ -457,7 +457,7 @@ def _out_kernel(schema, impl, inplace_impl, tensor_args):
             out, "_data", dev.xp.astype(r, out._data.dtype))
         return out
 
-    kernel = own_code(kernel, f"array_api_out[{name}]")  # Note [Own code objects]
+    kernel = named(kernel, f"array_api_out[{name}]")
     return kernel
 
 
@@ -544,5 +544,5 @@ def meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
                 return tuple(make(s) for s in spec)  # as the real kernels' Tensor[] returns
             return result_type(*(make(s) if s is not None else None for s in spec))
 
-    kernel = own_code(kernel, f"meta[{name}]")  # Note [Own code objects]
+    kernel = named(kernel, f"meta[{name}]")
     return kernel

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mdtensor.dispatch.kernel import own_code
+from mdtensor.dispatch.kernel import named
 from mdtensor.dispatch.schema import FunctionSchema
 from mdtensor.tensors.tensor import Tensor
 
@@ -129,7 +129,7 @@ def ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Call
                 raise_from_backend(name, e, (a._data, b._data))
     else:
         raise ValueError(f"{name}: Ufunc kernels take one or two operands")
-    kernel = own_code(kernel, f"ufunc[{name}]")  # Note [Own code objects]
+    kernel = named(kernel, f"ufunc[{name}]")
     return kernel
 
 
@@ -188,7 +188,7 @@ def ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable)
             return self
     else:
         return generic
-    kernel = own_code(kernel, f"ufunc_inplace[{name}]")  # Note [Own code objects]
+    kernel = named(kernel, f"ufunc_inplace[{name}]")
     return kernel
 
 
@@ -237,5 +237,5 @@ def ufunc_out_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> 
             return out
     else:
         return generic
-    kernel = own_code(kernel, f"ufunc_out[{name}]")  # Note [Own code objects]
+    kernel = named(kernel, f"ufunc_out[{name}]")
     return kernel

@@ -8,7 +8,7 @@ key), with how the table entry calls it; ``fallthrough_kernel`` marks a key the 
 
 from __future__ import annotations
 
-__all__ = ["LEAF_KERNELS", "Kernel", "fallthrough_kernel", "own_code"]
+__all__ = ["LEAF_KERNELS", "Kernel", "fallthrough_kernel", "named", "own_code"]
 
 
 #: Kernel functions that compute on raw arrays and call no op (the catalogue's backend
@@ -61,6 +61,13 @@ def own_code(fn, name: str | None = None):
     if name is not None:
         copy.__name__ = copy.__qualname__ = name
     return copy
+
+
+def named(fn, name: str):
+    """``fn`` named ``name`` (``__name__`` and ``__qualname__``), as kernels are in traces and
+    tables: ``"ufunc[aten::exp]"``."""
+    fn.__name__ = fn.__qualname__ = name
+    return fn
 
 
 def fallthrough_kernel(*args, **kwargs):
