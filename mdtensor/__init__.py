@@ -52,7 +52,9 @@ cdouble = complex128
 from . import layers, ops  # noqa: E402  (ops: the catalogue declares its ops on import)
 from .ops import _methods  # noqa: E402
 from .ops.manipulation import broadcast_shapes  # noqa: E402  (namespace functions, not ops)
+from .ops.sparse import sparse_coo_tensor, sparse_csr_tensor  # noqa: E402
 from .tensors.factories import from_dlpack  # noqa: E402
+from .tensors.layout import Layout, sparse_coo, sparse_csr, strided  # noqa: E402
 
 layers.install()  # every layer's fallback and per-op kernels, the catalogue's ops included
 _methods.install(globals())
@@ -94,7 +96,8 @@ __all__ = sorted(
      if decl.overloads and decl.overloads[0].overloadpacket._namespace == "aten"}
     | set(_namespace.__all__)
     | {"DType", "Device", "DispatchKey", "DispatchKeySet", "DispatchMode", "Generator",
-       "Tensor", "asarray", "broadcast_shapes", "from_dlpack", "from_numpy", "tensor",
+       "Tensor", "Layout", "asarray", "sparse_coo", "sparse_csr", "sparse_coo_tensor",
+       "sparse_csr_tensor", "strided", "broadcast_shapes", "from_dlpack", "from_numpy", "tensor",
        "set_default_device", "bool", "complex64",
        "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
        "uint8", "uint16", "uint32", "uint64", "float", "double", "half", "long", "int",

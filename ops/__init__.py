@@ -34,6 +34,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     reductions,
     scatter,
     searching,
+    sparse,
     statistics,
     torch_overloads,
     view_copy,  # generated from the view ops declared above

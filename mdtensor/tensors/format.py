@@ -15,6 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor import _dtypes
+from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
+from mdtensor.dispatch.namespaces import aten_calls as aten
+from mdtensor.dispatch.tls import ExcludeGuard
+from mdtensor.tensors.layout import SPARSE, layout_of, sparse_csr
 
 __all__ = ["tensor_repr"]
 
@@ -26,6 +30,8 @@ LAZY_REPR_LIMIT = 1000
 
 
 def tensor_repr(t) -> str:
+    if t._ks & SPARSE:
+        return _sparse_repr(t)
     dtype = t.dtype
     extras = []
     if t._device.type != "cpu":
@@ -48,6 +54,11 @@ def tensor_repr(t) -> str:
         extras.append(f"chunksize={_chunksize(t.chunks)}")
     if dtype not in _IMPLICIT or lazy or t.numel() == 0:
         extras.append(f"dtype=md.{dtype.name}")
+    _autograd_extras(t, extras)
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _autograd_extras(t, extras) -> None:
     ag = t._ag
     if ag is not None:
         grad_fn = t.grad_fn  # a stale view's remade history (Note [Stale views])
@@ -55,7 +66,35 @@ def tensor_repr(t) -> str:
             extras.append(f"grad_fn=<{grad_fn.name()}>")
         elif ag.requires_grad:
             extras.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+
+def _sparse_repr(t) -> str:
+    """PyTorch's: the index and value tensors, then size, nnz and layout."""
+    layout = layout_of(t)
+    with ExcludeGuard(AUTOGRAD_FUNCTIONALITY):  # the parts, not a record of reading them
+        if layout is sparse_csr:
+            parts = [("crow_indices", aten.crow_indices(t)), ("col_indices",
+                                                            aten.col_indices(t))]
+        else:
+            t = aten.coalesce(t) if not aten.is_coalesced(t) else t
+            parts = [("indices", aten.indices(t))]
+        parts.append(("values", aten.values(t)))
+    pad = " " * len("tensor(")
+    lines = []
+    dtype_text = f", dtype=md.{t.dtype.name})"
+    for name, part in parts:
+        text = tensor_repr(part)
+        if name == "values" and text.endswith(dtype_text):  # shown once, below
+            text = text[:-len(dtype_text)] + ")"
+        lines.append(name + "=" + text.replace("\n", "\n" + " " * (len(name) + 1) + pad))
+    extras = [f"size={t.shape}", f"nnz={t.nnz}"]
+    if t.dtype not in _IMPLICIT:
+        extras.append(f"dtype=md.{t.dtype.name}")
+    extras.append(f"layout={layout!r}")
+    if t._device.type != "cpu":
+        extras.append(f"device='{t._device}'")
+    _autograd_extras(t, extras)
+    return "tensor(" + (",\n" + pad).join(lines + [", ".join(extras)]) + ")"
 
 
 def _chunksize(chunks) -> tuple:

@@ -1,0 +1,472 @@
+"""Sparse CPU kernels: the ``SparseCPU`` key, computed with ``scipy.sparse``.
+
+Loaded on the first sparse tensor (``md.sparse_coo_tensor``, ``x.to_sparse()``, ...), never
+by ``import mdtensor``: importing it imports SciPy, records SciPy's sparse array classes as
+sparse layouts (Note [Layouts in the key set] in mdtensor/tensors/layout.py) and registers
+every kernel below for ``SparseCPU`` through the operator API, as the JAX backend registers
+its own (docs/SPARSE.md says what a backend registers to offer a sparse layout).
+
+Note [Sparse arrays on the CPU]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A sparse COO tensor holds a ``scipy.sparse.coo_array`` (any number of dimensions), a CSR
+tensor a ``scipy.sparse.csr_array`` (two).  SciPy over pydata ``sparse``, measured on this
+machine (one thread, float32, a 100,000 x 100,000 matrix with 1,000,000 non-zeros times a
+100,000 x 16 dense matrix; docs/SPARSE.md has the command): SciPy CSR @ dense 13-24 ms,
+SciPy COO 12-30 ms, pydata GCXS 19 ms, pydata COO 76 ms, and the transposed product of
+backward SciPy CSR 6-21 ms against pydata COO 385 ms (PyTorch's ``torch.sparse.mm`` of a
+COO tensor: 96 ms).  SciPy's kernels are compiled C++, need no JIT warm-up (pydata's use
+Numba) and are already installed wherever SciPy is.  A COO tensor's ``is_coalesced()`` is
+SciPy's ``has_canonical_format`` (sorted, no duplicates), as PyTorch's flag: set by
+``coalesce()`` and by conversions, not by ``sparse_coo_tensor``.
+
+Note [Values through the dense ops]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+An elementwise op that keeps zeros (``neg``, ``sin``, ``mul`` by a scalar, ...) is the same
+op on the stored values: the kernel calls the dense op on a tensor of the values and
+rebuilds the sparse array around its result.  Its dtype rules, special values and errors
+are then exactly the dense op's; a mode sees the inner call too, as in PyTorch, whose
+sparse kernels call ATen ops on the values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from mdtensor.dispatch.kernel import Kernel
+from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.namespaces import aten_calls as aten
+from mdtensor.dispatch.namespaces import lookup
+from mdtensor.tensors.layout import (
+    SPARSE,
+    register_sparse_array,
+    sparse_coo,
+    sparse_csr,
+)
+
+__all__ = ["from_dense", "is_sparse_array", "make_coo", "make_csr"]
+
+register_sparse_array(sp.coo_array, sparse_coo)
+register_sparse_array(sp.csr_array, sparse_csr)
+
+_KEY = DispatchKey.SparseCPU
+_INDEX = np.int64  # PyTorch's index dtype: what indices() gives
+
+
+def is_sparse_array(a) -> bool:
+    return isinstance(a, (sp.coo_array, sp.csr_array))
+
+
+def _check_dtype(name: str, dtype) -> None:
+    if np.dtype(dtype).kind not in "biufc" or np.dtype(dtype).itemsize < 4 and \
+            np.dtype(dtype).kind == "f":
+        raise TypeError(f"{name}: sparse tensors on the CPU take bool, integer, float32, "
+                        f"float64 and complex dtypes; got {np.dtype(dtype).name}")
+
+
+# ---------------------------------------------------------------------------------------
+# Construction and conversion (the catalogue's sparse ops call these: ops/sparse.py)
+
+
+def make_coo(name: str, indices, values, shape, coalesced: bool):
+    """A ``coo_array`` of ``values`` at ``indices`` (a (ndim, nnz) array) in ``shape``."""
+    _check_dtype(name, values.dtype)
+    coo = sp.coo_array((values, tuple(indices)), shape=tuple(shape))
+    if coalesced:
+        coo.has_canonical_format = True
+    return coo
+
+
+def make_csr(name: str, crow, col, values, shape):
+    _check_dtype(name, values.dtype)
+    return sp.csr_array((values, col, crow), shape=tuple(shape))
+
+
+def from_dense(name: str, array, layout):
+    """The sparse array of layout ``layout`` holding the non-zeros of NumPy ``array``."""
+    _check_dtype(name, array.dtype)
+    if layout is sparse_csr:
+        if array.ndim != 2:
+            raise ValueError(f"{name}: a sparse CSR tensor has 2 dimensions; got a tensor "
+                             f"of {array.ndim}")
+        return sp.csr_array(array)
+    if array.ndim == 0:
+        raise ValueError(f"{name}: a sparse COO tensor needs at least one dimension; got a "
+                         f"0-d tensor")
+    coo = sp.coo_array(array)
+    coo.has_canonical_format = True  # row-major order of the non-zeros, no duplicates
+    return coo
+
+
+def convert(a, layout):
+    """Sparse array ``a`` in sparse ``layout`` (a COO result is coalesced)."""
+    if layout is sparse_csr:
+        if a.ndim != 2:
+            raise ValueError(f"to_sparse_csr: a sparse CSR tensor has 2 dimensions; got a "
+                             f"tensor of {a.ndim}")
+        return a.tocsr()
+    coo = a.tocoo()
+    if not coo.has_canonical_format:
+        coo.sum_duplicates()
+    return coo
+
+
+def _like(a, values):
+    """A sparse array with ``a``'s structure and ``values`` (NumPy, one per stored element)."""
+    if isinstance(a, sp.csr_array):
+        return sp.csr_array((values, a.indices, a.indptr), shape=a.shape)
+    out = sp.coo_array((values, a.coords), shape=a.shape)
+    out.has_canonical_format = a.has_canonical_format
+    return out
+
+
+def _in_layout(r, like):
+    """SciPy result ``r`` in the format of ``like`` (SciPy gives CSR for many 2-D ops)."""
+    if isinstance(like, sp.csr_array):
+        return r if isinstance(r, sp.csr_array) else r.tocsr()
+    return r if isinstance(r, sp.coo_array) else r.tocoo()
+
+
+def coords_of(a):
+    """The coordinates of ``a``'s stored elements, one array per dimension."""
+    if isinstance(a, sp.csr_array):
+        rows = np.repeat(np.arange(a.shape[0], dtype=a.indices.dtype), np.diff(a.indptr))
+        return (rows, a.indices)
+    return a.coords
+
+
+def _values(t):
+    """A dense tensor of ``t``'s stored values (sharing them)."""
+    return t._device.wrap(t._data.data)
+
+
+def _is_sparse(t) -> bool:
+    return bool(getattr(t, "_ks", 0) & SPARSE)
+
+
+# ---------------------------------------------------------------------------------------
+# The catalogue's sparse ops
+
+
+def _to_dense(self, dtype=None):
+    d = self._data.toarray()
+    if dtype is not None:
+        d = d.astype(dtype.numpy)
+    return self._device.wrap(d)
+
+
+def _to_sparse(self, layout):
+    return self._device.wrap(convert(self._data, layout))
+
+
+def _indices(self):
+    a = self._data
+    if not isinstance(a, sp.coo_array):
+        raise TypeError(f"indices: expected a sparse COO tensor, got layout {_layout(a)}; "
+                        f"a CSR tensor has crow_indices() and col_indices()")
+    if not a.has_canonical_format:
+        raise RuntimeError("indices: cannot get indices on an uncoalesced tensor, please "
+                           "call .coalesce() first")
+    return self._device.wrap(np.stack(a.coords).astype(_INDEX).reshape(a.ndim, a.nnz))
+
+
+def _values_op(self):
+    a = self._data
+    if isinstance(a, sp.coo_array) and not a.has_canonical_format:
+        raise RuntimeError("values: cannot get values on an uncoalesced tensor, please "
+                           "call .coalesce() first")
+    return self._device.wrap(a.data)
+
+
+def _csr_part(name, attr):
+    def kernel(self):
+        a = self._data
+        if not isinstance(a, sp.csr_array):
+            raise TypeError(f"{name}: expected a sparse CSR tensor, got layout {_layout(a)}")
+        return self._device.wrap(getattr(a, attr).astype(_INDEX))
+    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
+    return kernel
+
+
+def _layout(a):
+    return sparse_csr if isinstance(a, sp.csr_array) else sparse_coo
+
+
+def _coalesce(self):
+    a = self._data
+    if not isinstance(a, sp.coo_array):
+        raise TypeError(f"coalesce: expected a sparse COO tensor, got layout {_layout(a)}")
+    if a.has_canonical_format:
+        return self._device.wrap(a.copy())
+    c = a.copy()
+    c.sum_duplicates()
+    return self._device.wrap(c)
+
+
+def _is_coalesced(self):
+    a = self._data
+    if not isinstance(a, sp.coo_array):
+        raise TypeError(f"is_coalesced: expected a sparse COO tensor, got layout "
+                        f"{_layout(a)}")
+    return bool(a.has_canonical_format)
+
+
+def _sparse_mask(self, mask):
+    """``self``'s values at the stored positions of sparse ``mask``, with its structure."""
+    if not _is_sparse(mask):
+        raise TypeError("sparse_mask: expected mask to be a sparse tensor, got a strided "
+                        "one")
+    m = mask._data
+    if tuple(self.shape) != tuple(m.shape):
+        raise ValueError(f"sparse_mask: expected self and mask of the same shape, got "
+                         f"{tuple(self.shape)} and {tuple(m.shape)}")
+    src = self._data.toarray() if _is_sparse(self) else self._data
+    return mask._device.wrap(_like(m, np.ascontiguousarray(src[coords_of(m)])))
+
+
+# ---------------------------------------------------------------------------------------
+# Products
+
+
+def _matmul(self, other):
+    a, b = self._data, other._data
+    sa, sb = _is_sparse(self), _is_sparse(other)
+    for t, s, side in ((self, sa, "self"), (other, sb, "other")):
+        if s and t.ndim != 2:
+            raise ValueError(f"matmul: a sparse operand must have 2 dimensions; {side} "
+                             f"has {t.ndim}")
+    if not sa and not 1 <= a.ndim <= 2:
+        raise ValueError(f"matmul: a dense operand of a sparse product must have 1 or 2 "
+                         f"dimensions; self has {a.ndim}")
+    if not sb and not 1 <= b.ndim <= 2:
+        raise ValueError(f"matmul: a dense operand of a sparse product must have 1 or 2 "
+                         f"dimensions; other has {b.ndim}")
+    inner_a = a.shape[-1]
+    inner_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if inner_a != inner_b:
+        raise ValueError(f"matmul: self and other shapes cannot be multiplied "
+                         f"({'x'.join(map(str, a.shape))} and {'x'.join(map(str, b.shape))})")
+    if sa and sb:
+        return self._device.wrap(_in_layout(a @ b, a))
+    if sa:
+        return self._device.wrap(np.asarray(a @ b))
+    # dense @ sparse, as (sparse^T @ dense^T)^T
+    r = b.T @ (a.T if a.ndim == 2 else a)
+    return self._device.wrap(np.ascontiguousarray(np.asarray(r).T))
+
+
+_CHUNK = 1 << 16  # stored elements per step of a sampled product (bounds its memory)
+
+
+def _sampled(rows, cols, left, right):
+    """``out[k] = left[rows[k]] . right[cols[k]]`` (the sampled dense-dense product),
+    in chunks so that memory stays ``O(chunk x inner)``."""
+    out = np.empty(len(rows), dtype=np.result_type(left, right))
+    for s in range(0, len(rows), _CHUNK):
+        e = s + _CHUNK
+        out[s:e] = np.einsum("ij,ij->i", left[rows[s:e]], right[cols[s:e]])
+    return out
+
+
+def _matmul_backward(g, self, other, mask):
+    """matmul's gradients with a sparse operand: the sparse one's gradient has its
+    sparsity pattern (PyTorch's ``torch.sparse.mm``), the dense one's is dense."""
+    if _is_sparse(self) and _is_sparse(other):
+        raise NotImplementedError("matmul_backward: the gradient of a product of two sparse "
+                                  "tensors is not implemented (SparseCPU)")
+    gd = g._data.toarray() if _is_sparse(g) else g._data
+    ga = gb = None
+    if _is_sparse(self):
+        a, b = self._data, other._data
+        b2 = b[:, None] if b.ndim == 1 else b
+        g2 = gd[:, None] if gd.ndim == 1 else gd
+        if mask[0]:
+            rows, cols = coords_of(a)
+            ga = self._device.wrap(_like(a, _sampled(rows, cols, g2, b2).astype(a.dtype)))
+        if mask[1]:
+            r = np.asarray(a.T @ g2)
+            gb = other._device.wrap(np.ascontiguousarray(r.reshape(b.shape)))
+    else:
+        a, b = self._data, other._data
+        a2 = a[None, :] if a.ndim == 1 else a
+        g2 = gd[None, :] if gd.ndim == 1 else gd
+        if mask[0]:
+            r = np.asarray(b @ g2.T).T  # g @ b^T
+            ga = self._device.wrap(np.ascontiguousarray(r.reshape(a.shape)))
+        if mask[1]:
+            rows, cols = coords_of(b)
+            vals = _sampled(rows, cols, np.ascontiguousarray(a2.T),
+                            np.ascontiguousarray(g2.T))
+            gb = other._device.wrap(_like(b, vals.astype(b.dtype)))
+    return ga, gb
+
+
+# ---------------------------------------------------------------------------------------
+# Reductions
+
+
+def _sum(self, axis=None, keepdims=False, dtype=None):
+    a = self._data
+    total = aten.sum(_values(self), dtype=dtype)  # the dense op's dtype rules
+    if axis is None:
+        if keepdims:
+            return aten.reshape(total, (1,) * a.ndim)
+        return total
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    nd = a.ndim
+    norm = []
+    for ax in axes:
+        if not -nd <= ax < nd:
+            raise IndexError(f"sum: axis {ax} is out of range for a tensor of dimension {nd} "
+                             f"(expected to be in range [{-nd}, {nd - 1}])")
+        norm.append(ax % nd)
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"sum: axis {tuple(axes)} names an axis twice")
+    want = total._data.dtype
+    if a.ndim == 2 and len(norm) == 1:
+        r = np.asarray(a.sum(axis=norm[0], dtype=want))
+    else:  # several axes, or n-D COO: sum over the coordinates
+        keep = [d for d in range(nd) if d not in norm]
+        shape = tuple(a.shape[d] for d in keep)
+        r = np.zeros(shape, dtype=want)
+        coords = coords_of(a)
+        np.add.at(r, tuple(coords[d] for d in keep), a.data.astype(want))
+    if keepdims:
+        r = r.reshape(tuple(1 if d in norm else s for d, s in enumerate(a.shape)))
+    return self._device.wrap(np.ascontiguousarray(r, dtype=want))
+
+
+# ---------------------------------------------------------------------------------------
+# Elementwise (Note [Values through the dense ops])
+
+
+def _on_values(name):
+    op = getattr(aten, name)
+
+    def kernel(self, *args):
+        return self._device.wrap(_like(self._data, op(_values(self), *args)._data))
+
+    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
+    return kernel
+
+
+def _pow(self, exponent):
+    if not (isinstance(exponent, (int, float)) and exponent > 0):
+        raise NotImplementedError(f"pow: a sparse tensor to the power {exponent!r} would "
+                                  f"not keep its zeros; SparseCPU takes positive exponents "
+                                  f"(use to_dense() first)")
+    return _on_values("pow")(self, exponent)
+
+
+def _mul_tensor(self, other):
+    sa, sb = _is_sparse(self), _is_sparse(other)
+    if sa and sb:
+        if tuple(self.shape) != tuple(other.shape):
+            raise ValueError(f"mul: sparse operands must have the same shape; got "
+                             f"{tuple(self.shape)} and {tuple(other.shape)}")
+        dtype = aten.mul(_empty(self), _empty(other))._data.dtype
+        r = self._data.multiply(other._data)
+        return self._device.wrap(_in_layout(sp.coo_array(r) if r.ndim != 2 else r,
+                                            self._data).astype(dtype))
+    s, d = (self, other) if sa else (other, self)
+    a = s._data
+    dense = d._data
+    shape = np.broadcast_shapes(a.shape, dense.shape)
+    if shape != tuple(a.shape):
+        raise ValueError(f"mul: a dense factor must broadcast to the sparse tensor's shape "
+                         f"{tuple(a.shape)}; got {tuple(dense.shape)}")
+    picked = np.ascontiguousarray(np.broadcast_to(dense, shape)[coords_of(a)])
+    vals = aten.mul(_values(s), d._device.wrap(picked))
+    return s._device.wrap(_like(a, vals._data))
+
+
+def _empty(t):
+    """A tensor of no elements with ``t``'s dtype (for the dense ops' dtype rules)."""
+    return t._device.wrap(np.empty(0, dtype=t._data.dtype))
+
+
+def _add_like(name, sign):
+    def kernel(self, other, *, alpha=1):
+        if not (_is_sparse(self) and _is_sparse(other)):  # sparse + dense is dense
+            a = aten._to_dense(self) if _is_sparse(self) else self
+            b = aten._to_dense(other) if _is_sparse(other) else other
+            return getattr(aten, name)(a, b, alpha=alpha)
+        if tuple(self.shape) != tuple(other.shape):
+            raise ValueError(f"{name}: sparse operands must have the same shape; got "
+                             f"{tuple(self.shape)} and {tuple(other.shape)}")
+        dtype = getattr(aten, name)(_empty(self), _empty(other), alpha=alpha)._data.dtype
+        a, b = self._data.astype(dtype), other._data.astype(dtype)
+        r = a + b * (sign * alpha) if (sign * alpha) != 1 else a + b
+        return self._device.wrap(_in_layout(r, self._data))
+
+    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------
+# Shape
+
+
+def _transpose(self, dim0, dim1):
+    a = self._data
+    nd = a.ndim
+    for d in (dim0, dim1):
+        if not -nd <= d < nd:
+            raise IndexError(f"transpose: axis {d} is out of range for a tensor of "
+                             f"dimension {nd} (expected to be in range [{-nd}, {nd - 1}])")
+    axes = list(range(nd))
+    axes[dim0 % nd], axes[dim1 % nd] = axes[dim1 % nd], axes[dim0 % nd]
+    if isinstance(a, sp.csr_array):
+        return self._device.wrap(a.T.tocsr() if axes != [0, 1] else a.copy())
+    r = a.transpose(tuple(axes))
+    return self._device.wrap(r.tocoo() if not isinstance(r, sp.coo_array) else r)
+
+
+def _matrix_transpose(self):
+    if self.ndim < 2:
+        raise ValueError(f"matrix_transpose: expected a tensor of at least 2 dimensions, got "
+                         f"{self.ndim}")
+    return _transpose(self, -2, -1)
+
+
+def _t(self):
+    if self.ndim > 2:
+        raise ValueError(f"t: expects a tensor with <= 2 dimensions, but self is "
+                         f"{self.ndim}D")
+    return _transpose(self, 0, -1) if self.ndim == 2 else _clone(self)
+
+
+def _clone(self):
+    return self._device.wrap(self._data.copy())
+
+
+# ---------------------------------------------------------------------------------------
+# Registration
+
+#: elementwise ops that map zero to zero (Note [Values through the dense ops])
+ZERO_PRESERVING = ("neg", "abs", "sqrt", "sin", "tanh", "relu", "sign", "square", "expm1",
+                   "log1p", "sinh", "tan", "asin", "atan", "asinh", "atanh", "trunc",
+                   "floor", "ceil", "conj", "positive")
+
+KERNELS = {
+    "_to_dense": _to_dense, "_to_sparse": _to_sparse, "indices": _indices,
+    "values": _values_op, "crow_indices": _csr_part("crow_indices", "indptr"),
+    "col_indices": _csr_part("col_indices", "indices"), "coalesce": _coalesce,
+    "is_coalesced": _is_coalesced, "sparse_mask": _sparse_mask,
+    "matmul": _matmul, "mm": _matmul, "matmul_backward": _matmul_backward, "sum": _sum,
+    "mul.Tensor": _mul_tensor, "mul.Scalar": _on_values("mul"),
+    "div.Scalar": _on_values("div"), "pow.Scalar": _pow,
+    "add.Tensor": _add_like("add", 1), "sub.Tensor": _add_like("sub", -1),
+    "transpose.int": _transpose, "matrix_transpose": _matrix_transpose, "t": _t,
+    "clone": _clone,
+    **{name: _on_values(name) for name in ZERO_PRESERVING},
+}
+
+
+def _register() -> None:
+    for name, fn in KERNELS.items():
+        op = lookup(f"aten::{name}" if "." in name else f"aten::{name}.default")
+        op.register_kernel(Kernel(fn, _KEY, origin="scipy.sparse"))
+
+
+_register()
