@@ -178,6 +178,18 @@ def _values_op(self):
     return self._device.wrap(a.data)
 
 
+def _raw_values(self):
+    """``_values()``: the stored values, coalesced or not (PyTorch's ``_values``)."""
+    return self._device.wrap(self._data.data)
+
+
+def _raw_indices(self):
+    a = self._data
+    if not isinstance(a, sp.coo_array):
+        raise TypeError(f"_indices: expected a sparse COO tensor, got layout {_layout(a)}")
+    return self._device.wrap(np.stack(a.coords).astype(_INDEX).reshape(a.ndim, a.nnz))
+
+
 def _csr_part(name, attr):
     def kernel(self):
         a = self._data
@@ -220,8 +232,30 @@ def _sparse_mask(self, mask):
     if tuple(self.shape) != tuple(m.shape):
         raise ValueError(f"sparse_mask: expected self and mask of the same shape, got "
                          f"{tuple(self.shape)} and {tuple(m.shape)}")
-    src = self._data.toarray() if _is_sparse(self) else self._data
-    return mask._device.wrap(_like(m, np.ascontiguousarray(src[coords_of(m)])))
+    if _is_sparse(self):
+        vals = _gather_sparse(self._data, m)
+    else:
+        vals = np.ascontiguousarray(self._data[coords_of(m)])
+    return mask._device.wrap(_like(m, vals))
+
+
+def _gather_sparse(a, m):
+    """``a``'s values at ``m``'s stored positions (zero where ``a`` stores nothing),
+    without densifying: a binary search of the flat positions."""
+    c = a.tocoo()
+    if not c.has_canonical_format:
+        c = c.copy()
+        c.sum_duplicates()
+    shape = a.shape
+    have = np.ravel_multi_index(c.coords, shape) if c.nnz else np.zeros(0, np.int64)
+    order = np.argsort(have, kind="stable")
+    have, vals = have[order], c.data[order]
+    want = np.ravel_multi_index(coords_of(m), shape) if m.nnz else np.zeros(0, np.int64)
+    pos = np.minimum(np.searchsorted(have, want), max(len(have) - 1, 0))
+    found = (have[pos] == want) if len(have) else np.zeros(len(want), bool)
+    out = np.zeros(len(want), dtype=a.dtype)
+    out[found] = vals[pos[found]]
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -248,11 +282,12 @@ def _matmul(self, other):
                          f"({'x'.join(map(str, a.shape))} and {'x'.join(map(str, b.shape))})")
     if sa and sb:
         return self._device.wrap(_in_layout(a @ b, a))
+    shape = a.shape[:-1] + b.shape[1:]  # SciPy gives () for a (1, 0) @ (0,) product
     if sa:
-        return self._device.wrap(np.asarray(a @ b))
+        return self._device.wrap(np.asarray(a @ b).reshape(shape))
     # dense @ sparse, as (sparse^T @ dense^T)^T
     r = b.T @ (a.T if a.ndim == 2 else a)
-    return self._device.wrap(np.ascontiguousarray(np.asarray(r).T))
+    return self._device.wrap(np.ascontiguousarray(np.asarray(r).T).reshape(shape))
 
 
 _CHUNK = 1 << 16  # stored elements per step of a sampled product (bounds its memory)
@@ -268,6 +303,15 @@ def _sampled(rows, cols, left, right):
     return out
 
 
+def _coalesced(a):
+    """``a`` without duplicates: a gradient stored with ``a``'s duplicates would count each
+    position's gradient once per duplicate."""
+    if isinstance(a, sp.coo_array) and not a.has_canonical_format:
+        a = a.copy()
+        a.sum_duplicates()
+    return a
+
+
 def _matmul_backward(g, self, other, mask):
     """matmul's gradients with a sparse operand: the sparse one's gradient has its
     sparsity pattern (PyTorch's ``torch.sparse.mm``), the dense one's is dense."""
@@ -277,7 +321,7 @@ def _matmul_backward(g, self, other, mask):
     gd = g._data.toarray() if _is_sparse(g) else g._data
     ga = gb = None
     if _is_sparse(self):
-        a, b = self._data, other._data
+        a, b = _coalesced(self._data), other._data
         b2 = b[:, None] if b.ndim == 1 else b
         g2 = gd[:, None] if gd.ndim == 1 else gd
         if mask[0]:
@@ -287,7 +331,7 @@ def _matmul_backward(g, self, other, mask):
             r = np.asarray(a.T @ g2)
             gb = other._device.wrap(np.ascontiguousarray(r.reshape(b.shape)))
     else:
-        a, b = self._data, other._data
+        a, b = self._data, _coalesced(other._data)
         a2 = a[None, :] if a.ndim == 1 else a
         g2 = gd[None, :] if gd.ndim == 1 else gd
         if mask[0]:
@@ -323,6 +367,8 @@ def _sum(self, axis=None, keepdims=False, dtype=None):
     if len(set(norm)) != len(norm):
         raise ValueError(f"sum: axis {tuple(axes)} names an axis twice")
     want = total._data.dtype
+    if len(norm) == nd:  # every axis: the total
+        return aten.reshape(total, (1,) * nd) if keepdims else total
     if a.ndim == 2 and len(norm) == 1:
         r = np.asarray(a.sum(axis=norm[0], dtype=want))
     else:  # several axes, or n-D COO: sum over the coordinates
@@ -343,8 +389,8 @@ def _sum(self, axis=None, keepdims=False, dtype=None):
 def _on_values(name):
     op = getattr(aten, name)
 
-    def kernel(self, *args):
-        return self._device.wrap(_like(self._data, op(_values(self), *args)._data))
+    def kernel(self, *args, **kwargs):
+        return self._device.wrap(_like(self._data, op(_values(self), *args, **kwargs)._data))
 
     kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
     return kernel
@@ -440,6 +486,71 @@ def _clone(self):
     return self._device.wrap(self._data.copy())
 
 
+def _reshape(self, shape, *, copy=None):
+    a = self._data
+    shape = tuple(int(s) for s in shape)
+    total = int(np.prod(a.shape))
+    if shape.count(-1) == 1:
+        known = int(np.prod([s for s in shape if s != -1]))
+        if known and total % known == 0:
+            shape = tuple(total // known if s == -1 else s for s in shape)
+    if int(np.prod(shape)) != total or any(s < 0 for s in shape):
+        raise ValueError(f"reshape: shape {shape} is invalid for input of size {total}")
+    if isinstance(a, sp.csr_array):
+        if len(shape) != 2:
+            raise ValueError(f"reshape: a sparse CSR tensor has 2 dimensions; got shape "
+                             f"{shape} (convert with to_sparse() first)")
+        return self._device.wrap(a.reshape(shape).tocsr())
+    r = a.reshape(shape) if shape != tuple(a.shape) else a.copy()
+    return self._device.wrap(r if isinstance(r, sp.coo_array) else r.tocoo())
+
+
+def _permute(self, axes):
+    a = self._data
+    axes = tuple(int(d) % a.ndim for d in axes)
+    if sorted(axes) != list(range(a.ndim)):
+        raise ValueError(f"permute: axes {tuple(axes)} are not a permutation of the "
+                         f"{a.ndim} dimensions")
+    if isinstance(a, sp.csr_array):
+        return self._device.wrap(a.T.tocsr() if axes == (1, 0) else a.copy())
+    return self._device.wrap(a.transpose(axes))
+
+
+def _empty_sparse_like(self, *, dtype=None, device=None, requires_grad=False):
+    """``zeros_like``/``empty_like`` of a sparse tensor: no stored elements, its layout
+    (as PyTorch)."""
+    a = self._data
+    if device is not None and str(device) != str(self._device):
+        raise NotImplementedError(f"zeros_like: a sparse tensor on {self._device} to "
+                                  f"{device} (SparseCPU)")
+    want = a.dtype if dtype is None else dtype.numpy
+    if isinstance(a, sp.csr_array):
+        out = sp.csr_array(a.shape, dtype=want)
+    else:
+        out = sp.coo_array((np.zeros(0, want), tuple(np.zeros((a.ndim, 0), np.int64))),
+                           shape=a.shape)
+        out.has_canonical_format = True
+    t = self._device.wrap(out)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def _no_sparse_kernel(name, why):
+    def kernel(self, *args, **kwargs):
+        raise NotImplementedError(f"aten::{name}: no kernel for a sparse tensor "
+                                  f"(SparseCPU): {why}")
+
+    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
+    return kernel
+
+
+def _to_device_copy(self, device):
+    if str(device) == str(self._device):
+        return _clone(self)
+    raise NotImplementedError(f"aten::to_device_copy: moving a sparse tensor from "
+                              f"{self._device} to {device} has no kernel (SparseCPU); use "
+                              f"to_dense() first")
+
+
 # ---------------------------------------------------------------------------------------
 # Registration
 
@@ -450,15 +561,27 @@ ZERO_PRESERVING = ("neg", "abs", "sqrt", "sin", "tanh", "relu", "sign", "square"
 
 KERNELS = {
     "_to_dense": _to_dense, "_to_sparse": _to_sparse, "indices": _indices,
-    "values": _values_op, "crow_indices": _csr_part("crow_indices", "indptr"),
+    "values": _values_op, "_values": _raw_values, "_indices": _raw_indices,
+    "crow_indices": _csr_part("crow_indices", "indptr"),
     "col_indices": _csr_part("col_indices", "indices"), "coalesce": _coalesce,
     "is_coalesced": _is_coalesced, "sparse_mask": _sparse_mask,
     "matmul": _matmul, "mm": _matmul, "matmul_backward": _matmul_backward, "sum": _sum,
     "mul.Tensor": _mul_tensor, "mul.Scalar": _on_values("mul"),
+    "mul.Scalar_Tensor": lambda self, other: _on_values("mul")(other, self),
     "div.Scalar": _on_values("div"), "pow.Scalar": _pow,
     "add.Tensor": _add_like("add", 1), "sub.Tensor": _add_like("sub", -1),
     "transpose.int": _transpose, "matrix_transpose": _matrix_transpose, "t": _t,
-    "clone": _clone,
+    "clone": _clone, "reshape": _reshape, "permute": _permute, "astype": _on_values("astype"),
+    "zeros_like": _empty_sparse_like, "empty_like": _empty_sparse_like,
+    "to_device_copy": _to_device_copy,
+    # the CompositeExplicitAutograd kernels below compute on dense arrays: refused here
+    "view": _no_sparse_kernel("view", "a sparse tensor has no strided view; use reshape"),
+    "ones_like": _no_sparse_kernel("ones_like", "the result would be dense; use "
+                                   "md.ones(x.shape)"),
+    "full_like": _no_sparse_kernel("full_like", "the result would be dense; use "
+                                   "md.full(x.shape, value)"),
+    "masked_fill.Scalar": _no_sparse_kernel("masked_fill", "use to_dense() first"),
+    "masked_fill.Tensor": _no_sparse_kernel("masked_fill", "use to_dense() first"),
     **{name: _on_values(name) for name in ZERO_PRESERVING},
 }
 

@@ -117,12 +117,12 @@ defop("sparse_csr_tensor(Tensor crow_indices, Tensor col_indices, Tensor values,
       kernels={"CPU": _csr_kernel})
 
 
-def _as_tensor(v, dtype=None):
+def _as_tensor(v):
     if isinstance(v, Tensor):
         return v
     import mdtensor
 
-    return mdtensor.asarray(v, dtype=dtype)
+    return mdtensor.asarray(v)
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, is_coalesced=None):
@@ -135,19 +135,14 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, is_coalesced=No
         >>> x.to_dense().tolist()
         [[0.0, 3.0], [4.0, 0.0]]
     """
-    import mdtensor
-
-    return aten.sparse_coo_tensor(_as_tensor(indices, mdtensor.int64), _as_tensor(values),
+    return aten.sparse_coo_tensor(_as_tensor(indices), _as_tensor(values),
                                   size, dtype=dtype, is_coalesced=is_coalesced)
 
 
 def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None):
     """A sparse CSR tensor (``torch.sparse_csr_tensor``): row ``i`` holds ``values[k]`` at
     column ``col_indices[k]`` for ``crow_indices[i] <= k < crow_indices[i + 1]``."""
-    import mdtensor
-
-    return aten.sparse_csr_tensor(_as_tensor(crow_indices, mdtensor.int64),
-                                  _as_tensor(col_indices, mdtensor.int64),
+    return aten.sparse_csr_tensor(_as_tensor(crow_indices), _as_tensor(col_indices),
                                   _as_tensor(values), size, dtype=dtype)
 
 
@@ -207,6 +202,7 @@ defop("to_sparse_csr(Tensor self) -> Tensor", names=(), methods=("to_sparse_csr"
 # Access to the parts of a sparse tensor; on a strided tensor a TypeError (CEA: every
 # backend's dense key; a sparse key's own kernel comes first).
 for _schema in ("indices(Tensor self) -> Tensor", "values(Tensor self) -> Tensor",
+                "_indices(Tensor self) -> Tensor", "_values(Tensor self) -> Tensor",
                 "crow_indices(Tensor self) -> Tensor", "col_indices(Tensor self) -> Tensor",
                 "coalesce(Tensor self) -> Tensor", "is_coalesced(Tensor self) -> bool",
                 "sparse_mask(Tensor self, Tensor mask) -> Tensor"):
@@ -228,8 +224,16 @@ Tensor.nnz = property(_nnz)  # type: ignore[attr-defined]
 # Derivatives (ops/derivatives.py's contract: one entry per positional argument)
 
 
+def _coalesced(t):
+    """``t`` without duplicates: a gradient with ``t``'s duplicate positions would count
+    each position once per duplicate."""
+    if layout_of(t) is sparse_coo and not aten.is_coalesced(t):
+        return aten.coalesce(t)
+    return t
+
+
 def _d_to_dense(g, out, self, dtype=None):
-    return (aten.sparse_mask(g, self),)
+    return (aten.sparse_mask(g, _coalesced(self)),)
 
 
 def _d_to_sparse(g, out, self, layout):
@@ -237,14 +241,28 @@ def _d_to_sparse(g, out, self, layout):
         return (aten.to_dense(g),)
     if g._ks & SPARSE:
         return (aten.to_sparse(g, layout=layout_of(self)),)
-    return (aten.sparse_mask(g, self),)
+    return (aten.sparse_mask(g, _coalesced(self)),)
 
 
 def _d_values(g, out, self):
+    """The gradient of the values: a sparse tensor with ``self``'s structure."""
     if layout_of(self) is sparse_csr:
         return (aten.sparse_csr_tensor(aten.crow_indices(self), aten.col_indices(self), g,
                                        self.shape),)
-    return (aten.sparse_coo_tensor(aten.indices(self), g, self.shape, is_coalesced=True),)
+    return (aten.sparse_coo_tensor(aten._indices(self), g, self.shape,
+                                   is_coalesced=aten.is_coalesced(self)),)
+
+
+def _d_sparse_coo_tensor(g, out, indices, values, size=None, **kwargs):
+    return (None, aten._values(aten.sparse_mask(g, out)))
+
+
+def _d_sparse_csr_tensor(g, out, crow, col, values, size=None, **kwargs):
+    return (None, None, aten._values(aten.sparse_mask(g, out)))
+
+
+# they read the output (ops/derivatives.py's ``uses_out``)
+_d_sparse_coo_tensor.uses_out = _d_sparse_csr_tensor.uses_out = True
 
 
 def _d_coalesce(g, out, self):
@@ -257,5 +275,8 @@ def _d_sparse_mask(g, out, self, mask):
 
 register_formulas(
     {"_to_dense": _d_to_dense, "_to_sparse": _d_to_sparse, "values": _d_values,
+     "_values": _d_values, "sparse_coo_tensor": _d_sparse_coo_tensor,
+     "sparse_csr_tensor": _d_sparse_csr_tensor,
      "coalesce": _d_coalesce, "sparse_mask": _d_sparse_mask},
-    nondifferentiable=frozenset({"indices", "crow_indices", "col_indices", "is_coalesced"}))
+    nondifferentiable=frozenset({"indices", "_indices", "crow_indices", "col_indices",
+                                 "is_coalesced"}))
