@@ -208,10 +208,8 @@ def _coalesce(self):
     a = self._data
     if not isinstance(a, sp.coo_array):
         raise TypeError(f"coalesce: expected a sparse COO tensor, got layout {_layout(a)}")
-    if a.has_canonical_format:
-        return self._device.wrap(a.copy())
-    c = a.copy()
-    c.sum_duplicates()
+    c = _copy(a)
+    c.sum_duplicates()  # nothing to do when it has the canonical format
     return self._device.wrap(c)
 
 
@@ -244,7 +242,7 @@ def _gather_sparse(a, m):
     without densifying: a binary search of the flat positions."""
     c = a.tocoo()
     if not c.has_canonical_format:
-        c = c.copy()
+        c = _copy(c)
         c.sum_duplicates()
     shape = a.shape
     have = np.ravel_multi_index(c.coords, shape) if c.nnz else np.zeros(0, np.int64)
@@ -307,7 +305,7 @@ def _coalesced(a):
     """``a`` without duplicates: a gradient stored with ``a``'s duplicates would count each
     position's gradient once per duplicate."""
     if isinstance(a, sp.coo_array) and not a.has_canonical_format:
-        a = a.copy()
+        a = _copy(a)
         a.sum_duplicates()
     return a
 
@@ -463,7 +461,7 @@ def _transpose(self, dim0, dim1):
     axes = list(range(nd))
     axes[dim0 % nd], axes[dim1 % nd] = axes[dim1 % nd], axes[dim0 % nd]
     if isinstance(a, sp.csr_array):
-        return self._device.wrap(a.T.tocsr() if axes != [0, 1] else a.copy())
+        return self._device.wrap(a.T.tocsr() if axes != [0, 1] else _copy(a))
     r = a.transpose(tuple(axes))
     return self._device.wrap(r.tocoo() if not isinstance(r, sp.coo_array) else r)
 
@@ -482,8 +480,16 @@ def _t(self):
     return _transpose(self, 0, -1) if self.ndim == 2 else _clone(self)
 
 
+def _copy(a):
+    """A copy of sparse array ``a`` (SciPy's ``copy`` forgets ``has_canonical_format``)."""
+    c = a.copy()
+    if isinstance(a, sp.coo_array):
+        c.has_canonical_format = a.has_canonical_format
+    return c
+
+
 def _clone(self):
-    return self._device.wrap(self._data.copy())
+    return self._device.wrap(_copy(self._data))
 
 
 def _reshape(self, shape, *, copy=None):
@@ -501,7 +507,7 @@ def _reshape(self, shape, *, copy=None):
             raise ValueError(f"reshape: a sparse CSR tensor has 2 dimensions; got shape "
                              f"{shape} (convert with to_sparse() first)")
         return self._device.wrap(a.reshape(shape).tocsr())
-    r = a.reshape(shape) if shape != tuple(a.shape) else a.copy()
+    r = a.reshape(shape) if shape != tuple(a.shape) else _copy(a)
     return self._device.wrap(r if isinstance(r, sp.coo_array) else r.tocoo())
 
 
@@ -512,7 +518,7 @@ def _permute(self, axes):
         raise ValueError(f"permute: axes {tuple(axes)} are not a permutation of the "
                          f"{a.ndim} dimensions")
     if isinstance(a, sp.csr_array):
-        return self._device.wrap(a.T.tocsr() if axes == (1, 0) else a.copy())
+        return self._device.wrap(a.T.tocsr() if axes == (1, 0) else _copy(a))
     return self._device.wrap(a.transpose(axes))
 
 

@@ -93,6 +93,8 @@ from .layers.autograd.grad_mode import no_grad as no_grad
 from .layers.autograd.grad_mode import set_grad_enabled as set_grad_enabled
 from .modes import DispatchMode as DispatchMode
 from .ops.manipulation import broadcast_shapes as broadcast_shapes
+from .ops.sparse import sparse_coo_tensor as sparse_coo_tensor
+from .ops.sparse import sparse_csr_tensor as sparse_csr_tensor
 from .random import Generator as Generator
 from .random import manual_seed as manual_seed
 from .random import rand as rand
@@ -104,6 +106,10 @@ from .tensors.factories import asarray as asarray
 from .tensors.factories import from_dlpack as from_dlpack
 from .tensors.factories import from_numpy as from_numpy
 from .tensors.factories import tensor as tensor
+from .tensors.layout import Layout as Layout
+from .tensors.layout import sparse_coo as sparse_coo
+from .tensors.layout import sparse_csr as sparse_csr
+from .tensors.layout import strided as strided
 from .tensors.tensor import Tensor as Tensor
 
 __all__ = [
@@ -113,6 +119,7 @@ __all__ = [
     "DispatchKeySet",
     "DispatchMode",
     "Generator",
+    "Layout",
     "Tensor",
     "__array_namespace_info__",
     "abs",
@@ -360,12 +367,17 @@ __all__ = [
     "sinh",
     "softmax",
     "sort",
+    "sparse_coo",
+    "sparse_coo_tensor",
+    "sparse_csr",
+    "sparse_csr_tensor",
     "split",
     "sqrt",
     "square",
     "squeeze",
     "stack",
     "std",
+    "strided",
     "sub",
     "subtract",
     "sum",

@@ -26,6 +26,7 @@ import numpy as np
 from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.layers.autograd.formulas import register_formulas
 from mdtensor.tensors.layout import SPARSE, layout_of, sparse_coo, sparse_csr, strided
+from mdtensor.tensors.factories import asarray
 from mdtensor.tensors.tensor import Tensor
 
 from ._decl import defop
@@ -118,11 +119,7 @@ defop("sparse_csr_tensor(Tensor crow_indices, Tensor col_indices, Tensor values,
 
 
 def _as_tensor(v):
-    if isinstance(v, Tensor):
-        return v
-    import mdtensor
-
-    return mdtensor.asarray(v)
+    return v if isinstance(v, Tensor) else asarray(v)
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, is_coalesced=None):

@@ -96,6 +96,7 @@ def test_sparse_coo_tensor_and_its_parts():
         x.values()
     c = x.coalesce()
     assert c.is_coalesced() and c.indices().dtype == md.int64
+    assert c.coalesce().is_coalesced() and c.clone().is_coalesced()
     assert c.indices().tolist() == [[0, 1, 1], [2, 0, 2]]
     assert c.values().tolist() == [3.0, 4.0, 5.0]
     assert x.to_dense().tolist() == [[0, 0, 3], [4, 0, 5]]
@@ -402,3 +403,35 @@ def test_a_large_sparse_product_and_its_backward_stay_small():
     assert a.grad.layout is md.sparse_coo and a.grad.nnz == a.nnz
     assert b.grad.shape == (n, 16)
     assert peak < 400 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+
+
+# ---------------------------------------------------------------------------------------
+# PyTorch
+
+
+def test_matches_pytorchs_sparse_tensors():
+    torch = pytest.importorskip("torch")
+    idx, vals = [[0, 2, 1, 0], [1, 0, 2, 1]], [1.0, 2.0, 3.0, 4.0]
+    w = np.arange(6.0).reshape(3, 2)
+    g = np.linspace(-1, 1, 6).reshape(3, 2)
+    m = md.sparse_coo_tensor(idx, dense(vals, md.float64), (3, 3))
+    t = torch.sparse_coo_tensor(torch.tensor(idx), torch.tensor(vals, dtype=torch.float64),
+                                (3, 3))
+    assert m.is_coalesced() == t.is_coalesced() and m.nnz == t._nnz()
+    mc, tc = m.coalesce(), t.coalesce()
+    assert mc.indices().tolist() == tc.indices().tolist()
+    assert mc.values().tolist() == tc.values().tolist()
+    mr, tr = mc.to_sparse_csr(), tc.to_sparse_csr()
+    assert mr.crow_indices().tolist() == tr.crow_indices().tolist()
+    assert mr.col_indices().tolist() == tr.col_indices().tolist()
+    assert m.to_dense().tolist() == t.to_dense().tolist()
+    assert md.sum(m, axis=0).tolist() == torch.sum(t, dim=0).to_dense().tolist()
+    mw, tw = dense(w).requires_grad_(), torch.tensor(w, requires_grad=True)
+    ma, ta = mc.requires_grad_(), tc.requires_grad_()
+    (ma @ mw).backward(dense(g))
+    torch.sparse.mm(ta, tw).backward(torch.tensor(g))
+    np.testing.assert_allclose(mw.grad.numpy(), tw.grad.numpy())
+    np.testing.assert_allclose(ma.grad.to_dense().numpy(), ta.grad.to_dense().numpy())
+    assert ma.grad.coalesce().indices().tolist() == ta.grad.coalesce().indices().tolist()
+    mz, tz = md.zeros_like(mc), torch.zeros_like(tc)
+    assert (mz.layout, mz.nnz) == (md.sparse_coo, tz._nnz())
