@@ -25,8 +25,8 @@ import numpy as np
 
 from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.layers.autograd.formulas import register_formulas
-from mdtensor.tensors.layout import SPARSE, layout_of, sparse_coo, sparse_csr, strided
 from mdtensor.tensors.factories import asarray
+from mdtensor.tensors.layout import SPARSE, layout_of, sparse_coo, sparse_csr, strided
 from mdtensor.tensors.tensor import Tensor
 
 from ._decl import defop
