@@ -105,7 +105,7 @@ __all__ = sorted(
        "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "manual_seed", "rand",
        "randint", "randn", "bernoulli", "multinomial", "normal", "rand_like", "randint_like",
        "randn_like", "randperm", "autograd", "backends", "dask", "fft", "func", "library", "linalg",
-       "modes", "ops", "random", "testing", "nn", "optim", "save", "load"})
+       "modes", "ops", "random", "testing", "nn", "optim", "save", "load", "sparse"})
 
 
 # Note [Lazy submodules]
@@ -115,7 +115,7 @@ __all__ = sorted(
 # md.dask imports no Dask itself, tests/test_backends.py).
 _LAZY = {"nn": ("mdtensor.nn", None), "optim": ("mdtensor.optim", None),
          "save": ("mdtensor._serialization", "save"), "load": ("mdtensor._serialization", "load"),
-         "dask": ("mdtensor.dask", None)}
+         "dask": ("mdtensor.dask", None), "sparse": ("mdtensor.sparse", None)}
 
 
 def __getattr__(name: str):

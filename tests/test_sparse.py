@@ -435,3 +435,29 @@ def test_matches_pytorchs_sparse_tensors():
     assert ma.grad.coalesce().indices().tolist() == ta.grad.coalesce().indices().tolist()
     mz, tz = md.zeros_like(mc), torch.zeros_like(tc)
     assert (mz.layout, mz.nnz) == (md.sparse_coo, tz._nnz())
+
+
+# ---------------------------------------------------------------------------------------
+# The densify fallback
+
+
+def test_the_densify_fallback_runs_dense_kernels_and_warns_once_per_op():
+    a = np.array([[0.0, 1.0], [2.0, 0.0]])
+    s = dense(a).to_sparse().requires_grad_()
+    with md.sparse.densify_fallback(), pytest.warns(UserWarning) as caught:
+        y = md.exp(s)
+        md.exp(s)  # no second warning for exp
+        z = md.cumulative_sum(s, axis=1)
+        (y.sum() + z.sum()).backward()
+    assert [str(w.message).split(": ")[0] for w in caught] == ["aten::exp",
+                                                              "aten::cumulative_sum"]
+    assert "no SparseCPU kernel; running the dense kernel" in str(caught[0].message)
+    assert y.layout is md.strided
+    close(y, np.exp(a))
+    close(z, np.cumsum(a, axis=1))
+    close(s.grad, np.exp(a) + np.array([[2.0, 1.0], [2.0, 1.0]]))
+    # ops with sparse kernels keep them; after the block, the error is back
+    with md.sparse.densify_fallback():
+        assert (s.detach() * 2).layout is md.sparse_coo
+    with pytest.raises(NotImplementedError, match="aten::exp: .*SparseCPU"):
+        md.exp(s)
