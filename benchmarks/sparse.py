@@ -7,9 +7,10 @@ on its pattern), for mdtensor (SparseCPU: scipy.sparse), ``scipy.sparse`` done b
 (the same products and the sampled product for the sparse gradient) and PyTorch's
 ``torch.sparse.mm`` of a coalesced COO tensor.  Threads are pinned to 1 before any array
 library loads; each implementation runs in interleaved rounds (a new order per round) and
-the table shows the median milliseconds and mdtensor's ratios (its COO and CSR layouts).  PyTorch's backward
-allocates the sparse operand's gradient densely (``n x n``: 40 GB at the default size), so
-it is reported as not run when that would not fit in a quarter of this machine's memory.
+the table shows the median milliseconds and mdtensor's ratios (its COO and CSR layouts).
+PyTorch's backward allocates the sparse operand's gradient densely (``n x n``: 40 GB at
+the default size), so it is reported as not run when that would not fit in a quarter of
+this machine's memory.
 """
 
 from __future__ import annotations
@@ -143,11 +144,11 @@ def main(argv=None) -> int:
         med = {name: statistics.median(times[(name, which)][1:])
                if times[(name, which)] else None for name in fns}
 
-        def cell(name):
+        def cell(name, med=med):
             v = med.get(name)
             return f"{v * 1e3:.1f}" if v is not None else "not run"
 
-        def ratio(md_name, name):
+        def ratio(md_name, name, med=med):
             v, m = med.get(name), med.get(md_name)
             return f"{m / v:.2f}" if v and m else "n/a"
 

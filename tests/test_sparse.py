@@ -47,6 +47,7 @@ def as_sparse(a, how):
 
 
 def close(t, want, **kw):
+    t = t.detach()
     got = t.to_dense().numpy() if t.layout is not md.strided else t.numpy()
     assert got.shape == np.shape(want)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9, **kw)
