@@ -10,12 +10,13 @@ Note [Sparse arrays on the CPU]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A sparse COO tensor holds a ``scipy.sparse.coo_array`` (any number of dimensions), a CSR
 tensor a ``scipy.sparse.csr_array`` (two).  SciPy over pydata ``sparse``, measured on this
-machine (one thread, float32, a 100,000 x 100,000 matrix with 1,000,000 non-zeros times a
-100,000 x 16 dense matrix; docs/SPARSE.md has the command): SciPy CSR @ dense 13-24 ms,
-SciPy COO 12-30 ms, pydata GCXS 19 ms, pydata COO 76 ms, and the transposed product of
-backward SciPy CSR 6-21 ms against pydata COO 385 ms (PyTorch's ``torch.sparse.mm`` of a
-COO tensor: 96 ms).  SciPy's kernels are compiled C++, need no JIT warm-up (pydata's use
-Numba) and are already installed wherever SciPy is.  A COO tensor's ``is_coalesced()`` is
+machine (``python -m benchmarks.sparse --libraries``: one thread, float32, a 100,000 x
+100,000 matrix with 1,000,000 non-zeros times a 100,000 x 16 dense matrix; docs/SPARSE.md
+has the table): SciPy CSR @ dense 24-44 ms, pydata GCXS 19-32 ms, pydata COO 76-88 ms, and
+the transposed product of backward SciPy CSR 21-22 ms against pydata COO 330-385 ms.
+SciPy's kernels are compiled ahead of time (pydata's are Numba functions compiled on first
+use), SciPy is installed wherever the scientific stack is, and its COO arrays have any
+number of dimensions.  A COO tensor's ``is_coalesced()`` is
 SciPy's ``has_canonical_format`` (sorted, no duplicates), as PyTorch's flag: set by
 ``coalesce()`` and by conversions, not by ``sparse_coo_tensor``.
 

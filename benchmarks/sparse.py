@@ -1,4 +1,4 @@
-"""``python -m benchmarks.sparse [--n N] [--nnz NNZ] [--k K] [--rounds R]``: a sparse product.
+"""``python -m benchmarks.sparse [--n N] [--nnz NNZ] [--k K] [--rounds R] [--libraries]``.
 
 The sparse @ dense product of issue 28 -- an ``n x n`` matrix with ``nnz`` non-zeros
 (default 100,000 x 100,000, 1,000,000) times an ``n x k`` dense matrix (k = 16), float32 --
@@ -11,6 +11,11 @@ the table shows the median milliseconds and mdtensor's ratios (its COO and CSR l
 PyTorch's backward allocates the sparse operand's gradient densely (``n x n``: 40 GB at
 the default size), so it is reported as not run when that would not fit in a quarter of
 this machine's memory.
+
+``--libraries`` times the array libraries' own kernels instead -- the measurement that chose
+SciPy for the CPU's sparse kernels (backends/scipy_sparse.py): the product and the
+transposed product of backward with ``scipy.sparse`` CSR and COO and pydata ``sparse`` COO
+and GCXS (where installed), best of ``rounds``.
 """
 
 from __future__ import annotations
@@ -110,13 +115,55 @@ def _torch(rows, cols, vals, b, g, n):
     return forward, backward
 
 
+def _best(fn, rounds):
+    fn()
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best * 1e3
+
+
+def libraries(n, nnz, k, rounds) -> None:
+    """The libraries' own sparse @ dense kernels (``--libraries``)."""
+    import scipy.sparse as sp
+
+    rows, cols, vals, b, g = _problem(n, nnz, k)
+    coo = sp.coo_array((vals, (rows, cols)), shape=(n, n))
+    coo.sum_duplicates()
+    csr = coo.tocsr()
+    cases = {"scipy CSR": (lambda: csr @ b, lambda: csr.T @ g),
+             "scipy COO": (lambda: coo @ b, lambda: coo.T @ g)}
+    try:
+        import sparse
+
+        pc = sparse.COO(np.stack(coo.coords), coo.data, shape=(n, n))
+        pg = sparse.GCXS.from_coo(pc, compressed_axes=[0])
+        cases["pydata COO"] = (lambda: pc @ b, lambda: pc.T @ g)
+        cases["pydata GCXS"] = (lambda: pg @ b, lambda: pg.T @ g)
+    except ImportError:
+        print("pydata sparse: not installed")
+    print(f"library kernels, {n} x {n}, {nnz} non-zeros, by {n} x {k}, float32, 1 thread, "
+          f"best of {rounds} (ms)\n")
+    print("| | A @ B | A.T @ G |")
+    print("|---|---|---|")
+    for name, (fwd, bwd) in cases.items():
+        print(f"| {name} | {_best(fwd, rounds):.1f} | {_best(bwd, rounds):.1f} |")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.sparse", description=__doc__)
     p.add_argument("--n", type=int, default=100_000)
     p.add_argument("--nnz", type=int, default=1_000_000)
     p.add_argument("--k", type=int, default=16)
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--libraries", action="store_true",
+                   help="time the libraries' own kernels (scipy.sparse, pydata sparse)")
     args = p.parse_args(argv)
+    if args.libraries:
+        libraries(args.n, args.nnz, args.k, args.rounds)
+        return 0
     data = _problem(args.n, args.nnz, args.k)
     impls = {"md COO": _mdtensor, "md CSR": lambda *a: _mdtensor(*a, csr=True),
              "scipy": _scipy, "torch": _torch}
