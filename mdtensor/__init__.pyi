@@ -19,6 +19,7 @@ from . import nn as nn
 from . import ops as ops
 from . import optim as optim
 from . import random as random
+from . import sparse as sparse
 from . import testing as testing
 from ._dtypes import DType as DType
 from ._dtypes import bool_ as bool
@@ -367,6 +368,7 @@ __all__ = [
     "sinh",
     "softmax",
     "sort",
+    "sparse",
     "sparse_coo",
     "sparse_coo_tensor",
     "sparse_csr",
