@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from mdtensor.ops._meta_fns import normalize_axes
 
 from mdtensor.dispatch.kernel import Kernel
 from mdtensor.dispatch.keys import DispatchKey
@@ -362,16 +363,8 @@ def _sum(self, axis=None, keepdims=False, dtype=None):
         if keepdims:
             return aten.reshape(total, (1,) * a.ndim)
         return total
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
     nd = a.ndim
-    norm = []
-    for ax in axes:
-        if not -nd <= ax < nd:
-            raise IndexError(f"sum: axis {ax} is out of range for a tensor of dimension {nd} "
-                             f"(expected to be in range [{-nd}, {nd - 1}])")
-        norm.append(ax % nd)
-    if len(set(norm)) != len(norm):
-        raise ValueError(f"sum: axis {tuple(axes)} names an axis twice")
+    norm = normalize_axes("sum", axis, nd)
     want = total._data.dtype
     if len(norm) == nd:  # every axis: the total
         return aten.reshape(total, (1,) * nd) if keepdims else total
@@ -463,9 +456,7 @@ def _transpose(self, dim0, dim1):
     a = self._data
     nd = a.ndim
     for d in (dim0, dim1):
-        if not -nd <= d < nd:
-            raise IndexError(f"transpose: axis {d} is out of range for a tensor of "
-                             f"dimension {nd} (expected to be in range [{-nd}, {nd - 1}])")
+        normalize_axes("transpose", d, nd)  # an IndexError naming the op when out of range
     axes = list(range(nd))
     axes[dim0 % nd], axes[dim1 % nd] = axes[dim1 % nd], axes[dim0 % nd]
     if isinstance(a, sp.csr_array):
