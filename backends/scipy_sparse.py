@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from mdtensor.ops._meta_fns import normalize_axes
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from mdtensor.dispatch.kernel import Kernel
 from mdtensor.dispatch.keys import DispatchKey
@@ -57,6 +57,17 @@ _INDEX = np.int64  # PyTorch's index dtype: what indices() gives
 
 def is_sparse_array(a) -> bool:
     return isinstance(a, (sp.coo_array, sp.csr_array))
+
+
+def normalize_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
+    """``axis`` (an int or a tuple) as non-negative axes; the catalogue's errors, named."""
+    try:
+        return normalize_axis_tuple(axis, ndim)
+    except np.exceptions.AxisError:
+        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of dimension "
+                         f"{ndim} (expected to be in range [{-ndim}, {ndim - 1}])") from None
+    except ValueError:
+        raise ValueError(f"{op}: duplicate axes in {axis}") from None
 
 
 def _check_dtype(name: str, dtype) -> None:

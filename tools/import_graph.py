@@ -40,7 +40,7 @@ CATALOGUE = "mdtensor.ops"
 ASSEMBLY = {"mdtensor", "mdtensor.linalg", "mdtensor.fft"}
 PLUGINS = {f"mdtensor.backends.{m}" for m in (
     "numpy_backend", "jax_backend", "cupy_backend", "cupy_kernels", "dask_backend",
-    "dask_namespace", "scipy_sparse")}
+    "dask_namespace")}
 
 
 @dataclass(frozen=True)
