@@ -542,15 +542,13 @@ def make_wrap(device) -> Any:
     counter = new_counter
 
     def wrap(data):
-        k = ks
         if type(data) is not array_type:
             if type(data) in SPARSE_ARRAYS:  # Note [Layouts in the key set]
-                k = sparse_ks
-            else:
-                data = ensure(data)
+                return _sparse_tensor(data, sparse_ks, device)
+            data = ensure(data)
         t = _new(Tensor)  # Note [Class calls]: Tensor(...) is the users' error
         t._data = data
-        t._ks = k
+        t._ks = ks
         t._device = device
         t._vc = counter()  # Note [Inference tensors]
         t._view = None
@@ -558,6 +556,14 @@ def make_wrap(device) -> Any:
         return t
 
     return wrap
+
+
+def _sparse_tensor(data, ks: int, device) -> Tensor:
+    """``Device.wrap`` of a sparse array: its key set has the Sparse key."""
+    t = _new(Tensor)
+    t._data, t._ks, t._device = data, ks, device
+    t._vc, t._view, t._ag = new_counter(), None, None
+    return t
 
 
 def new_like(t: Tensor, data) -> Tensor:
