@@ -25,8 +25,8 @@ Note [Values through the dense ops]
 An elementwise op that keeps zeros (``neg``, ``sin``, ``mul`` by a scalar, ...) is the same
 op on the stored values: the kernel calls the dense op on a tensor of the values and
 rebuilds the sparse array around its result.  Its dtype rules, special values and errors
-are then exactly the dense op's; a mode sees the inner call too, as in PyTorch, whose
-sparse kernels call ATen ops on the values.
+are then exactly the dense op's.  A dispatch mode sees the sparse op, not the inner call
+(the mode is off while its handler runs the op, as in PyTorch).
 """
 
 from __future__ import annotations
@@ -393,6 +393,54 @@ def _sum(self, axis=None, keepdims=False, dtype=None):
 
 
 # ---------------------------------------------------------------------------------------
+# Softmax over a sparse dimension (Note [Sparse softmax])
+
+# Note [Sparse softmax]
+# ~~~~~~~~~~~~~~~~~~~~~
+# As ``torch.sparse.softmax``: the elements a sparse tensor does not store count as minus
+# infinity, so each slice along ``dim`` is the softmax of its stored values alone, and the
+# result has the input's pattern (a slice with nothing stored stays empty).  The backward
+# (``_softmax_backward_data``) is the dense formula, ``out * (g - sum(g * out, dim))``, on
+# that pattern.  Slices are found from the coordinates of the other dimensions.
+
+
+def _slices(a, dim):
+    """The slice along ``dim`` of each stored element of ``a``: ids ``0..n-1``, and ``n``."""
+    coords = coords_of(a)
+    other = [c for d, c in enumerate(coords) if d != dim]
+    if not other or not len(coords[0]):
+        return np.zeros(len(coords[0]), np.intp), min(len(coords[0]), 1)
+    key = np.ravel_multi_index(other, [n for d, n in enumerate(a.shape) if d != dim])
+    _, inverse = np.unique(key, return_inverse=True)
+    return inverse, int(inverse.max()) + 1
+
+
+def _softmax(self, dim=-1):
+    a = _coalesced(self._data)
+    if a.dtype.kind != "f":
+        raise TypeError(f"softmax: a sparse softmax takes floating tensors, got "
+                        f"{self.dtype.name}")
+    (d,) = normalize_axes("softmax", dim, a.ndim)
+    inverse, n = _slices(a, d)
+    v = a.data
+    top = np.full(n, -np.inf, v.dtype)
+    np.maximum.at(top, inverse, v)
+    e = np.exp(v - top[inverse])
+    total = np.bincount(inverse, weights=e, minlength=n)
+    return self._device.wrap(_like(a, (e / total[inverse]).astype(v.dtype)))
+
+
+def _softmax_backward_data(grad_output, output, dim):
+    o = output._data
+    g = grad_output
+    gv = _gather_sparse(g._data, o) if _is_sparse(g) else g._data[coords_of(o)]
+    (d,) = normalize_axes("softmax", dim, o.ndim)
+    inverse, n = _slices(o, d)
+    total = np.bincount(inverse, weights=gv * o.data, minlength=n)
+    return output._device.wrap(_like(o, (o.data * (gv - total[inverse])).astype(o.dtype)))
+
+
+# ---------------------------------------------------------------------------------------
 # Elementwise (Note [Values through the dense ops])
 
 
@@ -586,6 +634,7 @@ KERNELS = {
     "mul.Scalar_Tensor": lambda self, other: _on_values("mul")(other, self),
     "div.Scalar": _on_values("div"), "pow.Scalar": _pow,
     "add.Tensor": _add_like("add", 1), "sub.Tensor": _add_like("sub", -1),
+    "softmax": _softmax, "_softmax_backward_data": _softmax_backward_data,
     "transpose.int": _transpose, "matrix_transpose": _matrix_transpose, "t": _t,
     "clone": _clone, "reshape": _reshape, "permute": _permute, "astype": _on_values("astype"),
     "zeros_like": _empty_sparse_like, "empty_like": _empty_sparse_like,

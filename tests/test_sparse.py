@@ -462,3 +462,67 @@ def test_the_densify_fallback_runs_dense_kernels_and_warns_once_per_op():
         assert (s.detach() * 2).layout is md.sparse_coo
     with pytest.raises(NotImplementedError, match="aten::exp: .*SparseCPU"):
         md.exp(s)
+
+
+def test_deepcopy_and_modes_see_sparse_tensors():
+    import copy
+
+    from mdtensor.modes import LoggingMode
+
+    s = dense([[0.0, 1.0], [2.0, 0.0]]).to_sparse().requires_grad_()
+    c = copy.deepcopy(s)
+    assert c.layout is md.sparse_coo and c.requires_grad and c.is_coalesced()
+    close(c, [[0.0, 1.0], [2.0, 0.0]])
+    w = dense([[1.0], [2.0]])
+    with LoggingMode() as m:
+        md.sum(s.detach() @ w)
+    assert [line.split("(")[0] for line in m.log] == ["aten::matmul", "aten::sum"]
+
+
+# ---------------------------------------------------------------------------------------
+# Softmax over a sparse dimension (Note [Sparse softmax])
+
+
+def _dense_sparse_softmax(a, axis):
+    """torch.sparse.softmax's meaning, densely: unstored elements count as -inf."""
+    if a.size == 0:
+        return a.copy()
+    filled = np.where(a != 0, a, -np.inf)
+    top = np.max(filled, axis=axis, keepdims=True)
+    e = np.where(a != 0, np.exp(filled - np.where(np.isfinite(top), top, 0)), 0.0)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(a=sparse_arrays(1, 3), how=st.sampled_from(LAYOUTS))
+def test_softmax_over_a_sparse_dimension_matches_its_dense_meaning(a, how):
+    if how == "to_sparse_csr" and a.ndim != 2:
+        how = "to_sparse"
+    s = as_sparse(a, how)
+    for axis in range(-1, a.ndim):
+        r = md.softmax(s, axis)
+        assert r.layout is s.layout and r.nnz == s.nnz
+        close(r, _dense_sparse_softmax(a, axis))
+
+
+def test_softmax_matches_torch_sparse_softmax_and_gradchecks():
+    torch = pytest.importorskip("torch")
+    v = [1.0, 2.0, 3.0, -1.0, 0.5, 4.0]
+    m = md.sparse_coo_tensor(SOFTMAX_IDX, dense(v, md.float64), (4, 3))
+    t = torch.sparse_coo_tensor(torch.tensor(SOFTMAX_IDX), torch.tensor(v, dtype=torch.float64),
+                                (4, 3))
+    for dim in (0, 1):
+        np.testing.assert_allclose(md.softmax(m, dim).to_dense().numpy(),
+                                   torch.sparse.softmax(t, dim).to_dense().numpy())
+    x = dense(v, md.float64).requires_grad_()
+    w = dense(np.arange(12.0).reshape(4, 3))
+    assert gradcheck(lambda x: md.softmax(md.sparse_coo_tensor(SOFTMAX_IDX, x, (4, 3)), 1)
+                     .to_dense() * w, (x,))
+    assert gradcheck(lambda x: md.softmax(md.sparse_coo_tensor(SOFTMAX_IDX, x, (4, 3))
+                                          .to_sparse_csr(), 0).to_dense() * w, (x,))
+    with pytest.raises(TypeError, match="softmax: a sparse softmax takes floating tensors"):
+        md.softmax(md.sparse_coo_tensor([[0]], [1], (2,)), 0)
+
+
+SOFTMAX_IDX = [[0, 0, 1, 2, 2, 2], [0, 2, 1, 0, 1, 2]]

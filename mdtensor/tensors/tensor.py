@@ -409,6 +409,9 @@ class Tensor(_Generated):
                 new = view.replay(base)
         elif self._device.type == "meta":
             new = self._device.wrap(MetaArray(self.shape, self._data.dtype))
+        elif self._ks & SPARSE:
+            with ExcludeGuard(AUTOGRAD_FUNCTIONALITY):
+                new = aten_calls.clone(self)
         else:
             new = self._device.wrap(self._device.backend.asarray(
                 self._data, index=self._device.index, copy=True))
