@@ -598,6 +598,29 @@ def _empty_sparse_like(self, *, dtype=None, device=None, requires_grad=False):
     return t.requires_grad_(True) if requires_grad else t
 
 
+def _basic_index(self, key):
+    """``x[key]`` with ints, slices and ``...`` (SciPy's indexing): a sparse result in the
+    input's layout where it has two dimensions (COO otherwise), a dense 0-d one for a
+    single element."""
+    a = self._data
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(k is None for k in parts):
+        raise NotImplementedError("__getitem__: new axes (None) of a sparse tensor have no "
+                                  "kernel (SparseCPU)")
+    if any(isinstance(k, slice) and k.step is not None and k.step <= 0 for k in parts):
+        raise ValueError("__getitem__: step must be greater than zero")
+    try:
+        r = a[key]
+    except IndexError:
+        raise IndexError(f"__getitem__: index {key!r} is out of range for a sparse tensor "
+                         f"of shape {tuple(a.shape)}") from None
+    if not is_sparse_array(r) and not sp.issparse(r):  # one element
+        return self._device.wrap(np.asarray(r, dtype=a.dtype))
+    if isinstance(a, sp.csr_array) and r.ndim == 2:
+        return self._device.wrap(r.tocsr())
+    return self._device.wrap(r if isinstance(r, sp.coo_array) else r.tocoo())
+
+
 def _no_sparse_kernel(name, why):
     def kernel(self, *args, **kwargs):
         raise NotImplementedError(f"aten::{name}: no kernel for a sparse tensor "
@@ -636,7 +659,8 @@ KERNELS = {
     "add.Tensor": _add_like("add", 1), "sub.Tensor": _add_like("sub", -1),
     "softmax": _softmax, "_softmax_backward_data": _softmax_backward_data,
     "transpose.int": _transpose, "matrix_transpose": _matrix_transpose, "t": _t,
-    "clone": _clone, "reshape": _reshape, "permute": _permute, "astype": _on_values("astype"),
+    "clone": _clone, "basic_index": _basic_index, "reshape": _reshape, "permute": _permute,
+    "astype": _on_values("astype"),
     "zeros_like": _empty_sparse_like, "empty_like": _empty_sparse_like,
     "to_device_copy": _to_device_copy,
     # the CompositeExplicitAutograd kernels below compute on dense arrays: refused here

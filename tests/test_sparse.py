@@ -517,3 +517,42 @@ def test_softmax_matches_torch_sparse_softmax_and_gradchecks():
 
 
 SOFTMAX_IDX = [[0, 0, 1, 2, 2, 2], [0, 2, 1, 0, 1, 2]]
+
+
+# ---------------------------------------------------------------------------------------
+# Indexing
+
+
+_INDEX_PARTS = st.one_of(st.integers(-3, 2), st.builds(slice, st.none() | st.integers(-3, 3),
+                                                      st.none() | st.integers(-3, 3),
+                                                      st.none() | st.integers(1, 2)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=sparse_arrays(1, 3), how=st.sampled_from(LAYOUTS),
+       parts=st.lists(_INDEX_PARTS, min_size=1, max_size=3), ellipsis=st.booleans())
+def test_indexing_with_ints_and_slices_matches_dense(a, how, parts, ellipsis):
+    key = tuple(parts[: a.ndim])
+    if ellipsis:
+        key = (..., *key[1:])
+    s = as_sparse(a, how)
+    try:
+        want = a[key]
+    except IndexError:
+        with pytest.raises(IndexError, match="__getitem__: index .* is out of range for a "
+                                             "sparse tensor"):
+            s[key]
+        return
+    r = s[key]
+    if r.layout is md.strided:
+        assert r.ndim == 0
+    close(r, want)
+
+
+def test_indexing_a_sparse_tensor_differentiates():
+    a = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]])
+    x = dense(a).to_sparse_csr().requires_grad_()
+    r = x[1]
+    assert r.layout is md.sparse_coo
+    md.sum(r * 2).backward()  # sum's gradient is dense, and so is the row's here
+    close(x.grad, [[0.0, 0.0, 0.0], [2.0, 2.0, 2.0]])
