@@ -392,6 +392,40 @@ def _sum(self, axis=None, keepdims=False, dtype=None):
     return self._device.wrap(np.ascontiguousarray(r, dtype=want))
 
 
+def _kept(a, dims):
+    """The coordinates and shape of ``a`` without the dimensions ``dims``."""
+    keep = [d for d in range(a.ndim) if d not in dims]
+    coords = coords_of(a)
+    return [coords[d] for d in keep], tuple(a.shape[d] for d in keep)
+
+
+def _sparse_sum(self, dim):
+    """``md.sparse.sum``: a sparse result over the dimensions left (dense when none is),
+    whose gradient keeps the input's pattern (``torch.sparse.sum``)."""
+    a = _coalesced(self._data)
+    want = aten.sum(_values(self))._data.dtype  # the dense op's dtype rules
+    dims = normalize_axes("sparse.sum", dim, a.ndim)
+    coords, shape = _kept(a, dims)
+    if not shape:
+        return self._device.wrap(np.asarray(a.data.sum(dtype=want)))
+    r = sp.coo_array((a.data.astype(want), tuple(coords)), shape=shape)
+    r.sum_duplicates()
+    return self._device.wrap(r)
+
+
+def _sparse_sum_backward(grad, self, dim):
+    a = _coalesced(self._data)
+    dims = normalize_axes("sparse.sum", dim, a.ndim)
+    coords, shape = _kept(a, dims)
+    g = grad._data
+    if _is_sparse(grad):
+        at = sp.coo_array((np.zeros(a.nnz, g.dtype), tuple(coords)), shape=shape)
+        vals = _gather_sparse(g, at)
+    else:
+        vals = np.broadcast_to(g, shape)[tuple(coords)] if shape else np.full(a.nnz, g)
+    return self._device.wrap(_like(a, np.ascontiguousarray(vals, dtype=a.dtype)))
+
+
 # ---------------------------------------------------------------------------------------
 # Softmax over a sparse dimension (Note [Sparse softmax])
 
@@ -653,6 +687,7 @@ KERNELS = {
     "col_indices": _csr_part("col_indices", "indices"), "coalesce": _coalesce,
     "is_coalesced": _is_coalesced, "sparse_mask": _sparse_mask,
     "matmul": _matmul, "mm": _matmul, "matmul_backward": _matmul_backward, "sum": _sum,
+    "_sparse_sum.dim": _sparse_sum, "_sparse_sum_backward": _sparse_sum_backward,
     "mul.Tensor": _mul_tensor, "mul.Scalar": _on_values("mul"),
     "mul.Scalar_Tensor": lambda self, other: _on_values("mul")(other, self),
     "div.Scalar": _on_values("div"), "pow.Scalar": _pow,

@@ -26,7 +26,26 @@ from collections.abc import Iterator
 from mdtensor.tensors.layout import DENSE, SPARSE
 from mdtensor.tensors.tensor import Tensor
 
-__all__ = ["densify_fallback"]
+__all__ = ["densify_fallback", "sum"]
+
+
+def sum(input, axis=None, dtype=None):  # noqa: A001  (torch.sparse.sum's name)
+    """The sum of a sparse tensor's elements over ``axis`` (default: all), as
+    ``torch.sparse.sum``: a sparse COO tensor over the dimensions left (a dense 0-d tensor
+    when none is), whose gradient has the input's sparsity pattern -- where ``md.sum``
+    gives a dense result and a dense gradient.
+
+    Examples:
+        >>> x = md.asarray([[0.0, 1.0], [2.0, 3.0]]).to_sparse()
+        >>> md.sparse.sum(x, 1).to_dense().tolist()
+        [1.0, 5.0]
+    """
+    from mdtensor.dispatch.namespaces import aten_calls as aten
+
+    if axis is None:
+        axis = tuple(range(input.ndim))
+    out = aten._sparse_sum(input, axis)
+    return out if dtype is None else aten.astype(out, dtype)
 
 
 def _dense(v):

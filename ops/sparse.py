@@ -207,6 +207,12 @@ for _schema in ("indices(Tensor self) -> Tensor", "values(Tensor self) -> Tensor
     defop(_schema, names=(), methods=(_name,), explicit=_dense_only(_name))
 
 
+defop("_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor", names=(),
+      explicit=_dense_only("_sparse_sum"))
+defop("_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor", names=(),
+      explicit=_dense_only("_sparse_sum_backward"))
+
+
 def _nnz(self) -> int:
     """The number of stored elements of a sparse tensor (PyTorch's ``_nnz()``)."""
     if not self._ks & SPARSE:
@@ -266,6 +272,10 @@ def _d_coalesce(g, out, self):
     return (g,)
 
 
+def _d_sparse_sum(g, out, self, dim):
+    return (aten._sparse_sum_backward(g, self, dim), None)
+
+
 def _d_sparse_mask(g, out, self, mask):
     return (g if self._ks & SPARSE else aten.to_dense(g), None)
 
@@ -274,6 +284,6 @@ register_formulas(
     {"_to_dense": _d_to_dense, "_to_sparse": _d_to_sparse, "values": _d_values,
      "_values": _d_values, "sparse_coo_tensor": _d_sparse_coo_tensor,
      "sparse_csr_tensor": _d_sparse_csr_tensor,
-     "coalesce": _d_coalesce, "sparse_mask": _d_sparse_mask},
+     "coalesce": _d_coalesce, "sparse_mask": _d_sparse_mask, "_sparse_sum": _d_sparse_sum},
     nondifferentiable=frozenset({"indices", "_indices", "crow_indices", "col_indices",
                                  "is_coalesced"}))

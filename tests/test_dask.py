@@ -500,7 +500,8 @@ def test_decompositions_and_the_ops_dask_cannot_run_lazily():
 
 
 #: the sparse layouts' ops (ops/sparse.py), run below
-SPARSE_OPS = {"_indices", "_to_dense", "_to_sparse", "_values", "coalesce", "col_indices",
+SPARSE_OPS = {"_indices", "_to_dense", "_to_sparse", "_values", "_sparse_sum",
+              "_sparse_sum_backward", "coalesce", "col_indices",
               "crow_indices", "indices", "is_coalesced", "sparse_coo_tensor",
               "sparse_csr_tensor", "sparse_mask", "to_dense", "to_sparse", "to_sparse_csr",
               "values"}
@@ -526,6 +527,10 @@ def test_sparse_layouts_have_no_dask_kernels():
             getattr(x, name)()
     with pytest.raises(TypeError, match="sparse_mask: expected a sparse tensor"):
         x.sparse_mask(x)
+    with pytest.raises(TypeError, match="_sparse_sum: expected a sparse tensor"):
+        md.sparse.sum(x, 0)
+    with pytest.raises(TypeError, match="_sparse_sum_backward: expected a sparse tensor"):
+        md.ops.aten._sparse_sum_backward(x, x, [0])
 
 
 #: the catalogue ops without OpInfo samples (the sweeps cannot run them), run above

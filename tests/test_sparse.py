@@ -374,9 +374,10 @@ def test_an_op_without_a_sparse_kernel_names_the_op_and_the_key():
 
 def test_a_large_sparse_product_and_its_backward_stay_small():
     """The issue's matrix: 100,000 x 100,000 with 1,000,000 non-zeros (dense: 40 GB),
-    summed by rows, and multiplied by a 100,000 x 16 dense matrix forward and backward,
-    peaks well under 1 GB (tracemalloc sees NumPy's allocations).  The row sum is not
-    differentiated: its gradient is dense, as PyTorch's (docs/SPARSE.md)."""
+    summed by rows and multiplied by a 100,000 x 16 dense matrix, forward and backward,
+    peaks well under 1 GB (tracemalloc sees NumPy's allocations).  The rows are summed by
+    ``md.sparse.sum``, whose gradient keeps the pattern; ``md.sum``'s is dense, as
+    PyTorch's ``torch.sum`` (docs/SPARSE.md)."""
     import tracemalloc
 
     n, nnz = 100_000, 1_000_000
@@ -387,13 +388,17 @@ def test_a_large_sparse_product_and_its_backward_stay_small():
         a = md.sparse_coo_tensor(idx, dense(rng.standard_normal(nnz).astype(np.float32)),
                                  (n, n)).coalesce().requires_grad_()
         b = dense(rng.standard_normal((n, 16)).astype(np.float32)).requires_grad_()
-        rows = md.sum(a, axis=1)
+        rows = md.sparse.sum(a, 1)
+        dense_rows = md.sum(a.detach(), axis=1)
         y = a @ b
-        md.sum(y).backward()
+        (md.sum(y) + md.sum(rows.to_dense() * 2)).backward()
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert rows.shape == (n,) and rows.layout is md.strided
+    assert rows.shape == (n,) and rows.layout is md.sparse_coo
+    np.testing.assert_allclose(rows.detach().to_dense().numpy(), dense_rows.numpy(), rtol=1e-5,
+                               atol=1e-5)
+    assert dense_rows.layout is md.strided
     assert a.grad.layout is md.sparse_coo and a.grad.nnz == a.nnz
     assert b.grad.shape == (n, 16)
     assert peak < 400 * 2**20, f"peak {peak / 2**20:.0f} MiB"
@@ -556,3 +561,39 @@ def test_indexing_a_sparse_tensor_differentiates():
     assert r.layout is md.sparse_coo
     md.sum(r * 2).backward()  # sum's gradient is dense, and so is the row's here
     close(x.grad, [[0.0, 0.0, 0.0], [2.0, 2.0, 2.0]])
+
+
+# ---------------------------------------------------------------------------------------
+# md.sparse.sum
+
+
+@settings(max_examples=40, deadline=None)
+@given(a=sparse_arrays(1, 3), how=st.sampled_from(LAYOUTS))
+def test_sparse_sum_matches_dense_and_keeps_the_pattern_in_its_gradient(a, how):
+    s = as_sparse(a, how)
+    for axis in [None, *range(a.ndim), tuple(range(a.ndim))[:2]]:
+        r = md.sparse.sum(s, axis)
+        want = a.sum(axis=axis)
+        assert (r.layout is md.strided) == (np.ndim(want) == 0)
+        close(r, want)
+    x = s.detach().requires_grad_()
+    md.sum(md.sparse.sum(x, 0).to_dense() * 3).backward() if a.ndim > 1 else \
+        md.sparse.sum(x).backward()
+    assert x.grad.layout is s.layout and x.grad.nnz == s.nnz
+    close(x.grad, (3.0 if a.ndim > 1 else 1.0) * (a != 0))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda v: md.sparse.sum(md.sparse_coo_tensor(IDX, v, (3, 3)), 1).to_dense(),
+    lambda v: md.sparse.sum(md.sparse_coo_tensor(IDX, v, (3, 3))),
+    lambda v: md.sparse.sum(md.sparse_coo_tensor(IDX, v, (3, 3)).to_sparse_csr(), 0)
+    .to_dense() * dense([1.0, 2.0, 3.0]),
+])
+def test_sparse_sum_gradchecks_and_matches_torch(fn):
+    v = dense(np.arange(1.0, 6.0)).requires_grad_()
+    assert gradcheck(fn, (v,))
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(np.arange(1.0, 6.0)).reshape(5)
+    want = torch.sparse.sum(torch.sparse_coo_tensor(torch.tensor(IDX), t, (3, 3)), 1)
+    got = md.sparse.sum(md.sparse_coo_tensor(IDX, dense(np.arange(1.0, 6.0)), (3, 3)), 1)
+    assert got.to_dense().tolist() == want.to_dense().tolist()
