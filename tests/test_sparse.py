@@ -162,6 +162,11 @@ def test_repr_shows_the_layout():
                                [1, 0]]),
                values=tensor([1., 2.]),
                size=(2, 2), nnz=2, dtype=md.float64, layout=md.sparse_coo)""")
+    u = md.sparse_coo_tensor([[1, 1]], [1.0, 2.0], (3,)).requires_grad_()
+    assert repr(u) == textwrap.dedent("""\
+        tensor(indices=tensor([[1, 1]]),
+               values=tensor([1., 2.]),
+               size=(3,), nnz=2, layout=md.sparse_coo, requires_grad=True)""")
     c = dense([[0.0, 1.0], [2.0, 0.0]]).to_sparse_csr().requires_grad_()
     assert repr(c) == textwrap.dedent("""\
         tensor(crow_indices=tensor([0, 1, 2]),

@@ -75,10 +75,9 @@ def _sparse_repr(t) -> str:
         if layout is sparse_csr:
             parts = [("crow_indices", aten.crow_indices(t)), ("col_indices",
                                                             aten.col_indices(t))]
-        else:
-            t = aten.coalesce(t) if not aten.is_coalesced(t) else t
-            parts = [("indices", aten.indices(t))]
-        parts.append(("values", aten.values(t)))
+        else:  # as stored, coalesced or not (PyTorch shows _indices() and _values())
+            parts = [("indices", aten._indices(t))]
+        parts.append(("values", aten._values(t)))
     pad = " " * len("tensor(")
     lines = []
     dtype_text = f", dtype=md.{t.dtype.name})"
