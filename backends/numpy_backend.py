@@ -63,7 +63,9 @@ class NumPyBackend(Backend):
         return arr if arr.flags.writeable else arr.copy()
 
     def owns_dense(self, array) -> bool:
-        flags = array.flags  # broadcast_to's views are read-only
+        flags = getattr(array, "flags", None)  # broadcast_to's views are read-only
+        if flags is None:  # a sparse array (scipy.sparse), made for this gradient
+            return True
         return flags.writeable and flags.c_contiguous
 
     def copy_into(self, dst, src) -> None:

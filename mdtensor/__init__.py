@@ -54,7 +54,9 @@ cdouble = complex128
 from . import layers, ops  # noqa: E402  (ops: the catalogue declares its ops on import)
 from .ops import _methods  # noqa: E402
 from .ops.manipulation import broadcast_shapes  # noqa: E402  (namespace functions, not ops)
+from .ops.sparse import sparse_coo_tensor, sparse_csr_tensor  # noqa: E402
 from .tensors.factories import from_dlpack  # noqa: E402
+from .tensors.layout import Layout, sparse_coo, sparse_csr, strided  # noqa: E402
 
 layers.install()  # every layer's fallback and per-op kernels, the catalogue's ops included
 _methods.install(globals())
@@ -97,7 +99,8 @@ __all__ = sorted(
      if decl.overloads and decl.overloads[0].overloadpacket._namespace == "aten"}
     | set(_namespace.__all__)
     | {"DType", "Device", "DispatchKey", "DispatchKeySet", "DispatchMode", "Generator",
-       "Tensor", "asarray", "broadcast_shapes", "from_dlpack", "from_numpy", "tensor",
+       "Tensor", "Layout", "asarray", "sparse_coo", "sparse_csr", "sparse_coo_tensor",
+       "sparse_csr_tensor", "strided", "broadcast_shapes", "from_dlpack", "from_numpy", "tensor",
        "set_default_device", "get_default_dtype", "set_default_dtype", "get_printoptions",
        "set_printoptions", "bool", "complex64",
        "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
@@ -106,7 +109,7 @@ __all__ = sorted(
        "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "manual_seed", "rand",
        "randint", "randn", "bernoulli", "multinomial", "normal", "rand_like", "randint_like",
        "randn_like", "randperm", "autograd", "backends", "dask", "fft", "func", "library", "linalg",
-       "modes", "ops", "random", "testing", "nn", "optim", "save", "load"})
+       "modes", "ops", "random", "testing", "nn", "optim", "save", "load", "sparse"})
 
 
 # Note [Lazy submodules]
@@ -116,7 +119,7 @@ __all__ = sorted(
 # md.dask imports no Dask itself, tests/test_backends.py).
 _LAZY = {"nn": ("mdtensor.nn", None), "optim": ("mdtensor.optim", None),
          "save": ("mdtensor._serialization", "save"), "load": ("mdtensor._serialization", "load"),
-         "dask": ("mdtensor.dask", None)}
+         "dask": ("mdtensor.dask", None), "sparse": ("mdtensor.sparse", None)}
 
 
 def __getattr__(name: str):

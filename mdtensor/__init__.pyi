@@ -19,6 +19,7 @@ from . import nn as nn
 from . import ops as ops
 from . import optim as optim
 from . import random as random
+from . import sparse as sparse
 from . import testing as testing
 from ._dtypes import DType as DType
 from ._dtypes import bool_ as bool
@@ -95,6 +96,8 @@ from .layers.autograd.grad_mode import no_grad as no_grad
 from .layers.autograd.grad_mode import set_grad_enabled as set_grad_enabled
 from .modes import DispatchMode as DispatchMode
 from .ops.manipulation import broadcast_shapes as broadcast_shapes
+from .ops.sparse import sparse_coo_tensor as sparse_coo_tensor
+from .ops.sparse import sparse_csr_tensor as sparse_csr_tensor
 from .random import Generator as Generator
 from .random import manual_seed as manual_seed
 from .random import rand as rand
@@ -108,6 +111,10 @@ from .tensors.factories import from_numpy as from_numpy
 from .tensors.factories import tensor as tensor
 from .tensors.format import get_printoptions as get_printoptions
 from .tensors.format import set_printoptions as set_printoptions
+from .tensors.layout import Layout as Layout
+from .tensors.layout import sparse_coo as sparse_coo
+from .tensors.layout import sparse_csr as sparse_csr
+from .tensors.layout import strided as strided
 from .tensors.tensor import Tensor as Tensor
 
 __all__ = [
@@ -117,6 +124,7 @@ __all__ = [
     "DispatchKeySet",
     "DispatchMode",
     "Generator",
+    "Layout",
     "Tensor",
     "__array_namespace_info__",
     "abs",
@@ -376,12 +384,18 @@ __all__ = [
     "sinh",
     "softmax",
     "sort",
+    "sparse",
+    "sparse_coo",
+    "sparse_coo_tensor",
+    "sparse_csr",
+    "sparse_csr_tensor",
     "split",
     "sqrt",
     "square",
     "squeeze",
     "stack",
     "std",
+    "strided",
     "sub",
     "subtract",
     "sum",

@@ -37,6 +37,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     reductions,
     scatter,
     searching,
+    sparse,
     special_functions,
     statistics,
     torch_overloads,

@@ -1617,6 +1617,13 @@ ref("eye", lambda lib, n, m=None, **k: lib.eye(n, m, **_dtype_kw(lib, k)), None,
     grad=False)
 
 EXCLUDED.update({
+    **{op: "a sparse layout's op: tests/test_sparse.py compares it with its dense "
+           "equivalent and with PyTorch's sparse tensors"
+       for op in ("_indices", "_to_dense", "_to_sparse", "_values", "_sparse_sum",
+                  "_sparse_sum_backward", "coalesce", "col_indices",
+                  "crow_indices", "indices", "is_coalesced", "sparse_coo_tensor",
+                  "sparse_csr_tensor", "sparse_mask", "to_dense", "to_sparse", "to_sparse_csr",
+                  "values")},
     "to_device_copy": "a transfer between devices (Tensor.to): tests/test_backends.py and "
                       "the cross-backend suite compare it; PyTorch's devices differ",
 })

@@ -499,12 +499,46 @@ def test_decompositions_and_the_ops_dask_cannot_run_lazily():
     assert y.tolist() == [7.0, 0.0, 0.0]
 
 
+#: the sparse layouts' ops (ops/sparse.py), run below
+SPARSE_OPS = {"_indices", "_to_dense", "_to_sparse", "_values", "_sparse_sum",
+              "_sparse_sum_backward", "coalesce", "col_indices",
+              "crow_indices", "indices", "is_coalesced", "sparse_coo_tensor",
+              "sparse_csr_tensor", "sparse_mask", "to_dense", "to_sparse", "to_sparse_csr",
+              "values"}
+
+
+def test_sparse_layouts_have_no_dask_kernels():
+    """Sparse tensors live on the CPU (docs/SPARSE.md): on Dask the conversions and
+    constructors have no kernel (the error names the Dask key), the parts of a sparse
+    tensor are refused for a strided one, and to_dense gives a strided tensor itself."""
+    x = md.asarray([[0.0, 1.0]], device="dask")
+    assert x.to_dense() is x and x.layout is md.strided
+    for call, name in ((x.to_sparse, "_to_sparse"), (x.to_sparse_csr, "_to_sparse"),
+                       (lambda: md.sparse_coo_tensor(md.asarray([[0]], device="dask"), x[0, :1]),
+                        "sparse_coo_tensor"),
+                       (lambda: md.sparse_csr_tensor(md.asarray([0, 1], device="dask"),
+                                                     md.asarray([0], device="dask"), x[0, :1]),
+                        "sparse_csr_tensor")):
+        with pytest.raises(NotImplementedError, match=f"aten::{name}: .*kernel for Dask"):
+            call()
+    for name in ("indices", "values", "_indices", "_values", "crow_indices", "col_indices",
+                 "coalesce", "is_coalesced"):
+        with pytest.raises(TypeError, match=f"{name}: expected a sparse tensor"):
+            getattr(x, name)()
+    with pytest.raises(TypeError, match="sparse_mask: expected a sparse tensor"):
+        x.sparse_mask(x)
+    with pytest.raises(TypeError, match="_sparse_sum: expected a sparse tensor"):
+        md.sparse.sum(x, 0)
+    with pytest.raises(TypeError, match="_sparse_sum_backward: expected a sparse tensor"):
+        md.ops.aten._sparse_sum_backward(x, x, [0])
+
+
 #: the catalogue ops without OpInfo samples (the sweeps cannot run them), run above
 _RUN_HERE = {"arange", "dropout", "einsum", "empty", "empty_like", "eye", "fft_fftfreq",
              "fft_rfftfreq", "full", "full_like", "index_put_", "lift_fresh", "linalg_eig",
              "linalg_eigh", "linalg_eigvals", "linalg_qr", "linalg_svd", "linspace",
              "masked_fill_", "ones", "ones_like", "to_device_copy", "zeros", "zeros_like",
-             "nonzero"}
+             "nonzero", *SPARSE_OPS}
 
 
 def test_every_op_the_sweeps_cannot_run_is_run_here():

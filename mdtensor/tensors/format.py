@@ -34,6 +34,10 @@ import math
 import numpy as np
 
 from mdtensor import _dtypes
+from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
+from mdtensor.dispatch.namespaces import aten_calls as aten
+from mdtensor.dispatch.tls import ExcludeGuard
+from mdtensor.tensors.layout import SPARSE, layout_of, sparse_csr
 
 __all__ = ["get_printoptions", "set_printoptions", "tensor_repr"]
 
@@ -112,6 +116,8 @@ LAZY_REPR_LIMIT = 1000
 
 
 def tensor_repr(t) -> str:
+    if t._ks & SPARSE:
+        return _sparse_repr(t)
     dtype = t.dtype
     extras = []
     if t._device.type != "cpu":
@@ -136,6 +142,11 @@ def tensor_repr(t) -> str:
     if lazy or (dtype not in _implicit_dtypes() if t.numel() else
                 dtype is not _dtypes.get_default_dtype()):
         extras.append(f"dtype=md.{dtype.name}")
+    _autograd_extras(t, extras)
+    return "tensor(" + _with_suffixes(body, extras, len("tensor(")) + ")"
+
+
+def _autograd_extras(t, extras) -> None:
     ag = t._ag
     if ag is not None:
         grad_fn = t.grad_fn  # a stale view's remade history (Note [Stale views])
@@ -143,7 +154,6 @@ def tensor_repr(t) -> str:
             extras.append(f"grad_fn=<{grad_fn.name()}>")
         elif ag.requires_grad:
             extras.append("requires_grad=True")
-    return "tensor(" + _with_suffixes(body, extras, len("tensor(")) + ")"
 
 
 def _with_suffixes(body: str, suffixes: list, indent: int) -> str:
@@ -262,6 +272,34 @@ def _nested(arr: np.ndarray, indent: int, summarize: bool, fmt) -> str:
     else:
         slices = [_nested(arr[i], indent + 1, summarize, fmt) for i in range(n)]
     return "[" + ("," + "\n" * (arr.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
+
+
+def _sparse_repr(t) -> str:
+    """PyTorch's: the index and value tensors, then size, nnz and layout."""
+    layout = layout_of(t)
+    with ExcludeGuard(AUTOGRAD_FUNCTIONALITY):  # the parts, not a record of reading them
+        if layout is sparse_csr:
+            parts = [("crow_indices", aten.crow_indices(t)), ("col_indices",
+                                                            aten.col_indices(t))]
+        else:  # as stored, coalesced or not (PyTorch shows _indices() and _values())
+            parts = [("indices", aten._indices(t))]
+        parts.append(("values", aten._values(t)))
+    pad = " " * len("tensor(")
+    lines = []
+    dtype_text = f", dtype=md.{t.dtype.name})"
+    for name, part in parts:
+        text = tensor_repr(part)
+        if name == "values" and text.endswith(dtype_text):  # shown once, below
+            text = text[:-len(dtype_text)] + ")"
+        lines.append(name + "=" + text.replace("\n", "\n" + " " * (len(name) + 1) + pad))
+    extras = [f"size={t.shape}", f"nnz={t.nnz}"]
+    if t.dtype not in _implicit_dtypes():
+        extras.append(f"dtype=md.{t.dtype.name}")
+    extras.append(f"layout={layout!r}")
+    if t._device.type != "cpu":
+        extras.append(f"device='{t._device}'")
+    _autograd_extras(t, extras)
+    return "tensor(" + (",\n" + pad).join(lines + [", ".join(extras)]) + ")"
 
 
 def _chunksize(chunks) -> tuple:

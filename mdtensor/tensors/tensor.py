@@ -37,6 +37,7 @@ from mdtensor.dispatch.resolution import register_schema_class
 from mdtensor.dispatch.tls import ExcludeGuard
 from mdtensor.tensors.autograd_meta import set_grad, set_requires_grad
 from mdtensor.tensors.format import tensor_repr
+from mdtensor.tensors.layout import SPARSE, SPARSE_ARRAYS, Layout, layout_of, sparse_keys
 from mdtensor.tensors.version_counter import INFERENCE, counter, new_counter
 
 # Note [Stubs]
@@ -226,6 +227,17 @@ class Tensor(_Generated):
         return self._device.backend.chunks(self._data)
 
     @property
+    def layout(self) -> Layout:
+        """``md.strided``, ``md.sparse_coo`` or ``md.sparse_csr`` (docs/SPARSE.md)."""
+        return layout_of(self)
+
+    @property
+    def is_sparse(self) -> bool:
+        """Whether the layout is sparse COO (PyTorch's ``is_sparse``; CSR has
+        ``layout == md.sparse_csr``)."""
+        return bool(self._ks & SPARSE) and layout_of(self).name == "sparse_coo"
+
+    @property
     def keyset(self) -> DispatchKeySet:
         """The tensor's dispatch key set."""
         return DispatchKeySet(self._ks)
@@ -283,6 +295,8 @@ class Tensor(_Generated):
         return self._device.backend.dlpack_device(self._data)
 
     def __array__(self, dtype=None, copy=None):
+        if self._ks & SPARSE:
+            _no_sparse_numpy("__array__")
         if self._device.type == "meta":
             raise TypeError("__array__: meta tensors have no data (only a shape and a "
                             "dtype); make the tensor on a real device instead")
@@ -309,6 +323,8 @@ class Tensor(_Generated):
                 "numpy(): can't call numpy() on a tensor that requires grad; use "
                 "tensor.detach().numpy() instead"
             )
+        if self._ks & SPARSE:
+            _no_sparse_numpy("numpy()")
         if self._device.type == "meta":
             raise TypeError("numpy(): meta tensors have no data (only a shape and a dtype); "
                             "make the tensor on a real device instead")
@@ -323,6 +339,8 @@ class Tensor(_Generated):
 
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
+        if self._ks & SPARSE:
+            _no_sparse_numpy("item()")
         if self.numel() != 1:
             raise ValueError(
                 f"item(): a tensor with {self.numel()} elements cannot be converted to a "
@@ -331,6 +349,8 @@ class Tensor(_Generated):
         return self._device.backend.to_numpy(self._data).reshape(()).item()
 
     def tolist(self):
+        if self._ks & SPARSE:
+            _no_sparse_numpy("tolist()")
         return self._device.backend.to_numpy(self._data).tolist()
 
     def __bool__(self) -> bool:
@@ -389,6 +409,9 @@ class Tensor(_Generated):
                 new = view.replay(base)
         elif self._device.type == "meta":
             new = self._device.wrap(MetaArray(self.shape, self._data.dtype))
+        elif self._ks & SPARSE:
+            with ExcludeGuard(AUTOGRAD_FUNCTIONALITY):
+                new = aten_calls.clone(self)
         else:
             new = self._device.wrap(self._device.backend.asarray(
                 self._data, index=self._device.index, copy=True))
@@ -472,6 +495,11 @@ class Tensor(_Generated):
         return self.detach()
 
 
+def _no_sparse_numpy(name: str):
+    raise TypeError(f"{name}: a sparse tensor has no dense array to give; use "
+                    f"tensor.to_dense() first (or indices() and values())")
+
+
 def _warn_non_leaf_grad() -> None:
     import warnings
 
@@ -513,10 +541,13 @@ def make_wrap(device) -> Any:
     array_type = device.backend.array_type
     ensure = device.backend.ensure_array
     ks = device.ks
+    sparse_ks = sparse_keys(ks)
     counter = new_counter
 
     def wrap(data):
         if type(data) is not array_type:
+            if type(data) in SPARSE_ARRAYS:  # Note [Layouts in the key set]
+                return _sparse_tensor(data, sparse_ks, device)
             data = ensure(data)
         t = _new(Tensor)  # Note [Class calls]: Tensor(...) is the users' error
         t._data = data
@@ -528,6 +559,14 @@ def make_wrap(device) -> Any:
         return t
 
     return wrap
+
+
+def _sparse_tensor(data, ks: int, device) -> Tensor:
+    """``Device.wrap`` of a sparse array: its key set has the Sparse key."""
+    t = _new(Tensor)
+    t._data, t._ks, t._device = data, ks, device
+    t._vc, t._view, t._ag = new_counter(), None, None
+    return t
 
 
 def new_like(t: Tensor, data) -> Tensor:

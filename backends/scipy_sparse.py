@@ -1,0 +1,719 @@
+"""Sparse CPU kernels: the ``SparseCPU`` key, computed with ``scipy.sparse``.
+
+Loaded on the first sparse tensor (``md.sparse_coo_tensor``, ``x.to_sparse()``, ...), never
+by ``import mdtensor``: importing it imports SciPy, records SciPy's sparse array classes as
+sparse layouts (Note [Layouts in the key set] in mdtensor/tensors/layout.py) and registers
+every kernel below for ``SparseCPU`` through the operator API, as the JAX backend registers
+its own (docs/SPARSE.md says what a backend registers to offer a sparse layout).
+
+Note [Sparse arrays on the CPU]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A sparse COO tensor holds a ``scipy.sparse.coo_array`` (any number of dimensions), a CSR
+tensor a ``scipy.sparse.csr_array`` (two).  SciPy over pydata ``sparse``, measured on this
+machine (``python -m benchmarks.sparse --libraries``: one thread, float32, a 100,000 x
+100,000 matrix with 1,000,000 non-zeros times a 100,000 x 16 dense matrix; docs/SPARSE.md
+has the table): SciPy CSR @ dense 24-44 ms, pydata GCXS 19-32 ms, pydata COO 76-88 ms, and
+the transposed product of backward SciPy CSR 21-22 ms against pydata COO 330-385 ms.
+SciPy's kernels are compiled ahead of time (pydata's are Numba functions compiled on first
+use), SciPy is installed wherever the scientific stack is, and its COO arrays have any
+number of dimensions.  A COO tensor's ``is_coalesced()`` is
+SciPy's ``has_canonical_format`` (sorted, no duplicates), as PyTorch's flag: set by
+``coalesce()`` and by conversions, not by ``sparse_coo_tensor``.
+
+Note [Values through the dense ops]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+An elementwise op that keeps zeros (``neg``, ``sin``, ``mul`` by a scalar, ...) is the same
+op on the stored values: the kernel calls the dense op on a tensor of the values and
+rebuilds the sparse array around its result.  Its dtype rules, special values and errors
+are then exactly the dense op's.  A dispatch mode sees the sparse op, not the inner call
+(the mode is off while its handler runs the op, as in PyTorch).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.lib.array_utils import normalize_axis_tuple
+
+from mdtensor.dispatch.kernel import Kernel
+from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.namespaces import aten_calls as aten
+from mdtensor.dispatch.namespaces import lookup
+from mdtensor.tensors.layout import (
+    SPARSE,
+    register_sparse_array,
+    sparse_coo,
+    sparse_csr,
+)
+
+__all__ = ["from_dense", "is_sparse_array", "make_coo", "make_csr"]
+
+register_sparse_array(sp.coo_array, sparse_coo)
+register_sparse_array(sp.csr_array, sparse_csr)
+
+_KEY = DispatchKey.SparseCPU
+_INDEX = np.int64  # PyTorch's index dtype: what indices() gives
+
+
+def is_sparse_array(a) -> bool:
+    return isinstance(a, (sp.coo_array, sp.csr_array))
+
+
+def normalize_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
+    """``axis`` (an int or a tuple) as non-negative axes; the catalogue's errors, named."""
+    try:
+        return normalize_axis_tuple(axis, ndim)
+    except np.exceptions.AxisError:
+        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of dimension "
+                         f"{ndim} (expected to be in range [{-ndim}, {ndim - 1}])") from None
+    except ValueError:
+        raise ValueError(f"{op}: duplicate axes in {axis}") from None
+
+
+def _check_dtype(name: str, dtype) -> None:
+    if np.dtype(dtype).kind not in "biufc" or np.dtype(dtype).itemsize < 4 and \
+            np.dtype(dtype).kind == "f":
+        raise TypeError(f"{name}: sparse tensors on the CPU take bool, integer, float32, "
+                        f"float64 and complex dtypes; got {np.dtype(dtype).name}")
+
+
+# ---------------------------------------------------------------------------------------
+# Construction and conversion (the catalogue's sparse ops call these: ops/sparse.py)
+
+
+def make_coo(name: str, indices, values, shape, coalesced: bool):
+    """A ``coo_array`` of ``values`` at ``indices`` (a (ndim, nnz) array) in ``shape``."""
+    _check_dtype(name, values.dtype)
+    coo = sp.coo_array((values, tuple(indices)), shape=tuple(shape))
+    if coalesced:
+        coo.has_canonical_format = True
+    return coo
+
+
+def make_csr(name: str, crow, col, values, shape):
+    _check_dtype(name, values.dtype)
+    return sp.csr_array((values, col, crow), shape=tuple(shape))
+
+
+def from_dense(name: str, array, layout):
+    """The sparse array of layout ``layout`` holding the non-zeros of NumPy ``array``."""
+    _check_dtype(name, array.dtype)
+    if layout is sparse_csr:
+        if array.ndim != 2:
+            raise ValueError(f"{name}: a sparse CSR tensor has 2 dimensions; got a tensor "
+                             f"of {array.ndim}")
+        return sp.csr_array(array)
+    if array.ndim == 0:
+        raise ValueError(f"{name}: a sparse COO tensor needs at least one dimension; got a "
+                         f"0-d tensor")
+    coo = sp.coo_array(array)
+    coo.has_canonical_format = True  # row-major order of the non-zeros, no duplicates
+    return coo
+
+
+def convert(a, layout):
+    """Sparse array ``a`` in sparse ``layout`` (a COO result is coalesced)."""
+    if layout is sparse_csr:
+        if a.ndim != 2:
+            raise ValueError(f"to_sparse_csr: a sparse CSR tensor has 2 dimensions; got a "
+                             f"tensor of {a.ndim}")
+        return a.tocsr()
+    coo = a.tocoo()
+    if not coo.has_canonical_format:
+        coo.sum_duplicates()
+    return coo
+
+
+def _like(a, values):
+    """A sparse array with ``a``'s structure and ``values`` (NumPy, one per stored element)."""
+    if isinstance(a, sp.csr_array):
+        return sp.csr_array((values, a.indices, a.indptr), shape=a.shape)
+    out = sp.coo_array((values, a.coords), shape=a.shape)
+    out.has_canonical_format = a.has_canonical_format
+    return out
+
+
+def _in_layout(r, like):
+    """SciPy result ``r`` in the format of ``like`` (SciPy gives CSR for many 2-D ops)."""
+    if isinstance(like, sp.csr_array):
+        return r if isinstance(r, sp.csr_array) else r.tocsr()
+    return r if isinstance(r, sp.coo_array) else r.tocoo()
+
+
+def coords_of(a):
+    """The coordinates of ``a``'s stored elements, one array per dimension."""
+    if isinstance(a, sp.csr_array):
+        rows = np.repeat(np.arange(a.shape[0], dtype=a.indices.dtype), np.diff(a.indptr))
+        return (rows, a.indices)
+    return a.coords
+
+
+def _values(t):
+    """A dense tensor of ``t``'s stored values (sharing them)."""
+    return t._device.wrap(t._data.data)
+
+
+def _is_sparse(t) -> bool:
+    return bool(getattr(t, "_ks", 0) & SPARSE)
+
+
+# ---------------------------------------------------------------------------------------
+# The catalogue's sparse ops
+
+
+def _to_dense(self, dtype=None):
+    d = self._data.toarray()
+    if dtype is not None:
+        d = d.astype(dtype.numpy)
+    return self._device.wrap(d)
+
+
+def _to_sparse(self, layout):
+    return self._device.wrap(convert(self._data, layout))
+
+
+def _indices(self):
+    a = self._data
+    if not isinstance(a, sp.coo_array):
+        raise TypeError(f"indices: expected a sparse COO tensor, got layout {_layout(a)}; "
+                        f"a CSR tensor has crow_indices() and col_indices()")
+    if not a.has_canonical_format:
+        raise RuntimeError("indices: cannot get indices on an uncoalesced tensor, please "
+                           "call .coalesce() first")
+    return self._device.wrap(np.stack(a.coords).astype(_INDEX).reshape(a.ndim, a.nnz))
+
+
+def _values_op(self):
+    a = self._data
+    if isinstance(a, sp.coo_array) and not a.has_canonical_format:
+        raise RuntimeError("values: cannot get values on an uncoalesced tensor, please "
+                           "call .coalesce() first")
+    return self._device.wrap(a.data)
+
+
+def _raw_values(self):
+    """``_values()``: the stored values, coalesced or not (PyTorch's ``_values``)."""
+    return self._device.wrap(self._data.data)
+
+
+def _raw_indices(self):
+    a = self._data
+    if not isinstance(a, sp.coo_array):
+        raise TypeError(f"_indices: expected a sparse COO tensor, got layout {_layout(a)}")
+    return self._device.wrap(np.stack(a.coords).astype(_INDEX).reshape(a.ndim, a.nnz))
+
+
+def _csr_part(name, attr):
+    def kernel(self):
+        a = self._data
+        if not isinstance(a, sp.csr_array):
+            raise TypeError(f"{name}: expected a sparse CSR tensor, got layout {_layout(a)}")
+        return self._device.wrap(getattr(a, attr).astype(_INDEX))
+    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
+    return kernel
+
+
+def _layout(a):
+    return sparse_csr if isinstance(a, sp.csr_array) else sparse_coo
+
+
+def _coalesce(self):
+    a = self._data
+    if not isinstance(a, sp.coo_array):
+        raise TypeError(f"coalesce: expected a sparse COO tensor, got layout {_layout(a)}")
+    c = _copy(a)
+    c.sum_duplicates()  # nothing to do when it has the canonical format
+    return self._device.wrap(c)
+
+
+def _is_coalesced(self):
+    a = self._data
+    if not isinstance(a, sp.coo_array):
+        raise TypeError(f"is_coalesced: expected a sparse COO tensor, got layout "
+                        f"{_layout(a)}")
+    return bool(a.has_canonical_format)
+
+
+def _sparse_mask(self, mask):
+    """``self``'s values at the stored positions of sparse ``mask``, with its structure."""
+    if not _is_sparse(mask):
+        raise TypeError("sparse_mask: expected mask to be a sparse tensor, got a strided "
+                        "one")
+    m = mask._data
+    if tuple(self.shape) != tuple(m.shape):
+        raise ValueError(f"sparse_mask: expected self and mask of the same shape, got "
+                         f"{tuple(self.shape)} and {tuple(m.shape)}")
+    if _is_sparse(self):
+        vals = _gather_sparse(self._data, m)
+    else:
+        vals = np.ascontiguousarray(self._data[coords_of(m)])
+    return mask._device.wrap(_like(m, vals))
+
+
+def _gather_sparse(a, m):
+    """``a``'s values at ``m``'s stored positions (zero where ``a`` stores nothing),
+    without densifying: a binary search of the flat positions."""
+    c = a.tocoo()
+    if not c.has_canonical_format:
+        c = _copy(c)
+        c.sum_duplicates()
+    shape = a.shape
+    have = np.ravel_multi_index(c.coords, shape) if c.nnz else np.zeros(0, np.int64)
+    order = np.argsort(have, kind="stable")
+    have, vals = have[order], c.data[order]
+    want = np.ravel_multi_index(coords_of(m), shape) if m.nnz else np.zeros(0, np.int64)
+    pos = np.minimum(np.searchsorted(have, want), max(len(have) - 1, 0))
+    found = (have[pos] == want) if len(have) else np.zeros(len(want), bool)
+    out = np.zeros(len(want), dtype=a.dtype)
+    out[found] = vals[pos[found]]
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Products
+
+
+def _matmul(self, other):
+    a, b = self._data, other._data
+    sa, sb = _is_sparse(self), _is_sparse(other)
+    for t, s, side in ((self, sa, "self"), (other, sb, "other")):
+        if s and t.ndim != 2:
+            raise ValueError(f"matmul: a sparse operand must have 2 dimensions; {side} "
+                             f"has {t.ndim}")
+    if not sa and not 1 <= a.ndim <= 2:
+        raise ValueError(f"matmul: a dense operand of a sparse product must have 1 or 2 "
+                         f"dimensions; self has {a.ndim}")
+    if not sb and not 1 <= b.ndim <= 2:
+        raise ValueError(f"matmul: a dense operand of a sparse product must have 1 or 2 "
+                         f"dimensions; other has {b.ndim}")
+    inner_a = a.shape[-1]
+    inner_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if inner_a != inner_b:
+        raise ValueError(f"matmul: self and other shapes cannot be multiplied "
+                         f"({'x'.join(map(str, a.shape))} and {'x'.join(map(str, b.shape))})")
+    if sa and sb:
+        return self._device.wrap(_in_layout(_csr(a) @ _csr(b), a))
+    shape = a.shape[:-1] + b.shape[1:]  # SciPy gives () for a (1, 0) @ (0,) product
+    if sa:
+        return self._device.wrap(np.asarray(_csr(a) @ b).reshape(shape))
+    # dense @ sparse, as (sparse^T @ dense^T)^T
+    r = _csr(b).T @ (a.T if a.ndim == 2 else a)
+    return self._device.wrap(np.ascontiguousarray(np.asarray(r).T).reshape(shape))
+
+
+def _csr(a):
+    """``a`` as CSR for a product: SciPy's CSR kernels beat its COO ones (the transposed
+    product by 2.5x at the benchmark's size), and a coalesced COO array converts in a
+    few milliseconds (its elements are already in row order)."""
+    return a if isinstance(a, sp.csr_array) else a.tocsr()
+
+
+_CHUNK = 1 << 16  # stored elements per step of a sampled product (bounds its memory)
+
+
+def _sampled(rows, cols, left, right):
+    """``out[k] = left[rows[k]] . right[cols[k]]`` (the sampled dense-dense product),
+    in chunks so that memory stays ``O(chunk x inner)``."""
+    out = np.empty(len(rows), dtype=np.result_type(left, right))
+    for s in range(0, len(rows), _CHUNK):
+        e = s + _CHUNK
+        out[s:e] = np.einsum("ij,ij->i", left[rows[s:e]], right[cols[s:e]])
+    return out
+
+
+def _coalesced(a):
+    """``a`` without duplicates: a gradient stored with ``a``'s duplicates would count each
+    position's gradient once per duplicate."""
+    if isinstance(a, sp.coo_array) and not a.has_canonical_format:
+        a = _copy(a)
+        a.sum_duplicates()
+    return a
+
+
+def _matmul_backward(g, self, other, mask):
+    """matmul's gradients with a sparse operand: the sparse one's gradient has its
+    sparsity pattern (PyTorch's ``torch.sparse.mm``), the dense one's is dense."""
+    if _is_sparse(self) and _is_sparse(other):
+        raise NotImplementedError("matmul_backward: the gradient of a product of two sparse "
+                                  "tensors is not implemented (SparseCPU)")
+    gd = g._data.toarray() if _is_sparse(g) else g._data
+    ga = gb = None
+    if _is_sparse(self):
+        a, b = _coalesced(self._data), other._data
+        b2 = b[:, None] if b.ndim == 1 else b
+        g2 = gd[:, None] if gd.ndim == 1 else gd
+        if mask[0]:
+            rows, cols = coords_of(a)
+            ga = self._device.wrap(_like(a, _sampled(rows, cols, g2, b2).astype(a.dtype)))
+        if mask[1]:
+            r = np.asarray(_csr(a).T @ g2)
+            gb = other._device.wrap(np.ascontiguousarray(r.reshape(b.shape)))
+    else:
+        a, b = self._data, _coalesced(other._data)
+        a2 = a[None, :] if a.ndim == 1 else a
+        g2 = gd[None, :] if gd.ndim == 1 else gd
+        if mask[0]:
+            r = np.asarray(_csr(b) @ g2.T).T  # g @ b^T
+            ga = self._device.wrap(np.ascontiguousarray(r.reshape(a.shape)))
+        if mask[1]:
+            rows, cols = coords_of(b)
+            vals = _sampled(rows, cols, np.ascontiguousarray(a2.T),
+                            np.ascontiguousarray(g2.T))
+            gb = other._device.wrap(_like(b, vals.astype(b.dtype)))
+    return ga, gb
+
+
+# ---------------------------------------------------------------------------------------
+# Reductions
+
+
+def _sum(self, axis=None, keepdims=False, dtype=None):
+    a = self._data
+    total = aten.sum(_values(self), dtype=dtype)  # the dense op's dtype rules
+    if axis is None:
+        if keepdims:
+            return aten.reshape(total, (1,) * a.ndim)
+        return total
+    nd = a.ndim
+    norm = normalize_axes("sum", axis, nd)
+    want = total._data.dtype
+    if len(norm) == nd:  # every axis: the total
+        return aten.reshape(total, (1,) * nd) if keepdims else total
+    if a.ndim == 2 and len(norm) == 1:
+        r = np.asarray(a.sum(axis=norm[0], dtype=want))
+    else:  # several axes, or n-D COO: sum over the coordinates
+        keep = [d for d in range(nd) if d not in norm]
+        shape = tuple(a.shape[d] for d in keep)
+        r = np.zeros(shape, dtype=want)
+        coords = coords_of(a)
+        np.add.at(r, tuple(coords[d] for d in keep), a.data.astype(want))
+    if keepdims:
+        r = r.reshape(tuple(1 if d in norm else s for d, s in enumerate(a.shape)))
+    return self._device.wrap(np.ascontiguousarray(r, dtype=want))
+
+
+def _kept(a, dims):
+    """The coordinates and shape of ``a`` without the dimensions ``dims``."""
+    keep = [d for d in range(a.ndim) if d not in dims]
+    coords = coords_of(a)
+    return [coords[d] for d in keep], tuple(a.shape[d] for d in keep)
+
+
+def _sparse_sum(self, dim):
+    """``md.sparse.sum``: a sparse result over the dimensions left (dense when none is),
+    whose gradient keeps the input's pattern (``torch.sparse.sum``)."""
+    a = _coalesced(self._data)
+    want = aten.sum(_values(self))._data.dtype  # the dense op's dtype rules
+    dims = normalize_axes("sparse.sum", dim, a.ndim)
+    coords, shape = _kept(a, dims)
+    if not shape:
+        return self._device.wrap(np.asarray(a.data.sum(dtype=want)))
+    r = sp.coo_array((a.data.astype(want), tuple(coords)), shape=shape)
+    r.sum_duplicates()
+    return self._device.wrap(r)
+
+
+def _sparse_sum_backward(grad, self, dim):
+    a = _coalesced(self._data)
+    dims = normalize_axes("sparse.sum", dim, a.ndim)
+    coords, shape = _kept(a, dims)
+    g = grad._data
+    if _is_sparse(grad):
+        at = sp.coo_array((np.zeros(a.nnz, g.dtype), tuple(coords)), shape=shape)
+        vals = _gather_sparse(g, at)
+    else:
+        vals = np.broadcast_to(g, shape)[tuple(coords)] if shape else np.full(a.nnz, g)
+    return self._device.wrap(_like(a, np.ascontiguousarray(vals, dtype=a.dtype)))
+
+
+# ---------------------------------------------------------------------------------------
+# Softmax over a sparse dimension (Note [Sparse softmax])
+
+# Note [Sparse softmax]
+# ~~~~~~~~~~~~~~~~~~~~~
+# As ``torch.sparse.softmax``: the elements a sparse tensor does not store count as minus
+# infinity, so each slice along ``dim`` is the softmax of its stored values alone, and the
+# result has the input's pattern (a slice with nothing stored stays empty).  The backward
+# (``_softmax_backward_data``) is the dense formula, ``out * (g - sum(g * out, dim))``, on
+# that pattern.  Slices are found from the coordinates of the other dimensions.
+
+
+def _slices(a, dim):
+    """The slice along ``dim`` of each stored element of ``a``: ids ``0..n-1``, and ``n``."""
+    coords = coords_of(a)
+    other = [c for d, c in enumerate(coords) if d != dim]
+    if not other or not len(coords[0]):
+        return np.zeros(len(coords[0]), np.intp), min(len(coords[0]), 1)
+    key = np.ravel_multi_index(other, [n for d, n in enumerate(a.shape) if d != dim])
+    _, inverse = np.unique(key, return_inverse=True)
+    return inverse, int(inverse.max()) + 1
+
+
+def _softmax(self, dim=-1):
+    a = _coalesced(self._data)
+    if a.dtype.kind != "f":
+        raise TypeError(f"softmax: a sparse softmax takes floating tensors, got "
+                        f"{self.dtype.name}")
+    (d,) = normalize_axes("softmax", dim, a.ndim)
+    inverse, n = _slices(a, d)
+    v = a.data
+    top = np.full(n, -np.inf, v.dtype)
+    np.maximum.at(top, inverse, v)
+    e = np.exp(v - top[inverse])
+    total = np.bincount(inverse, weights=e, minlength=n)
+    return self._device.wrap(_like(a, (e / total[inverse]).astype(v.dtype)))
+
+
+def _softmax_backward_data(grad_output, output, dim):
+    o = output._data
+    g = grad_output
+    gv = _gather_sparse(g._data, o) if _is_sparse(g) else g._data[coords_of(o)]
+    (d,) = normalize_axes("softmax", dim, o.ndim)
+    inverse, n = _slices(o, d)
+    total = np.bincount(inverse, weights=gv * o.data, minlength=n)
+    return output._device.wrap(_like(o, (o.data * (gv - total[inverse])).astype(o.dtype)))
+
+
+# ---------------------------------------------------------------------------------------
+# Elementwise (Note [Values through the dense ops])
+
+
+def _on_values(name):
+    op = getattr(aten, name)
+
+    def kernel(self, *args, **kwargs):
+        return self._device.wrap(_like(self._data, op(_values(self), *args, **kwargs)._data))
+
+    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
+    return kernel
+
+
+def _pow(self, exponent):
+    if not (isinstance(exponent, (int, float)) and exponent > 0):
+        raise NotImplementedError(f"pow: a sparse tensor to the power {exponent!r} would "
+                                  f"not keep its zeros; SparseCPU takes positive exponents "
+                                  f"(use to_dense() first)")
+    return _on_values("pow")(self, exponent)
+
+
+def _mul_tensor(self, other):
+    sa, sb = _is_sparse(self), _is_sparse(other)
+    if sa and sb:
+        if tuple(self.shape) != tuple(other.shape):
+            raise ValueError(f"mul: sparse operands must have the same shape; got "
+                             f"{tuple(self.shape)} and {tuple(other.shape)}")
+        dtype = aten.mul(_empty(self), _empty(other))._data.dtype
+        r = self._data.multiply(other._data)
+        return self._device.wrap(_in_layout(sp.coo_array(r) if r.ndim != 2 else r,
+                                            self._data).astype(dtype))
+    s, d = (self, other) if sa else (other, self)
+    a = s._data
+    dense = d._data
+    shape = np.broadcast_shapes(a.shape, dense.shape)
+    if shape != tuple(a.shape):
+        raise ValueError(f"mul: a dense factor must broadcast to the sparse tensor's shape "
+                         f"{tuple(a.shape)}; got {tuple(dense.shape)}")
+    picked = np.ascontiguousarray(np.broadcast_to(dense, shape)[coords_of(a)])
+    vals = aten.mul(_values(s), d._device.wrap(picked))
+    return s._device.wrap(_like(a, vals._data))
+
+
+def _empty(t):
+    """A tensor of no elements with ``t``'s dtype (for the dense ops' dtype rules)."""
+    return t._device.wrap(np.empty(0, dtype=t._data.dtype))
+
+
+def _add_like(name, sign):
+    def kernel(self, other, *, alpha=1):
+        if not (_is_sparse(self) and _is_sparse(other)):  # sparse + dense is dense
+            a = aten._to_dense(self) if _is_sparse(self) else self
+            b = aten._to_dense(other) if _is_sparse(other) else other
+            return getattr(aten, name)(a, b, alpha=alpha)
+        if tuple(self.shape) != tuple(other.shape):
+            raise ValueError(f"{name}: sparse operands must have the same shape; got "
+                             f"{tuple(self.shape)} and {tuple(other.shape)}")
+        dtype = getattr(aten, name)(_empty(self), _empty(other), alpha=alpha)._data.dtype
+        a, b = self._data.astype(dtype), other._data.astype(dtype)
+        r = a + b * (sign * alpha) if (sign * alpha) != 1 else a + b
+        return self._device.wrap(_in_layout(r, self._data))
+
+    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------
+# Shape
+
+
+def _transpose(self, dim0, dim1):
+    a = self._data
+    nd = a.ndim
+    for d in (dim0, dim1):
+        normalize_axes("transpose", d, nd)  # an IndexError naming the op when out of range
+    axes = list(range(nd))
+    axes[dim0 % nd], axes[dim1 % nd] = axes[dim1 % nd], axes[dim0 % nd]
+    if isinstance(a, sp.csr_array):
+        return self._device.wrap(a.T.tocsr() if axes != [0, 1] else _copy(a))
+    r = a.transpose(tuple(axes))
+    return self._device.wrap(r.tocoo() if not isinstance(r, sp.coo_array) else r)
+
+
+def _matrix_transpose(self):
+    if self.ndim < 2:
+        raise ValueError(f"matrix_transpose: expected a tensor of at least 2 dimensions, got "
+                         f"{self.ndim}")
+    return _transpose(self, -2, -1)
+
+
+def _t(self):
+    if self.ndim > 2:
+        raise ValueError(f"t: expects a tensor with <= 2 dimensions, but self is "
+                         f"{self.ndim}D")
+    return _transpose(self, 0, -1) if self.ndim == 2 else _clone(self)
+
+
+def _copy(a):
+    """A copy of sparse array ``a`` (SciPy's ``copy`` forgets ``has_canonical_format``)."""
+    c = a.copy()
+    if isinstance(a, sp.coo_array):
+        c.has_canonical_format = a.has_canonical_format
+    return c
+
+
+def _clone(self):
+    return self._device.wrap(_copy(self._data))
+
+
+def _reshape(self, shape, *, copy=None):
+    a = self._data
+    shape = tuple(int(s) for s in shape)
+    total = int(np.prod(a.shape))
+    if shape.count(-1) == 1:
+        known = int(np.prod([s for s in shape if s != -1]))
+        if known and total % known == 0:
+            shape = tuple(total // known if s == -1 else s for s in shape)
+    if int(np.prod(shape)) != total or any(s < 0 for s in shape):
+        raise ValueError(f"reshape: shape {shape} is invalid for input of size {total}")
+    if isinstance(a, sp.csr_array):
+        if len(shape) != 2:
+            raise ValueError(f"reshape: a sparse CSR tensor has 2 dimensions; got shape "
+                             f"{shape} (convert with to_sparse() first)")
+        return self._device.wrap(a.reshape(shape).tocsr())
+    r = a.reshape(shape) if shape != tuple(a.shape) else _copy(a)
+    return self._device.wrap(r if isinstance(r, sp.coo_array) else r.tocoo())
+
+
+def _permute(self, axes):
+    a = self._data
+    axes = tuple(int(d) % a.ndim for d in axes)
+    if sorted(axes) != list(range(a.ndim)):
+        raise ValueError(f"permute: axes {tuple(axes)} are not a permutation of the "
+                         f"{a.ndim} dimensions")
+    if isinstance(a, sp.csr_array):
+        return self._device.wrap(a.T.tocsr() if axes == (1, 0) else _copy(a))
+    return self._device.wrap(a.transpose(axes))
+
+
+def _empty_sparse_like(self, *, dtype=None, device=None, requires_grad=False):
+    """``zeros_like``/``empty_like`` of a sparse tensor: no stored elements, its layout
+    (as PyTorch)."""
+    a = self._data
+    if device is not None and str(device) != str(self._device):
+        raise NotImplementedError(f"zeros_like: a sparse tensor on {self._device} to "
+                                  f"{device} (SparseCPU)")
+    want = a.dtype if dtype is None else dtype.numpy
+    if isinstance(a, sp.csr_array):
+        out = sp.csr_array(a.shape, dtype=want)
+    else:
+        out = sp.coo_array((np.zeros(0, want), tuple(np.zeros((a.ndim, 0), np.int64))),
+                           shape=a.shape)
+        out.has_canonical_format = True
+    t = self._device.wrap(out)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def _basic_index(self, key):
+    """``x[key]`` with ints, slices and ``...`` (SciPy's indexing): a sparse result in the
+    input's layout where it has two dimensions (COO otherwise), a dense 0-d one for a
+    single element."""
+    a = self._data
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(k is None for k in parts):
+        raise NotImplementedError("__getitem__: new axes (None) of a sparse tensor have no "
+                                  "kernel (SparseCPU)")
+    if any(isinstance(k, slice) and k.step is not None and k.step <= 0 for k in parts):
+        raise ValueError("__getitem__: step must be greater than zero")
+    try:
+        r = a[key]
+    except IndexError:
+        raise IndexError(f"__getitem__: index {key!r} is out of range for a sparse tensor "
+                         f"of shape {tuple(a.shape)}") from None
+    if not is_sparse_array(r) and not sp.issparse(r):  # one element
+        return self._device.wrap(np.asarray(r, dtype=a.dtype))
+    if isinstance(a, sp.csr_array) and r.ndim == 2:
+        return self._device.wrap(r.tocsr())
+    return self._device.wrap(r if isinstance(r, sp.coo_array) else r.tocoo())
+
+
+def _no_sparse_kernel(name, why):
+    def kernel(self, *args, **kwargs):
+        raise NotImplementedError(f"aten::{name}: no kernel for a sparse tensor "
+                                  f"(SparseCPU): {why}")
+
+    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
+    return kernel
+
+
+def _to_device_copy(self, device):
+    if str(device) == str(self._device):
+        return _clone(self)
+    raise NotImplementedError(f"aten::to_device_copy: moving a sparse tensor from "
+                              f"{self._device} to {device} has no kernel (SparseCPU); use "
+                              f"to_dense() first")
+
+
+# ---------------------------------------------------------------------------------------
+# Registration
+
+#: elementwise ops that map zero to zero (Note [Values through the dense ops])
+ZERO_PRESERVING = ("neg", "abs", "sqrt", "sin", "tanh", "relu", "sign", "square", "expm1",
+                   "log1p", "sinh", "tan", "asin", "atan", "asinh", "atanh", "trunc",
+                   "floor", "ceil", "conj", "positive")
+
+KERNELS = {
+    "_to_dense": _to_dense, "_to_sparse": _to_sparse, "indices": _indices,
+    "values": _values_op, "_values": _raw_values, "_indices": _raw_indices,
+    "crow_indices": _csr_part("crow_indices", "indptr"),
+    "col_indices": _csr_part("col_indices", "indices"), "coalesce": _coalesce,
+    "is_coalesced": _is_coalesced, "sparse_mask": _sparse_mask,
+    "matmul": _matmul, "mm": _matmul, "matmul_backward": _matmul_backward, "sum": _sum,
+    "_sparse_sum.dim": _sparse_sum, "_sparse_sum_backward": _sparse_sum_backward,
+    "mul.Tensor": _mul_tensor, "mul.Scalar": _on_values("mul"),
+    "mul.Scalar_Tensor": lambda self, other: _on_values("mul")(other, self),
+    "div.Scalar": _on_values("div"), "pow.Scalar": _pow,
+    "add.Tensor": _add_like("add", 1), "sub.Tensor": _add_like("sub", -1),
+    "softmax": _softmax, "_softmax_backward_data": _softmax_backward_data,
+    "transpose.int": _transpose, "matrix_transpose": _matrix_transpose, "t": _t,
+    "clone": _clone, "basic_index": _basic_index, "reshape": _reshape, "permute": _permute,
+    "astype": _on_values("astype"),
+    "zeros_like": _empty_sparse_like, "empty_like": _empty_sparse_like,
+    "to_device_copy": _to_device_copy,
+    # the CompositeExplicitAutograd kernels below compute on dense arrays: refused here
+    "view": _no_sparse_kernel("view", "a sparse tensor has no strided view; use reshape"),
+    "ones_like": _no_sparse_kernel("ones_like", "the result would be dense; use "
+                                   "md.ones(x.shape)"),
+    "full_like": _no_sparse_kernel("full_like", "the result would be dense; use "
+                                   "md.full(x.shape, value)"),
+    "masked_fill.Scalar": _no_sparse_kernel("masked_fill", "use to_dense() first"),
+    "masked_fill.Tensor": _no_sparse_kernel("masked_fill", "use to_dense() first"),
+    **{name: _on_values(name) for name in ZERO_PRESERVING},
+}
+
+
+def _register() -> None:
+    for name, fn in KERNELS.items():
+        op = lookup(f"aten::{name}" if "." in name else f"aten::{name}.default")
+        op.register_kernel(Kernel(fn, _KEY, origin="scipy.sparse"))
+
+
+_register()

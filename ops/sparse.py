@@ -1,0 +1,289 @@
+"""Sparse layouts: construction, conversion and access (docs/SPARSE.md).
+
+``md.sparse_coo_tensor``, ``md.sparse_csr_tensor``; ``x.to_sparse()``,
+``x.to_sparse_csr()``, ``x.to_dense()``; ``indices()``, ``values()``, ``crow_indices()``,
+``col_indices()``, ``coalesce()``, ``is_coalesced()``, ``sparse_mask()`` and ``x.nnz``.
+A sparse tensor carries the Sparse key of its backend (Note [Layouts in the key set] in
+mdtensor/tensors/layout.py); the kernels for it are a backend's (``SparseCPU``:
+backends/scipy_sparse.py), loaded with SciPy by the first call that makes a sparse
+tensor, never by ``import mdtensor``.
+
+Note [Sparse ops in the catalogue]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+As in PyTorch, ``to_dense``, ``to_sparse`` and ``to_sparse_csr`` are composites that return
+a tensor already in the asked layout as it is and otherwise call the conversion ops
+``_to_dense`` and ``_to_sparse``, which have derivatives: ``_to_dense``'s gradient is the
+dense gradient masked to the input's stored positions (``sparse_mask``), ``_to_sparse``'s
+the sparse gradient made dense.  The ops declare no OpInfo samples: the catalogue's sweeps
+run dense samples on every backend, and these ops' behaviour is a sparse tensor's;
+tests/test_sparse.py compares them with their dense equivalents instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdtensor.dispatch.namespaces import aten_calls as aten
+from mdtensor.layers.autograd.formulas import register_formulas
+from mdtensor.tensors.factories import asarray
+from mdtensor.tensors.layout import SPARSE, layout_of, sparse_coo, sparse_csr, strided
+from mdtensor.tensors.tensor import Tensor
+
+from ._decl import defop
+
+__all__ = ["sparse_coo_tensor", "sparse_csr_tensor"]
+
+
+def _backend():
+    """The SparseCPU kernels' module (imports SciPy and registers them, once)."""
+    from mdtensor.backends import scipy_sparse
+
+    return scipy_sparse
+
+
+def _int_array(name: str, what: str, t) -> np.ndarray:
+    a = t._data
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name}: {what} must be an integer tensor, got {t.dtype.name}")
+    return a
+
+
+def _checked_size(name, size, inferred):
+    if size is None:
+        return tuple(inferred)
+    size = tuple(int(s) for s in size)
+    if len(size) != len(inferred):
+        raise ValueError(f"{name}: the indices have {len(inferred)} dimensions but size "
+                         f"{size} has {len(size)}")
+    for d, (s, need) in enumerate(zip(size, inferred)):
+        if need > s:
+            raise ValueError(f"{name}: size {size} is too small for the indices: dimension "
+                             f"{d} needs at least {need}")
+    return size
+
+
+def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
+    name = "sparse_coo_tensor"
+    idx = _int_array(name, "indices", indices)
+    if idx.ndim != 2:
+        raise ValueError(f"{name}: indices must have 2 dimensions (ndim, nnz), got "
+                         f"{idx.ndim}")
+    vals = values._data
+    if vals.ndim != 1:
+        raise ValueError(f"{name}: values must have 1 dimension (nnz,), got {vals.ndim} "
+                         f"(hybrid sparse tensors are not supported yet)")
+    if idx.shape[1] != vals.shape[0]:
+        raise ValueError(f"{name}: indices give {idx.shape[1]} elements but values "
+                         f"{vals.shape[0]}")
+    if idx.size and idx.min() < 0:
+        raise ValueError(f"{name}: indices must be non-negative")
+    inferred = idx.max(axis=1) + 1 if idx.shape[1] else [0] * idx.shape[0]
+    shape = _checked_size(name, size, inferred)
+    if dtype is not None:
+        vals = vals.astype(dtype.numpy)
+    coo = _backend().make_coo(name, idx, vals, shape, bool(is_coalesced))
+    return values._device.wrap(coo)
+
+
+def _csr_kernel(crow_indices, col_indices, values, size=None, *, dtype=None):
+    name = "sparse_csr_tensor"
+    crow = _int_array(name, "crow_indices", crow_indices)
+    col = _int_array(name, "col_indices", col_indices)
+    vals = values._data
+    if crow.ndim != 1 or col.ndim != 1 or vals.ndim != 1:
+        raise ValueError(f"{name}: crow_indices, col_indices and values must have 1 "
+                         f"dimension each")
+    if len(col) != len(vals):
+        raise ValueError(f"{name}: col_indices give {len(col)} elements but values "
+                         f"{len(vals)}")
+    if len(crow) == 0 or crow[0] != 0 or crow[-1] != len(col) or np.any(np.diff(crow) < 0):
+        raise ValueError(f"{name}: crow_indices must start at 0, not decrease and end at "
+                         f"the number of elements ({len(col)})")
+    if len(col) and col.min() < 0:
+        raise ValueError(f"{name}: col_indices must be non-negative")
+    shape = _checked_size(name, size, (len(crow) - 1, int(col.max()) + 1 if len(col) else 0))
+    if size is not None and shape[0] != len(crow) - 1:
+        raise ValueError(f"{name}: size {shape} has {shape[0]} rows but crow_indices "
+                         f"describe {len(crow) - 1}")
+    if dtype is not None:
+        vals = vals.astype(dtype.numpy)
+    return values._device.wrap(_backend().make_csr(name, crow, col, vals, shape))
+
+
+defop("sparse_coo_tensor(Tensor indices, Tensor values, int[]? size=None, *, "
+      "ScalarType? dtype=None, bool? is_coalesced=None) -> Tensor", names=(),
+      kernels={"CPU": _coo_kernel})
+defop("sparse_csr_tensor(Tensor crow_indices, Tensor col_indices, Tensor values, "
+      "int[]? size=None, *, ScalarType? dtype=None) -> Tensor", names=(),
+      kernels={"CPU": _csr_kernel})
+
+
+def _as_tensor(v):
+    return v if isinstance(v, Tensor) else asarray(v)
+
+
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, is_coalesced=None):
+    """A sparse COO tensor: ``values[k]`` at ``indices[:, k]`` (``indices`` of shape
+    ``(ndim, nnz)``) in a tensor of ``size`` (default: just large enough), as
+    ``torch.sparse_coo_tensor``.  Lists are accepted for ``indices`` and ``values``.
+
+    Examples:
+        >>> x = md.sparse_coo_tensor([[0, 1], [1, 0]], [3.0, 4.0], (2, 2))
+        >>> x.to_dense().tolist()
+        [[0.0, 3.0], [4.0, 0.0]]
+    """
+    return aten.sparse_coo_tensor(_as_tensor(indices), _as_tensor(values),
+                                  size, dtype=dtype, is_coalesced=is_coalesced)
+
+
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None):
+    """A sparse CSR tensor (``torch.sparse_csr_tensor``): row ``i`` holds ``values[k]`` at
+    column ``col_indices[k]`` for ``crow_indices[i] <= k < crow_indices[i + 1]``."""
+    return aten.sparse_csr_tensor(_as_tensor(crow_indices), _as_tensor(col_indices),
+                                  _as_tensor(values), size, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------------------
+# Conversions (Note [Sparse ops in the catalogue])
+
+
+def _dense_to_sparse(self, layout):
+    return self._device.wrap(_backend().from_dense(f"to_{_target_name(layout)}",
+                                                   self._data, layout))
+
+
+def _target_name(layout) -> str:
+    return "sparse_csr" if layout is sparse_csr else "sparse"
+
+
+def _to_dense_composite(self, dtype=None):
+    if not self._ks & SPARSE:
+        return self if dtype is None else aten.astype(self, dtype)
+    return aten._to_dense(self, dtype)
+
+
+def _to_sparse_composite(self, *, layout=None):
+    layout = sparse_coo if layout is None else layout
+    if layout is strided:
+        return aten.to_dense(self)
+    if layout not in (sparse_coo, sparse_csr):
+        raise ValueError(f"to_sparse: expected layout md.sparse_coo or md.sparse_csr, got "
+                         f"{layout!r}")
+    if layout_of(self) is layout:
+        return self
+    return aten._to_sparse(self, layout)
+
+
+def _to_sparse_csr_composite(self):
+    return _to_sparse_composite(self, layout=sparse_csr)
+
+
+def _dense_only(name):
+    def kernel(self, *args):
+        raise TypeError(f"{name}: expected a sparse tensor, got layout md.strided")
+
+    kernel.__name__ = kernel.__qualname__ = f"dense[{name}]"
+    return kernel
+
+
+defop("_to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=())
+defop("_to_sparse(Tensor self, Layout layout) -> Tensor", names=(),
+      kernels={"CPU": _dense_to_sparse})
+defop("to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=(),
+      methods=("to_dense",), composite=_to_dense_composite)
+defop("to_sparse(Tensor self, *, Layout? layout=None) -> Tensor", names=(),
+      methods=("to_sparse",), composite=_to_sparse_composite)
+defop("to_sparse_csr(Tensor self) -> Tensor", names=(), methods=("to_sparse_csr",),
+      composite=_to_sparse_csr_composite)
+
+# Access to the parts of a sparse tensor; on a strided tensor a TypeError (CEA: every
+# backend's dense key; a sparse key's own kernel comes first).
+for _schema in ("indices(Tensor self) -> Tensor", "values(Tensor self) -> Tensor",
+                "_indices(Tensor self) -> Tensor", "_values(Tensor self) -> Tensor",
+                "crow_indices(Tensor self) -> Tensor", "col_indices(Tensor self) -> Tensor",
+                "coalesce(Tensor self) -> Tensor", "is_coalesced(Tensor self) -> bool",
+                "sparse_mask(Tensor self, Tensor mask) -> Tensor"):
+    _name = _schema.split("(")[0]
+    defop(_schema, names=(), methods=(_name,), explicit=_dense_only(_name))
+
+
+defop("_sparse_sum.dim(Tensor self, int[1] dim) -> Tensor", names=(),
+      explicit=_dense_only("_sparse_sum"))
+defop("_sparse_sum_backward(Tensor grad, Tensor self, int[] dim) -> Tensor", names=(),
+      explicit=_dense_only("_sparse_sum_backward"))
+
+
+def _nnz(self) -> int:
+    """The number of stored elements of a sparse tensor (PyTorch's ``_nnz()``)."""
+    if not self._ks & SPARSE:
+        raise TypeError("nnz: expected a sparse tensor, got layout md.strided")
+    return int(self._data.nnz)
+
+
+Tensor.nnz = property(_nnz)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------
+# Derivatives (ops/derivatives.py's contract: one entry per positional argument)
+
+
+def _coalesced(t):
+    """``t`` without duplicates: a gradient with ``t``'s duplicate positions would count
+    each position once per duplicate."""
+    if layout_of(t) is sparse_coo and not aten.is_coalesced(t):
+        return aten.coalesce(t)
+    return t
+
+
+def _d_to_dense(g, out, self, dtype=None):
+    return (aten.sparse_mask(g, _coalesced(self)),)
+
+
+def _d_to_sparse(g, out, self, layout):
+    if not self._ks & SPARSE:
+        return (aten.to_dense(g),)
+    if g._ks & SPARSE:
+        return (aten.to_sparse(g, layout=layout_of(self)),)
+    return (aten.sparse_mask(g, _coalesced(self)),)
+
+
+def _d_values(g, out, self):
+    """The gradient of the values: a sparse tensor with ``self``'s structure."""
+    if layout_of(self) is sparse_csr:
+        return (aten.sparse_csr_tensor(aten.crow_indices(self), aten.col_indices(self), g,
+                                       self.shape),)
+    return (aten.sparse_coo_tensor(aten._indices(self), g, self.shape,
+                                   is_coalesced=aten.is_coalesced(self)),)
+
+
+def _d_sparse_coo_tensor(g, out, indices, values, size=None, **kwargs):
+    return (None, aten._values(aten.sparse_mask(g, out)))
+
+
+def _d_sparse_csr_tensor(g, out, crow, col, values, size=None, **kwargs):
+    return (None, None, aten._values(aten.sparse_mask(g, out)))
+
+
+# they read the output (ops/derivatives.py's ``uses_out``)
+_d_sparse_coo_tensor.uses_out = _d_sparse_csr_tensor.uses_out = True
+
+
+def _d_coalesce(g, out, self):
+    return (g,)
+
+
+def _d_sparse_sum(g, out, self, dim):
+    return (aten._sparse_sum_backward(g, self, dim), None)
+
+
+def _d_sparse_mask(g, out, self, mask):
+    return (g if self._ks & SPARSE else aten.to_dense(g), None)
+
+
+register_formulas(
+    {"_to_dense": _d_to_dense, "_to_sparse": _d_to_sparse, "values": _d_values,
+     "_values": _d_values, "sparse_coo_tensor": _d_sparse_coo_tensor,
+     "sparse_csr_tensor": _d_sparse_csr_tensor,
+     "coalesce": _d_coalesce, "sparse_mask": _d_sparse_mask, "_sparse_sum": _d_sparse_sum},
+    nondifferentiable=frozenset({"indices", "_indices", "crow_indices", "col_indices",
+                                 "is_coalesced"}))
