@@ -105,10 +105,27 @@ _ACCUMULATE = _Step(accumulate_grads, "autograd::accumulate_grads",
 _DETACH = _Step(Tensor.detach, "autograd::detach", "md.Tensor.detach")
 
 
+# Note [Writes that swap arrays]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# On an immutable backend (JAX) an in-place op runs its functional form -- the op the
+# recorder sees, below Functionalize -- and the mutated tensor takes the result's array
+# (Note [Functionalize] in mdtensor/layers/functionalize.py).  A tensor is therefore named
+# together with the array it held: a tensor whose array changed since is the value of the
+# op that made its new array (a backward's ``zeros`` + ``index_put_`` reads the replayed
+# ``index_put``, not the trace-time zeros).  An array no recorded op made (a view of a
+# mutated base regenerated below the dispatcher) cannot be replayed: an error, never a
+# stale constant.
+
+_UNRECORDED_WRITE = (
+    "trace: a tensor's value was replaced below the dispatcher by a write no recorded op "
+    "made (an in-place write through a view on an immutable backend); such a program "
+    "cannot be replayed")
+
+
 class _Recorder(DispatchMode):
     def __init__(self, graph: Graph, inputs):
         self.graph = graph
-        self.names: dict[int, str] = {}  # id(tensor) -> name
+        self.names: dict[int, tuple] = {}  # id(tensor) -> (name, its array when named)
         self.by_array: dict[int, str] = {}  # id(tensor._data) -> name (Note [Tracing backward])
         self.keep = []  # keeps traced tensors and their arrays alive so ids stay unique
         self.paused = False
@@ -118,16 +135,24 @@ class _Recorder(DispatchMode):
             self._name(t, name)
 
     def _name(self, t, name) -> None:
-        self.names[id(t)] = name
+        data = getattr(t, "_data", None)
+        self.names[id(t)] = (name, data)
         if isinstance(t, Tensor):
-            self.by_array[id(t._data)] = name
-            self.keep.append(t._data)
+            self.by_array[id(data)] = name
+            self.keep.append(data)
         self.keep.append(t)
 
     def _ref(self, v):
         if not isinstance(v, Tensor):
             return v
-        name = self.names.get(id(v))
+        hit = self.names.get(id(v))
+        name = None
+        if hit is not None:
+            name, data = hit
+            if data is not v._data:  # Note [Writes that swap arrays]
+                name = self.by_array.get(id(v._data))
+                if name is None:
+                    raise RuntimeError(_UNRECORDED_WRITE)
         if name is None and id(v._data) in self.by_array:  # Note [Tracing backward]
             name = self.by_array[id(v._data)]
             if not v.requires_grad:  # a saved value, a detached gradient
