@@ -1,0 +1,173 @@
+"""A captured program, ready to replay: the recorded kernels called directly.
+
+Note [Replaying kernels]
+~~~~~~~~~~~~~~~~~~~~~~~~
+A capture (mdtensor/compiler/capture.py) records each op below Autograd and Functionalize,
+with the key set its backend kernels ran under.  A ``Program`` calls, for each recorded op,
+the dispatch-table entry of that key set (``op.table``/``fill_entry``, the operator API) --
+the backend kernel itself, or BackendSelect's for a factory -- from one generated Python
+function: no overload resolution, no key-set computation, no autograd recording, no mode.
+The steps that are no op (``accumulate_grads``, ``.grad`` reads and writes) are called as
+recorded; ``detach`` of a saved value is the value itself (replayed tensors have no
+history).  What the layers above the backend did to the function's own tensors is redone
+at the end: version counters move by what the capture counted, and on an immutable backend
+each mutated input takes the array its last write made (Note [Writes that swap arrays] in
+mdtensor/compiler/capture.py).
+
+Table entries go stale when a registration changes (a user kernel, the dispatch trace
+turned on): every replay first checks that each op's table still holds the entry it
+called, and takes the new ones if not.
+
+A program whose outputs have autograd history and which ran no backward itself (the
+caller will differentiate its result) replays through the dispatcher instead
+(``differentiable``): every op is called as an ``OpOverload``, so autograd records the
+replayed forward.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+from mdtensor._pytree import tree_flatten, tree_unflatten
+from mdtensor.tensors.tensor import Tensor
+from mdtensor.tensors.version_counter import counter
+
+from .capture import DETACH, Call, Graph, Ref, Step
+
+__all__ = ["Program"]
+
+
+#: the entry of an op not looked up yet (no table holds it)
+_UNSET = object()
+
+
+def _identity(t):
+    return t
+
+
+class _Source:
+    """Python source of the replay function, and the objects it names."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.ns: dict = {}
+
+    def const(self, v, prefix: str = "k") -> str:
+        name = f"{prefix}{len(self.ns)}"
+        self.ns[name] = v
+        return name
+
+    def render(self, v) -> str:
+        if isinstance(v, Ref):
+            return v.name
+        if v is None or type(v) is bool or type(v) is int or type(v) is str:
+            return repr(v)
+        if type(v) is tuple:
+            items = [self.render(x) for x in v]
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if type(v) is list:
+            return "[" + ", ".join(self.render(x) for x in v) + "]"
+        if type(v) is dict:
+            return "{" + ", ".join(f"{self.render(k)}: {self.render(x)}"
+                                   for k, x in v.items()) + "}"
+        if isinstance(v, tuple) and hasattr(v, "_fields"):  # a named tuple
+            return f"{self.const(type(v))}({', '.join(self.render(x) for x in v)})"
+        return self.const(v)
+
+    def call(self, fn_name: str, call: Call) -> str:
+        parts = [self.render(a) for a in call.args]
+        for k, v in call.kwargs.items():
+            if k.isidentifier() and not keyword.iskeyword(k):
+                parts.append(f"{k}={self.render(v)}")
+            else:
+                parts.append(f"**{{{k!r}: {self.render(v)}}}")
+        return f"{fn_name}({', '.join(parts)})"
+
+
+class Program:
+    """A ``Graph`` compiled for replay (Note [Replaying kernels]).
+
+    Args:
+        graph: the capture.
+        effects: ``(versions, writes)``: ``[(name, delta)]`` version counters to move,
+            ``[(name, value name)]`` arrays to write back into the function's tensors.
+        out_spec: the structure of the function's result (its leaves are ``graph.outputs``,
+            flat).
+        differentiable: replay through the dispatcher (autograd records the replay).
+    """
+
+    def __init__(self, graph: Graph, effects, out_spec, *, differentiable: bool = False):
+        self.graph = graph
+        self.differentiable = differentiable
+        self.out_spec = out_spec
+        self._checks: list = []  # [op, masked key set, entry, global name, key set]
+        src = _Source()
+        src.ns.update(graph.constants)
+        inputs = list(graph.inputs)
+        src.lines.append(f"def replay({', '.join(inputs)}):")
+        for i, call in enumerate(graph.calls):
+            fn_name = self._callable(src, i, call)
+            expr = src.call(fn_name, call)
+            kept = [o or "_" for o in call.outs]
+            if call.multi and any(call.outs):
+                src.lines.append(f"    {', '.join(kept)}, = {expr}")
+            elif call.outs and call.outs[0]:
+                src.lines.append(f"    {call.outs[0]} = {expr}")
+            else:
+                src.lines.append(f"    {expr}")
+        versions, writes = effects
+        for name, new in writes:
+            src.lines.append(f"    {name}._data = {new}._data")
+        if versions and not differentiable:
+            src.ns["_counter"] = counter
+            for name, delta in versions:
+                src.lines.append(f"    _counter({name}).value += {delta}")
+        src.lines.append(f"    return {src.render(tuple(graph.outputs))}")
+        self.source = "\n".join(src.lines)
+        self._ns = src.ns
+        exec(compile(self.source, f"<mdtensor.compile replay {id(self):x}>", "exec"), src.ns)
+        self._replay = src.ns["replay"]
+
+    def _callable(self, src: _Source, i: int, call: Call) -> str:
+        op = call.op
+        if isinstance(op, Step):
+            if op is DETACH and not self.differentiable:
+                return src.const(_identity, "s")
+            return src.const(op.fn, "s")
+        if self.differentiable:
+            return src.const(op.caller, "op")
+        name = f"e{i}"
+        self._checks.append([op, -1, _UNSET, name, call.ks])  # filled by the first replay
+        src.ns[name] = None
+        return name
+
+    def _refresh(self) -> None:
+        """Point the replay at the current table entries (Note [Replaying kernels])."""
+        ns = self._ns
+        for check in self._checks:
+            op, mk, entry, name, ks = check
+            if op.table.get(mk) is entry:
+                continue
+            mk = ks & op.mask
+            entry = op.table.get(mk) or op.fill_entry(mk)
+            check[1], check[2] = ks & op.mask, entry
+            ns[name] = entry
+
+    def __call__(self, leaves):
+        for op, mk, entry, _, _ in self._checks:
+            if op.table.get(mk) is not entry:
+                self._refresh()
+                break
+        return tree_unflatten(self._replay(*leaves), self.out_spec)
+
+    def __str__(self) -> str:
+        return str(self.graph)
+
+
+def out_leaves(out):
+    """The leaves and structure of a function's result."""
+    return tree_flatten(out)
+
+
+def is_tensor(v) -> bool:
+    return isinstance(v, Tensor)
