@@ -98,7 +98,8 @@ class CompiledFunction:
         self.cache_size_limit = cache_size_limit
         self._cache: dict = {}
         self._warned = False
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
 
     def _key(self, args, kwargs):
         leaves, spec = tree_flatten((args, kwargs))
