@@ -206,6 +206,25 @@ def test_guards_on_device():
     assert body.runs == 4  # two devices captured; back on cpu it replays
 
 
+def test_on_jax_the_training_step_is_one_jitted_function():
+    pytest.importorskip("jax")
+    params = [md.asarray(RNG.standard_normal(p.shape).astype(np.float32), device="jax",
+                         requires_grad=True) for p in _mlp_params()]
+    twins = [p.detach().clone().requires_grad_() for p in params]
+    compiled = md.compile(_sgd_step(params))
+    eager = _sgd_step(twins)
+    for _ in range(5):
+        x = md.asarray(RNG.standard_normal((8, 16)).astype(np.float32), device="jax")
+        y = md.asarray(RNG.standard_normal((8, 4)).astype(np.float32), device="jax")
+        close(compiled(x, y), eager(x, y))
+        for p, q in zip(params, twins):
+            close(p, q)
+            close(p.grad, q.grad)
+            assert p._version == q._version
+    # clear the grads | forward and backward: one XLA executable | accumulate | SGD
+    assert "1 region(s) lowered to jax.jit (1 traced)" in compiled.explain()[0]
+
+
 def test_a_dispatch_mode_sees_the_ops_and_leaving_it_replays_again():
     body = Counted(lambda x: md.exp(x) + 1)
     compiled = md.compile(body)

@@ -156,7 +156,9 @@ class CompiledFunction:
         differentiable = (is_grad_enabled() and not rec.ran_backward
                           and any(isinstance(o, Tensor) and o.grad_fn is not None
                                   for o in out_leaves))
-        entry.program = Program(graph, effects, out_spec, differentiable=differentiable)
+        entry.program = Program(graph, effects, out_spec, differentiable=differentiable,
+                                lower_to_jax=(self.backend is None and not differentiable
+                                              and _on_jax(rec)))
         entry.guards = tuple((t, guard) for t, _, _, guard in
                              (rec.external[n] for n in graph.constants))
         return out
@@ -188,6 +190,11 @@ class CompiledFunction:
                 g = entry.program.graph
                 kind = ("through the dispatcher (differentiable)"
                         if entry.program.differentiable else "kernels")
+                regions = entry.program.regions
+                if regions:
+                    jitted = sum(r.jitted is True for r in regions)
+                    kind += (f", {len(regions)} region(s) lowered to jax.jit "
+                             f"({jitted} traced)")
                 lines.append(f"replay of {len(g.calls)} recorded calls, {kind}")
             elif entry.reason is not None:
                 lines.append(f"eager: {entry.reason}")
@@ -199,6 +206,13 @@ class CompiledFunction:
         """Forget every capture."""
         self._cache.clear()
         self._warned = False
+
+
+def _on_jax(rec: Recorder) -> bool:
+    """Whether every tensor the capture met outside it is on the JAX backend (Note
+    [Lowering to jax.jit] in mdtensor/compiler/jax_lowering.py)."""
+    devices = {t._device.type for t, _, _, _ in rec.external.values()}
+    return devices == {"jax"}
 
 
 def _effects(rec: Recorder):

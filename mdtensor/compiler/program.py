@@ -26,6 +26,7 @@ replayed forward.
 
 from __future__ import annotations
 
+import functools
 import keyword
 
 from mdtensor._pytree import tree_flatten, tree_unflatten
@@ -120,6 +121,55 @@ class _Source:
         return f"{fn_name}({', '.join(parts)})"
 
 
+def _call_global(ns: dict, name: str, *args, **kwargs):
+    return ns[name](*args, **kwargs)
+
+
+def _names(v, into: set) -> set:
+    """The names of the ``Ref``s in ``v`` (a pytree), added to ``into``."""
+    if isinstance(v, Ref):
+        into.add(v.name)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _names(x, into)
+    elif isinstance(v, dict):
+        for x in v.values():
+            _names(x, into)
+    return into
+
+
+#: the fewest op calls lowered to one ``jax.jit`` function: calling one costs ~10 us, more
+#: than a couple of eager JAX kernels (an SGD update, ``p - lr * p.grad``, stays as it is)
+_MIN_REGION = 4
+
+
+def _regions(calls, graph: Graph, writes) -> dict:
+    """``{start: (end, live_in, live_out)}``: the runs of ``_MIN_REGION`` op calls or more
+    (``detach`` included) between steps that are no op, with the names each reads from before it
+    and the names read after it (Note [Lowering to jax.jit] in
+    mdtensor/compiler/jax_lowering.py)."""
+    reads = [_names((c.args, c.kwargs), set()) for c in calls]
+    final = _names(tuple(graph.outputs), set()) | {n for w in writes for n in w}
+    runs, start = [], None
+    for i, call in enumerate([*calls, None]):
+        pure = call is not None and (not isinstance(call.op, Step) or call.op is DETACH)
+        if pure and start is None:
+            start = i
+        elif not pure and start is not None:
+            if i - start >= _MIN_REGION:
+                runs.append((start, i))
+            start = None
+    regions = {}
+    for start, end in runs:
+        made = {o for c in calls[start:end] for o in c.outs if o}
+        live_in = sorted(set().union(*reads[start:end]) - made)
+        later = final.union(*reads[end:])
+        live_out = [o for c in calls[start:end] for o in c.outs if o and o in later]
+        if live_in:
+            regions[start] = (end, live_in, live_out)
+    return regions
+
+
 class Program:
     """A ``Graph`` compiled for replay (Note [Replaying kernels]).
 
@@ -132,21 +182,29 @@ class Program:
         differentiable: replay through the dispatcher (autograd records the replay).
     """
 
-    def __init__(self, graph: Graph, effects, out_spec, *, differentiable: bool = False):
+    def __init__(self, graph: Graph, effects, out_spec, *, differentiable: bool = False,
+                 lower_to_jax: bool = False):
         self.graph = graph
         self.differentiable = differentiable
         self.out_spec = out_spec
         self._checks: list = []  # [op, masked key set, entry, global name, key set]
+        self.regions: list = []  # JitRegions (Note [Lowering to jax.jit])
         src = _Source()
         src.ns.update(graph.constants)
-        inputs = list(graph.inputs)
-        src.lines.append(f"def replay({', '.join(inputs)}):")
-        for i, call in enumerate(graph.calls):
-            fn_name = self._callable(src, i, call)
-            if not isinstance(call.op, Step) and not differentiable:
-                call = call._replace(**dict(zip(("args", "kwargs"),
-                                                _compact(call.op, call.args, call.kwargs))))
-            expr = src.call(fn_name, call)
+        calls = [call if isinstance(call.op, Step) or differentiable
+                 else call._replace(**dict(zip(("args", "kwargs"),
+                                               _compact(call.op, call.args, call.kwargs))))
+                 for call in graph.calls]
+        versions, writes = effects
+        regions = _regions(calls, graph, writes) if lower_to_jax else {}
+        src.lines.append(f"def replay({', '.join(graph.inputs)}):")
+        i = 0
+        while i < len(calls):
+            if i in regions:
+                i = self._region(src, calls, i, *regions[i])
+                continue
+            call = calls[i]
+            expr = src.call(self._callable(src, i, call), call)
             kept = [o or "_" for o in call.outs]
             if call.multi and any(call.outs):
                 src.lines.append(f"    {', '.join(kept)}, = {expr}")
@@ -154,7 +212,7 @@ class Program:
                 src.lines.append(f"    {call.outs[0]} = {expr}")
             else:
                 src.lines.append(f"    {expr}")
-        versions, writes = effects
+            i += 1
         for name, new in writes:
             src.lines.append(f"    {name}._data = {new}._data")
         if versions and not differentiable:
@@ -166,6 +224,22 @@ class Program:
         self._ns = src.ns
         exec(compile(self.source, f"<mdtensor.compile replay {id(self):x}>", "exec"), src.ns)
         self._replay = src.ns["replay"]
+
+    def _region(self, src: _Source, calls, start: int, end: int, live_in, live_out) -> int:
+        """Emit calls ``start:end`` as one ``JitRegion``; returns ``end``."""
+        from .jax_lowering import JitRegion
+
+        ns = src.ns
+        members = []
+        for i in range(start, end):
+            name = self._callable(src, i, calls[i])
+            members.append((functools.partial(_call_global, ns, name), calls[i]))
+        region = JitRegion(members, live_in, live_out)
+        self.regions.append(region)
+        fn = src.const(region, "r")
+        target = ", ".join(live_out) + "," if live_out else "_"
+        src.lines.append(f"    {target} = {fn}({', '.join(live_in)})")
+        return end
 
     def _callable(self, src: _Source, i: int, call: Call) -> str:
         op = call.op
@@ -183,6 +257,8 @@ class Program:
     def _refresh(self) -> None:
         """Point the replay at the current table entries (Note [Replaying kernels])."""
         ns = self._ns
+        for region in self.regions:
+            region.reset()
         for check in self._checks:
             op, mk, entry, name, ks = check
             if op.table.get(mk) is entry:
