@@ -55,7 +55,9 @@ def main(argv=None) -> int:
               file=sys.stderr)
     imports = C.import_times(3 if args.quick else 5)
     compiled = [c for c in selected if c.group == "compile"]
-    print(table([c for c in selected if c.group != "compile"]))
+    others = [c for c in selected if c.group != "compile"]
+    if others:
+        print(table(others))
     if compiled:
         print()
         print(compile_table(compiled, C.CAPTURE_SECONDS))
