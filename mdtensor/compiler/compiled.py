@@ -102,7 +102,10 @@ class CompiledFunction:
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
 
     def _key(self, args, kwargs):
-        leaves, spec = tree_flatten((args, kwargs))
+        if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
+            leaves, spec = list(args), len(args)  # flat positional arguments: no TreeSpec
+        else:
+            leaves, spec = tree_flatten((args, kwargs))
         return leaves, (spec, _context(), _aliases(leaves), *map(_leaf_guard, leaves))
 
     def __call__(self, *args, **kwargs):

@@ -188,6 +188,7 @@ class Program:
         self.differentiable = differentiable
         self.out_spec = out_spec
         self._checks: list = []  # [op, masked key set, entry, global name, key set]
+        self._fresh: list = [({}, -1, _UNSET)]  # filled by _refresh on the first call
         self.regions: list = []  # JitRegions (Note [Lowering to jax.jit])
         src = _Source()
         src.ns.update(graph.constants)
@@ -267,10 +268,13 @@ class Program:
             entry = op.table.get(mk) or op.fill_entry(mk)
             check[1], check[2] = ks & op.mask, entry
             ns[name] = entry
+        # what __call__ checks: each (table, key set) once (tables are cleared in place)
+        self._fresh = list({(id(op.table), mk): (op.table, mk, entry)
+                            for op, mk, entry, _, _ in self._checks}.values())
 
     def __call__(self, leaves):
-        for op, mk, entry, _, _ in self._checks:
-            if op.table.get(mk) is not entry:
+        for table, mk, entry in self._fresh:
+            if table.get(mk) is not entry:
                 self._refresh()
                 break
         return tree_unflatten(self._replay(*leaves), self.out_spec)
