@@ -22,7 +22,7 @@ import argparse  # noqa: E402
 import sys  # noqa: E402
 
 from . import cases as C  # noqa: E402
-from .harness import fmt, run_case, table, write_json  # noqa: E402
+from .harness import compile_table, fmt, run_case, table, write_json  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -53,17 +53,25 @@ def main(argv=None) -> int:
     # [Paired ratios] in harness.py).
     repeats, target = (9, 0.01) if args.quick else (31, 0.035)
     all_cases = (C.small_op_cases(libs) + C.large_op_cases(libs) + C.mlp_cases(libs)
-                 + C.cnn_cases(libs) + C.layer_cases(libs) + C.transform_cases(libs))
+                 + C.cnn_cases(libs) + C.layer_cases(libs) + C.transform_cases(libs)
+                 + C.compile_cases(libs))
     selected = [c for c in all_cases if args.filter in c.name]
     for case in selected:
         run_case(case, repeats, target)
         print(f"# {case.name}: " + ", ".join(f"{k}={fmt(v)}" for k, v in case.medians.items()),
               file=sys.stderr)
     imports = C.import_times(3 if args.quick else 5)
-    print(table(selected))
+    compiled = [c for c in selected if c.group == "compile"]
+    others = [c for c in selected if c.group != "compile"]
+    if others:
+        print(table(others))
+    if compiled:
+        print()
+        print(compile_table(compiled, C.CAPTURE_SECONDS))
     print()
     print("import time: " + ", ".join(f"{k} {fmt(v)}" for k, v in imports.items()))
-    write_json(args.json, selected, {"import_seconds": imports})
+    write_json(args.json, selected, {"import_seconds": imports,
+                                     "capture_seconds": C.CAPTURE_SECONDS})
     print(f"\n(JSON written to {args.json})")
     if args.check:
         print()

@@ -334,6 +334,84 @@ def mlp_cases(libs) -> list[Case]:
 
 
 # ---------------------------------------------------------------------------------------
+# md.compile: the MLP training step captured once and replayed (docs/COMPILE.md)
+
+#: case name -> seconds the capture of its compiled step took (the call that records it)
+CAPTURE_SECONDS: dict[str, float] = {}
+
+
+def compile_builders(libs, name, sizes, batch):
+    """The MLP step of ``mlp_builders``: NumPy by hand, mdtensor eager, the same step under
+    ``md.compile`` (warmed up and captured before timing), ``jax.jit(jax.grad)``."""
+    import time
+
+    eager = mlp_builders(libs, sizes, batch)
+
+    def compiled():
+        md = libs["mdtensor"]
+        params_np, x_np, onehot_np = mlp_data(sizes, batch)
+        params = [md.asarray(p.copy(), requires_grad=True) for p in params_np]
+        step = md.compile(training_step(md, params, md.asarray(x_np), md.asarray(onehot_np)),
+                          fullgraph=True)
+        step()  # the warm-up
+        t0 = time.perf_counter()
+        step()  # the capture
+        CAPTURE_SECONDS[name] = time.perf_counter() - t0
+        return step
+
+    return {"numpy": eager["numpy"], "mdtensor": eager["mdtensor"],
+            "mdtensor-compile": compiled, "jax-jit": eager["jax-jit"]}
+
+
+def jax_compile_builders(libs, name, sizes, batch):
+    """The MLP step on mdtensor's JAX backend, eager and under ``md.compile`` (lowered to
+    ``jax.jit``: docs/COMPILE.md), against ``jax.jit(jax.grad)`` of the same function in
+    ``jax.numpy``; every call waits for its gradients."""
+    import time
+
+    eager = mlp_builders(libs, sizes, batch)
+
+    def on_jax(compiled):
+        def build():
+            import jax
+
+            md = libs["mdtensor"]
+            params_np, x_np, onehot_np = mlp_data(sizes, batch)
+            params = [md.asarray(p.copy(), requires_grad=True, device="jax")
+                      for p in params_np]
+            step = training_step(md, params, md.asarray(x_np, device="jax"),
+                                 md.asarray(onehot_np, device="jax"))
+            if compiled:
+                step = md.compile(step, fullgraph=True)
+                step()  # the warm-up
+                t0 = time.perf_counter()
+                step()  # the capture
+                CAPTURE_SECONDS[name] = time.perf_counter() - t0
+
+            def run():
+                step()
+                return jax.block_until_ready([p.grad._data for p in params])
+
+            return run
+        return build
+
+    return {"mdtensor": on_jax(False), "mdtensor-compile": on_jax(True),
+            "jax-jit": eager["jax-jit"]}
+
+
+def compile_cases(libs) -> list[Case]:
+    cases = []
+    for sizes, batch in (((16, 16, 16, 4), 8), ((784, 256, 256, 10), 64)):
+        name = f"compiled MLP {'-'.join(map(str, sizes))}, batch {batch}"
+        cases.append(make_case(name, "compile", libs,
+                               compile_builders(libs, name, sizes, batch)))
+    name = "compiled MLP 16-16-16-4, batch 8, JAX backend"
+    cases.append(make_case(name, "compile", libs,  # without JAX: "setup failed"
+                           jax_compile_builders(libs, name, (16, 16, 16, 4), 8)))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------
 # The CNN example: one training epoch of examples/train_cnn.py and of its PyTorch twin
 
 

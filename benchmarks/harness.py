@@ -142,6 +142,25 @@ def table(cases: list[Case], impls=IMPLS, refs=REFS) -> str:
     return "\n".join("| " + " | ".join(r) + " |" for r in rows)
 
 
+#: the compile table's columns, and its ratios (``md.compile``'s step over each)
+COMPILE_IMPLS = ("numpy", "mdtensor", "mdtensor-compile", "jax-jit")
+
+
+def compile_table(cases: list[Case], capture_seconds: dict) -> str:
+    """A markdown table of the compiled cases: medians, the compiled step's ratios to
+    jax.jit, NumPy and mdtensor eager (Note [Paired ratios]), and its capture time."""
+    head = ["case", *COMPILE_IMPLS, "compiled/jax-jit", "compiled/numpy", "compiled/eager",
+            "capture"]
+    rows = [head, ["---"] * len(head)]
+    for c in cases:
+        m = c.medians
+        rows.append([c.name, *(fmt(m.get(i)) if i in m else "n/a" for i in COMPILE_IMPLS),
+                     *(fmt_ratio(c.ratio("mdtensor-compile", r))
+                       for r in ("jax-jit", "numpy", "mdtensor")),
+                     fmt(capture_seconds.get(c.name))])
+    return "\n".join("| " + " | ".join(r) + " |" for r in rows)
+
+
 def machine_info() -> dict:
     cpu = platform.processor()
     try:
@@ -174,9 +193,10 @@ def write_json(path: str, cases: list[Case], extra: dict, impls=IMPLS) -> None:
     record = {
         "machine": machine_info(),
         "cases": [{"name": c.name, "group": c.group, "seconds": c.medians,
-                   "ratios": {f"mdtensor/{ref}": r for ref in impls
-                              if (r := c.ratio("mdtensor", ref)) is not None
-                              and ref != "mdtensor"},
+                   "ratios": {f"{impl}/{ref}": r
+                              for impl in ("mdtensor", "mdtensor-compile")
+                              for ref in (*impls, "mdtensor")
+                              if ref != impl and (r := c.ratio(impl, ref)) is not None},
                    "rounds": len(c.samples.get("mdtensor", ())),
                    "missing": c.missing} for c in cases],
         **extra,

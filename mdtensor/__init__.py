@@ -90,6 +90,7 @@ from .autograd import (  # noqa: E402,F401
     no_grad,
     set_grad_enabled,
 )
+from .compiler import compile  # noqa: E402,F401,A004  (md.compile, as torch.compile)
 from .modes import DispatchMode  # noqa: E402,F401
 from .random import Generator, manual_seed, rand, randint, randn  # noqa: E402,F401
 from .tensors.format import get_printoptions, set_printoptions  # noqa: E402,F401
@@ -108,8 +109,9 @@ __all__ = sorted(
        "short", "cfloat", "cdouble", "enable_grad", "inference_mode", "is_grad_enabled",
        "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "manual_seed", "rand",
        "randint", "randn", "bernoulli", "multinomial", "normal", "rand_like", "randint_like",
-       "randn_like", "randperm", "autograd", "backends", "dask", "fft", "func", "library", "linalg",
-       "modes", "ops", "random", "testing", "nn", "optim", "save", "load", "sparse"})
+       "randn_like", "randperm", "autograd", "backends", "compile", "dask", "fft", "func",
+       "library", "linalg", "modes", "ops", "random", "testing", "nn", "optim", "save", "load",
+       "sparse"})
 
 
 # Note [Lazy submodules]

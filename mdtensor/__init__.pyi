@@ -86,6 +86,7 @@ from ._typing import (
     UniqueCountsResult,
     UniqueInverseResult,
 )
+from .compiler.compiled import compile as compile
 from .dispatch.keys import DispatchKey as DispatchKey
 from .dispatch.keys import DispatchKeySet as DispatchKeySet
 from .layers.autograd.grad_mode import enable_grad as enable_grad
@@ -184,6 +185,7 @@ __all__ = [
     "clip",
     "clone",
     "column_stack",
+    "compile",
     "complex128",
     "complex64",
     "concat",

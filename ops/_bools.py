@@ -17,12 +17,21 @@ from __future__ import annotations
 __all__ = ["as_numbers", "is_bool", "with_bools_as_numbers"]
 
 
+#: dtype object -> whether it is bool (``str`` of a NumPy dtype costs ~1 us, on every add)
+_BOOL_DTYPES: dict = {}
+
+
 def is_bool(v) -> bool:
     """Whether ``v`` is a bool array or a Python bool."""
     if isinstance(v, bool):
         return True
     dtype = getattr(v, "dtype", None)
-    return dtype is not None and str(dtype).endswith("bool")
+    if dtype is None:
+        return False
+    hit = _BOOL_DTYPES.get(dtype)
+    if hit is None:
+        hit = _BOOL_DTYPES[dtype] = str(dtype).endswith("bool")
+    return hit
 
 
 def as_numbers(xp, *values):

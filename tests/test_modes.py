@@ -231,6 +231,26 @@ def test_trace_replays_backward_into_grad():
     np.testing.assert_allclose(to_numpy(w.grad), 2 * expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("device", ["cpu", "jax"])
+def test_trace_backward_through_a_write_replays_the_new_inputs(device):
+    # issue 34 item 2: the backward of an indexing writes its gradient into a zeros tensor
+    # in place; on JAX that write swaps the tensor's array (Functionalize), and the replay
+    # read the array from before the write -- the trace-time gradient -- instead of the
+    # replayed one
+    if device == "jax":
+        pytest.importorskip("jax")
+    w = md.asarray([[0.5, -1.0], [2.0, 1.5]], requires_grad=True, device=device)
+
+    def step(x, w):
+        (g,) = md.autograd.grad((x * w)[1:, ::2].sum() + (x * w).sum(), [w])
+        return g
+
+    g = md.func.trace(step, md.asarray([[1.0, 2.0], [3.0, 4.0]], device=device), w)
+    for x2 in ([[3.0, 1.0], [0.0, -2.0]], [[-1.0, 5.0], [7.0, 0.5]]):
+        x2 = md.asarray(x2, device=device)
+        np.testing.assert_allclose(to_numpy(g(x2, w)), to_numpy(step(x2, w)), rtol=1e-6)
+
+
 def test_opcheck_passes_builtin_and_catches_bad_kernel():
     x = md.asarray([1.0, 2.0])
     assert md.library.opcheck("aten::mul.Tensor", (x, x))["meta"] == "ok"

@@ -33,7 +33,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 
 from mdtensor.dispatch.kernel import Kernel
-from mdtensor.dispatch.keys import AFTER_PYTHON, DispatchKey
+from mdtensor.dispatch.keys import AFTER_FUNCTIONALIZE, AFTER_PYTHON, DispatchKey
 from mdtensor.dispatch.operators import register_fallback
 from mdtensor.dispatch.tls import dispatch_tls
 from mdtensor.tensors.tensor import Tensor
@@ -79,16 +79,28 @@ def _checked(op, result, who):
     return result
 
 
+# Note [Mode handlers]
+# ~~~~~~~~~~~~~~~~~~~~
+# A mode's handler runs with the layers above the Python key excluded, as PyTorch's
+# ``__torch_dispatch__`` runs below autograd: they did their part before the call reached
+# the mode, so ``func(*args)`` in the handler must not run them again (ADInplaceOrView
+# bumped an in-place op's version counter a second time: ``x.add_(1)`` under a mode moved
+# it by 2).
+
+
 def _python_fallback(op, ks, args, kwargs):
     stack = mode_stack.get()
     types = _subclass_types(args, kwargs)
     if stack:
         mode = stack[-1]
         token = mode_stack.set(stack[:-1])
+        inc, keep = dispatch_tls.get()
+        below = dispatch_tls.set((inc, keep & AFTER_FUNCTIONALIZE))  # Note [Mode handlers]
         try:
             nargs, nkwargs = normalize(op, args, kwargs)
             result = mode.__md_dispatch__(op, types, nargs, nkwargs)
         finally:
+            dispatch_tls.reset(below)
             mode_stack.reset(token)
         if result is not NotImplemented:
             return _checked(op, result, f"the dispatch mode {type(mode).__name__}")

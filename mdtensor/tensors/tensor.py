@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from mdtensor._dtypes import DType
@@ -56,7 +57,23 @@ if TYPE_CHECKING:
 else:
     _Generated = object
 
-__all__ = ["Tensor", "ViewInfo", "make_wrap", "new_like", "requires_grad_bit"]
+__all__ = ["Tensor", "ViewInfo", "capture_hooks", "make_wrap", "new_like", "requires_grad_bit"]
+
+
+# Note [Capture hooks]
+# ~~~~~~~~~~~~~~~~~~~~
+# A program capture (``md.func.trace``, ``md.compile``: mdtensor/compiler/capture.py) sees
+# every op through a dispatch mode, but a few things a function does to tensors are no op:
+# reading a value on the host (``item()``, ``bool(t)``, ``tolist()``, ``numpy()``,
+# printing), which makes the Python that follows depend on the data; reading and writing
+# ``.grad``; and turning ``requires_grad`` on or off.  While a capture runs,
+# ``capture_hooks`` holds its recorder and these methods tell it (``host_read(t, what)``,
+# ``get_grad(t, g)``, ``set_grad(t, g)``, ``set_requires_grad(t)``); outside one they pay
+# a ContextVar read.  The autograd engine tells it of a backward pass the same way
+# (``backward(create_graph)``, mdtensor/layers/autograd/graph.py).
+
+#: None, or the recorder of the capture running in this context (Note [Capture hooks]).
+capture_hooks: ContextVar = ContextVar("mdtensor_capture_hooks", default=None)
 
 
 class ViewInfo:
@@ -297,6 +314,9 @@ class Tensor(_Generated):
     def __array__(self, dtype=None, copy=None):
         if self._ks & SPARSE:
             _no_sparse_numpy("__array__")
+        hooks = capture_hooks.get()
+        if hooks is not None:  # Note [Capture hooks]
+            hooks.host_read(self, "__array__()")
         if self._device.type == "meta":
             raise TypeError("__array__: meta tensors have no data (only a shape and a "
                             "dtype); make the tensor on a real device instead")
@@ -325,6 +345,9 @@ class Tensor(_Generated):
             )
         if self._ks & SPARSE:
             _no_sparse_numpy("numpy()")
+        hooks = capture_hooks.get()
+        if hooks is not None:  # Note [Capture hooks]
+            hooks.host_read(self, "numpy()")
         if self._device.type == "meta":
             raise TypeError("numpy(): meta tensors have no data (only a shape and a dtype); "
                             "make the tensor on a real device instead")
@@ -346,11 +369,17 @@ class Tensor(_Generated):
                 f"item(): a tensor with {self.numel()} elements cannot be converted to a "
                 f"Python scalar"
             )
+        hooks = capture_hooks.get()
+        if hooks is not None:  # Note [Capture hooks]
+            hooks.host_read(self, "item()")
         return self._device.backend.to_numpy(self._data).reshape(()).item()
 
     def tolist(self):
         if self._ks & SPARSE:
             _no_sparse_numpy("tolist()")
+        hooks = capture_hooks.get()
+        if hooks is not None:  # Note [Capture hooks]
+            hooks.host_read(self, "tolist()")
         return self._device.backend.to_numpy(self._data).tolist()
 
     def __bool__(self) -> bool:
@@ -428,6 +457,9 @@ class Tensor(_Generated):
         return new
 
     def __repr__(self) -> str:
+        hooks = capture_hooks.get()
+        if hooks is not None:  # Note [Capture hooks]
+            hooks.host_read(self, "printing a tensor")
         return tensor_repr(self)
 
     __str__ = __repr__
@@ -454,6 +486,9 @@ class Tensor(_Generated):
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        hooks = capture_hooks.get()
+        if hooks is not None:  # Note [Capture hooks]
+            hooks.set_requires_grad(self)
         set_requires_grad(self, requires_grad)
         return self
 
@@ -465,10 +500,16 @@ class Tensor(_Generated):
         g = ag.grad
         if g is None and ag.grad_fn is not None and not ag.retains_grad:
             _warn_non_leaf_grad()
+        hooks = capture_hooks.get()
+        if hooks is not None:  # Note [Capture hooks]
+            hooks.get_grad(self, g)
         return g
 
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
+        hooks = capture_hooks.get()
+        if hooks is not None:  # Note [Capture hooks]
+            hooks.set_grad(self, value)
         if value is None:  # the optimizer's zero_grad(set_to_none=True), every step
             ag = self._ag
             if ag is not None:

@@ -35,6 +35,7 @@ from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY
 from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.dispatch.tls import dispatch_tls
 from mdtensor.tensors.autograd_meta import AutogradMeta
+from mdtensor.tensors.tensor import capture_hooks
 from mdtensor.tensors.version_counter import counter
 
 from .grad_mode import enable_grad
@@ -528,6 +529,9 @@ def run_backward(roots, retain_graph: bool, create_graph: bool, capture=None,
     Returns:
         the list of captured gradients (None where nothing arrived).
     """
+    hooks = capture_hooks.get()
+    if hooks is not None:  # Note [Capture hooks] in mdtensor/tensors/tensor.py
+        hooks.backward(create_graph)
     root_nodes = [edge for edge, _ in roots]
     run = needed = None
     if capture or inputs:  # Note [Needed nodes]

@@ -1,0 +1,84 @@
+"""Lowering a captured program on the JAX backend to ``jax.jit``.
+
+Note [Lowering to jax.jit]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+On the JAX backend every recorded op is functional (Functionalize turned each mutation
+into its functional op plus a write-back: Note [Writes that swap arrays] in
+mdtensor/compiler/capture.py), and the JAX kernels compute with ``jax.numpy`` on the
+tensors' arrays.  So a run of recorded ops between two steps that are no op (``.grad``
+reads and writes, ``accumulate_grads``) is a pure function of the arrays it reads: a
+``JitRegion`` runs those ops' kernels on tensors wrapping JAX tracers under ``jax.jit``,
+once, and every later replay calls the one XLA executable with the live arrays (the
+function's inputs, its constants such as closure parameters, values made before the
+region) and wraps the arrays it returns that anything after the region reads.  The steps
+stay in Python between regions; a training step (clear the grads, forward, backward,
+accumulate) is one region.  A region whose kernels cannot be traced (one reads a value on
+the host) runs its kernels one by one, as on the other backends, from then on.
+"""
+
+from __future__ import annotations
+
+from mdtensor._pytree import tree_map
+
+from .capture import Ref
+
+__all__ = ["JitRegion"]
+
+
+class JitRegion:
+    """Recorded calls ``[(fn, call)]`` as one jitted function of the arrays of ``live_in``
+    returning those of ``live_out`` (Note [Lowering to jax.jit])."""
+
+    def __init__(self, calls, live_in: list[str], live_out: list[str]):
+        self.calls = calls
+        self.live_in = live_in
+        self.live_out = live_out
+        self._run = None
+        self.jitted = None  # True once traced, False where tracing failed
+
+    def _pure(self, wraps):
+        calls, live_in, live_out = self.calls, self.live_in, self.live_out
+
+        def pure(*arrays):
+            env = {n: w(a) for n, w, a in zip(live_in, wraps, arrays)}
+
+            def value(v):
+                return env[v.name] if isinstance(v, Ref) else v
+
+            for fn, call in calls:
+                out = fn(*tree_map(value, call.args), **tree_map(value, call.kwargs))
+                results = out if call.multi else (out,)
+                for name, r in zip(call.outs, results):
+                    if name:
+                        env[name] = r
+            return tuple(env[n]._data for n in live_out)
+
+        return pure
+
+    def reset(self) -> None:
+        """Trace again on the next call (the kernels changed)."""
+        self._run = self.jitted = None
+
+    def __call__(self, *tensors):
+        run = self._run
+        arrays = [t._data for t in tensors]
+        if run is None:
+            import jax
+
+            pure = self._pure([t._device.wrap for t in tensors])
+            try:
+                jitted = jax.jit(pure)
+                outs = jitted(*arrays)
+                self._run, self.jitted = jitted, True
+            except Exception:  # noqa: BLE001 - an untraceable kernel: run them one by one
+                self._run, self.jitted = pure, False
+                outs = pure(*arrays)
+            self._wraps = [self._device_of(tensors).wrap] * len(self.live_out)
+        else:
+            outs = run(*arrays)
+        wrap = self._wraps[0] if self._wraps else None
+        return tuple(wrap(o) for o in outs)
+
+    @staticmethod
+    def _device_of(tensors):
+        return tensors[0]._device
