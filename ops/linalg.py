@@ -392,7 +392,8 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
             if type(e).__name__ != "LinAlgError":  # NumPy's (a singular matrix, ...)
                 raise
             raise ValueError(f"linalg.{name}: {e}") from None
-        if name in _FAILS_SILENTLY and not getattr(xp, "computes_lazily", False):
+        if (name in _FAILS_SILENTLY and not getattr(xp, "computes_lazily", False)
+                and not (name == "matrix_power" and args[1] >= 0)):  # powers overflow
             _check_finite(xp, name, args, out)
         return tuple(out) if isinstance(out, tuple) else out
 
@@ -439,11 +440,13 @@ _linalg("cholesky", "Tensor self, *, bool upper=False", samples=_square(),
 def _cross_meta(a, b, axis=-1):
     """The broadcast shape of two stacks of 3-vectors along ``axis``; ValueError naming
     the op for any other length (NumPy also takes 2-vectors, which the Array API and
-    PyTorch do not), IndexError for an axis out of range."""
+    PyTorch do not), IndexError for an axis out of range.  Stacks of different ranks
+    broadcast as the Array API says (PyTorch refuses them: the differences row
+    cross-of-different-ranks); a non-negative axis then names no one dimension of both."""
     sa, sb = tuple(a.shape), tuple(b.shape)
-    if len(sa) != len(sb):
-        raise ValueError(f"linalg.cross: the inputs must have the same number of dimensions, "
-                         f"got shapes {sa} and {sb}")
+    if len(sa) != len(sb) and axis >= 0:
+        raise ValueError(f"linalg.cross: inputs of different numbers of dimensions need a "
+                         f"negative axis, got axis={axis} for shapes {sa} and {sb}")
     for s in (sa, sb):
         mf.normalize_axes("linalg.cross", axis, len(s))
     if not sa or sa[axis] != 3 or sb[axis] != 3:

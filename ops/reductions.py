@@ -347,12 +347,13 @@ def _cumulative(name):
                 dtype = "uint64"
         if dtype is not None:  # accumulate in dtype (the standard's functions take no bool)
             x = astype_as_pytorch(xp, x, dt.as_dtype(dtype))
+            dtype = x.dtype  # and say so: NumPy accumulates small integers in 64 bits
         if x.ndim == 0:  # Note [Axes of 0-d tensors] in ops/_meta_fns.py
             mf.normalize_axes(name, axis, 0)
-            r = getattr(xp, name)(xp.reshape(x, (1,)), axis=0,
+            r = getattr(xp, name)(xp.reshape(x, (1,)), axis=0, dtype=dtype,
                                   include_initial=include_initial)
             return r if include_initial else xp.reshape(r, ())
-        return getattr(xp, name)(x, axis=axis, include_initial=include_initial)
+        return getattr(xp, name)(x, axis=axis, dtype=dtype, include_initial=include_initial)
     return impl
 
 

@@ -446,6 +446,13 @@ difference(
     lambda c: _recast(c, np.result_type(*_operands(c))),
     "PyTorch on the operands cast to NumPy's result_type")
 difference(
+    "cross-of-different-ranks", ("linalg_cross",), "raises",
+    "stacks of vectors of different ranks broadcast (the Array API), for a negative axis",
+    "requires the same number of dimensions",
+    lambda c: len({a.ndim for a in _operands(c)}) > 1 and c.torch_raised,
+    lambda c: [np.cross(*c.args[:2], axis=c.kwargs.get("axis", -1))
+               .astype(np.result_type(*c.args[:2]))], "NumPy")
+difference(
     "singular-determinant-gradient", ("linalg_det",), "gradient",
     "the cofactor matrix (Note [Determinants of singular matrices]; "
     "tests/test_autograd_formulas.py gradchecks it)",
