@@ -121,6 +121,14 @@ def _arguments(sample, to) -> tuple[tuple, dict]:
             {k: _convert(v, to) for k, v in sample.kwargs.items()})
 
 
+def _on_cpu(a):
+    """A tensor of the sample's array on the CPU: the sweep measures the NumPy backend
+    against PyTorch's CPU kernels, whatever the default device."""
+    import mdtensor as md
+
+    return md.asarray(a, device="cpu")
+
+
 def _requiring_grad(args, kwargs, lib):
     """The floating tensors among the arguments, made leaves that require grad."""
     found = False
@@ -149,7 +157,7 @@ def _builders(decl, sample, refs, grad: bool):
 
     notes = []
     packet = decl.functional[0].overloadpacket
-    margs, mkw = _arguments(sample, md.asarray)
+    margs, mkw = _arguments(sample, _on_cpu)
     if grad and not _requiring_grad(margs, mkw, md):
         return None, notes
     impls = {}
@@ -179,7 +187,7 @@ def _builders(decl, sample, refs, grad: bool):
     else:
         impls["mdtensor"] = lambda: packet(*margs, **mkw)
     if decl.impl is not None and not grad:
-        xp, impl = md.asarray(0.0).device.xp, decl.impl
+        xp, impl = md.Device("cpu").xp, decl.impl
         raw, raw_kw = _arguments(sample, np.asarray)
         impls["backend"] = lambda: impl(xp, *raw, **raw_kw)
     return impls, notes

@@ -117,12 +117,17 @@ def _arrays(args, kwargs):
                 yield x
 
 
+#: ops users call through a Python operator: their messages name the operator
+_OPERATOR_NAMES = {"basic_index": "__getitem__", "index": "__getitem__",
+                   "index_put": "__setitem__"}
+
+
 def _names_op(msg: str, op_name: str) -> bool:
     """Whether ``msg`` starts by naming the op (``aten::linalg_inv``, ``linalg_inv``,
-    ``linalg.inv``, ``inv``)."""
+    ``linalg.inv``, ``inv``; ``__getitem__`` for the indexing ops)."""
     short = op_name.split("::")[-1].split(".")[0]
     names = {op_name, op_name.split(".")[0], short, short.replace("linalg_", "linalg."),
-             short.removeprefix("linalg_")}
+             short.removeprefix("linalg_"), _OPERATOR_NAMES.get(short, short)}
     return any(msg.startswith(n + ":") for n in names)
 
 

@@ -59,7 +59,7 @@ def test_printoptions_are_checked_and_kept_on_bad_input(restore):
             md.set_printoptions(**bad)
     assert md.get_printoptions() == {"precision": 2, "threshold": 1000, "edgeitems": 3,
                                      "linewidth": 80, "sci_mode": None}
-    assert repr(md.asarray([1.0 / 3])) == "tensor([0.33])"
+    assert repr(md.asarray([1.0 / 3], device="cpu")) == "tensor([0.33])"
 
 
 def test_default_dtype_reaches_factories_conversions_and_reprs(restore):
@@ -72,8 +72,9 @@ def test_default_dtype_reaches_factories_conversions_and_reprs(restore):
     assert md.asarray([1j]).dtype is md.complex128
     assert md.zeros(2, device="meta").dtype is md.float64
     assert md.__array_namespace_info__().default_dtypes()["real floating"] is md.float64
-    assert repr(md.asarray([1.5])) == "tensor([1.5000])"
-    assert repr(md.asarray([1.5], dtype=md.float32)) == "tensor([1.5000], dtype=md.float32)"
+    assert repr(md.asarray([1.5], device="cpu")) == "tensor([1.5000])"
+    assert repr(md.asarray([1.5], dtype=md.float32, device="cpu")) == \
+        "tensor([1.5000], dtype=md.float32)"
     with pytest.raises(TypeError, match="set_default_dtype: only float32 and float64"):
         md.set_default_dtype(md.int64)
     assert md.get_default_dtype() is md.float64  # unchanged by the refused call
