@@ -113,7 +113,7 @@ def deffactory(schema: str, impl: Callable, meta: Callable, *, names=None,
                                f"can require gradients, got {t.dtype.name}")
         t.requires_grad_(True)
 
-    # Note [Own code objects] in mdtensor/dispatch/kernel.py
+    # See Note [Own code objects] in mdtensor/dispatch/kernel.py
     kernel = named(kernel, f"factory[{name}]")
     register(op, _backend_select(op), DispatchKey.BackendSelect, with_keyset=True)
     register(op, kernel, DispatchKey.CompositeExplicitAutograd)

@@ -137,7 +137,7 @@ def _fast_kernel(name, impl, pos, extra, check=None):
                     raise
                 raise_from_backend(name, e, (a._data,), kwargs)
     elif pos == (0,):
-        # Note [Star calls] in mdtensor/dispatch/callers.py
+        # See Note [Star calls] in mdtensor/dispatch/callers.py
         def kernel(a, b=_NO, /, *rest, **kwargs):
             d = a._device
             try:

@@ -58,7 +58,7 @@ OPERATORS: dict[str, tuple[str, str]] = {
 @inline_dispatch
 def _binary(packet, reflected: bool):
     cache = packet.resolution_cache
-    # Note [Inline dispatch] in mdtensor/dispatch/inline.py: the overload ``Tensor op
+    # See Note [Inline dispatch] in mdtensor/dispatch/inline.py: the overload ``Tensor op
     # Tensor`` resolved to, for the dispatch inlined below; forgotten whenever the packet's
     # overloads change.
     tt_op = tt_table = None

@@ -32,7 +32,7 @@ __all__: list[str] = []
 @reads({0: (1,), 1: (0,)})
 @uses_mask
 def _matmul(needs, g, out, a, b):
-    # Note [matmul_backward] in ops/linalg.py: one op when backward records nothing
+    # See Note [matmul_backward] in ops/linalg.py: one op when backward records nothing
     if _tls_get()[1] & _AUTOGRAD:  # create_graph: composed of differentiable ops
         return matmul_gradients(needs, g, a, b)
     return aten.matmul_backward(g, a, b, needs[:2])
@@ -79,7 +79,7 @@ def matmul_gradients(needs, g, a, b):
 
 @rule("matmul_backward")
 def _matmul_backward(c, out, g, a, b, mask):
-    # Note [matmul_backward]: each product is linear in each of its factors, so the
+    # See Note [matmul_backward]: each product is linear in each of its factors, so the
     # gradient with respect to one factor is the vector-Jacobian product of the composite
     # formula at a zero leaf put in its place, the other factors kept as they are (with
     # their history, so that create_graph differentiates further).  Rarely run: matmul's

@@ -50,7 +50,7 @@ def _mean(g, out, x, axis=None, keepdims=False):
 
 @rule("prod")
 def _prod(g, out, x, axis=None, keepdims=False, *, dtype=None):
-    # Note [Products of the others]: no division by x, so zeros get their gradient
+    # See Note [Products of the others]: no division by x, so zeros get their gradient
     gx = aten.mul(expand_back(g, x, axis, keepdims), conj_factor(prod_of_others(x, axis)))
     if gx.dtype != x.dtype:  # prod(x, dtype=...): back to x's dtype
         gx = aten.astype(gx, x.dtype)

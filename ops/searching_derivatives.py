@@ -50,6 +50,6 @@ def _diff(g, out, x, axis=-1, n=1, *, prepend=None, append=None):
         grads.append(gt if t.ndim else aten.sum(gt))
         start += width
     gx = grads[1] if prepend is not None else grads[0]
-    # Note [Keyword-only Tensor arguments] in mdtensor/layers/autograd/kernels.py
+    # See Note [Keyword-only Tensor arguments] in mdtensor/layers/autograd/kernels.py
     return gx, None, None, {"prepend": grads[0] if prepend is not None else None,
                             "append": grads[-1] if append is not None else None}

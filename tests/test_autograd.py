@@ -868,7 +868,7 @@ def test_gradgradcheck_checks_the_derivative_through_the_cotangent(lib):
 
 
 def test_second_derivatives_through_a_gather_with_repeated_indices():
-    # Note [Gather backward] in ops/indexing_derivatives.py: the scatter-add is recorded under
+    # See Note [Gather backward] in ops/indexing_derivatives.py: the scatter-add is recorded under
     # create_graph, so the Hessian through x[idx] is not zero
     x = leaf([1.0, 2.0, 3.0])
     (g,) = md.autograd.grad(md.sin(x[[2, 0, 0]]).sum(), x, create_graph=True)

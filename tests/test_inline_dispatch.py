@@ -109,7 +109,7 @@ def test_without_inlining_the_results_are_the_same():
 
 
 def test_expansions_are_cached_beside_the_bytecode(tmp_path):
-    # Note [Cached expansions]: written once, reused while the sources are unchanged,
+    # See Note [Cached expansions]: written once, reused while the sources are unchanged,
     # rebuilt when stale.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path)

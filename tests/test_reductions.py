@@ -16,8 +16,8 @@ inf, nan = math.inf, math.nan
 
 @pytest.mark.parametrize("name", ["max", "min"])
 def test_max_and_min_with_dim_and_keepdim_keywords(name):
-    # Note [Aliases per overload] in mdtensor/dispatch/resolution.py: keepdim= was renamed keepdims=
-    # for every overload, which max.dim does not have
+    # See Note [Aliases per overload] in mdtensor/dispatch/resolution.py: keepdim= was
+    # renamed keepdims= for every overload, which max.dim does not have
     x = md.asarray([[1.0, 5.0], [3.0, 2.0]])
     ref = getattr(np, name)(to_numpy(x), axis=0, keepdims=True)
     arg = (np.argmax if name == "max" else np.argmin)(to_numpy(x), axis=0, keepdims=True)

@@ -185,7 +185,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     cache = packet.resolution_cache  # both cleared in place, never replaced
     by_position = packet._by_position
 
-    # Note [Inline dispatch] in inline.py: the overloads that one Tensor and a pair of
+    # See Note [Inline dispatch] in inline.py: the overloads that one Tensor and a pair of
     # Tensors resolved to; the types stay None (matching no argument) until then, and again
     # after the packet's overloads change.
     one_type = one_op = one_table = None

@@ -92,7 +92,7 @@ def _inplace_kernel(op):
                 if vc is None:
                     vc = counter(self)
                 elif vc is INFERENCE:
-                    # Note [Inference tensors] in mdtensor/tensors/version_counter.py
+                    # See Note [Inference tensors] in mdtensor/tensors/version_counter.py
                     check_inference_inplace(op, self)
                     return kernel(self, **kwargs) if b is _NO else kernel(self, b, *args,
                                                                           **kwargs)

@@ -69,7 +69,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         _check_channels("batch_norm", name, t, channels)
     shape = (1, channels) + (1,) * (input.ndim - 2)
     if training:
-        # Note [Batch norm kernels] in ops/normalization.py: one op each way
+        # See Note [Batch norm kernels] in ops/normalization.py: one op each way
         from mdtensor.dispatch.namespaces import namespaces
 
         aten = namespaces.aten

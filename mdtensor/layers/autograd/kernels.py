@@ -259,8 +259,8 @@ def _recording_kernel(op, plan):
     tls = dispatch_tls
 
     def autograd_kernel(ks, *args, **kwargs):
-        # Note [Autograd key]: this kernel runs only when an argument carries the Autograd
-        # key, i.e. requires grad, so there is nothing to check before recording.
+        # This kernel runs only when an argument carries the Autograd key, i.e. requires
+        # grad, so there is nothing to check before recording (Note [Autograd key]).
         if is_out:
             raise RuntimeError(
                 f"{op.name}: functions with out=... arguments don't support automatic "
@@ -349,9 +349,9 @@ def _functional_factory(op, plan):
     leaf = LEAF_KERNELS
 
     def factory(entry):
-        # Note [Wrapper kernels] (mdtensor/dispatch/operators.py): ``entry`` is the table entry
-        # below Autograd for this key set.  A leaf computes and records nothing: it runs as it
-        # is; anything else runs with the Autograd key excluded.
+        # ``entry`` is the table entry below Autograd for this key set (Note [Wrapper
+        # kernels] in mdtensor/dispatch/operators.py).  A leaf computes and records nothing:
+        # it runs as it is; anything else runs with the Autograd key excluded.
         if entry not in leaf:
             entry = _excluding_autograd(entry)
 
@@ -463,7 +463,7 @@ def _functional_factory(op, plan):
                 attach(out, node, 0)
             return out
 
-        # Note [Own code objects] (mdtensor/dispatch/kernel.py): the op's own call and slot sites
+        # The op's own call and slot sites (Note [Own code objects] in dispatch/kernel.py)
         autograd_kernel_functional = own_code(autograd_kernel_functional)
         autograd_kernel_functional.__qualname__ = f"autograd[{op.name}]"
         return autograd_kernel_functional
