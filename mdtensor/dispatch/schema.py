@@ -205,34 +205,32 @@ class FunctionSchema:
                       None if isinstance(a.default, Symbol) else a.default)
                      for a in self.arguments)
 
-    def bind(self, args, kwargs) -> dict:
-        """The call's arguments by name, defaults filled in (an argument without a default
-        that was not given is left out)."""
-        out = {}
+    def _bound(self, args, kwargs):
+        """``(name, kwarg_only, value)`` of each argument given or defaulted, in order."""
         n = len(args)
         for i, (name, kwarg_only, has_default, default) in enumerate(self.binding):
             if not kwarg_only and i < n:
-                out[name] = args[i]
+                yield name, kwarg_only, args[i]
             elif name in kwargs:
-                out[name] = kwargs[name]
+                yield name, kwarg_only, kwargs[name]
             elif has_default:
-                out[name] = default
-        return out
+                yield name, kwarg_only, default
+
+    def bind(self, args, kwargs) -> dict:
+        """The call's arguments by name, defaults filled in (an argument without a default
+        that was not given is left out)."""
+        return {name: value for name, _, value in self._bound(args, kwargs)}
 
     def normalize(self, args, kwargs) -> tuple[tuple, dict]:
         """``(args, kwargs)`` in schema form: every positional parameter given or defaulted
         positionally, every keyword-only one by keyword, defaults filled in."""
         pos, kw = [], {}
-        for name, value in self.bind(args, kwargs).items():
-            if name in self._kwarg_only_names:
+        for name, kwarg_only, value in self._bound(args, kwargs):
+            if kwarg_only:
                 kw[name] = value
             else:
                 pos.append(value)
         return tuple(pos), kw
-
-    @functools.cached_property
-    def _kwarg_only_names(self) -> frozenset:
-        return frozenset(a.name for a in self.arguments if a.kwarg_only)
 
     @functools.cached_property
     def positional(self) -> tuple[Argument, ...]:
