@@ -161,7 +161,7 @@ def vecdot(a, b, *, axis=-1):
     shape = mf.broadcast_shapes("vecdot", tuple(a.shape), tuple(b.shape))
     if not shape:
         raise ValueError("vecdot: expected tensors of at least 1 dimension")
-    i = mf.normalize_axes("vecdot", axis, len(shape))[0] - len(shape)
+    i = mf.normalize_axis("vecdot", axis, len(shape)) - len(shape)
     sizes = [tuple(t.shape)[i] for t in (a, b) if len(t.shape) >= -i]
     if len(set(sizes)) > 1:  # the Array API and NumPy: the contracted axes do not broadcast
         raise ValueError(f"vecdot: the contracted axis {axis} has sizes {sizes[0]} and "

@@ -17,6 +17,7 @@ __all__ = [
     "backend_axis",
     "binary",
     "check_nonempty",
+    "normalize_axis",
     "broadcast_shapes",
     "check_has_dimension",
     "compare",
@@ -95,10 +96,20 @@ def compare(a, b, *args, **kwargs):
     return broadcast_shapes("comparison", _shape(a), _shape(b)), _dtypes.bool_
 
 
+def normalize_axis(op: str, axis, ndim: int) -> int:
+    """One axis -> non-negative int; IndexError naming the op when out of range (a 0-d
+    tensor takes 0 and -1, Note [Axes of 0-d tensors])."""
+    if type(axis) is int and -ndim <= axis < ndim:  # the common case, no normalizing loop
+        return axis + ndim if axis < 0 else axis
+    return normalize_axes(op, axis, ndim)[0]
+
+
 def normalize_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
     """Axis/axes -> sorted non-negative tuple; IndexError naming the op when out of range."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int and -ndim <= axis < ndim:
+        return (axis + ndim if axis < 0 else axis,)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out = []
     for a in axes:

@@ -66,7 +66,7 @@ def repeat_interleave(x, repeats, axis=None):
         raise ValueError(f"repeat_interleave: repeats must be non-negative, got {r}")
     if axis is None:
         return (x.numel() * r if hasattr(x, "numel") else int(np.prod(x.shape)) * r,), x.dtype
-    a = mf.normalize_axes("repeat_interleave", axis, x.ndim)[0]
+    a = mf.normalize_axis("repeat_interleave", axis, x.ndim)
     shape = list(x.shape)
     shape[a] *= r
     return tuple(shape), x.dtype
@@ -83,7 +83,7 @@ def take(x, indices, axis=None):
         if x.ndim != 1:
             raise ValueError(f"take: axis is required for a tensor of dimension {x.ndim}")
         axis = 0
-    a = mf.normalize_axes("take", axis, x.ndim)[0]
+    a = mf.normalize_axis("take", axis, x.ndim)
     if indices.ndim != 1:
         raise ValueError(f"take: expected a 1-D index tensor, got {indices.ndim}-D")
     shape = list(x.shape)
@@ -95,7 +95,7 @@ def index_select(x, dim, index):
     _int_index("index_select", index)
     if index.ndim > 1:
         raise ValueError(f"index_select: index must be 0-D or 1-D, got {index.ndim}-D")
-    a = mf.normalize_axes("index_select", dim, x.ndim)[0]
+    a = mf.normalize_axis("index_select", dim, x.ndim)
     if not x.ndim and int(np.prod(index.shape)) != 1:
         raise IndexError(f"index_select: the index of a 0-d tensor has one element, got "
                          f"{int(np.prod(index.shape))}")
@@ -109,7 +109,7 @@ def take_along_axis(x, indices, axis=-1):
     if indices.ndim != x.ndim:
         raise ValueError(f"take_along_axis: indices must have the tensor's number of "
                          f"dimensions ({x.ndim}), got {indices.ndim}")
-    a = mf.normalize_axes("take_along_axis", axis, x.ndim)[0]
+    a = mf.normalize_axis("take_along_axis", axis, x.ndim)
     xs = list(x.shape)
     xs[a] = 1
     ins = list(indices.shape)
@@ -124,7 +124,7 @@ def diff(x, axis=-1, n=1, *, prepend=None, append=None):
         raise ValueError(f"diff: order n must be non-negative, got {n}")
     if x.ndim == 0:
         raise ValueError("diff: expected a tensor of at least one dimension")
-    a = mf.normalize_axes("diff", axis, x.ndim)[0]
+    a = mf.normalize_axis("diff", axis, x.ndim)
     shape = list(x.shape)
     parts = [x] + [t for t in (prepend, append) if t is not None]
     for t in parts[1:]:

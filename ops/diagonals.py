@@ -34,8 +34,8 @@ def _diagonal(x, offset=0, dim1=0, dim2=1):
     if x.ndim < 2:
         raise ValueError(f"diagonal: expected a tensor of at least 2 dimensions, got "
                          f"{x.ndim}")
-    a = mf.normalize_axes("diagonal", dim1, x.ndim)[0]
-    b = mf.normalize_axes("diagonal", dim2, x.ndim)[0]
+    a = mf.normalize_axis("diagonal", dim1, x.ndim)
+    b = mf.normalize_axis("diagonal", dim2, x.ndim)
     if a == b:
         raise ValueError(f"diagonal: dimensions cannot be identical {dim1}, {dim2}")
     return aten.linalg_diagonal(aten.moveaxis(x, [a, b], [-2, -1]), offset=offset)

@@ -91,7 +91,7 @@ def _fft_meta(name, many):
         for k, (a, n) in enumerate(zip(axes, sizes)):
             if not x.ndim:
                 raise IndexError(f"fft_{name}: a 0-d tensor has no dimension {a}")
-            i = mf.normalize_axes(f"fft_{name}", a, x.ndim)[0]
+            i = mf.normalize_axis(f"fft_{name}", a, x.ndim)
             last = k == len(axes) - 1
             m = shape[i]
             if n is None:

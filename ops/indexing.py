@@ -716,7 +716,7 @@ defop("take_along_axis(Tensor self, Tensor indices, int axis=-1) -> Tensor",
 def _gather_meta(x, dim, index, *, sparse_grad=False):
     if index.dtype.kind not in "iu":
         raise TypeError(f"gather: expected an integer index tensor, got {index.dtype.name}")
-    d = mf.normalize_axes("gather", dim, x.ndim)[0]
+    d = mf.normalize_axis("gather", dim, x.ndim)
     if max(x.ndim, 1) != max(index.ndim, 1):
         raise ValueError(f"gather: the index must have the tensor's number of dimensions, "
                          f"got an index of dimension {index.ndim} for a tensor of dimension "
@@ -730,7 +730,7 @@ def _gather_meta(x, dim, index, *, sparse_grad=False):
 
 def _torch_gather(xp, x, dim, index, *, sparse_grad=False):
     _gather_meta(mf.ArraySpec(x), dim, mf.ArraySpec(index))  # Note [gather is PyTorch's]
-    d = mf.normalize_axes("gather", dim, x.ndim)[0]
+    d = mf.normalize_axis("gather", dim, x.ndim)
     shape = tuple(index.shape)
     if not x.ndim or not index.ndim:
         x, index = xp.reshape(x, (-1,)), xp.reshape(index, (-1,))

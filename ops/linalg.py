@@ -596,8 +596,8 @@ def _tensordot_meta(a, b, *, axes=2):
         if len(ax_a) != len(ax_b):
             raise ValueError(f"tensordot: both tensors must contract as many dimensions, "
                              f"got {ax_a} and {ax_b}")
-        ax_a = [mf.normalize_axes("tensordot", x, len(sa))[0] for x in ax_a]
-        ax_b = [mf.normalize_axes("tensordot", x, len(sb))[0] for x in ax_b]
+        ax_a = [mf.normalize_axis("tensordot", x, len(sa)) for x in ax_a]
+        ax_b = [mf.normalize_axis("tensordot", x, len(sb)) for x in ax_b]
     for i, j in zip(ax_a, ax_b):
         if sa[i] != sb[j]:
             raise ValueError(f"tensordot: contracted dimension {i} of the first tensor "

@@ -72,8 +72,7 @@ defop("copy(Tensor self, Tensor src) -> Tensor", impl=_copy, structured=True,
 def _transpose_perm(x, dim0, dim1):
     n = x.ndim
     perm = list(range(n))
-    d0, d1 = mf.normalize_axes("transpose", dim0, n)[0], mf.normalize_axes("transpose", dim1,
-                                                                          n)[0]
+    d0, d1 = mf.normalize_axis("transpose", dim0, n), mf.normalize_axis("transpose", dim1, n)
     if n:  # a 0-d tensor's dimension 0 is itself (Note [Axes of 0-d tensors])
         perm[d0], perm[d1] = perm[d1], perm[d0]
     return tuple(perm)
@@ -367,8 +366,8 @@ def _flat_shape(x, start_dim=0, end_dim=-1):
     if n == 0:
         mf.normalize_axes("flatten", start_dim, 0), mf.normalize_axes("flatten", end_dim, 0)
         return (1,)
-    s = mf.normalize_axes("flatten", start_dim, n)[0]
-    e = mf.normalize_axes("flatten", end_dim, n)[0]
+    s = mf.normalize_axis("flatten", start_dim, n)
+    e = mf.normalize_axis("flatten", end_dim, n)
     if s > e:
         raise ValueError(f"flatten: start_dim {start_dim} cannot come after end_dim {end_dim}")
     size = 1
@@ -555,7 +554,7 @@ def _narrow(xp, x, dim, start, length):
     # checked here: ADInplaceOrView calls this view's impl directly (Note [Fused view
     # kernels] in mdtensor/layers/inplace_or_view.py), past the generic kernel's axis check
     mf.check_has_dimension("narrow", x.ndim, dim)
-    d = mf.normalize_axes("narrow", dim, x.ndim)[0]
+    d = mf.normalize_axis("narrow", dim, x.ndim)
     if start < 0:
         start += x.shape[d]
     if not (0 <= start and start + length <= x.shape[d]) or length < 0:
@@ -574,7 +573,7 @@ defop("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)
 
 def _unbind(xp, x, axis=0):
     n = x.ndim
-    a = mf.normalize_axes("unbind", axis, n)[0]
+    a = mf.normalize_axis("unbind", axis, n)
     return [x[(slice(None),) * a + (i, Ellipsis)] for i in range(x.shape[a])]
 
 
@@ -586,7 +585,7 @@ defop("unbind(Tensor(a -> *) self, int axis=0) -> Tensor(a)[]", impl=_unbind,
 
 
 def _split(xp, x, split_size_or_sections, axis=0):
-    a = mf.normalize_axes("split", axis, x.ndim)[0]
+    a = mf.normalize_axis("split", axis, x.ndim)
     n = x.shape[a]
     if isinstance(split_size_or_sections, (int, np.integer)):
         size = int(split_size_or_sections)
@@ -613,7 +612,7 @@ defop("split(Tensor(a -> *) self, int[] split_size_or_sections, int axis=0) -> T
 
 
 def _chunk(xp, x, chunks, axis=0):
-    a = mf.normalize_axes("chunk", axis, x.ndim)[0]
+    a = mf.normalize_axis("chunk", axis, x.ndim)
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     n = x.shape[a]
@@ -641,7 +640,7 @@ def _cat_meta(tensors, axis=0):
         return (sum(t.numel() for t in tensors),), _result_type(*tensors)
     if not first.ndim:
         raise ValueError("concat: zero-dimensional tensors cannot be concatenated")
-    a = mf.normalize_axes("concat", axis, first.ndim)[0]
+    a = mf.normalize_axis("concat", axis, first.ndim)
     shape = list(first.shape)
     for t in tensors[1:]:
         if t.ndim != first.ndim or any(t.shape[i] != shape[i] for i in range(first.ndim)

@@ -45,7 +45,7 @@ def _norm(x, ord=None, dim=None, keepdim=False, *, dtype=None):
     if len(dim) != 2:
         raise ValueError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. "
                          f"Got {list(dim)}")
-    a, b = (mf.normalize_axes("linalg.norm", v, x.ndim)[0] for v in dim)
+    a, b = (mf.normalize_axis("linalg.norm", v, x.ndim) for v in dim)
     if a == b:
         raise ValueError(f"linalg.norm: dims must be different, got {list(dim)}")
     r = aten.linalg_matrix_norm(aten.moveaxis(x, [a, b], [-2, -1]), keepdims=False, ord=ord)

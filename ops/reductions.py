@@ -360,7 +360,7 @@ def _cumulative(name):
 def _cum_meta(x, axis=None, *, dtype=None, include_initial=False):
     shape = list(x.shape)
     if include_initial:
-        a = 0 if axis is None else mf.normalize_axes("cumulative", axis, x.ndim)[0]
+        a = 0 if axis is None else mf.normalize_axis("cumulative", axis, x.ndim)
         shape = shape or [1]
         shape[a] += 1
     elif axis is not None:

@@ -51,7 +51,7 @@ def _same_dtype(name, x, src, what="src") -> None:
 def _scatter_check(name, x, dim, index, src=None) -> int:
     """PyTorch's shape rules of a scatter; returns ``dim`` normalized."""
     _int_index(name, index)
-    d = mf.normalize_axes(name, dim, len(x.shape))[0]
+    d = mf.normalize_axis(name, dim, len(x.shape))
     nd = max(len(x.shape), 1)
     if max(len(index.shape), 1) != nd or (src is not None and max(len(src.shape), 1) != nd):
         raise ValueError(f"{name}: Index tensor must have the same number of dimensions as "
@@ -81,7 +81,7 @@ def _index_check(name, x, dim, index, source=None) -> int:
     if len(index.shape) > 1:
         raise ValueError(f"{name}: Index is supposed to be a vector, got a tensor of "
                          f"dimension {len(index.shape)}")
-    d = mf.normalize_axes(name, dim, len(x.shape))[0]
+    d = mf.normalize_axis(name, dim, len(x.shape))
     if source is not None:
         _same_dtype(name, x, source, "source")
         n = int(np.prod(index.shape))

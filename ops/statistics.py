@@ -53,7 +53,7 @@ def _as_1d(x):
 
 
 def _dim_size(name, shape, dim) -> int:
-    d = mf.normalize_axes(name, dim, len(shape))[0]
+    d = mf.normalize_axis(name, dim, len(shape))
     return (tuple(shape) or (1,))[d]
 
 
@@ -437,7 +437,7 @@ def _shifted(xp, a, s, d, fill):
 def _cumextreme(name, larger):
     def impl(xp, x, dim):
         x1 = _as_1d(x)
-        d = mf.normalize_axes(name, dim, x.ndim)[0] if x.ndim else \
+        d = mf.normalize_axis(name, dim, x.ndim) if x.ndim else \
             mf.normalize_axes(name, dim, 0) and 0
         n = x1.shape[d]
         kind = dt.as_dtype(x.dtype).kind
@@ -516,7 +516,7 @@ def _logcumsumexp(xp, x, dim):
         raise TypeError(f"logcumsumexp: expected a floating point or complex tensor, got "
                         f"{dt.as_dtype(x.dtype).name}")
     x1 = _as_1d(x)
-    d = mf.normalize_axes("logcumsumexp", dim, x.ndim)[0] if x.ndim else \
+    d = mf.normalize_axis("logcumsumexp", dim, x.ndim) if x.ndim else \
         mf.normalize_axes("logcumsumexp", dim, 0) and 0
     n = x1.shape[d]
     acc = x1
