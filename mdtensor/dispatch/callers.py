@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 from .inline import dispatch_kernel, inline_dispatch
 from .resolution import resolve, schema_class
 from .schema import FunctionSchema
+from .tls import dispatch_tls
 
 if TYPE_CHECKING:
     from .namespaces import OpOverloadPacket
@@ -74,6 +75,15 @@ def fast_tensor_positions(schema: FunctionSchema) -> tuple[int, ...] | None:
 
 
 _NO = object()  # an argument the caller did not pass (see make_caller)
+_tls_get = dispatch_tls.get
+
+
+def _lone_list_first(params) -> bool:
+    """Whether the schema's only Tensor-like argument is a positional ``Tensor[]`` first."""
+    lists = [a for a in params if a.type.is_tensor_like]
+    return (len(lists) == 1 and params and params[0] is lists[0] and lists[0].type.is_list
+            and not (params[0].kwarg_only or params[0].type.optional
+                     or params[0].type.elem_optional))
 
 
 # Note [Star calls]
@@ -157,6 +167,25 @@ def make_caller(op: OpOverload) -> Callable:
             except AttributeError:
                 return slow_call((a, b, c), args, kwargs)
             return kernel(a, b, c, *args, **kwargs)
+    elif _lone_list_first(params):
+        # A Tensor[] first and no other Tensor (cat, stack, meshgrid): the key set from the
+        # list's Tensors without walking the schema; anything else (a generator, a
+        # non-Tensor element, a keyword) takes the slow path and its errors.
+        def call(tensors=_NO, /, *args, **kwargs):
+            if type(tensors) is list or type(tensors) is tuple:
+                ks = 0
+                try:
+                    for t in tensors:
+                        ks |= t._ks
+                except AttributeError:
+                    return slow_call((tensors,), args, kwargs)
+                inc, keep = _tls_get()
+                ks = (ks | inc) & keep & op.mask
+                kernel = table.get(ks)
+                if kernel is None:
+                    kernel = miss(ks)
+                return kernel(tensors, *args, **kwargs)
+            return slow_call((tensors,), args, kwargs)
     elif pos == ():  # no Tensor arguments (factories): the thread-local keys alone
         def call(*args, **kwargs):
             kernel = dispatch_kernel(op, table)
