@@ -16,8 +16,10 @@ choice follows the Array API where it specifies the op (``maximum``, the order
 comparisons, ``floor``: real numbers) and PyTorch for its own ops (``mean`` of integers,
 ``softmax`` of complex numbers).
 
-The generic kernels check before calling the impl (``with_accepted_kinds``), the Meta
-kernels before the meta function, the JAX backend's jitted kernels when they trace; the
+The generic kernels check before calling the impl (``with_accepted_kinds``; an op with
+one checked operand remembers the operand dtypes it accepted, so a call pays one set
+lookup), the Meta kernels before the meta function, the JAX backend's jitted kernels when
+they trace; the
 CPU ufunc kernels call NumPy directly only for the accepted kinds (``Ufunc(kinds=...)``)
 and send the rest to the checking generic kernel, so calls with accepted dtypes pay nothing
 on NumPy.

@@ -168,6 +168,46 @@ def test_one_keyword_calls_go_positional_only_where_the_keyword_is_next(lib):
     assert g(x, k=x) == "other" and g(x, k=1) == "r"
 
 
+def test_keyword_calls_dispatch_from_the_packet_in_parameter_order(lib):
+    """Note [Keyword calls]: keywords that all name the parameters after the positional
+    arguments reach the kernel positionally, in the schema's order whatever the call's,
+    from the packet's own path once resolved (a mode still sees the call); a keyword-only
+    argument keeps the adapter; a new overload clears the plans."""
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append((args[1:], kwargs))
+        return md.asarray([float(len(seen))])
+
+    lib.define("h(Tensor x, int k=0, int j=0, *, int m=0) -> Tensor")
+    lib.impl("h", record, "CPU")
+    h = getattr(md.ops, lib.ns).h
+    x = md.asarray([1.0], device="cpu")
+    for _ in range(2):  # the first call resolves, the second takes the plan
+        h(x, j=2, k=1), h(x, 1, j=2), h(x, k=1, j=2, m=3)
+    assert seen == [((1, 2), {}), ((1, 2), {}), ((1, 2), {"m": 3})] * 2
+    assert set(h._by_keywords) == {(md.Tensor, "j", "k", int, int),
+                                   (md.Tensor, int, "j", int)}
+
+    class Count(md.DispatchMode):
+        calls = 0
+
+        def __md_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.calls += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        assert h(x, j=2, k=1).tolist() == [7.0]
+    assert Count.calls == 1 and seen[-1][0] == (1, 2)
+    lib.define("h.other(Tensor x, Tensor k) -> Tensor")
+    assert not h._by_keywords
+    # the built-in reductions: the same values as positional calls
+    y = md.asarray([[1.0, 2.0], [3.0, 4.0]])
+    assert md.sum(y, 1, keepdims=True).tolist() == [[3.0], [7.0]]
+    assert md.sum(y, keepdims=True, axis=0).tolist() == [[4.0, 6.0]]
+    assert md.sum(y, 0, keepdims=True).tolist() == [[4.0, 6.0]]
+
+
 # -- one name, two meanings (issue 25 item 4; Note [Torch methods] in ops/_methods.py) ------
 
 

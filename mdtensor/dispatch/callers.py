@@ -203,6 +203,19 @@ def make_caller(op: OpOverload) -> Callable:
     return call
 
 
+# Note [Keyword calls]
+# ~~~~~~~~~~~~~~~~~~~~
+# PyTorch's argument parser passes positional parameters given by keyword positionally, and
+# so does resolution (``_positional_by_keyword`` in resolution.py): ``md.sum(x, 1,
+# keepdims=True)`` resolves to an adapter that calls the overload's caller as ``(x, 1,
+# True)``.  Two frames and two star calls for a call with keywords cost as much as
+# the rest of ``sum``, so when every keyword moves and the overload's one Tensor leads,
+# resolution also records ``(overload, table, keyword names)`` under the call's key
+# (``packet._by_keywords``), and the packet function dispatches inline and calls the kernel
+# with the keywords' values in parameter order.  One keyword naming the next parameter
+# (``md.sum(x, axis=0)``) has its own, cheaper path above (``_by_position``).
+
+
 @inline_dispatch
 def packet_function(packet: OpOverloadPacket) -> Callable:
     """Build ``packet._call``: resolve the overload of a call, then call its caller.
@@ -211,8 +224,9 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     (``md.exp``) and the formulas' ``aten`` calls are vectorcalls (Note [Packet
     functions]).
     """
-    cache = packet.resolution_cache  # both cleared in place, never replaced
+    cache = packet.resolution_cache  # all three cleared in place, never replaced
     by_position = packet._by_position
+    by_keywords = packet._by_keywords
 
     # See Note [Inline dispatch] in inline.py: the overloads that one Tensor and a pair of
     # Tensors resolved to; the types stay None (matching no argument) until then, and again
@@ -321,6 +335,11 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
         n = len(args)
         if kwargs:
             key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+            plan = by_keywords.get(key)
+            if plan is not None:  # See Note [Keyword calls]
+                op, table, moved = plan
+                kernel = dispatch_kernel(op, table, a)
+                return kernel(*args, *map(kwargs.__getitem__, moved))
         else:
             key = type(a) if n == 1 else (type(a), type(b)) if n == 2 else tuple(map(type, args))
         caller = cache.get(key)

@@ -40,6 +40,11 @@ class OpOverloadPacket:
         #: keys (Tensor type, keyword name, value type) whose keyword is the parameter right
         #: after the Tensor: the overload's caller, to call as ``caller(x, value)``
         self._by_position: dict = {}
+        #: keys of calls whose keywords all name the positional parameters after the
+        #: positional arguments (``md.sum(x, 1, keepdims=True)``), for overloads with one
+        #: leading Tensor: ``(overload, its table, the keyword names in parameter order)``
+        #: (Note [Keyword calls] in callers.py)
+        self._by_keywords: dict = {}
         self._kwarg_aliases: dict[str, str] = {}
         #: the call as a plain function: ``md.<name>``, ``ops.aten_calls.<name>``
         self._call = packet_function(self)
@@ -105,6 +110,7 @@ class OpOverloadPacket:
         setattr(self, name, op)
         self.resolution_cache.clear()
         self._by_position.clear()
+        self._by_keywords.clear()
         self.__dict__.pop("_plum_signatures", None)  # resolution.py's, built from the overloads
         for hook in self.on_change:
             hook()
@@ -116,6 +122,7 @@ class OpOverloadPacket:
             delattr(self, name)
         self.resolution_cache.clear()
         self._by_position.clear()
+        self._by_keywords.clear()
         self.__dict__.pop("_plum_signatures", None)
         for hook in self.on_change:
             hook()

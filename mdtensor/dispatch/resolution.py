@@ -200,6 +200,10 @@ def resolve(packet, args, kwargs, key, candidates=None):
             inner = getattr(caller, "positional_of", None)
             if inner is not None and len(args) == 1 and len(kwargs) == 1:
                 packet._by_position[key] = learned = inner
+            elif (inner is not None and args and type(args[0]) is schema_class("Tensor")
+                    and getattr(inner, "op", None) is not None
+                    and inner.op.fast_positions == (0,)):
+                packet._by_keywords[key] = (inner.op, inner.op.table, caller.moved)
             if learned is not None:
                 for hook in packet.on_resolve:  # Note [Inline dispatch] in inline.py
                     hook(key, learned)
@@ -262,7 +266,6 @@ def _positional_by_keyword(schema, caller, nargs, kwargs, aliases):
             def positional(*args, **kw):
                 return caller(*args, kw[k0])
 
-            positional.positional_of = caller  # for the packet's own fast path
         elif len(moved) == 2:
             k0, k1 = moved
 
@@ -271,6 +274,8 @@ def _positional_by_keyword(schema, caller, nargs, kwargs, aliases):
         else:
             def positional(*args, **kw):
                 return caller(*args, *[kw[k] for k in moved])
+        # for the packet's own fast paths (Note [Keyword calls] in callers.py)
+        positional.positional_of, positional.moved = caller, moved
     else:
         # Keywords stay for the kernel: pop the moved ones (by the name the caller used;
         # the renaming adapter below this one renames the rest).
