@@ -98,6 +98,39 @@ register_leaf(_op, _cpu_matmul(_op.kernels_for(DispatchKey.ArrayAPI)[0].fn),
 del _op
 
 
+def cpu_kernel(aten_name: str, direct, arity: int = 2) -> None:
+    """Register a CPU kernel of ``aten::<aten_name>`` computing the common case with NumPy:
+    ``direct(*arrays, *rest, **kwargs)`` gives the result (array or tuple of arrays), or
+    None where the generic kernel must decide (Notes [mm, bmm and dot on NumPy] and [Linalg
+    on NumPy]).  Operands on other devices, or bool ones, go to the generic kernel, which
+    checks them and raises the op's errors."""
+    op = CATALOGUE[f"aten::{aten_name}"].functional[0]
+    generic = op.kernels_for(DispatchKey.ArrayAPI)[0].fn
+    result = len(op.schema.returns) > 1 and (lambda d, out: tuple(d.wrap(o) for o in out))
+
+    if arity == 2:
+        def kernel(a, b, *rest, **kwargs):
+            d = a._device
+            x, y = a._data, b._data
+            if b._device is d and x.dtype is not _BOOL and y.dtype is not _BOOL:
+                out = direct(x, y, *rest, **kwargs)
+                if out is not None:
+                    return result(d, out) if result else d.wrap(out)
+            return generic(a, b, *rest, **kwargs)
+    else:
+        def kernel(a, *rest, **kwargs):
+            x = a._data
+            if x.dtype is not _BOOL:
+                out = direct(x, *rest, **kwargs)
+                if out is not None:
+                    d = a._device
+                    return result(d, out) if result else d.wrap(out)
+            return generic(a, *rest, **kwargs)
+
+    kernel.__qualname__ = kernel.__name__ = f"cpu[aten::{aten_name}]"
+    register_leaf(op, kernel, DispatchKey.CPU)
+
+
 # Note [matmul_backward]
 # ~~~~~~~~~~~~~~~~~~~~~~
 # matmul's gradient as one op, as PyTorch's ``aten::matmul_backward``: both products, and
@@ -368,7 +401,10 @@ def _check_finite(xp, name, args, out) -> None:
 
 
 def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=None, ref=None,
-            dtypes=FLOATS, meta=None, xp_fn=None, kwarg_aliases=None):
+            dtypes=FLOATS, meta=None, xp_fn=None, kwarg_aliases=None, cpu=None):
+    """Declare ``linalg.<name>`` (or the top-level ``name``): an impl calling
+    ``xp_fn(xp)`` (default ``xp.linalg.<name>``) after the op's checks, and a CPU kernel
+    where ``cpu`` is given (Note [Linalg on NumPy])."""
     getter = xp_fn or attrgetter(f"linalg.{name}")
     aten_name = name if top_level else f"linalg_{name}"
     floating = name in _FLOAT_RESULTS
@@ -405,6 +441,55 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
                       differentiable=name in _WITH_FORMULA) if ref else None)
     if not top_level or name in ("tensordot", "vecdot", "outer"):
         LINALG_NAMES[name] = aten_name
+    if cpu is not None:
+        cpu_kernel(aten_name, cpu, arity=2 if schema_args.startswith("Tensor self, Tensor") else 1)
+
+
+# Note [Linalg on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# The generic impl of a linear algebra function checks its operands through the Meta
+# functions and calls the namespace's function, which on NumPy is array-api-compat's
+# wrapper of ``np.linalg``'s Python wrapper: 5-60 us on a 3x3 matrix, most of it Python.
+# ``_linalg(cpu=fn)`` gives the op a CPU kernel (Note [NumPy fast impls]): ``fn(*arrays,
+# **kwargs)`` computes the common case -- operands of the expected ranks, sizes and
+# dtypes -- with NumPy's C functions directly and returns None for anything else, which
+# the generic impl then takes (its checks raise the op's errors).  The fast cases give the
+# generic impl's results and dtypes (the OpInfo sweep checks both against the reference).
+
+
+def _np_outer(a, b):
+    # A (n, 1) @ (1, m) product is the outer product, computed once per element with no
+    # sum (BLAS's beta = 0): NumPy's broadcast multiply costs 0.4 us more to set up on
+    # small vectors; large outer products take the multiply, which writes the output once
+    if a.ndim == 1 and b.ndim == 1:
+        n, m = a.shape[0], b.shape[0]
+        if n * m < _LARGE:
+            return _np_dot(a.reshape(n, 1), b.reshape(1, m))
+        return np.multiply.outer(a, b)
+    return None
+
+
+def _np_vecdot(a, b, axis=-1):
+    nd = a.ndim
+    if a.shape == b.shape and -nd <= axis < nd and a.dtype != _BOOL:
+        return np.vecdot(a, b, axis=axis)
+    return None
+
+
+def _np_tensordot(a, b, axes=2):
+    # axes=k: a's last k dimensions against b's first k, one matrix product of the two
+    # reshaped operands (what np.tensordot does, less its Python argument handling)
+    if type(axes) is not int or not 0 <= axes <= min(a.ndim, b.ndim):
+        return None
+    sa, sb = a.shape, b.shape
+    free_a, free_b = sa[:a.ndim - axes], sb[axes:]
+    if sa[a.ndim - axes:] != sb[:axes]:
+        return None
+    m, n = math.prod(free_a), math.prod(free_b)
+    k = math.prod(sb[:axes])
+    x, y = a.reshape(m, k), b.reshape(k, n)
+    out = _np_matmul(x, y) if m * n >= _LARGE else _np_dot(x, y)
+    return out.reshape(free_a + free_b)
 
 
 def _tolerance(name, xp, x, rtol):
@@ -567,7 +652,7 @@ _linalg("matrix_rank", "Tensor self, *, Any? rtol=None", samples=lambda d, rng: 
         ref=lambda a, rtol=None: np.linalg.matrix_rank(a, rtol=rtol),
         xp_fn=lambda xp: functools.partial(_matrix_rank, xp))
 _linalg("outer", "Tensor self, Tensor other", samples=_pair((3,), (4,)), ref=np.outer,
-        top_level=True, xp_fn=attrgetter("linalg.outer"))
+        top_level=True, xp_fn=attrgetter("linalg.outer"), cpu=_np_outer)
 _linalg("pinv", "Tensor self, *, Any? rtol=None", samples=_square(),
         ref=lambda a, rtol=None: np.linalg.pinv(a))
 _linalg("qr", "Tensor self, *, str mode=\"reduced\"", "(Tensor Q, Tensor R)")
@@ -613,13 +698,14 @@ def _tensordot_meta(a, b, *, axes=2):
 _linalg("tensordot", "Tensor self, Tensor other, *, Any axes=2", top_level=True,
         meta=_tensordot_meta,
         kwarg_aliases={"dims": "axes"},  # PyTorch's keyword
-        samples=_pair((2, 3, 4), (3, 4, 5)), xp_fn=attrgetter("tensordot"),
+        samples=_pair((2, 3, 4), (3, 4, 5)), xp_fn=attrgetter("tensordot"), cpu=_np_tensordot,
         ref=lambda a, b, axes=2: np.tensordot(a, b, axes))
 _linalg("trace", "Tensor self, *, int offset=0, ScalarType? dtype=None", samples=_square(),
         ref=lambda a, offset=0: np.trace(a, offset, axis1=-2, axis2=-1),
         xp_fn=lambda xp: functools.partial(_trace, xp))
 _linalg("vecdot", "Tensor self, Tensor other, *, int axis=-1", top_level=True,
         samples=_pair((2, 3), (2, 3)), xp_fn=lambda xp: functools.partial(_vecdot, xp),
+        cpu=_np_vecdot,
         ref=lambda a, b, axis=-1: np.sum(a * b, axis=axis))
 # Note [Scaled norms]
 # ~~~~~~~~~~~~~~~~~~~
@@ -784,28 +870,9 @@ def _direct_dot(x, y):
     return None
 
 
-def _cpu_product(name, direct):
-    """The CPU kernel of ``name`` (Note [mm, bmm and dot on NumPy]): ``direct(x, y)`` is the
-    product of two arrays, or None where the generic kernel must decide."""
-    op = CATALOGUE[f"aten::{name}"].functional[0]
-    generic = op.kernels_for(DispatchKey.ArrayAPI)[0].fn
-
-    def kernel(a, b):
-        d = a._device
-        x, y = a._data, b._data
-        if b._device is d and x.dtype is not _BOOL and y.dtype is not _BOOL:
-            out = direct(x, y)
-            if out is not None:
-                return d.wrap(out)
-        return generic(a, b)
-
-    kernel.__qualname__ = kernel.__name__ = f"cpu[aten::{name}]"
-    register_leaf(op, kernel, DispatchKey.CPU)
-
-
-_cpu_product("mm", _direct_mm)
-_cpu_product("bmm", _direct_bmm)
-_cpu_product("dot", _direct_dot)
+cpu_kernel("mm", _direct_mm)
+cpu_kernel("bmm", _direct_bmm)
+cpu_kernel("dot", _direct_dot)
 
 
 def _einsum(xp, equation, operands):
