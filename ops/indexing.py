@@ -21,11 +21,13 @@ import numpy as np
 
 from mdtensor import _dtypes as dt
 from mdtensor.dispatch.inline import dispatch_kernel, inline_dispatch
+from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
+from ._cpu_kernels import register_cpu
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._errors import device_mismatch
 from ._promotion import dtype_of, scalar_into
@@ -663,6 +665,66 @@ def setitem(self, key, value) -> None:
 # PyTorch's CPU kernels check and its CUDA kernels assert.
 
 
+# Note [Gathers on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# The CPU kernels of the gathers (Note [Hand-written CPU kernels] in ops/_cpu_kernels.py)
+# let NumPy check the upper bound -- ``ndarray.take`` (mode "raise") and advanced indexing
+# raise IndexError for an index past the end, and the kernel then hands the call to the
+# generic one, which raises the op's message -- and check the lower bound themselves where
+# PyTorch takes no negative index (``index_select``, ``gather``): the smallest index of a
+# short array read as a list (a NumPy reduction costs 0.8 us to set up).  ``gather`` and
+# ``take_along_axis`` are one advanced indexing, ``x[i0, ..., index, ..., in]``, with the
+# ``arange`` of each other dimension shaped to broadcast (``_grid``, kept per shape); the
+# aranges' extents cut the tensor to the index's (gather) or broadcast against it
+# (take_along_axis), as the generic kernels do with a slice and ``xp.take_along_axis``.
+
+
+def _lowest(k) -> int:
+    """The smallest entry of the non-empty integer array ``k``."""
+    if k.size <= 32:
+        return min(k.ravel().tolist())
+    return int(np.minimum.reduce(k, None))
+
+
+def _int_array(k) -> bool:
+    """``k`` holds integers that fit int64 (the generic kernels' index dtype)."""
+    kind = k.dtype.kind
+    return kind == "i" or kind == "u" and k.dtype.itemsize < 8
+
+
+_GRIDS: dict = {}
+
+
+def _grid(shape: tuple, axis: int) -> list:
+    """``[arange(shape[0]), ..., None (at axis), ...]``, each shaped to broadcast along its
+    own dimension (Note [Gathers on NumPy])."""
+    key = (shape, axis)
+    grid = _GRIDS.get(key)
+    if grid is None:
+        n = len(shape)
+        grid = []
+        for i, s in enumerate(shape):
+            if i == axis:
+                grid.append(None)
+                continue
+            r = np.arange(s).reshape((1,) * i + (s,) + (1,) * (n - i - 1))
+            r.flags.writeable = False
+            grid.append(r)
+        if len(_GRIDS) >= 256:
+            _GRIDS.clear()
+        _GRIDS[key] = grid
+    return grid
+
+
+def _along(x, k, grid_shape, axis):
+    """``x`` gathered at ``k`` along ``axis`` (Note [Gathers on NumPy])."""
+    if x.ndim == 1:
+        return x[k]
+    key = list(_grid(grid_shape, axis))
+    key[axis] = k
+    return x[tuple(key)]
+
+
 def _take(xp, x, indices, axis=None):
     mf.check_has_dimension("take", x.ndim, axis)  # NumPy would flatten
     if axis is None:
@@ -686,6 +748,25 @@ defop("take(Tensor self, Tensor indices, *, int? axis=None) -> Tensor", impl=_ta
                   dtypes=ALL, samples=_int_index_samples((5,), [0, 3, 3])))
 
 
+def _cpu_take(generic):
+    def kernel(a, indices, **kwargs):  # Note [Gathers on NumPy]
+        d = a._device
+        x, k = a._data, indices._data
+        if indices._device is d and _int_array(k):
+            axis = kwargs.get("axis")
+            nd = x.ndim
+            if axis is None and nd == 1 or type(axis) is int and nd and -nd <= axis < nd:
+                try:
+                    return d.wrap(x.take(k, axis or 0))
+                except IndexError:
+                    pass
+        return generic(a, indices, **kwargs)
+    return kernel
+
+
+register_cpu(CATALOGUE["aten::take"].functional[0], _cpu_take)
+
+
 def _take_along_axis(xp, x, indices, axis=-1):
     ms.take_along_axis(mf.ArraySpec(x), mf.ArraySpec(indices), axis)  # its named errors
     # Note [Gathers check their indices]
@@ -700,6 +781,24 @@ defop("take_along_axis(Tensor self, Tensor indices, int axis=-1) -> Tensor",
       methods=("take_along_axis",), kwarg_aliases={"dim": "axis", "index": "indices"},
       info=OpInfo(ref=lambda x, i, axis=-1: np.take_along_axis(x, i, axis), dtypes=ALL,
                   samples=_int_index_samples((2, 3), [[0, 2], [1, 1]], axis=1)))
+
+
+def _cpu_take_along_axis(generic):
+    def kernel(a, indices, axis=-1):  # Note [Gathers on NumPy]
+        d = a._device
+        x, k = a._data, indices._data
+        nd = x.ndim
+        if (indices._device is d and _int_array(k) and k.ndim == nd and nd
+                and type(axis) is int and -nd <= axis < nd):
+            try:
+                return d.wrap(_along(x, k, x.shape, axis % nd))
+            except IndexError:  # past the end, or shapes that do not broadcast
+                pass
+        return generic(a, indices, axis)
+    return kernel
+
+
+register_cpu(CATALOGUE["aten::take_along_axis"].functional[0], _cpu_take_along_axis)
 
 
 # Note [gather is PyTorch's]
@@ -757,6 +856,24 @@ defop("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> 
                          "the index must have the tensor's number of dimensions")]))
 
 
+def _cpu_gather(generic):
+    def kernel(a, dim, index, **kwargs):  # Note [Gathers on NumPy]
+        d = a._device
+        x, k = a._data, index._data
+        nd = x.ndim
+        if (index._device is d and _int_array(k) and k.ndim == nd and nd
+                and type(dim) is int and -nd <= dim < nd and (not k.size or _lowest(k) >= 0)):
+            try:  # an index larger than the tensor (but along dim) raises too
+                return d.wrap(_along(x, k, k.shape, dim % nd))
+            except IndexError:
+                pass
+        return generic(a, dim, index, **kwargs)
+    return kernel
+
+
+register_cpu(CATALOGUE["aten::gather"].functional[0], _cpu_gather)
+
+
 def _index_select(xp, x, dim, index):
     ms.index_select(x, dim, _IndexSpec(index))  # the meta function's checks, same messages
     size = x.shape[dim % x.ndim] if x.ndim else 1  # Note [Gathers check their indices]
@@ -790,6 +907,24 @@ defop("index_select(Tensor self, int dim, Tensor index) -> Tensor", impl=_index_
                                  IndexError, "out of range"),
                       ErrorInput(SampleInput((np.zeros((2, 3)), 0, np.zeros(1))),
                                  TypeError, "integer index")]))
+
+
+def _cpu_index_select(generic):
+    def kernel(a, dim, index):  # Note [Gathers on NumPy]
+        d = a._device
+        x, k = a._data, index._data
+        nd = x.ndim
+        if (index._device is d and k.ndim == 1 and _int_array(k) and type(dim) is int
+                and -nd <= dim < nd and (not k.size or _lowest(k) >= 0)):
+            try:
+                return d.wrap(x.take(k, dim))
+            except IndexError:
+                pass
+        return generic(a, dim, index)
+    return kernel
+
+
+register_cpu(CATALOGUE["aten::index_select"].functional[0], _cpu_index_select)
 
 
 def _bool_condition(dtype) -> None:
@@ -912,6 +1047,49 @@ _mfd = defop("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tens
 defop("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor",
       explicit=_masked_fill_explicit, meta=_masked_fill_meta, decl=_mfd)
 _mfd.inplace = list(_mf.overloads)
+
+
+# Note [masked_fill on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``masked_fill`` with a Python scalar, on NumPy, is a copy and one ``putmask`` (or a
+# ``copyto`` through the mask where it broadcasts) in a CPU kernel of its own (Note
+# [Hand-written CPU kernels] in ops/_cpu_kernels.py): the composite's clone and in-place
+# fill are two dispatches more.  The value is converted as the composite converts it (Note
+# [Scalars written into tensors]); a mask that is not bool, or does not broadcast to the
+# tensor's shape, goes to the composite, which raises the op's error.  So does every call
+# once ``masked_fill_`` has a CPU kernel of its own (an override: Note [masked_fill is
+# clone + masked_fill_]), which the composite then calls.
+
+_BOOL = np.dtype(bool)
+
+
+def _cpu_masked_fill(composite):
+    overridden = _mf.overloads[0].kernels_for  # masked_fill_.Scalar
+
+    def kernel(a, mask, value):
+        d = a._device
+        x, m = a._data, mask._data
+        if (mask._device is d and m.dtype is _BOOL and isinstance(value, (bool, int, float,
+                                                                           complex))
+                and not overridden(DispatchKey.CPU)):
+            v = value
+            if not (type(value) is float and x.dtype.kind == "f" and abs(value) <= 65504.0):
+                # (a float any floating dtype holds, as scalar_into would return it)
+                v = scalar_into("masked_fill", value, dtype_of(x))
+            out = x.copy()
+            if m.shape == x.shape:
+                np.putmask(out, m, v)
+                return d.wrap(out)
+            try:
+                np.copyto(out, v, casting="unsafe", where=m)
+                return d.wrap(out)
+            except ValueError:  # a mask that does not broadcast to the tensor's shape
+                pass
+        return composite(a, mask, value)
+    return kernel
+
+
+register_cpu(_mfd.functional[0], _cpu_masked_fill, DispatchKey.CompositeExplicitAutograd)
 
 
 # Bound once (Note [The hot path] in mdtensor/dispatch/callers.py): x[k] skips the namespace lookup.

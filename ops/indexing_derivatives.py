@@ -187,11 +187,13 @@ def _basic(key):
 
 
 @rule("take_along_axis")
+@reads(1)  # the indices; of x only its shape
 def _take_along_axis(g, out, x, indices, axis=-1):
     return _scatter_add_along(g, x, indices, axis), None, None
 
 
 @rule("gather")
+@reads(2)  # the indices; of x only its shape
 def _gather(g, out, x, dim, index, *, sparse_grad=False):
     return _scatter_add_along(g, x, index, dim), None, None
 
@@ -224,6 +226,7 @@ def _scatter_add_along(g, x, indices, axis):
 
 
 @rule("take")
+@reads(1)  # the indices; of x only its shape
 def _take(g, out, x, indices, axis=None):
     a = 0 if axis is None else axis % x.ndim
     key = (slice(None),) * a + (indices,)
@@ -231,6 +234,7 @@ def _take(g, out, x, indices, axis=None):
 
 
 @rule("index_select")
+@reads(2)  # the indices; of x only its shape
 def _index_select(g, out, x, dim, index):
     if not x.ndim:  # one element selected (Note [Axes of 0-d tensors])
         return g, None, None
