@@ -34,7 +34,7 @@ from ._promotion import dtype_of, scalar_into
 from ._samples import make_array
 from .elementwise import ALL
 
-__all__ = ["getitem", "is_basic_key", "scatter_set", "setitem"]
+__all__ = ["getitem", "index_grid", "is_basic_key", "lowest_index", "scatter_set", "setitem"]
 
 _BASIC = (int, slice, type(Ellipsis), type(None), np.integer)
 
@@ -674,12 +674,12 @@ def setitem(self, key, value) -> None:
 # PyTorch takes no negative index (``index_select``, ``gather``): the smallest index of a
 # short array read as a list (a NumPy reduction costs 0.8 us to set up).  ``gather`` and
 # ``take_along_axis`` are one advanced indexing, ``x[i0, ..., index, ..., in]``, with the
-# ``arange`` of each other dimension shaped to broadcast (``_grid``, kept per shape); the
+# ``arange`` of each other dimension shaped to broadcast (``index_grid``, kept per shape); the
 # aranges' extents cut the tensor to the index's (gather) or broadcast against it
 # (take_along_axis), as the generic kernels do with a slice and ``xp.take_along_axis``.
 
 
-def _lowest(k) -> int:
+def lowest_index(k) -> int:
     """The smallest entry of the non-empty integer array ``k``."""
     if k.size <= 32:
         return min(k.ravel().tolist())
@@ -695,7 +695,7 @@ def _int_array(k) -> bool:
 _GRIDS: dict = {}
 
 
-def _grid(shape: tuple, axis: int) -> list:
+def index_grid(shape: tuple, axis: int) -> list:
     """``[arange(shape[0]), ..., None (at axis), ...]``, each shaped to broadcast along its
     own dimension (Note [Gathers on NumPy])."""
     key = (shape, axis)
@@ -720,7 +720,7 @@ def _along(x, k, grid_shape, axis):
     """``x`` gathered at ``k`` along ``axis`` (Note [Gathers on NumPy])."""
     if x.ndim == 1:
         return x[k]
-    key = list(_grid(grid_shape, axis))
+    key = list(index_grid(grid_shape, axis))
     key[axis] = k
     return x[tuple(key)]
 
@@ -862,7 +862,7 @@ def _cpu_gather(generic):
         x, k = a._data, index._data
         nd = x.ndim
         if (index._device is d and _int_array(k) and k.ndim == nd and nd
-                and type(dim) is int and -nd <= dim < nd and (not k.size or _lowest(k) >= 0)):
+                and type(dim) is int and -nd <= dim < nd and (not k.size or lowest_index(k) >= 0)):
             try:  # an index larger than the tensor (but along dim) raises too
                 return d.wrap(_along(x, k, k.shape, dim % nd))
             except IndexError:
@@ -915,7 +915,7 @@ def _cpu_index_select(generic):
         x, k = a._data, index._data
         nd = x.ndim
         if (index._device is d and k.ndim == 1 and _int_array(k) and type(dim) is int
-                and -nd <= dim < nd and (not k.size or _lowest(k) >= 0)):
+                and -nd <= dim < nd and (not k.size or lowest_index(k) >= 0)):
             try:
                 return d.wrap(x.take(k, dim))
             except IndexError:

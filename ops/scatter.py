@@ -23,10 +23,12 @@ import numpy as np
 from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
-from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._cpu_kernels import register_cpu
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from ._segment import put
 from .elementwise import ALL, NUMERIC
+from .indexing import index_grid, lowest_index
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
 
@@ -460,3 +462,128 @@ defop("index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -
       impl=_index_fill, structured=True, meta=_index_meta("index_fill", False),
       methods=("index_fill",), promote_scalars=False,
       info=OpInfo(ref=_index_fill_ref, dtypes=ALL, samples=_index_fill_samples))
+
+
+# -- CPU kernels ------------------------------------------------------------------------------
+
+# Note [Scatters on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# The CPU kernels of the scatters (Note [Hand-written CPU kernels] in ops/_cpu_kernels.py)
+# write into a copy of ``self`` with one NumPy call: an assignment through an advanced index
+# (``scatter``, ``index_copy``, ``index_fill``: NumPy assigns in order, so the last write
+# wins, as ``put``'s "set") or the reduction's ``ufunc.at`` (``scatter_add``, ``index_add``,
+# ``scatter_reduce`` but for "mean").  A scatter's index is ``self[i0, ..., index, ...,
+# in]`` with the aranges of the index's extent (``index_grid``, as gather's: Note [Gathers
+# on NumPy] in ops/indexing.py), ``src`` cut to that extent; an ``index_*`` op's is ``(:,
+# ..., index)``.  The calls of the common case -- operands of the dtypes and ranks the op
+# takes, no negative index (one scan of the index: ``lowest_index``) -- take this path;
+# NumPy raises IndexError for an index past the end (or an index larger than ``self`` off
+# ``dim``), and that call and every other go to the generic kernel, whose checks raise the
+# op's errors.
+
+_I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
+_AT = {"sum": np.add.at, "prod": np.multiply.at, "amax": np.maximum.at,
+       "amin": np.minimum.at}
+
+
+def _assign(out, key, values):
+    out[key] = values
+
+
+def _add_at(out, key, values, alpha=1):
+    if alpha != 1:
+        return False  # the generic kernel multiplies (and checks alpha)
+    np.add.at(out, key, values)
+    return None
+
+
+def _reduce_at(out, key, values, reduce, include_self=True):
+    at = _AT.get(reduce)
+    if at is None:
+        return False  # "mean" (or an unknown reduction): the generic kernel
+    if not include_self:
+        out[key] = _identity(np, out.dtype, reduce)
+    at(out, key, values)
+    return None
+
+
+def _np_scatter(write):
+    """The CPU kernel of a scatter (Note [Scatters on NumPy]): ``write(out, key, src,
+    *rest, **kwargs)`` into a copy of ``self`` (False: the generic kernel instead)."""
+    def build(generic):
+        def kernel(a, dim, index, src, *rest, **kwargs):
+            d = a._device
+            x, k, v = a._data, index._data, src._data
+            nd = x.ndim
+            if (index._device is d and src._device is d and k.ndim == nd and v.ndim == nd
+                    and type(dim) is int and -nd <= dim < nd and v.dtype == x.dtype
+                    and (k.dtype is _I64 or k.dtype is _I32)
+                    and (not k.size or lowest_index(k) >= 0)):
+                ks = k.shape
+                if ks != v.shape:
+                    if any(m > n for m, n in zip(ks, v.shape)):
+                        return generic(a, dim, index, src, *rest, **kwargs)
+                    v = v[tuple(slice(0, m) for m in ks)]
+                axis = dim % nd
+                key = list(index_grid(ks, axis))
+                key[axis] = k
+                out = x.copy()
+                try:
+                    if write(out, tuple(key), v, *rest, **kwargs) is not False:
+                        return d.wrap(out)
+                except IndexError:  # an index past the end: the generic kernel's error
+                    pass
+            return generic(a, dim, index, src, *rest, **kwargs)
+        return kernel
+    return build
+
+
+def _np_index(write, int32=False):
+    """The CPU kernel of ``index_add``/``index_copy`` (Note [Scatters on NumPy])."""
+    def build(generic):
+        def kernel(a, dim, index, source, **kwargs):
+            d = a._device
+            x, k, v = a._data, index._data, source._data
+            nd = x.ndim
+            if (index._device is d and source._device is d and k.ndim == 1 and v.ndim == nd
+                    and type(dim) is int and -nd <= dim < nd and v.dtype == x.dtype
+                    and (k.dtype is _I64 or int32 and k.dtype is _I32)):
+                axis = dim % nd
+                xs = x.shape
+                if (xs[:axis] + k.shape + xs[axis + 1:] == v.shape
+                        and (not k.size or lowest_index(k) >= 0)):
+                    out = x.copy()
+                    try:
+                        if write(out, (slice(None),) * axis + (k,), v, **kwargs) is not False:
+                            return d.wrap(out)
+                    except IndexError:
+                        pass
+            return generic(a, dim, index, source, **kwargs)
+        return kernel
+    return build
+
+
+def _np_index_fill(generic):
+    def kernel(a, dim, index, value):  # Note [Scatters on NumPy]
+        d = a._device
+        x, k = a._data, index._data
+        nd = x.ndim
+        if (index._device is d and k.ndim <= 1 and k.dtype is _I64 and type(dim) is int
+                and -nd <= dim < nd and isinstance(value, (bool, int, float, complex))):
+            if not (type(value) is float and x.dtype.kind in "fc"):
+                value = _fill_value("index_fill", x.dtype, value)
+            out = x.copy()
+            try:  # negative indices in [-size, 0) count from the end, as NumPy's
+                out[(slice(None),) * (dim % nd) + (k,)] = value
+                return d.wrap(out)
+            except IndexError:
+                pass
+        return generic(a, dim, index, value)
+    return kernel
+
+
+for _name, _build in (("scatter", _np_scatter(_assign)), ("scatter_add", _np_scatter(_add_at)),
+                      ("scatter_reduce", _np_scatter(_reduce_at)),
+                      ("index_add", _np_index(_add_at, int32=True)),
+                      ("index_copy", _np_index(_assign)), ("index_fill", _np_index_fill)):
+    register_cpu(CATALOGUE[f"aten::{_name}"].functional[0], _build)
