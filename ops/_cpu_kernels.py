@@ -18,11 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from mdtensor.dispatch.keys import DispatchKey
 
 from ._decl import register_leaf
 
-__all__ = ["register_cpu"]
+__all__ = ["register_cpu", "register_direct"]
+
+_BOOL = np.dtype(bool)
 
 
 def register_cpu(op, build: Callable, fallback: DispatchKey = DispatchKey.ArrayAPI) -> None:
@@ -31,3 +35,36 @@ def register_cpu(op, build: Callable, fallback: DispatchKey = DispatchKey.ArrayA
     kernel = build(op.kernels_for(fallback)[-1].fn)
     kernel.__qualname__ = kernel.__name__ = f"cpu[{op.name}]"
     register_leaf(op, kernel, DispatchKey.CPU)
+
+
+def register_direct(op, direct: Callable, arity: int = 1) -> None:
+    """Register a CPU kernel of ``op`` computing the common case on its arrays:
+    ``direct(*arrays, *rest, **kwargs)`` -- the op's ``arity`` leading Tensor arguments as
+    arrays, the other arguments as given -- returns the result (an array, or a tuple of
+    arrays for an op returning several Tensors), or None where the generic kernel must
+    decide (Note [Hand-written CPU kernels]).  Operands on different devices, or bool
+    ones, go to the generic kernel."""
+    result = len(op.schema.returns) > 1 and (lambda d, out: tuple(d.wrap(o) for o in out))
+
+    def build(generic):
+        if arity == 2:
+            def kernel(a, b, *rest, **kwargs):
+                d = a._device
+                x, y = a._data, b._data
+                if b._device is d and x.dtype is not _BOOL and y.dtype is not _BOOL:
+                    out = direct(x, y, *rest, **kwargs)
+                    if out is not None:
+                        return result(d, out) if result else d.wrap(out)
+                return generic(a, b, *rest, **kwargs)
+        else:
+            def kernel(a, *rest, **kwargs):
+                x = a._data
+                if x.dtype is not _BOOL:
+                    out = direct(x, *rest, **kwargs)
+                    if out is not None:
+                        d = a._device
+                        return result(d, out) if result else d.wrap(out)
+                return generic(a, *rest, **kwargs)
+        return kernel
+
+    register_cpu(op, build)

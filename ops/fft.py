@@ -7,6 +7,7 @@ complex64 for float32 inputs, complex128 for float64.
 
 from __future__ import annotations
 
+import math
 from operator import attrgetter
 
 import numpy as np
@@ -14,7 +15,8 @@ import numpy as np
 from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
-from ._decl import OpInfo, SampleInput, defop
+from ._cpu_kernels import register_direct
+from ._decl import CATALOGUE, OpInfo, SampleInput, defop
 from ._factory import deffactory
 from ._samples import make_array
 from .elementwise import to_float
@@ -189,6 +191,172 @@ def _shift(name):
 
 _shift("fftshift")
 _shift("ifftshift")
+
+
+# Note [FFTs on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~
+# ``np.fft.fft`` is a Python function around pocketfft's generalized ufuncs
+# (``numpy.fft._pocketfft_umath``, NumPy >= 2.0): it converts its argument, works out the
+# normalization and the output's shape and allocates it, 2.5 us of a 5 us transform of a
+# 2x8 array, and array-api-compat's wrapper and the generic impl's checks add as much
+# again.  The CPU kernels (Note [Hand-written CPU kernels] in ops/_cpu_kernels.py) call the
+# ufuncs themselves for the common case -- floating-point or complex inputs of single or
+# double precision (NumPy 2 transforms single precision in single precision), a valid axis
+# (axes: distinct), ``n >= 1`` points, a known ``norm``, no empty dimension -- with what
+# ``_raw_fft`` computes: the factor ``1``, ``1/n`` or ``1/sqrt(n)`` by the norm and the
+# direction, and the output ``n`` points long (``n // 2 + 1`` for rfft).  ``hfft`` and
+# ``ihfft`` are NumPy's irfft of the conjugate and conjugated rfft, with the norm's
+# direction swapped; the n-dimensional transforms are NumPy's sequence of 1-d ones (rfftn:
+# rfft of the last axis first; irfftn: irfft of the last axis last).  Anything else --
+# integer or half inputs, an invalid argument -- takes the generic kernel, which converts
+# or raises the op's error.  The shifts are a ``take`` per axis of a rolled ``arange``
+# (kept per size), for arrays up to 4096 elements (beyond, the generic ``roll``: no
+# gather on large arrays).
+
+try:
+    from numpy.fft import _pocketfft_umath as _pfu
+except ImportError:  # NumPy < 2: the generic kernels only
+    _pfu = None
+
+_C_OF = {np.dtype(np.float32): np.dtype(np.complex64),
+         np.dtype(np.float64): np.dtype(np.complex128),
+         np.dtype(np.complex64): np.dtype(np.complex64),
+         np.dtype(np.complex128): np.dtype(np.complex128)}
+_R_OF = {c: np.dtype(r) for c, r in ((np.dtype(np.complex64), np.float32),
+                                      (np.dtype(np.complex128), np.float64),
+                                      (np.dtype(np.float32), np.float32),
+                                      (np.dtype(np.float64), np.float64))}
+_SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _np_fft1(kind, x, n, ax, norm):
+    """pocketfft's ``kind`` ("fft", "ifft", "rfft", "irfft") of ``x`` along the valid axis
+    ``ax`` (non-negative), or None (Note [FFTs on NumPy])."""
+    m = x.shape[ax]
+    if n is None:
+        n = 2 * (m - 1) if kind == "irfft" else m
+    elif type(n) is not int:
+        return None
+    if n < 1 or not m:
+        return None
+    inverse = kind == "ifft" or kind == "irfft"
+    if norm == "backward":
+        fct = 1 / n if inverse else 1
+    elif norm == "forward":
+        fct = 1 if inverse else 1 / n
+    elif norm == "ortho":
+        fct = 1 / math.sqrt(n)
+    else:
+        return None
+    if kind == "rfft":
+        if x.dtype.kind != "f":
+            return None
+        ufunc, size, dtype = (_pfu.rfft_n_odd if n % 2 else _pfu.rfft_n_even), n // 2 + 1, \
+            _C_OF[x.dtype]
+    elif kind == "irfft":
+        ufunc, size, dtype = _pfu.irfft, n, _R_OF[x.dtype]
+    else:
+        ufunc, size, dtype = _pfu.ifft if inverse else _pfu.fft, n, _C_OF[x.dtype]
+    shape = x.shape
+    out = np.empty(shape[:ax] + (size,) + shape[ax + 1:], dtype)
+    if ax == len(shape) - 1:
+        return ufunc(x, fct, out=out)
+    return ufunc(x, fct, axes=[(ax,), (), (ax,)], out=out)
+
+
+def _np_fft(name):
+    """The direct transform of a 1-d FFT op (Note [FFTs on NumPy])."""
+    def direct(x, n=None, axis=-1, norm="backward"):
+        nd = x.ndim
+        if x.dtype not in _C_OF or not nd or type(axis) is not int or not -nd <= axis < nd:
+            return None
+        ax = axis % nd
+        if name == "hfft":
+            if norm not in _SWAP:
+                return None
+            return _np_fft1("irfft", np.conjugate(x), n, ax, _SWAP[norm])
+        if name == "ihfft":
+            out = _np_fft1("rfft", x, n, ax, _SWAP.get(norm))
+            return out if out is None else np.conjugate(out, out=out)
+        return _np_fft1(name, x, n, ax, norm)
+    return direct
+
+
+def _np_fftn(name):
+    """The direct transform of an n-d FFT op (Note [FFTs on NumPy])."""
+    kind = name[:-1]
+
+    def direct(x, s=None, axes=None, norm="backward"):
+        nd = x.ndim
+        if x.dtype not in _C_OF or not nd or s is not None and not len(s):
+            return None
+        if axes is None:
+            axes = range(nd)[-len(s):] if s is not None else range(nd)
+        try:
+            axes = [a % nd for a in axes if -nd <= a < nd]
+        except TypeError:
+            return None
+        k = len(axes)
+        if not k or len(set(axes)) != k or len(axes) != len(s if s is not None else axes):
+            return None
+        sizes = list(s) if s is not None else [None] * k
+        if kind == "rfft":  # the last axis real-to-complex, then the others
+            x = _np_fft1("rfft", x, sizes[-1], axes[-1], norm)
+            order, one = range(k - 2, -1, -1), "fft"
+        elif kind == "irfft":  # the others complex-to-complex, the last one last
+            order, one = range(k - 2, -1, -1), "ifft"
+        else:
+            order, one = range(k - 1, -1, -1), kind
+        for i in order:
+            if x is None:
+                return None
+            x = _np_fft1(one, x, sizes[i], axes[i], norm)
+        if kind == "irfft" and x is not None:
+            x = _np_fft1("irfft", x, sizes[-1], axes[-1], norm)
+        return x
+    return direct
+
+
+_ROLLS: dict = {}
+
+
+def _np_shift(name):
+    def direct(x, axes=None):
+        nd = x.ndim
+        if not nd or x.size > 4096:
+            return None
+        if axes is None:
+            axes = range(nd)
+        elif type(axes) is int:
+            axes = (axes,)
+        try:
+            axes = [a % nd for a in axes if -nd <= a < nd]
+        except TypeError:
+            return None
+        if not axes or len(set(axes)) != len(axes):
+            return None
+        for a in axes:
+            m = x.shape[a]
+            key = (m, name)
+            perm = _ROLLS.get(key)
+            if perm is None:
+                perm = np.roll(np.arange(m), m // 2 if name == "fftshift" else -(m // 2))
+                perm.flags.writeable = False
+                if len(_ROLLS) >= 256:
+                    _ROLLS.clear()
+                _ROLLS[key] = perm
+            x = x.take(perm, a)
+        return x
+    return direct
+
+
+if _pfu is not None:
+    for _n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
+        register_direct(CATALOGUE[f"aten::fft_{_n}"].functional[0], _np_fft(_n))
+    for _n in ("fftn", "ifftn", "rfftn", "irfftn"):
+        register_direct(CATALOGUE[f"aten::fft_{_n}"].functional[0], _np_fftn(_n))
+for _n in ("fftshift", "ifftshift"):
+    register_direct(CATALOGUE[f"aten::fft_{_n}"].functional[0], _np_shift(_n))
 
 
 def _freq(name):

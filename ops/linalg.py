@@ -10,7 +10,7 @@ from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
-from ._cpu_kernels import register_cpu
+from ._cpu_kernels import register_direct
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
 from ._errors import device_mismatch
 from ._linalg_meta import LINALG_METAS
@@ -100,36 +100,9 @@ del _op
 
 
 def cpu_kernel(aten_name: str, direct, arity: int = 2) -> None:
-    """Register a CPU kernel of ``aten::<aten_name>`` computing the common case with NumPy
-    (Note [Hand-written CPU kernels] in ops/_cpu_kernels.py): ``direct(*arrays, *rest,
-    **kwargs)`` gives the result (array or tuple of arrays), or None where the generic
-    kernel must decide (Notes [mm, bmm and dot on NumPy] and [Linalg on NumPy]).  Operands
-    on other devices, or bool ones, go to the generic kernel."""
-    op = CATALOGUE[f"aten::{aten_name}"].functional[0]
-    result = len(op.schema.returns) > 1 and (lambda d, out: tuple(d.wrap(o) for o in out))
-
-    def build(generic):
-        if arity == 2:
-            def kernel(a, b, *rest, **kwargs):
-                d = a._device
-                x, y = a._data, b._data
-                if b._device is d and x.dtype is not _BOOL and y.dtype is not _BOOL:
-                    out = direct(x, y, *rest, **kwargs)
-                    if out is not None:
-                        return result(d, out) if result else d.wrap(out)
-                return generic(a, b, *rest, **kwargs)
-        else:
-            def kernel(a, *rest, **kwargs):
-                x = a._data
-                if x.dtype is not _BOOL:
-                    out = direct(x, *rest, **kwargs)
-                    if out is not None:
-                        d = a._device
-                        return result(d, out) if result else d.wrap(out)
-                return generic(a, *rest, **kwargs)
-        return kernel
-
-    register_cpu(op, build)
+    """``register_direct`` (ops/_cpu_kernels.py) for ``aten::<aten_name>`` (Notes [mm, bmm
+    and dot on NumPy] and [Linalg on NumPy])."""
+    register_direct(CATALOGUE[f"aten::{aten_name}"].functional[0], direct, arity)
 
 
 # Note [matmul_backward]
