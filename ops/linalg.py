@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import cmath
 import math
 
 import numpy as np
+from numpy.linalg import _umath_linalg
 
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.tensors.tensor import Tensor
@@ -17,7 +19,7 @@ from ._linalg_meta import LINALG_METAS
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC, to_float
 
-__all__ = ["LINALG_NAMES"]
+__all__ = ["LINALG_NAMES", "lapack"]
 
 
 def _matmul(xp, a, b):
@@ -466,6 +468,132 @@ def _np_tensordot(a, b, axes=2):
     return out.reshape(free_a + free_b)
 
 
+# The LAPACK gufuncs behind ``np.linalg`` (Note [Linalg on NumPy]): called as
+# ``np.linalg`` calls them -- in double precision (``signature``), the result cast back to
+# the input's precision -- with its floating-point error state (``lapack``), except that a
+# failure (``invalid``: a singular or indefinite matrix) raises FloatingPointError, which
+# sends the call to the generic kernel and its error.  A non-finite result from finite inputs does
+# too (Note [Singular matrices]).
+_SIGNATURE = {np.dtype(np.float32): ("d", np.dtype(np.float32)),
+              np.dtype(np.float64): ("d", np.dtype(np.float64)),
+              np.dtype(np.complex64): ("D", np.dtype(np.complex64)),
+              np.dtype(np.complex128): ("D", np.dtype(np.complex128))}
+_REAL_RESULT = {np.dtype(np.float32): np.dtype(np.float32),
+                np.dtype(np.float64): np.dtype(np.float64),
+                np.dtype(np.complex64): np.dtype(np.float32),
+                np.dtype(np.complex128): np.dtype(np.float64)}
+_ERRORS = {"over": "ignore", "divide": "ignore", "under": "ignore", "invalid": "raise"}
+# ``with np.errstate(...)`` costs 1.1 us (it builds the state on every entry); the state is
+# built once here and set in NumPy's context variable around the call, as errstate does.
+# NumPy-internal names: without them, errstate.
+try:
+    from numpy._core.umath import _extobj_contextvar, _make_extobj
+
+    _LAPACK_STATE = _make_extobj(**_ERRORS)
+except (ImportError, TypeError):  # pragma: no cover - another NumPy
+    _extobj_contextvar = None
+
+
+def lapack(fn, *arrays, signature):
+    """``fn(*arrays, signature=signature)``, a LAPACK gufunc of ``np.linalg``, or None where
+    it fails (see above)."""
+    if _extobj_contextvar is None:  # pragma: no cover
+        try:
+            with np.errstate(**_ERRORS):
+                return fn(*arrays, signature=signature)
+        except FloatingPointError:
+            return None
+    token = _extobj_contextvar.set(_LAPACK_STATE)
+    try:
+        return fn(*arrays, signature=signature)
+    except FloatingPointError:
+        return None
+    finally:
+        _extobj_contextvar.reset(token)
+
+
+def _finite(out) -> bool:
+    if out.size <= 64:  # a sum of Python numbers: inf and nan propagate, no NumPy call
+        return cmath.isfinite(sum(out.ravel().tolist()))
+    return bool(np.isfinite(out).all())
+
+
+def _square_matrix(x):
+    """``(LAPACK type letter, result dtype)`` of a non-empty square matrix (or stack) of a
+    floating-point or complex dtype, else None."""
+    sig = _SIGNATURE.get(x.dtype)
+    shape = x.shape
+    if sig is None or len(shape) < 2 or shape[-1] != shape[-2] or not x.size:
+        return None
+    return sig
+
+
+def _np_cholesky(x, upper=False):
+    sig = _square_matrix(x)
+    if sig is None or upper is not False:
+        return None
+    out = lapack(_umath_linalg.cholesky_lo, x, signature=f"{sig[0]}->{sig[0]}")
+    if out is None or not _finite(out):
+        return None
+    return out.astype(sig[1], copy=False)
+
+
+def _np_solve(a, b):
+    sig = _square_matrix(a)
+    if sig is None or a.ndim != 2 or b.dtype != a.dtype or not 1 <= b.ndim <= 2 \
+            or b.shape[0] != a.shape[0] or not b.size:
+        return None
+    c = sig[0]
+    fn = _umath_linalg.solve1 if b.ndim == 1 else _umath_linalg.solve
+    out = lapack(fn, a, b, signature=f"{c}{c}->{c}")
+    if out is None or not _finite(out):
+        return None
+    return out.astype(sig[1], copy=False)
+
+
+def _np_svdvals(x):
+    sig = _SIGNATURE.get(x.dtype)
+    if sig is None or x.ndim < 2 or not x.size:
+        return None
+    out = lapack(_umath_linalg.svd, x, signature=f"{sig[0]}->d")
+    if out is None:
+        return None
+    return out.astype(_REAL_RESULT[x.dtype], copy=False)
+
+
+def _np_matrix_power(x, n):
+    # Repeated squaring, as the generic impl, without its product by the identity first;
+    # n <= 0 (the identity, inverses) takes the generic kernel
+    shape = x.shape
+    if type(n) is not int or n < 1 or len(shape) < 2 or shape[-1] != shape[-2] \
+            or x.dtype.kind not in "iufc":
+        return None
+    product = _np_dot if len(shape) == 2 else _np_matmul
+    result, power = None, x
+    while n:
+        if n & 1:
+            result = power if result is None else product(result, power)
+        n >>= 1
+        if n:
+            power = product(power, power)
+    return x.copy() if result is x else result
+
+
+_CROSS_1, _CROSS_2 = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
+def _np_cross(a, b, axis=-1):
+    # np.cross's products and difference, component k = a[k+1] b[k+2] - a[k+2] b[k+1],
+    # with the components gathered by one take each
+    nd = a.ndim
+    if (a.shape != b.shape or a.dtype != b.dtype or a.dtype.kind not in "iufc"
+            or type(axis) is not int or not -nd <= axis < nd or a.shape[axis] != 3):
+        return None
+    out = a.take(_CROSS_1, axis) * b.take(_CROSS_2, axis)
+    out -= a.take(_CROSS_2, axis) * b.take(_CROSS_1, axis)
+    return out
+
+
 def _tolerance(name, xp, x, rtol):
     """``rtol`` of ``pinv``/``matrix_rank`` as the backend takes it: a number, or the
     array of a tensor on ``x``'s device.  (An ``Any`` argument reaches the impl as it was
@@ -494,7 +622,7 @@ def _pair(sa, sb):
     return samples
 
 
-_linalg("cholesky", "Tensor self, *, bool upper=False", samples=_square(),
+_linalg("cholesky", "Tensor self, *, bool upper=False", samples=_square(), cpu=_np_cholesky,
         ref=lambda a, upper=False: np.linalg.cholesky(a))
 def _cross_meta(a, b, axis=-1):
     """The broadcast shape of two stacks of 3-vectors along ``axis``; ValueError naming
@@ -522,7 +650,7 @@ def _cross(xp, a, b, axis=-1):
 
 _linalg("cross", "Tensor self, Tensor other, *, int axis=-1", samples=_pair((4, 3), (4, 3)),
         ref=lambda a, b, axis=-1: np.cross(a, b, axis=axis), meta=_cross_meta,
-        xp_fn=lambda xp: functools.partial(_cross, xp))
+        xp_fn=lambda xp: functools.partial(_cross, xp), cpu=_np_cross)
 _linalg("det", "Tensor self", samples=_square(), ref=np.linalg.det)
 _linalg("diagonal", "Tensor self, *, int offset=0", samples=_square(),
         ref=lambda a, offset=0: np.diagonal(a, offset, -2, -1))
@@ -603,7 +731,8 @@ def _trace(xp, x, offset=0, dtype=None):
 
 _linalg("matrix_power", "Tensor self, int n", samples=lambda d, rng: [
     SampleInput((s.args[0], 3)) for s in _square()(d, rng)],
-    ref=np.linalg.matrix_power, xp_fn=lambda xp: functools.partial(_matrix_power, xp))
+    ref=np.linalg.matrix_power, xp_fn=lambda xp: functools.partial(_matrix_power, xp),
+    cpu=_np_matrix_power)
 
 
 def _matrix_rank(xp, x, *, rtol=None):
@@ -634,9 +763,9 @@ _linalg("slogdet", "Tensor self", "(Tensor sign, Tensor logabsdet)", samples=_sq
         ref=lambda a: tuple(np.linalg.slogdet(a)))
 _linalg("solve", "Tensor self, Tensor other", samples=lambda d, rng: [
     SampleInput((_square()(d, rng)[0].args[0], make_array((3,), d, rng)))],
-    ref=np.linalg.solve)
+    ref=np.linalg.solve, cpu=_np_solve)
 _linalg("svd", "Tensor self, *, bool full_matrices=True", "(Tensor U, Tensor S, Tensor Vh)")
-_linalg("svdvals", "Tensor self", samples=_square(),
+_linalg("svdvals", "Tensor self", samples=_square(), cpu=_np_svdvals,
         ref=lambda a: np.linalg.svd(a, compute_uv=False))
 def _tensordot_meta(a, b, *, axes=2):
     """The result of ``tensordot(a, b, axes)``, or PyTorch's errors naming the op."""
