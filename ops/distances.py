@@ -24,7 +24,8 @@ import math
 import numpy as np
 
 from . import _meta_fns as mf
-from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._cpu_kernels import register_direct
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from .elementwise import FLOATS
 
@@ -125,3 +126,42 @@ def _errors():
 defop("cdist(Tensor x1, Tensor x2, float p=2.0, str? compute_mode=None) -> Tensor",
       impl=_cdist, meta=_meta, promote_scalars=False,
       info=OpInfo(ref=_ref, dtypes=FLOATS, samples=_samples, errors=_errors))
+
+
+# Note [cdist on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~
+# The CPU kernel (Note [Hand-written CPU kernels] in ops/_cpu_kernels.py) computes the
+# differences' norms of the generic impl -- the broadcast differences, then NumPy's
+# reductions called directly -- for operands of one floating dtype with columns and rows,
+# ``p`` 1, 2, inf or another positive number, where no matrix products are asked for (Note
+# [Euclidean distances by matrix products]); ``p = 2`` squares the differences without
+# their absolute values (the same numbers).  Anything else, and batch dimensions that do
+# not broadcast, take the generic kernel.
+
+_add, _largest = np.add.reduce, np.maximum.reduce
+
+
+def _np_cdist(x1, x2, p=2.0, compute_mode=None):
+    s1, s2 = x1.shape, x2.shape
+    if (len(s1) < 2 or len(s2) < 2 or x1.dtype != x2.dtype or x1.dtype.kind != "f"
+            or s1[-1] != s2[-1] or not s1[-1] or not s1[-2] or not s2[-2]
+            or type(p) not in (float, int) or not p > 0 or compute_mode not in _MODES
+            or uses_products(p, compute_mode, s1[-2], s2[-2])):
+        return None
+    try:
+        diff = x1[..., :, None, :] - x2[..., None, :, :]
+    except ValueError:  # batch dimensions that do not broadcast
+        return None
+    if p == 2:
+        diff *= diff
+        return np.sqrt(_add(diff, -1), out=None)
+    np.abs(diff, out=diff)
+    if p == 1:
+        return _add(diff, -1)
+    if p == math.inf:
+        return _largest(diff, -1)
+    diff **= p
+    return _add(diff, -1) ** (1.0 / p)
+
+
+register_direct(CATALOGUE["aten::cdist"].functional[0], _np_cdist, arity=2)

@@ -29,7 +29,8 @@ import numpy as np
 from mdtensor import _dtypes as dt
 
 from . import _segment
-from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._cpu_kernels import register_direct
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from .elementwise import FLOATS, INTS
 
@@ -181,3 +182,69 @@ defop("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor",
       impl=_histc, meta=_histc_meta, methods=("histc",), promote_scalars=False,
       info=OpInfo(ref=_histc_ref, dtypes=FLOATS, samples=_histc_samples,
                   errors=_histc_errors, differentiable=False))
+
+
+# Note [Histograms on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The CPU kernels (Note [Hand-written CPU kernels] in ops/_cpu_kernels.py) count with
+# ``np.bincount``: ``bincount`` of a non-empty 1-d integer tensor is NumPy's own, which
+# raises for a negative value (the call then goes to the generic kernel and its error), its
+# float64 sums of float32 weights cast to float32; ``histc`` computes each element's bin by
+# the generic impl's formula, in the tensor's dtype, for the elements inside the range only,
+# and counts them.  Empty inputs, other dtypes, complex weights and bad arguments take the
+# generic kernels.
+
+_INT_KINDS = ("i", "u")
+_smallest, _largest = np.minimum.reduce, np.maximum.reduce
+
+
+def _np_bincount(x, weights=None, minlength=0):
+    if (x.ndim != 1 or not x.shape[0] or x.dtype.kind not in _INT_KINDS
+            or x.dtype == np.uint64 or type(minlength) is not int or minlength < 0):
+        return None
+    if weights is None:
+        try:
+            return np.bincount(x, None, minlength)
+        except ValueError:  # a negative value
+            return None
+    w = getattr(weights, "_data", None)  # a Tensor argument after the first comes as it is
+    if (type(w) is not np.ndarray or w.dtype.kind != "f" or w.ndim != 1
+            or w.shape[0] != x.shape[0]):
+        return None
+    try:
+        out = np.bincount(x, w, minlength)
+    except ValueError:
+        return None
+    return out.astype(np.float32) if w.dtype == np.float32 else out
+
+
+def _np_histc(x, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's argument names)
+    if x.dtype.kind != "f" or type(bins) is not int or bins <= 0 or not x.size:
+        return None
+    xf = x.reshape(-1)
+    try:
+        lo, hi = float(min), float(max)
+    except TypeError:
+        return None
+    inside = None
+    if lo == hi:  # the data's range: every element is inside (NaN makes it not finite)
+        lo, hi = float(_smallest(xf)), float(_largest(xf))
+        inside = xf
+        if lo == hi:
+            lo, hi = lo - 1.0, hi + 1.0
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        return None
+    scalar = x.dtype.type
+    lo_t, hi_t = scalar(lo), scalar(hi)
+    if inside is None:
+        inside = xf[(xf >= lo_t) & (xf <= hi_t)]  # NaN is not
+    pos = inside - lo_t
+    pos *= bins
+    pos /= hi_t - lo_t
+    counts = np.bincount(pos.astype(np.int64), None, bins + 1)  # (>= 0: astype truncates)
+    counts[bins - 1] += counts[bins]  # the last bin is closed: hi counts in it
+    return counts[:bins].astype(x.dtype)
+
+
+register_direct(CATALOGUE["aten::bincount"].functional[0], _np_bincount)
+register_direct(CATALOGUE["aten::histc"].functional[0], _np_histc)
