@@ -579,6 +579,27 @@ def _np_matrix_power(x, n):
     return x.copy() if result is x else result
 
 
+def _np_pinv(x, rtol=None):
+    # np.linalg.pinv's computation with array-api-compat's default tolerance (max(m, n)
+    # times the precision's epsilon), for one matrix
+    sig = _SIGNATURE.get(x.dtype)
+    if sig is None or x.ndim != 2 or not x.size or rtol is not None:
+        return None
+    c, dtype = sig
+    real = _REAL_RESULT[x.dtype]
+    a = x.conj() if c == "D" else x
+    found = lapack(_umath_linalg.svd_s, a, signature=f"{c}->{c}d{c}")
+    if found is None:
+        return None
+    u, s, vt = (found[0].astype(dtype, copy=False), found[1].astype(real, copy=False),
+                found[2].astype(dtype, copy=False))
+    cutoff = np.float64(max(x.shape) * float(np.finfo(real).eps)) * np.float64(s[0])
+    large = s > cutoff
+    s = np.divide(1, s, where=large, out=s)
+    s[~large] = 0
+    return _np_matmul(vt.T, s[:, None] * u.T)
+
+
 _CROSS_1, _CROSS_2 = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
@@ -756,7 +777,7 @@ _linalg("matrix_rank", "Tensor self, *, Any? rtol=None", samples=lambda d, rng: 
         xp_fn=lambda xp: functools.partial(_matrix_rank, xp))
 _linalg("outer", "Tensor self, Tensor other", samples=_pair((3,), (4,)), ref=np.outer,
         top_level=True, xp_fn=attrgetter("linalg.outer"), cpu=_np_outer)
-_linalg("pinv", "Tensor self, *, Any? rtol=None", samples=_square(),
+_linalg("pinv", "Tensor self, *, Any? rtol=None", samples=_square(), cpu=_np_pinv,
         ref=lambda a, rtol=None: np.linalg.pinv(a))
 _linalg("qr", "Tensor self, *, str mode=\"reduced\"", "(Tensor Q, Tensor R)")
 _linalg("slogdet", "Tensor self", "(Tensor sign, Tensor logabsdet)", samples=_square(),
