@@ -494,18 +494,18 @@ except (ImportError, TypeError):  # pragma: no cover - another NumPy
     _extobj_contextvar = None
 
 
-def lapack(fn, *arrays, signature):
-    """``fn(*arrays, signature=signature)``, a LAPACK gufunc of ``np.linalg``, or None where
-    it fails (see above)."""
+def lapack(fn, *arrays, **kwargs):
+    """``fn(*arrays, **kwargs)`` -- a LAPACK gufunc of ``np.linalg`` (``signature=``), or
+    another NumPy call -- in that error state, or None where it fails (see above)."""
     if _extobj_contextvar is None:  # pragma: no cover
         try:
             with np.errstate(**_ERRORS):
-                return fn(*arrays, signature=signature)
+                return fn(*arrays, **kwargs)
         except FloatingPointError:
             return None
     token = _extobj_contextvar.set(_LAPACK_STATE)
     try:
-        return fn(*arrays, signature=signature)
+        return fn(*arrays, **kwargs)
     except FloatingPointError:
         return None
     finally:
@@ -600,6 +600,93 @@ def _np_pinv(x, rtol=None):
     return _np_matmul(vt.T, s[:, None] * u.T)
 
 
+def _np_norm2(x, axes, keepdims):
+    """Note [Scaled norms]'s 2-norm of ``x`` (floating or complex, non-empty) over
+    ``axes`` (None: all), as the generic ``_scaled_norm`` computes it, with NumPy's C
+    reductions; the one scale of a full reduction checked in Python."""
+    a = np.abs(x)
+    s = _largest(a, axes, None, None, True)
+    if s.size == 1:
+        v = s.item()
+        if v == 0 or not math.isfinite(v):
+            s = np.ones_like(s)
+    else:
+        s = np.where((s == 0) | ~np.isfinite(s), 1, s).astype(s.dtype, copy=False)
+    q = a / s
+    q *= q
+    r = np.sqrt(_sum(q, axes, None, None, True))
+    r *= s
+    if keepdims:
+        return r
+    return r.reshape(()) if axes is None else r.reshape(
+        tuple(n for i, n in enumerate(r.shape) if i not in axes))
+
+
+# The 2-norm of a whole real tensor, where no square can overflow or underflow: the square
+# root of one BLAS dot product (float32 in double precision), PyTorch's sum of squares (the
+# scaled sum above differs from it in the last bit at most); outside that range, the scaled
+# norm.
+_SAFE = {np.dtype(np.float32): (1e-30, 1e30), np.dtype(np.float64): (1e-290, 1e290)}
+
+
+def _np_vector_norm(x, axis=None, keepdims=False, ord=2):  # noqa: A002 (the Array API's)
+    nd = x.ndim
+    if ord != 2 or type(ord) not in (int, float) or x.dtype.kind not in "fc" or not x.size:
+        return None
+    if axis is None:
+        safe = _SAFE.get(x.dtype)
+        if safe is not None:
+            xf = x.reshape(-1)
+            if x.dtype.itemsize == 4:  # float32 in double: its squares cannot overflow
+                xf = xf.astype(np.float64)
+                t = _np_dot(xf, xf)
+            else:  # (an overflow is inf, silently)
+                t = lapack(_np_dot, xf, xf)
+            if t is not None and safe[0] < float(t) < safe[1]:
+                r = x.dtype.type(math.sqrt(t))  # sqrt in double, rounded once: exact
+                return np.full((1,) * nd, r) if keepdims else r
+        return _np_norm2(x, None, keepdims)
+    if type(axis) is not int or not -nd <= axis < nd:
+        return None
+    return _np_norm2(x, (axis % nd,), keepdims)
+
+
+def _np_matrix_norm(x, keepdims=False, ord="fro"):  # noqa: A002
+    nd = x.ndim
+    if nd < 2 or x.dtype.kind not in "fc" or not x.size:
+        return None
+    if ord == "fro":
+        if nd == 2:  # the whole tensor's 2-norm
+            return _np_vector_norm(x, None, keepdims)
+        return _np_norm2(x, (nd - 2, nd - 1), keepdims)
+    pick = _MAX_SUMS.get(ord) if type(ord) in (int, float) else None
+    if pick is None:
+        return None
+    # ord 1 / -1: the largest / smallest column sum of magnitudes; inf / -inf: row sums
+    sums = _sum(np.abs(x), nd - 2 if ord in (1, -1) else nd - 1, None, None, True)
+    r = pick(sums, nd - 1 if ord in (1, -1) else nd - 2, None, None, True)
+    return r if keepdims else r.reshape(x.shape[:-2])
+
+
+_MAX_SUMS = {1: np.maximum.reduce, -1: np.minimum.reduce, math.inf: np.maximum.reduce,
+             -math.inf: np.minimum.reduce}
+
+
+def _np_trace(x, offset=0, dtype=None):
+    if x.ndim < 2 or dtype is not None or type(offset) is not int or x.dtype.kind not in "fc":
+        return None
+    return x.trace(offset, -2, -1)
+
+
+def _np_diagonal(x, offset=0):
+    if x.ndim < 2 or type(offset) is not int:
+        return None
+    return x.diagonal(offset, -2, -1)
+
+
+_largest, _sum = np.maximum.reduce, np.add.reduce
+
+
 _CROSS_1, _CROSS_2 = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
@@ -674,7 +761,7 @@ _linalg("cross", "Tensor self, Tensor other, *, int axis=-1", samples=_pair((4, 
         xp_fn=lambda xp: functools.partial(_cross, xp), cpu=_np_cross)
 _linalg("det", "Tensor self", samples=_square(), ref=np.linalg.det)
 _linalg("diagonal", "Tensor self, *, int offset=0", samples=_square(),
-        ref=lambda a, offset=0: np.diagonal(a, offset, -2, -1))
+        ref=lambda a, offset=0: np.diagonal(a, offset, -2, -1), cpu=_np_diagonal)
 _linalg("eigh", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
 _linalg("eigvalsh", "Tensor self", samples=_square(), ref=np.linalg.eigvalsh)
 _linalg("eig", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
@@ -719,7 +806,7 @@ def _vecdot(xp, a, b, axis=-1):
 _linalg("matrix_norm", "Tensor self, *, bool keepdims=False, Any ord=\"fro\"",
         samples=_matrix_norm_samples, ref=lambda a, keepdims=False, ord="fro": np.linalg.norm(
             a, ord=ord, axis=(-2, -1), keepdims=keepdims),
-        xp_fn=lambda xp: functools.partial(_matrix_norm_fro, xp))
+        xp_fn=lambda xp: functools.partial(_matrix_norm_fro, xp), cpu=_np_matrix_norm)
 def _matrix_power(xp, x, n):
     """Repeated squaring with matmul, on every backend (the standard's matrix_power takes
     floating-point matrices; PyTorch's integers too): x^0 is the identity, x^-n inv(x)^n."""
@@ -826,7 +913,7 @@ _linalg("tensordot", "Tensor self, Tensor other, *, Any axes=2", top_level=True,
         ref=lambda a, b, axes=2: np.tensordot(a, b, axes))
 _linalg("trace", "Tensor self, *, int offset=0, ScalarType? dtype=None", samples=_square(),
         ref=lambda a, offset=0: np.trace(a, offset, axis1=-2, axis2=-1),
-        xp_fn=lambda xp: functools.partial(_trace, xp))
+        xp_fn=lambda xp: functools.partial(_trace, xp), cpu=_np_trace)
 _linalg("vecdot", "Tensor self, Tensor other, *, int axis=-1", top_level=True,
         samples=_pair((2, 3), (2, 3)), xp_fn=lambda xp: functools.partial(_vecdot, xp),
         cpu=_np_vecdot,
@@ -901,6 +988,7 @@ defop("linalg_vector_norm(Tensor self, *, int[1]? axis=None, bool keepdims=False
       info=OpInfo(ref=_vector_norm_ref, dtypes=FLOATS, samples=lambda d, rng: [
           SampleInput((make_array((2, 3), d, rng),))]))
 LINALG_NAMES["vector_norm"] = "linalg_vector_norm"
+cpu_kernel("linalg_vector_norm", _np_vector_norm, arity=1)
 
 
 def _mm(xp, a, b):
