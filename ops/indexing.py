@@ -749,18 +749,19 @@ defop("take(Tensor self, Tensor indices, *, int? axis=None) -> Tensor", impl=_ta
 
 
 def _cpu_take(generic):
-    def kernel(a, indices, **kwargs):  # Note [Gathers on NumPy]
+    def kernel(a, indices, *rest, **kwargs):  # Note [Gathers on NumPy]
+        # (Functionalize passes keyword-only arguments by position)
         d = a._device
         x, k = a._data, indices._data
         if indices._device is d and _int_array(k):
-            axis = kwargs.get("axis")
+            axis = rest[0] if rest else kwargs.get("axis")
             nd = x.ndim
             if axis is None and nd == 1 or type(axis) is int and nd and -nd <= axis < nd:
                 try:
                     return d.wrap(x.take(k, axis or 0))
                 except IndexError:
                     pass
-        return generic(a, indices, **kwargs)
+        return generic(a, indices, *rest, **kwargs)
     return kernel
 
 
@@ -857,7 +858,7 @@ defop("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> 
 
 
 def _cpu_gather(generic):
-    def kernel(a, dim, index, **kwargs):  # Note [Gathers on NumPy]
+    def kernel(a, dim, index, *rest, **kwargs):  # Note [Gathers on NumPy]
         d = a._device
         x, k = a._data, index._data
         nd = x.ndim
@@ -867,7 +868,7 @@ def _cpu_gather(generic):
                 return d.wrap(_along(x, k, k.shape, dim % nd))
             except IndexError:
                 pass
-        return generic(a, dim, index, **kwargs)
+        return generic(a, dim, index, *rest, **kwargs)
     return kernel
 
 

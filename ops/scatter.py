@@ -541,7 +541,7 @@ def _np_scatter(write):
 def _np_index(write, int32=False):
     """The CPU kernel of ``index_add``/``index_copy`` (Note [Scatters on NumPy])."""
     def build(generic):
-        def kernel(a, dim, index, source, **kwargs):
+        def kernel(a, dim, index, source, *rest, **kwargs):  # (alpha: by position too)
             d = a._device
             x, k, v = a._data, index._data, source._data
             nd = x.ndim
@@ -554,11 +554,12 @@ def _np_index(write, int32=False):
                         and (not k.size or lowest_index(k) >= 0)):
                     out = x.copy()
                     try:
-                        if write(out, (slice(None),) * axis + (k,), v, **kwargs) is not False:
+                        if write(out, (slice(None),) * axis + (k,), v, *rest,
+                                 **kwargs) is not False:
                             return d.wrap(out)
                     except IndexError:
                         pass
-            return generic(a, dim, index, source, **kwargs)
+            return generic(a, dim, index, source, *rest, **kwargs)
         return kernel
     return build
 
