@@ -627,6 +627,39 @@ defop("index_put.Scalar(Tensor self, Any key, Scalar value) -> Tensor",
       meta=lambda self, key, value: (tuple(self.shape), self.dtype))
 
 
+def _plain_key(key) -> bool:
+    """``key`` is ints and forward slices only (where NumPy's assignment is PyTorch's)."""
+    for k in key if type(key) is tuple else (key,):
+        if type(k) is not int and (type(k) is not slice or k.step is not None and
+                                   (type(k.step) is not int or k.step <= 0)):
+            return False
+    return True
+
+
+def _cpu_index_put(generic):
+    # The functional ``x[key] = value`` on NumPy (Note [Hand-written CPU kernels] in
+    # ops/_cpu_kernels.py): a copy and NumPy's assignment, for a key of ints and forward
+    # slices and a value of the tensor's dtype (NumPy broadcasts leading 1s away, as
+    # _put_parts does); an index out of range, a value that does not broadcast and every
+    # other call take the generic kernel and its error.
+    def kernel(a, key, value):
+        d = a._device
+        if type(value) is Tensor and value._device is d and _plain_key(key):
+            x, v = a._data, value._data
+            if v.dtype == x.dtype:
+                out = x.copy()
+                try:
+                    out[key] = v
+                    return d.wrap(out)
+                except (IndexError, ValueError):
+                    pass
+        return generic(a, key, value)
+    return kernel
+
+
+register_cpu(_ipf.functional[0], _cpu_index_put)
+
+
 @inline_dispatch
 def getitem(self, key) -> Tensor:
     """``Tensor.__getitem__`` (Note [Indexing ops])."""
