@@ -133,6 +133,11 @@ def _view(xp, x, shape):
 
 
 def _np_view(xp, x, shape):
+    if x.size:  # (an empty tensor's shape may need _sized's check)
+        try:  # NumPy checks the shape itself; the op's own checks name the error
+            return x.reshape(shape, copy=False)
+        except (ValueError, TypeError):
+            pass
     shape = _view_shape(x, shape)
     try:
         return x.reshape(shape, copy=False)
@@ -144,7 +149,7 @@ def _view_shape(x, shape, op="view"):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     n = math.prod(x.shape)
     if -1 not in shape:
-        if math.prod(shape) != n or any(s < 0 for s in shape):
+        if math.prod(shape) != n or (shape and min(shape) < 0):
             raise ValueError(f"{op}: shape {shape} is invalid for input of size {n}")
         return _sized(op, x, shape) if 0 in shape else shape  # else: x's own size
     if shape.count(-1) > 1:
@@ -218,7 +223,8 @@ defop("view(Tensor(a) self, SymInt[] shape) -> Tensor(a)", impl=_view, meta=_vie
                                           SampleInput((make_array((2, 3), d, rng), (-1,)))]))
 
 
-_view_op = CATALOGUE["aten::view"].overloads[0]  # bound once: reshape's hot path
+#: ``view``'s overload as a plain function, bound once: reshape's hot path
+_view_call = CATALOGUE["aten::view"].overloads[0].caller
 
 # ---------------------------------------------------------------------------------------
 # Array API manipulation functions and their torch spellings
@@ -342,21 +348,25 @@ defop("t(Tensor(a) self) -> Tensor(a)", impl=_t, cpu_impl=_np_t, methods=("t",),
 
 
 def _copy_then_view(x, shape):
-    return _view_op(_aten.cat([x], axis=None), shape)
+    return _view_call(_aten.cat([x], axis=None), shape)
 
 
 def _reshape(x, shape, *, copy=None):
-    shape = _ints(shape)
-    _view_shape(x, shape, "reshape")  # its own checks, named reshape
     if copy:
+        shape = _ints(shape)
+        _view_shape(x, shape, "reshape")  # its own checks, named reshape
         return _copy_then_view(x, shape)
     try:
-        return _view_op(x, shape)
+        return _view_call(x, shape)
     except NotViewableError:
+        shape = _ints(shape)
         if copy is False:
             raise ValueError(f"reshape: cannot reshape a tensor of shape {tuple(x.shape)} to "
                              f"{shape} without a copy (copy=False)") from None
         return _copy_then_view(x, shape)
+    except ValueError:  # view's own shape checks: raised again, named reshape
+        _view_shape(x, _ints(shape), "reshape")
+        raise
 
 
 defop("reshape(Tensor self, SymInt[] shape, *, bool? copy=None) -> Tensor",
@@ -390,6 +400,8 @@ def _flat_shape(x, start_dim=0, end_dim=-1):
 
 def _flatten(x, start_dim=0, end_dim=-1):
     """CompositeImplicitAutograd: ``reshape`` (Note [reshape: a view when possible])."""
+    if start_dim == 0 and end_dim == -1:  # all of them (a 0-d tensor's one too)
+        return _reshape(x, (-1,))
     return _reshape(x, _flat_shape(x, start_dim, end_dim))
 
 
@@ -440,7 +452,34 @@ def _expand(xp, x, shape):
     return xp.broadcast_to(x, _expand_shape(x, shape)[0])
 
 
+def _np_broadcast(x, shape):
+    """``x`` broadcast to ``shape`` as a read-only strided view of its buffer (what
+    np.broadcast_to makes, without its Python-level checks), for the common case: a
+    row-major ``x`` and a tuple of sizes, each equal to ``x``'s or expanding a unit
+    dimension.  None for anything else: the op's own checks decide."""
+    xs = x.shape
+    lead = len(shape) - len(xs) if type(shape) is tuple else -1
+    if lead < 0 or not x.size or not x.flags.c_contiguous or math.prod(shape) > 1 << 59:
+        return None
+    strides = [0] * lead + list(x.strides)
+    for i, d in enumerate(xs):
+        f = shape[lead + i]
+        if d != f:
+            if d != 1 or type(f) is not int or f < 0:
+                return None
+            strides[lead + i] = 0
+    for f in shape[:lead]:
+        if type(f) is not int or f < 0:
+            return None
+    out = np.ndarray(shape, x.dtype, x, 0, strides)
+    out.setflags(write=False)
+    return out
+
+
 def _np_expand(xp, x, shape):
+    out = _np_broadcast(x, shape)
+    if out is not None:
+        return out
     full, lead = _expand_shape(x, shape)
     # A read-only strided view over x's own buffer, as np.broadcast_to makes.
     if not x.ndim:  # a 0-d gradient of a full reduction (sum's formula): every stride 0
@@ -476,8 +515,13 @@ def _broadcast_to(xp, x, shape):
     return xp.broadcast_to(x, _broadcast_to_shape(x, shape))
 
 
+def _np_broadcast_to(xp, x, shape):
+    out = _np_broadcast(x, shape)
+    return _broadcast_to(xp, x, shape) if out is None else out
+
+
 defop("broadcast_to(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
-      impl=_broadcast_to,
+      impl=_broadcast_to, cpu_impl=_np_broadcast_to,
       meta=lambda x, shape: (_broadcast_to_shape(x, shape), x.dtype),
       info=OpInfo(ref=lambda x, s: np.broadcast_to(x, s), dtypes=ALL,
                   samples=_s(((3, 1), ((2, 3, 4),), {}))))
