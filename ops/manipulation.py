@@ -630,10 +630,17 @@ defop("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)
 def _unbind(xp, x, axis=0):
     n = x.ndim
     a = mf.normalize_axis("unbind", axis, n)
+    if a == 0 and n:
+        return [x[i] for i in range(x.shape[0])]
     return [x[(slice(None),) * a + (i, Ellipsis)] for i in range(x.shape[a])]
 
 
+def _np_unbind(xp, x, axis=0):
+    return list(x) if axis == 0 and x.ndim else _unbind(xp, x, axis)  # the rows' views
+
+
 defop("unbind(Tensor(a -> *) self, int axis=0) -> Tensor(a)[]", impl=_unbind,
+      cpu_impl=_np_unbind,
       meta=mf.view_meta(lambda a, axis=0: _unbind(np, a, axis)),
       names=("unbind", "unstack"), methods=("unbind", "unstack"), kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=lambda x, axis=0: _unbind(np, x, axis), dtypes=ALL,
@@ -647,15 +654,20 @@ def _split(xp, x, split_size_or_sections, axis=0):
         size = int(split_size_or_sections)
         if size <= 0 and n:
             raise ValueError(f"split: split_size must be positive, got {size}")
-        bounds = list(range(0, n, size)) if n else [0]
-        sizes = [min(size, n - b) for b in bounds]
+        if not n:
+            return [x[(*(slice(None),) * a, slice(0, 0))]]
+        if not a:  # (the last piece's bound may pass the end: a slice stops there)
+            return [x[b:b + size] for b in range(0, n, size)]
+        lead = (slice(None),) * a
+        return [x[(*lead, slice(b, b + size))] for b in range(0, n, size)]
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
             raise ValueError(f"split: split sizes {sizes} do not sum to the dimension size {n}")
     out, start = [], 0
+    lead = (slice(None),) * a
     for s in sizes:
-        out.append(x[(slice(None),) * a + (slice(start, start + s), Ellipsis)])
+        out.append(x[start:start + s] if not a else x[(*lead, slice(start, start + s))])
         start += s
     return out
 
@@ -735,7 +747,28 @@ def _list_samples(shapes, **kw):
     return samples
 
 
+def _same_dtype(arrays) -> bool:
+    dt = arrays[0].dtype
+    for a in arrays:
+        if a.dtype is not dt and a.dtype != dt:
+            return False
+    return True
+
+
+def _np_concat(xp, tensors, axis=0):
+    # Note [NumPy fast impls] in ops/_decl.py: np.concatenate checks the shapes and axis
+    # itself; the impl's checks (and promotion, which NumPy's rules would not do as
+    # PyTorch's) only when the dtypes differ or NumPy refuses
+    if tensors and _same_dtype(tensors):
+        try:
+            return np.concatenate(tensors, axis)
+        except (ValueError, TypeError):
+            pass
+    return _concat(xp, tensors, axis)
+
+
 defop("cat(Tensor[] tensors, int? axis=0) -> Tensor", impl=_concat, meta=_cat_meta,
+      cpu_impl=_np_concat,
       names=("cat", "concat", "concatenate"), kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=lambda ts, axis=0: np.concatenate(ts, axis=axis), dtypes=ALL,
                   samples=_list_samples([(2, 3), (1, 3)])))
@@ -762,6 +795,26 @@ def _stack(xp, tensors, axis=0):
     return xp.stack(_promoted(xp, tensors), axis=axis)
 
 
+def _np_stack(xp, tensors, axis=0):
+    # Note [NumPy fast impls]: np.stack's Python-level checks cost 2 us; stacked along an
+    # axis ``a`` of the inputs' shape ``s``, the result is their concatenation along ``a``
+    # with that axis split into (len(tensors), s[a]), a view of the fresh array
+    if tensors and type(axis) is int and _same_dtype(tensors):
+        s = tensors[0].shape
+        n = len(s)
+        a = axis + n + 1 if axis < 0 else axis
+        for t in tensors:
+            if t.shape != s:
+                break
+        else:
+            if 0 <= a < n:
+                return np.concatenate(tensors, a).reshape(s[:a] + (len(tensors),) + s[a:])
+            if a == n:
+                one = s + (1,)
+                return np.concatenate([t.reshape(one) for t in tensors], a)
+    return _stack(xp, tensors, axis)
+
+
 class _Shape:
     """Adapts a raw array to what meta functions read (shape, dtype)."""
 
@@ -777,6 +830,7 @@ class _Shape:
 
 
 defop("stack(Tensor[] tensors, int axis=0) -> Tensor", impl=_stack, meta=_stack_meta,
+      cpu_impl=_np_stack,
       kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=lambda ts, axis=0: np.stack(ts, axis=axis), dtypes=ALL,
                   samples=_list_samples([(2, 3), (2, 3)])))

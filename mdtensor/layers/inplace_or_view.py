@@ -231,6 +231,10 @@ def _fused_view_kernel(op, impl, name):
 
 def _mark_views(op, result, src, rest, kwargs) -> None:
     """ViewInfo for a view of a view, or for each of several views (split, unbind)."""
+    if src._view is None and not isinstance(result, Tensor):
+        _mark_parts(op, result, src, rest, kwargs)
+        return
+
     def replay(b):
         return op(b, *rest, **kwargs)
 
@@ -239,6 +243,39 @@ def _mark_views(op, result, src, rest, kwargs) -> None:
         return
     for j, r in enumerate(result):  # replay picks one of the views
         mark_view(r, src, lambda b, _j=j: replay(b)[_j])
+
+
+def _pick(b, op, j, rest, kwargs):
+    """The replay of the ``j``-th of several views: ``op(b, *rest, **kwargs)[j]``."""
+    return op(b, *rest, **kwargs)[j]
+
+
+_NO_KWARGS: dict = {}  # shared, never written: ``_pick``'s replay takes no keywords
+
+
+def _mark_parts(op, result, src, rest, kwargs) -> None:
+    """ViewInfo for each of several views of a non-view (unbind's sixteen rows): filled
+    inline, each replayed by ``_pick`` with its index among its arguments -- no closure
+    per view (Note [Cell variables])."""
+    vc = src._vc
+    if vc is None:
+        vc = counter(src)
+    version = vc.value
+    fz = src._ks & _FZ
+    for j, r in enumerate(result):
+        if r is src:
+            continue
+        info = ViewInfo()
+        info.base = src
+        info._replay = info.index = None
+        info._op = _pick
+        info._args = (op, j, rest, kwargs)
+        info._kwargs = _NO_KWARGS
+        info.ag_version = version
+        r._view = info
+        r._vc = vc
+        if fz:
+            track_view(src, r)
 
 
 def register_for(op) -> None:
