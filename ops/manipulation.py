@@ -543,6 +543,10 @@ def _squeeze(xp, x, axis=None):
 def _np_squeeze(xp, x, axis=None):
     if axis is None:
         return x.reshape(tuple(d for d in x.shape if d != 1))
+    if type(axis) is int and x.ndim:
+        s = x.shape
+        if -len(s) <= axis < len(s) and s[axis] == 1:  # the common case
+            return x.reshape(s[:axis] + s[axis + 1:] if axis != -1 else s[:-1])
     return _squeeze(xp, x, axis)
 
 
@@ -575,6 +579,9 @@ def _unsqueeze(xp, x, axis):
 
 
 def _np_unsqueeze(xp, x, axis):
+    s = x.shape
+    if type(axis) is int and 0 <= axis <= len(s):  # the common case
+        return x.reshape(s[:axis] + (1,) + s[axis:])
     norm = _unsqueeze_axes(x, axis)
     shape = list(x.shape)
     for a in sorted(norm):
@@ -1066,6 +1073,21 @@ def _mT(self) -> Tensor:
     return _aten.matrix_transpose(self)
 
 
+def _contiguous_of(declared):
+    """``x.contiguous()``: PyTorch's method returns ``self`` itself, without dispatching,
+    when the tensor already is row-major (``declared``, the catalogue's method, decides
+    the rest: a subclass, another backend, a strided copy)."""
+    def contiguous(self, *args, **kwargs):
+        d = self._data
+        if type(d) is np.ndarray and type(self) is Tensor and not args and not kwargs \
+                and d.flags.c_contiguous:
+            return self
+        return declared(self, *args, **kwargs)
+
+    contiguous.__doc__ = declared.__doc__
+    return contiguous
+
+
 def _cpu(self) -> Tensor:
     return to(self, device="cpu")
 
@@ -1077,3 +1099,4 @@ def install_tensor_methods() -> None:
     Tensor.T = property(_T, doc="The transpose of a 2-D tensor (Array API).")
     Tensor.mT = property(_mT, doc="The transpose of the last two dimensions.")
     Tensor.cpu = _cpu
+    Tensor.contiguous = _contiguous_of(Tensor.contiguous)
