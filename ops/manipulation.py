@@ -638,12 +638,13 @@ def _unbind(xp, x, axis=0):
     n = x.ndim
     a = mf.normalize_axis("unbind", axis, n)
     if a == 0 and n:
-        return [x[i] for i in range(x.shape[0])]
+        return [x[i, ...] for i in range(x.shape[0])]  # (x[i] of a vector: a scalar)
     return [x[(slice(None),) * a + (i, Ellipsis)] for i in range(x.shape[a])]
 
 
 def _np_unbind(xp, x, axis=0):
-    return list(x) if axis == 0 and x.ndim else _unbind(xp, x, axis)  # the rows' views
+    # the rows' views (a vector's elements are scalars, not views: the impl's x[i, ...])
+    return list(x) if axis == 0 and x.ndim > 1 else _unbind(xp, x, axis)
 
 
 defop("unbind(Tensor(a -> *) self, int axis=0) -> Tensor(a)[]", impl=_unbind,
