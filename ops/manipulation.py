@@ -607,8 +607,19 @@ def _moveaxis(xp, x, source, destination):
                        destination if isinstance(destination, int) else tuple(destination))
 
 
+def _np_moveaxis(xp, x, source, destination):
+    n = x.ndim
+    if type(source) is int and type(destination) is int and -n <= source < n \
+            and -n <= destination < n:  # one axis (np.moveaxis costs 2.5 us)
+        perm = list(range(n))
+        perm.insert(destination % n, perm.pop(source % n))
+        return x.transpose(perm)
+    return _moveaxis(xp, x, source, destination)
+
+
 defop("moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
-      impl=_moveaxis, meta=mf.view_meta(lambda a, s, d: _moveaxis(np, a, s, d)),
+      impl=_moveaxis, cpu_impl=_np_moveaxis,
+      meta=mf.view_meta(lambda a, s, d: _moveaxis(np, a, s, d)),
       names=("moveaxis", "movedim"), methods=("moveaxis", "movedim"),
       info=OpInfo(ref=np.moveaxis, dtypes=ALL, samples=_s(((2, 3, 4), (0, 2), {}))))
 
