@@ -868,7 +868,22 @@ def _flip_meta(x, axis=None):
     return tuple(x.shape), x.dtype
 
 
-defop("flip(Tensor self, int[]? axis=None) -> Tensor", impl=_flip,
+_REVERSED = slice(None, None, -1)
+
+
+def _np_flip(xp, x, axis=None):
+    # Note [NumPy fast impls]: a reversed slice per axis, copied (np.flip's wrapper costs
+    # more than the copy); 0-d tensors, repeated or out-of-range axes take the impl
+    n = x.ndim
+    idx = [slice(None)] * n
+    for a in (range(n) if axis is None else (axis,) if type(axis) is int else axis):
+        if type(a) is not int or not -n <= a < n or idx[a] is _REVERSED:
+            return _flip(xp, x, axis)
+        idx[a] = _REVERSED
+    return x[tuple(idx)].copy() if n else _flip(xp, x, axis)
+
+
+defop("flip(Tensor self, int[]? axis=None) -> Tensor", impl=_flip, cpu_impl=_np_flip,
       meta=_flip_meta, methods=("flip",),
       kwarg_aliases={"dims": "axis"},
       info=OpInfo(ref=lambda x, axis=None: np.flip(x, axis), dtypes=ALL,
@@ -881,7 +896,26 @@ def _roll(xp, x, shift, axis=None):
     return xp.roll(x, shift, axis=axis)
 
 
+def _np_roll(xp, x, shift, axis=None):
+    # Note [NumPy fast impls]: one shift along one axis (or of the flattened tensor) is a
+    # concatenation of two slices (np.roll costs 9 us on a 16x16 matrix)
+    if type(shift) is not int or x.size == 0 or not (axis is None or type(axis) is int):
+        return _roll(xp, x, shift, axis)
+    if axis is None:
+        return _np_roll(xp, x.reshape(-1), shift, 0).reshape(x.shape)
+    n = x.ndim
+    if not -n <= axis < n:
+        return _roll(xp, x, shift, axis)  # its error
+    a = axis % n
+    s = shift % x.shape[a]
+    if not s:
+        return x.copy()
+    lead = (slice(None),) * a
+    return np.concatenate((x[(*lead, slice(-s, None))], x[(*lead, slice(None, -s))]), a)
+
+
 defop("roll(Tensor self, int[1] shift, int[1]? axis=None) -> Tensor", impl=_roll,
+      cpu_impl=_np_roll,
       meta=lambda x, *a, **k: (tuple(x.shape), x.dtype), methods=("roll",),
       kwarg_aliases={"shifts": "shift", "dims": "axis"},
       info=OpInfo(ref=lambda x, s, axis=None: np.roll(x, s, axis), dtypes=ALL,
