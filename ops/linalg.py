@@ -368,7 +368,7 @@ def _check_finite(xp, name, args, out) -> None:
 
 
 def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=None, ref=None,
-            dtypes=FLOATS, meta=None, xp_fn=None, kwarg_aliases=None):
+            dtypes=FLOATS, meta=None, xp_fn=None, kwarg_aliases=None, cpu_impl=None):
     getter = xp_fn or attrgetter(f"linalg.{name}")
     aten_name = name if top_level else f"linalg_{name}"
     floating = name in _FLOAT_RESULTS
@@ -401,6 +401,7 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
     defop(f"{aten_name}({schema_args}) -> {returns}", impl=impl, meta=meta,
           names=(name,) if top_level else (), methods=(), kwarg_aliases=kwarg_aliases,
           accepts="iufc" if name == "vecdot" else None,
+          cpu_impl=cpu_impl and functools.partial(cpu_impl, impl),
           info=OpInfo(ref=ref, dtypes=dtypes, samples=samples,
                       differentiable=name in _WITH_FORMULA) if ref else None)
     if not top_level or name in ("tensordot", "vecdot", "outer"):
@@ -465,8 +466,16 @@ _linalg("cross", "Tensor self, Tensor other, *, int axis=-1", samples=_pair((4, 
         ref=lambda a, b, axis=-1: np.cross(a, b, axis=axis), meta=_cross_meta,
         xp_fn=lambda xp: functools.partial(_cross, xp))
 _linalg("det", "Tensor self", samples=_square(), ref=np.linalg.det)
+def _np_diagonal(impl, xp, x, offset=0):
+    # Note [NumPy fast impls] in ops/_decl.py: the ndarray's own diagonal (what
+    # np.linalg.diagonal returns, without its wrappers); ``impl`` raises the errors
+    if x.ndim < 2 or type(offset) is not int:
+        return impl(xp, x, offset=offset)
+    return x.diagonal(offset, -2, -1)
+
+
 _linalg("diagonal", "Tensor self, *, int offset=0", samples=_square(),
-        ref=lambda a, offset=0: np.diagonal(a, offset, -2, -1))
+        ref=lambda a, offset=0: np.diagonal(a, offset, -2, -1), cpu_impl=_np_diagonal)
 _linalg("eigh", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
 _linalg("eigvalsh", "Tensor self", samples=_square(), ref=np.linalg.eigvalsh)
 _linalg("eig", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
