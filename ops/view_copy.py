@@ -3,10 +3,10 @@
 ``md.func.functionalize(f, remove="mutations_and_views")`` runs these instead of views, so a
 trace of the functionalized program holds no aliasing at all (PyTorch generates its
 ``view_copy`` ops the same way).  Each is generated from its view op's declaration: the
-schema without alias annotations, the view's impl followed by a copy (and its NumPy
-impl followed by a copy, where the view has one), the view's meta function, OpInfo data
-and derivative formula.  They are reachable as
-``md.ops.aten.<view>_copy`` only (not in the ``md`` namespace).
+schema without alias annotations, the view's impl followed by a copy (on NumPy its NumPy
+impl, or the generic one, followed by ``ndarray.copy``), the view's meta function, OpInfo
+data and derivative formula.  They are reachable as ``md.ops.aten.<view>_copy`` only (not
+in the ``md`` namespace).
 """
 
 from __future__ import annotations
@@ -49,14 +49,15 @@ def _np_copying(impl):
     return impl_copy
 
 
-def _cpu_impl(op):
-    """The NumPy impl of view overload ``op`` (``cpu_impl=``), where it declared one whose
-    kernel exposes it (one Tensor first: ``array_impl``); else None."""
+def _cpu_impl(op, generic):
+    """The CPU impl of the ``_copy`` of view overload ``op``: its NumPy impl where it
+    declared one whose kernel exposes it (one Tensor first: ``array_impl``), else its
+    ``generic`` impl, followed by ``ndarray.copy``."""
     for k in op.kernels_for(DispatchKey.CPU):
         impl = getattr(k.fn, "array_impl", None)
         if impl is not None:
             return _np_copying(impl)
-    return None
+    return _np_copying(generic)
 
 
 def _declare() -> None:
@@ -71,7 +72,7 @@ def _declare() -> None:
             name, dot, ov = head.partition(".")
             text = f"{name}_copy{dot}{ov}({_ALIAS.sub('Tensor', rest)}"
             copy_decl = defop(text, impl=_copying(decl.impl), meta=decl.meta, names=(),
-                              cpu_impl=_cpu_impl(op),
+                              cpu_impl=_cpu_impl(op, decl.impl),
                               info=decl.info if copy_decl is None else None,
                               decl=copy_decl, kwarg_aliases=decl.kwarg_aliases)
         VIEW_COPY[decl.name] = copy_decl.name
