@@ -673,12 +673,14 @@ def _split(xp, x, split_size_or_sections, axis=0):
         size = int(split_size_or_sections)
         if size <= 0 and n:
             raise ValueError(f"split: split_size must be positive, got {size}")
+        # (a trailing Ellipsis: the Array API indexes every dimension or none)
         if not n:
-            return [x[(*(slice(None),) * a, slice(0, 0))]]
-        if not a:  # (the last piece's bound may pass the end: a slice stops there)
-            return [x[b:b + size] for b in range(0, n, size)]
+            return [x[(*(slice(None),) * a, slice(0, 0), Ellipsis)]]
+        # (stops past the end are outside the Array API too)
+        if not a:
+            return [x[b:min(b + size, n), ...] for b in range(0, n, size)]
         lead = (slice(None),) * a
-        return [x[(*lead, slice(b, b + size))] for b in range(0, n, size)]
+        return [x[(*lead, slice(b, min(b + size, n)), Ellipsis)] for b in range(0, n, size)]
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
@@ -686,7 +688,7 @@ def _split(xp, x, split_size_or_sections, axis=0):
     out, start = [], 0
     lead = (slice(None),) * a
     for s in sizes:
-        out.append(x[start:start + s] if not a else x[(*lead, slice(start, start + s))])
+        out.append(x[(*lead, slice(start, start + s), Ellipsis)])
         start += s
     return out
 
