@@ -1123,13 +1123,19 @@ def _mT(self) -> Tensor:
 
 def _contiguous_of(declared):
     """``x.contiguous()``: PyTorch's method returns ``self`` itself, without dispatching,
-    when the tensor already is row-major (``declared``, the catalogue's method, decides
-    the rest: a subclass, another backend, a strided copy)."""
+    when the tensor already is row-major (an array without strides always is, as in
+    ``_contiguous``); ``declared``, the catalogue's method (the ``contiguous`` op, whose
+    result is a view), serves the rest: subclasses, sparse layouts, strided copies.
+    ``md.contiguous(x)`` stays the op: a new tensor viewing ``x``."""
     def contiguous(self, *args, **kwargs):
         d = self._data
-        if type(d) is np.ndarray and type(self) is Tensor and not args and not kwargs \
-                and d.flags.c_contiguous:
-            return self
+        if type(self) is Tensor and not args and not kwargs:
+            if type(d) is np.ndarray:
+                if d.flags.c_contiguous:
+                    return self
+            elif type(d) is self._device.backend.array_type \
+                    and getattr(getattr(d, "flags", None), "c_contiguous", True):
+                return self
         return declared(self, *args, **kwargs)
 
     contiguous.__doc__ = declared.__doc__
