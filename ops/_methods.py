@@ -121,14 +121,23 @@ def _unary(packet):
 
 
 def _method(packet, varargs: bool):
+    cache = packet.resolution_cache
     if varargs:
         def method(self, *args, **kwargs):
-            if len(args) > 1 and all(isinstance(a, int) for a in args):
+            # x.view(2, 3) is x.view((2, 3)); then the cache lookups below, for one argument
+            if len(args) > 1:
+                for a in args:
+                    if not isinstance(a, int):
+                        return packet(self, *args, **kwargs)
                 args = (args,)
-            return packet(self, *args, **kwargs)
+            if kwargs or len(args) != 1:
+                return packet(self, *args, **kwargs)
+            (b,) = args
+            caller = cache.get((type(self), type(b)))
+            if caller is None:
+                return packet(self, b)
+            return caller(self, b)
     else:
-        cache = packet.resolution_cache
-
         def method(self, *args, **kwargs):
             # The packet's own resolution cache, looked up without the packet's __call__
             # (same keys as OpOverloadPacket.__call__).

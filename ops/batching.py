@@ -324,6 +324,14 @@ def _transpose(call):
                                dim1=_axis(call.args["dim1"], ndim)))
 
 
+@register("diagonal")
+def _diagonal(call):
+    inner, ndim = _only_self(call)
+    return call.wrap(call.call(self=inner, offset=call.args["offset"],
+                               dim1=_axis(call.args["dim1"], ndim),
+                               dim2=_axis(call.args["dim2"], ndim)))
+
+
 @register("moveaxis", "moveaxis_copy")
 def _moveaxis(call):
     inner, ndim = _only_self(call)

@@ -11,6 +11,7 @@ mdtensor/_dtypes.py), which the factories read at each call.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np_
@@ -287,8 +288,36 @@ def _tri(name):
     return impl
 
 
+@functools.lru_cache(maxsize=64)
+def _tri_mask(name, n, m, k):
+    """The read-only boolean mask of the elements ``tril``/``triu`` keep in an (n, m)
+    matrix (``np.tri``: j <= i + k)."""
+    mask = np_.tri(n, m, k, dtype=bool) if name == "tril" else ~np_.tri(n, m, k - 1,
+                                                                         dtype=bool)
+    mask.setflags(write=False)
+    return mask
+
+
+def _np_tri(name):
+    """Note [NumPy fast impls] in ops/_decl.py: np.tril/np.triu build their mask and call
+    np.where through Python-level wrappers (8 us on a 16x16 matrix); the masks are cached
+    and the kept elements copied into zeros."""
+    generic = _tri(name)
+
+    def impl(xp, x, k=0):
+        if x.ndim < 2 or type(k) is not int:
+            return generic(xp, x, k)
+        out = np_.zeros(x.shape, x.dtype)
+        np_.copyto(out, x, where=_tri_mask(name, x.shape[-2], x.shape[-1], k))
+        return out
+
+    impl.__name__ = f"np_{name}"
+    return impl
+
+
 for _n in ("tril", "triu"):
     defop(f"{_n}(Tensor self, *, int k=0) -> Tensor", impl=_tri(_n), meta=_same_meta,
+          cpu_impl=_np_tri(_n),
           methods=(_n,), kwarg_aliases={"diagonal": "k"},
           info=OpInfo(ref=lambda x, k=0, _n=_n: getattr(np_, _n)(x, k=k), dtypes=ALL,
                       samples=lambda d, rng: [SampleInput((make_array((3, 4), d, rng),)),
@@ -320,7 +349,28 @@ def _meshgrid(xp, tensors, indexing="xy"):
     return tuple(xp.meshgrid(*(xp.reshape(t, (-1,)) for t in tensors), indexing=indexing))
 
 
+def _np_meshgrid(xp, tensors, indexing="xy"):
+    # Note [NumPy fast impls]: np.meshgrid broadcasts through Python-level wrappers (19 us
+    # for two vectors); here each output is an empty array the input is assigned into,
+    # along its own axis (the first two swapped with "xy")
+    if (indexing not in ("xy", "ij") or not tensors
+            or any(t.ndim > 1 or t.dtype != tensors[0].dtype for t in tensors)):
+        return _meshgrid(xp, tensors, indexing)  # its errors
+    sizes = [t.size for t in tensors]
+    axes = list(range(len(sizes)))
+    if indexing == "xy" and len(sizes) > 1:
+        axes[0], axes[1] = 1, 0
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for t, a in zip(tensors, axes):
+        o = np_.empty(sizes, t.dtype)
+        o[...] = t.reshape([-1 if i == a else 1 for i in range(len(sizes))])
+        out.append(o)
+    return tuple(out)
+
+
 defop("meshgrid(Tensor[] tensors, *, str indexing=\"xy\") -> Tensor[]", impl=_meshgrid,
+      cpu_impl=_np_meshgrid,
       star_args=True, meta=_meshgrid_meta,
       info=OpInfo(ref=lambda ts, indexing="xy": list(np_.meshgrid(*ts, indexing=indexing)),
                   dtypes=NUMERIC,

@@ -6,9 +6,11 @@
 mdtensor op that is not declared a view it returns a new tensor: writing into it leaves
 ``x`` as it was, where PyTorch's diagonal is a view (docs/KIT.md).  ``diag(v, k)`` of a
 vector is the square matrix with ``v`` on diagonal ``k`` (a ``scatter`` into zeros, so its
-gradient is ``scatter``'s), of a matrix its diagonal ``k``.  All three are
-CompositeImplicitAutograd; the index factories compute on the host (their values depend
-only on the sizes) and move the result to the device.
+gradient is ``scatter``'s), of a matrix its diagonal ``k``.  ``diagonal`` has kernels of
+its own (on NumPy the ndarray's diagonal, copied) and a derivative formula
+(ops/diagonals_derivatives.py); ``diag`` is CompositeImplicitAutograd; the index factories
+compute on the host (their values depend only on the sizes) and move the result to the
+device.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ __all__: list[str] = []  # importing the chapter declares its ops; it exports no
 aten = _namespaces.aten._calls
 
 
-def _diagonal(x, offset=0, dim1=0, dim2=1):
+def _diagonal_axes(x, dim1, dim2) -> tuple[int, int]:
     if x.ndim < 2:
         raise ValueError(f"diagonal: expected a tensor of at least 2 dimensions, got "
                          f"{x.ndim}")
@@ -38,12 +40,30 @@ def _diagonal(x, offset=0, dim1=0, dim2=1):
     b = mf.normalize_axis("diagonal", dim2, x.ndim)
     if a == b:
         raise ValueError(f"diagonal: dimensions cannot be identical {dim1}, {dim2}")
-    return aten.linalg_diagonal(aten.moveaxis(x, [a, b], [-2, -1]), offset=offset)
+    return a, b
+
+
+def _diagonal(xp, x, offset=0, dim1=0, dim2=1):
+    a, b = _diagonal_axes(x, dim1, dim2)
+    moved = xp.moveaxis(x, (a, b), (-2, -1))
+    return xp.asarray(xp.linalg.diagonal(moved, offset=offset), copy=True)
+
+
+def _np_diagonal(xp, x, offset=0, dim1=0, dim2=1):
+    a, b = _diagonal_axes(x, dim1, dim2)
+    return x.diagonal(offset, a, b).copy()  # NumPy's view puts the diagonal last too
+
+
+def _diagonal_meta(x, offset=0, dim1=0, dim2=1):
+    a, b = _diagonal_axes(x, dim1, dim2)
+    n, m = x.shape[a], x.shape[b]
+    k = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    return tuple(d for i, d in enumerate(x.shape) if i not in (a, b)) + (k,), x.dtype
 
 
 def _diag(x, diagonal=0):
     if x.ndim == 2:
-        return _diagonal(x, diagonal, 0, 1)
+        return aten.diagonal(x, diagonal, 0, 1)
     if x.ndim != 1:
         raise ValueError(f"diag: expected a 1-D or 2-D tensor, got {x.ndim}-D")
     n = x.shape[0]
@@ -62,7 +82,7 @@ def _diagonal_ref(x, offset=0, dim1=0, dim2=1):
 
 
 defop("diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor",
-      composite=names_op("diagonal")(_diagonal), methods=("diagonal",),
+      impl=_diagonal, cpu_impl=_np_diagonal, meta=_diagonal_meta, methods=("diagonal",),
       info=OpInfo(ref=_diagonal_ref, dtypes=ALL, samples=lambda d, rng: [
           SampleInput((make_array((3, 4), d, rng),)),
           SampleInput((make_array((3, 4), d, rng), -1)),

@@ -25,9 +25,9 @@ aten = _namespaces.aten._calls  # the ops as plain functions (Note [Packet funct
 
 
 def _at_least(x, ndim: int):
-    shape = tuple(x.shape)
-    if len(shape) >= ndim:
+    if x.ndim >= ndim:
         return x
+    shape = tuple(x.shape)
     if ndim == 1:
         return aten.reshape(x, (1,))
     if ndim == 2:
@@ -39,20 +39,20 @@ def _at_least(x, ndim: int):
 
 def _hstack(tensors):
     ts = [_at_least(t, 1) for t in tensors]
-    return aten.cat(ts, axis=0 if ts[0].ndim == 1 else 1)
+    return aten.cat(ts, 0 if ts[0].ndim == 1 else 1)
 
 
 def _vstack(tensors):
-    return aten.cat([_at_least(t, 2) for t in tensors], axis=0)
+    return aten.cat([_at_least(t, 2) for t in tensors], 0)
 
 
 def _dstack(tensors):
-    return aten.cat([_at_least(t, 3) for t in tensors], axis=2)
+    return aten.cat([_at_least(t, 3) for t in tensors], 2)
 
 
 def _column_stack(tensors):
     cols = [aten.reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t for t in tensors]
-    return aten.cat(cols, axis=1)
+    return aten.cat(cols, 1)
 
 
 def _samples(shapes_list):

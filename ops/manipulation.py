@@ -89,7 +89,10 @@ def _transpose(xp, x, dim0, dim1):
 
 
 def _np_transpose(xp, x, dim0, dim1):
-    return x.transpose(_transpose_perm(x, dim0, dim1))
+    try:  # NumPy's own checks first: they pass on every valid call
+        return x.swapaxes(dim0, dim1)
+    except (ValueError, TypeError):  # AxisError, a 0-d tensor's axis 0, ...: the checks
+        return x.transpose(_transpose_perm(x, dim0, dim1))
 
 
 def _transpose_meta(x, dim0, dim1):
@@ -130,6 +133,11 @@ def _view(xp, x, shape):
 
 
 def _np_view(xp, x, shape):
+    if x.size:  # (an empty tensor's shape may need _sized's check)
+        try:  # NumPy checks the shape itself; the op's own checks name the error
+            return x.reshape(shape, copy=False)
+        except (ValueError, TypeError):
+            pass
     shape = _view_shape(x, shape)
     try:
         return x.reshape(shape, copy=False)
@@ -141,7 +149,7 @@ def _view_shape(x, shape, op="view"):
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     n = math.prod(x.shape)
     if -1 not in shape:
-        if math.prod(shape) != n or any(s < 0 for s in shape):
+        if math.prod(shape) != n or (shape and min(shape) < 0):
             raise ValueError(f"{op}: shape {shape} is invalid for input of size {n}")
         return _sized(op, x, shape) if 0 in shape else shape  # else: x's own size
     if shape.count(-1) > 1:
@@ -215,7 +223,8 @@ defop("view(Tensor(a) self, SymInt[] shape) -> Tensor(a)", impl=_view, meta=_vie
                                           SampleInput((make_array((2, 3), d, rng), (-1,)))]))
 
 
-_view_op = CATALOGUE["aten::view"].overloads[0]  # bound once: reshape's hot path
+#: ``view``'s overload as a plain function, bound once: reshape's hot path
+_view_call = CATALOGUE["aten::view"].overloads[0].caller
 
 # ---------------------------------------------------------------------------------------
 # Array API manipulation functions and their torch spellings
@@ -260,6 +269,11 @@ def _permute(xp, x, dims):
 
 
 def _np_permute(xp, x, dims):
+    if type(dims) is tuple and len(dims) == x.ndim:
+        try:  # NumPy refuses repeated and out-of-range axes itself
+            return x.transpose(dims)
+        except (ValueError, TypeError):
+            pass
     return x.transpose(_check_perm(x, dims))
 
 
@@ -310,7 +324,11 @@ def _t(xp, x):
     return xp.permute_dims(x, tuple(reversed(range(x.ndim))))
 
 
-defop("t(Tensor(a) self) -> Tensor(a)", impl=_t, methods=("t",),
+def _np_t(xp, x):
+    return x.T if x.ndim <= 2 else _t(xp, x)  # ndarray.T reverses the dimensions
+
+
+defop("t(Tensor(a) self) -> Tensor(a)", impl=_t, cpu_impl=_np_t, methods=("t",),
       meta=lambda x: (tuple(reversed(x.shape)), x.dtype) if x.ndim <= 2 else _t(None, x),
       info=OpInfo(ref=np.transpose, dtypes=ALL, samples=_s(((2, 3), (), {}), ((4,), (), {}))))
 
@@ -330,21 +348,25 @@ defop("t(Tensor(a) self) -> Tensor(a)", impl=_t, methods=("t",),
 
 
 def _copy_then_view(x, shape):
-    return _view_op(_aten.cat([x], axis=None), shape)
+    return _view_call(_aten.cat([x], axis=None), shape)
 
 
 def _reshape(x, shape, *, copy=None):
-    shape = _ints(shape)
-    _view_shape(x, shape, "reshape")  # its own checks, named reshape
     if copy:
+        shape = _ints(shape)
+        _view_shape(x, shape, "reshape")  # its own checks, named reshape
         return _copy_then_view(x, shape)
     try:
-        return _view_op(x, shape)
+        return _view_call(x, shape)
     except NotViewableError:
+        shape = _ints(shape)
         if copy is False:
             raise ValueError(f"reshape: cannot reshape a tensor of shape {tuple(x.shape)} to "
                              f"{shape} without a copy (copy=False)") from None
         return _copy_then_view(x, shape)
+    except ValueError:  # view's own shape checks: raised again, named reshape
+        _view_shape(x, _ints(shape), "reshape")
+        raise
 
 
 defop("reshape(Tensor self, SymInt[] shape, *, bool? copy=None) -> Tensor",
@@ -378,6 +400,8 @@ def _flat_shape(x, start_dim=0, end_dim=-1):
 
 def _flatten(x, start_dim=0, end_dim=-1):
     """CompositeImplicitAutograd: ``reshape`` (Note [reshape: a view when possible])."""
+    if start_dim == 0 and end_dim == -1:  # all of them (a 0-d tensor's one too)
+        return _reshape(x, (-1,))
     return _reshape(x, _flat_shape(x, start_dim, end_dim))
 
 
@@ -428,7 +452,34 @@ def _expand(xp, x, shape):
     return xp.broadcast_to(x, _expand_shape(x, shape)[0])
 
 
+def _np_broadcast(x, shape):
+    """``x`` broadcast to ``shape`` as a read-only strided view of its buffer (what
+    np.broadcast_to makes, without its Python-level checks), for the common case: a
+    row-major ``x`` and a tuple of sizes, each equal to ``x``'s or expanding a unit
+    dimension.  None for anything else: the op's own checks decide."""
+    xs = x.shape
+    lead = len(shape) - len(xs) if type(shape) is tuple else -1
+    if lead < 0 or not x.size or not x.flags.c_contiguous or math.prod(shape) > 1 << 59:
+        return None
+    strides = [0] * lead + list(x.strides)
+    for i, d in enumerate(xs):
+        f = shape[lead + i]
+        if d != f:
+            if d != 1 or type(f) is not int or f < 0:
+                return None
+            strides[lead + i] = 0
+    for f in shape[:lead]:
+        if type(f) is not int or f < 0:
+            return None
+    out = np.ndarray(shape, x.dtype, x, 0, strides)
+    out.setflags(write=False)
+    return out
+
+
 def _np_expand(xp, x, shape):
+    out = _np_broadcast(x, shape)
+    if out is not None:
+        return out
     full, lead = _expand_shape(x, shape)
     # A read-only strided view over x's own buffer, as np.broadcast_to makes.
     if not x.ndim:  # a 0-d gradient of a full reduction (sum's formula): every stride 0
@@ -464,8 +515,13 @@ def _broadcast_to(xp, x, shape):
     return xp.broadcast_to(x, _broadcast_to_shape(x, shape))
 
 
+def _np_broadcast_to(xp, x, shape):
+    out = _np_broadcast(x, shape)
+    return _broadcast_to(xp, x, shape) if out is None else out
+
+
 defop("broadcast_to(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
-      impl=_broadcast_to,
+      impl=_broadcast_to, cpu_impl=_np_broadcast_to,
       meta=lambda x, shape: (_broadcast_to_shape(x, shape), x.dtype),
       info=OpInfo(ref=lambda x, s: np.broadcast_to(x, s), dtypes=ALL,
                   samples=_s(((3, 1), ((2, 3, 4),), {}))))
@@ -487,6 +543,10 @@ def _squeeze(xp, x, axis=None):
 def _np_squeeze(xp, x, axis=None):
     if axis is None:
         return x.reshape(tuple(d for d in x.shape if d != 1))
+    if type(axis) is int and x.ndim:
+        s = x.shape
+        if -len(s) <= axis < len(s) and s[axis] == 1:  # the common case
+            return x.reshape(s[:axis] + s[axis + 1:] if axis != -1 else s[:-1])
     return _squeeze(xp, x, axis)
 
 
@@ -519,6 +579,9 @@ def _unsqueeze(xp, x, axis):
 
 
 def _np_unsqueeze(xp, x, axis):
+    s = x.shape
+    if type(axis) is int and 0 <= axis <= len(s):  # the common case
+        return x.reshape(s[:axis] + (1,) + s[axis:])
     norm = _unsqueeze_axes(x, axis)
     shape = list(x.shape)
     for a in sorted(norm):
@@ -544,8 +607,19 @@ def _moveaxis(xp, x, source, destination):
                        destination if isinstance(destination, int) else tuple(destination))
 
 
+def _np_moveaxis(xp, x, source, destination):
+    n = x.ndim
+    if type(source) is int and type(destination) is int and -n <= source < n \
+            and -n <= destination < n:  # one axis (np.moveaxis costs 2.5 us)
+        perm = list(range(n))
+        perm.insert(destination % n, perm.pop(source % n))
+        return x.transpose(perm)
+    return _moveaxis(xp, x, source, destination)
+
+
 defop("moveaxis(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)",
-      impl=_moveaxis, meta=mf.view_meta(lambda a, s, d: _moveaxis(np, a, s, d)),
+      impl=_moveaxis, cpu_impl=_np_moveaxis,
+      meta=mf.view_meta(lambda a, s, d: _moveaxis(np, a, s, d)),
       names=("moveaxis", "movedim"), methods=("moveaxis", "movedim"),
       info=OpInfo(ref=np.moveaxis, dtypes=ALL, samples=_s(((2, 3, 4), (0, 2), {}))))
 
@@ -574,10 +648,18 @@ defop("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)
 def _unbind(xp, x, axis=0):
     n = x.ndim
     a = mf.normalize_axis("unbind", axis, n)
+    if a == 0 and n:
+        return [x[i, ...] for i in range(x.shape[0])]  # (x[i] of a vector: a scalar)
     return [x[(slice(None),) * a + (i, Ellipsis)] for i in range(x.shape[a])]
 
 
+def _np_unbind(xp, x, axis=0):
+    # the rows' views (a vector's elements are scalars, not views: the impl's x[i, ...])
+    return list(x) if axis == 0 and x.ndim > 1 else _unbind(xp, x, axis)
+
+
 defop("unbind(Tensor(a -> *) self, int axis=0) -> Tensor(a)[]", impl=_unbind,
+      cpu_impl=_np_unbind,
       meta=mf.view_meta(lambda a, axis=0: _unbind(np, a, axis)),
       names=("unbind", "unstack"), methods=("unbind", "unstack"), kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=lambda x, axis=0: _unbind(np, x, axis), dtypes=ALL,
@@ -591,15 +673,22 @@ def _split(xp, x, split_size_or_sections, axis=0):
         size = int(split_size_or_sections)
         if size <= 0 and n:
             raise ValueError(f"split: split_size must be positive, got {size}")
-        bounds = list(range(0, n, size)) if n else [0]
-        sizes = [min(size, n - b) for b in bounds]
+        # (a trailing Ellipsis: the Array API indexes every dimension or none)
+        if not n:
+            return [x[(*(slice(None),) * a, slice(0, 0), Ellipsis)]]
+        # (stops past the end are outside the Array API too)
+        if not a:
+            return [x[b:min(b + size, n), ...] for b in range(0, n, size)]
+        lead = (slice(None),) * a
+        return [x[(*lead, slice(b, min(b + size, n)), Ellipsis)] for b in range(0, n, size)]
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
             raise ValueError(f"split: split sizes {sizes} do not sum to the dimension size {n}")
     out, start = [], 0
+    lead = (slice(None),) * a
     for s in sizes:
-        out.append(x[(slice(None),) * a + (slice(start, start + s), Ellipsis)])
+        out.append(x[(*lead, slice(start, start + s), Ellipsis)])
         start += s
     return out
 
@@ -679,7 +768,28 @@ def _list_samples(shapes, **kw):
     return samples
 
 
+def _same_dtype(arrays) -> bool:
+    dt = arrays[0].dtype
+    for a in arrays:
+        if a.dtype is not dt and a.dtype != dt:
+            return False
+    return True
+
+
+def _np_concat(xp, tensors, axis=0):
+    # Note [NumPy fast impls] in ops/_decl.py: np.concatenate checks the shapes and axis
+    # itself; the impl's checks (and promotion, which NumPy's rules would not do as
+    # PyTorch's) only when the dtypes differ or NumPy refuses
+    if tensors and _same_dtype(tensors):
+        try:
+            return np.concatenate(tensors, axis)
+        except (ValueError, TypeError):
+            pass
+    return _concat(xp, tensors, axis)
+
+
 defop("cat(Tensor[] tensors, int? axis=0) -> Tensor", impl=_concat, meta=_cat_meta,
+      cpu_impl=_np_concat,
       names=("cat", "concat", "concatenate"), kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=lambda ts, axis=0: np.concatenate(ts, axis=axis), dtypes=ALL,
                   samples=_list_samples([(2, 3), (1, 3)])))
@@ -706,6 +816,26 @@ def _stack(xp, tensors, axis=0):
     return xp.stack(_promoted(xp, tensors), axis=axis)
 
 
+def _np_stack(xp, tensors, axis=0):
+    # Note [NumPy fast impls]: np.stack's Python-level checks cost 2 us; stacked along an
+    # axis ``a`` of the inputs' shape ``s``, the result is their concatenation along ``a``
+    # with that axis split into (len(tensors), s[a]), a view of the fresh array
+    if tensors and type(axis) is int and _same_dtype(tensors):
+        s = tensors[0].shape
+        n = len(s)
+        a = axis + n + 1 if axis < 0 else axis
+        for t in tensors:
+            if t.shape != s:
+                break
+        else:
+            if 0 <= a < n:
+                return np.concatenate(tensors, a).reshape(s[:a] + (len(tensors),) + s[a:])
+            if a == n:
+                one = s + (1,)
+                return np.concatenate([t.reshape(one) for t in tensors], a)
+    return _stack(xp, tensors, axis)
+
+
 class _Shape:
     """Adapts a raw array to what meta functions read (shape, dtype)."""
 
@@ -721,6 +851,7 @@ class _Shape:
 
 
 defop("stack(Tensor[] tensors, int axis=0) -> Tensor", impl=_stack, meta=_stack_meta,
+      cpu_impl=_np_stack,
       kwarg_aliases={"dim": "axis"},
       info=OpInfo(ref=lambda ts, axis=0: np.stack(ts, axis=axis), dtypes=ALL,
                   samples=_list_samples([(2, 3), (2, 3)])))
@@ -739,7 +870,22 @@ def _flip_meta(x, axis=None):
     return tuple(x.shape), x.dtype
 
 
-defop("flip(Tensor self, int[]? axis=None) -> Tensor", impl=_flip,
+_REVERSED = slice(None, None, -1)
+
+
+def _np_flip(xp, x, axis=None):
+    # Note [NumPy fast impls]: a reversed slice per axis, copied (np.flip's wrapper costs
+    # more than the copy); 0-d tensors, repeated or out-of-range axes take the impl
+    n = x.ndim
+    idx = [slice(None)] * n
+    for a in (range(n) if axis is None else (axis,) if type(axis) is int else axis):
+        if type(a) is not int or not -n <= a < n or idx[a] is _REVERSED:
+            return _flip(xp, x, axis)
+        idx[a] = _REVERSED
+    return x[tuple(idx)].copy() if n else _flip(xp, x, axis)
+
+
+defop("flip(Tensor self, int[]? axis=None) -> Tensor", impl=_flip, cpu_impl=_np_flip,
       meta=_flip_meta, methods=("flip",),
       kwarg_aliases={"dims": "axis"},
       info=OpInfo(ref=lambda x, axis=None: np.flip(x, axis), dtypes=ALL,
@@ -752,7 +898,26 @@ def _roll(xp, x, shift, axis=None):
     return xp.roll(x, shift, axis=axis)
 
 
+def _np_roll(xp, x, shift, axis=None):
+    # Note [NumPy fast impls]: one shift along one axis (or of the flattened tensor) is a
+    # concatenation of two slices (np.roll costs 9 us on a 16x16 matrix)
+    if type(shift) is not int or x.size == 0 or not (axis is None or type(axis) is int):
+        return _roll(xp, x, shift, axis)
+    if axis is None:
+        return _np_roll(xp, x.reshape(-1), shift, 0).reshape(x.shape)
+    n = x.ndim
+    if not -n <= axis < n:
+        return _roll(xp, x, shift, axis)  # its error
+    a = axis % n
+    s = shift % x.shape[a]
+    if not s:
+        return x.copy()
+    lead = (slice(None),) * a
+    return np.concatenate((x[(*lead, slice(-s, None))], x[(*lead, slice(None, -s))]), a)
+
+
 defop("roll(Tensor self, int[1] shift, int[1]? axis=None) -> Tensor", impl=_roll,
+      cpu_impl=_np_roll,
       meta=lambda x, *a, **k: (tuple(x.shape), x.dtype), methods=("roll",),
       kwarg_aliases={"shifts": "shift", "dims": "axis"},
       info=OpInfo(ref=lambda x, s, axis=None: np.roll(x, s, axis), dtypes=ALL,
@@ -949,11 +1114,32 @@ def _T(self) -> Tensor:
     if self._data.ndim != 2:
         raise ValueError(f"Tensor.T: expected a 2-D tensor, got {self.ndim}-D; use "
                          f"x.mT for batched matrices or x.permute(...) to reverse dims")
-    return _aten.permute(self, (1, 0))
+    return _aten.matrix_transpose(self)  # of a 2-D tensor, permute(1, 0) (and faster)
 
 
 def _mT(self) -> Tensor:
     return _aten.matrix_transpose(self)
+
+
+def _contiguous_of(declared):
+    """``x.contiguous()``: PyTorch's method returns ``self`` itself, without dispatching,
+    when the tensor already is row-major (an array without strides always is, as in
+    ``_contiguous``); ``declared``, the catalogue's method (the ``contiguous`` op, whose
+    result is a view), serves the rest: subclasses, sparse layouts, strided copies.
+    ``md.contiguous(x)`` stays the op: a new tensor viewing ``x``."""
+    def contiguous(self, *args, **kwargs):
+        d = self._data
+        if type(self) is Tensor and not args and not kwargs:
+            if type(d) is np.ndarray:
+                if d.flags.c_contiguous:
+                    return self
+            elif type(d) is self._device.backend.array_type \
+                    and getattr(getattr(d, "flags", None), "c_contiguous", True):
+                return self
+        return declared(self, *args, **kwargs)
+
+    contiguous.__doc__ = declared.__doc__
+    return contiguous
 
 
 def _cpu(self) -> Tensor:
@@ -967,3 +1153,4 @@ def install_tensor_methods() -> None:
     Tensor.T = property(_T, doc="The transpose of a 2-D tensor (Array API).")
     Tensor.mT = property(_mT, doc="The transpose of the last two dimensions.")
     Tensor.cpu = _cpu
+    Tensor.contiguous = _contiguous_of(Tensor.contiguous)

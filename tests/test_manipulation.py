@@ -100,6 +100,27 @@ def test_split_chunk_unbind_values():
         x.chunk(0)
 
 
+@pytest.mark.parametrize("fn", [lambda x: md.unbind(x, 1), lambda x: md.split(x, 2, axis=2),
+                                lambda x: x.chunk(3, 0)])
+def test_several_views_replay_from_their_base(fn):
+    # each of several views records how to make it again from the base (its index among
+    # the op's results): what functionalize and CopySlices replay
+    x = _t(_grid())
+    for p in fn(x):
+        assert p._base is x
+        np.testing.assert_array_equal(to_numpy(p._view.replay(x)), to_numpy(p))
+
+
+def test_contiguous_returns_a_row_major_tensor_itself():
+    # PyTorch: x.contiguous() is x when x already is row-major; else a row-major copy
+    x = _t(_grid((2, 3)))
+    assert x.contiguous() is x
+    assert md.contiguous(x)._base is x  # the op: a view
+    y = x.mT.contiguous()
+    assert y is not x and y.is_contiguous()
+    np.testing.assert_array_equal(to_numpy(y), _grid((2, 3)).T)
+
+
 # ---------------------------------------------------------------------------------------
 # reshape: a view when possible, else a copy
 
