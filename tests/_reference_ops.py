@@ -1521,6 +1521,17 @@ ref("_log_softmax_backward_data",
     _backward_pair(dim=True))
 
 
+
+@st.composite
+def _threshold_backward_sample(draw):
+    s = draw(_backward_pair())
+    return Sample((*s.args, draw(st.sampled_from([0, 0.0, 0.5, -1]))))
+
+
+ref("threshold_backward", lambda lib, g, x, t: lib.ops.aten.threshold_backward(g, x, t),
+    lambda lib, g, x, t: lib.ops.aten.threshold_backward(g, x, t),
+    _threshold_backward_sample())
+
 @st.composite
 def _matmul_backward_sample(draw):
     s = draw(_matmul_sample(dtypes=LINALG, ndims=(1, 2, 3), same=True))
