@@ -10,11 +10,12 @@ divide) the CNN example's loss took 5x PyTorch's time forward and backward.  The
 returns the loss and ``total_weight``, the summed weights of the targets that are not
 ``ignore_index`` (PyTorch's second output; with ``reduction=none`` 0 for an ``(N, C)``
 input); ``reduction`` is PyTorch's enum (0 none, 1 mean, 2 sum).  The backward scatters
-``-weight[t] * grad`` (over ``total_weight`` for the mean) into zeros of the input's shape.  Both are linear in what
-they differentiate: the forward's derivative is the backward op, the backward's derivative
-for its ``grad_output`` the forward applied to the incoming gradient (its derivative for
-the input is zero), so every order differentiates (ops/losses_derivatives.py).  Inputs
-with more dimensions (``(N, C, d1, ...)``) keep ``F.nll_loss``'s composition.
+``-weight[t] * grad`` (over ``total_weight`` for the mean) into zeros of the input's shape.
+Both are linear in what they differentiate: the forward's derivative is the backward op, the
+backward's derivative for its ``grad_output`` the forward applied to the incoming gradient
+(its derivative for the input is zero), so every order differentiates
+(ops/losses_derivatives.py).  Inputs with more dimensions (``(N, C, d1, ...)``) keep
+``F.nll_loss``'s composition.
 """
 
 from __future__ import annotations
