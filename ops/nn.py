@@ -71,7 +71,7 @@ _BITS = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32,
 
 
 def _np_threshold_backward(xp, g, x, threshold):
-    # Note [threshold_backward]
+    # See Note [threshold_backward]
     ints = _BITS.get(g.dtype) if type(g) is np.ndarray else None
     if ints is None or g.size < 4096 or type(x) is not np.ndarray or g.shape != x.shape \
             or x.dtype != g.dtype:

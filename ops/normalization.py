@@ -151,7 +151,7 @@ def _backward(xp, g, x, weight, running_mean, running_var, save_mean, save_invst
 
 def _np_backward(xp, g, x, weight, running_mean, running_var, save_mean, save_invstd, train,
                  eps, output_mask):
-    # Note [Batch norm on NumPy]
+    # See Note [Batch norm on NumPy]
     _backward_meta(ArraySpec(g), ArraySpec(x), weight, running_mean, running_var, save_mean,
                    save_invstd, train, eps, output_mask)
     if x.size == 0 or g.dtype != x.dtype:
