@@ -32,13 +32,16 @@ def _np_relu(xp, x):
     if zero is None:
         if type(x) is not np.ndarray:
             return _relu(np, x)
-        zero = _ZEROS.setdefault(x.dtype, _readonly(np.zeros((), x.dtype)))
+        zero = _zero(x.dtype)
     return np.maximum(x, zero)
 
 
-def _readonly(a):
-    a.flags.writeable = False
-    return a
+def _zero(dtype):
+    zero = _ZEROS.get(dtype)
+    if zero is None:
+        zero = _ZEROS[dtype] = np.zeros((), dtype)
+        zero.flags.writeable = False
+    return zero
 
 
 _ZEROS: dict = {}
@@ -73,9 +76,10 @@ _BITS = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32,
 def _np_threshold_backward(xp, g, x, threshold):
     # See Note [threshold_backward]
     ints = _BITS.get(g.dtype) if type(g) is np.ndarray else None
-    if ints is None or g.size < 4096 or type(x) is not np.ndarray or g.shape != x.shape \
-            or x.dtype != g.dtype:
+    if ints is None or type(x) is not np.ndarray or x.dtype != g.dtype:
         return _threshold_backward(np, g, x, threshold)
+    if g.size < 4096 or g.shape != x.shape:
+        return np.where(np.less_equal(x, threshold), _zero(g.dtype), g)
     mask = np.less_equal(x, threshold).astype(ints)
     mask -= 1  # 0 where dropped, all ones where kept
     return np.bitwise_and(g.view(ints), mask, mask).view(g.dtype)

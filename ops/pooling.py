@@ -139,13 +139,14 @@ def _max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=Fa
 
 
 def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    params, lowest, windows = _windows_of(np, x, kernel_size, stride, padding, dilation,
-                                          ceil_mode)
+    k, s, p, d, size, out, _ = _params("max_pool2d", ArraySpec(x), kernel_size, stride,
+                                       padding, dilation, ceil_mode)
     nan = x.dtype.kind == "f" and bool(np.isnan(x).any())  # one pass, not one per position
-    k, s, p, d, size, out, _ = params
     if not nan and k == s == (2, 2) and p == (0, 0) and d == (1, 1) and \
             size == (2 * out[0], 2 * out[1]):
         return _np_max_pool_2x2(x, out)
+    params, lowest, windows = _windows_of(np, x, kernel_size, stride, padding, dilation,
+                                          ceil_mode)
     best = np.full(windows[0].shape, lowest, x.dtype)
     where = np.full(best.shape, -1, np.int64)
     take = np.empty(best.shape, bool)
