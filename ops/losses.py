@@ -243,16 +243,13 @@ def _backward_samples(dtype, rng):
 
 def _errors():
     x = np.ones((3, 4), np.float32)
-    yield ErrorInput(SampleInput((x, np.asarray([0, 4, 1]), None, 1, -100)), IndexError,
-                     "nll_loss: target 4 is out of bounds for 4 classes")
-    yield ErrorInput(SampleInput((x, np.asarray([0, -1, 1]), None, 1, -100)), IndexError,
-                     "nll_loss: target -1 is out of bounds")
-    yield ErrorInput(SampleInput((x, np.asarray([0, 1]), None, 1, -100)), ValueError,
-                     r"nll_loss: expected target of shape \[3\]")
-    yield ErrorInput(SampleInput((x, np.asarray([0.0, 1.0, 2.0]), None, 1, -100)), TypeError,
-                     "nll_loss: expected an integer target")
-    yield ErrorInput(SampleInput((x, np.asarray([0, 1, 2]), None, 3, -100)), ValueError,
-                     "nll_loss: expected reduction 0")
+    cases = [([0, 4, 1], 1, IndexError, "nll_loss: target 4 is out of bounds for 4 classes"),
+             ([0, -1, 1], 1, IndexError, "nll_loss: target -1 is out of bounds"),
+             ([0, 1], 1, ValueError, r"nll_loss: expected target of shape \[3\]"),
+             ([0.0, 1.0, 2.0], 1, TypeError, "nll_loss: expected an integer target"),
+             ([0, 1, 2], 3, ValueError, "nll_loss: expected reduction 0")]
+    return [ErrorInput(SampleInput((x, np.asarray(t), None, reduction, -100)), error, match)
+            for t, reduction, error, match in cases]
 
 
 defop("nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "

@@ -37,10 +37,14 @@ def _np_relu(xp, x):
 
 
 def _zero(dtype):
+    """A read-only 0-d zero of ``dtype``, made once."""
     zero = _ZEROS.get(dtype)
-    if zero is None:
-        zero = _ZEROS[dtype] = np.zeros((), dtype)
-        zero.flags.writeable = False
+    return zero if zero is not None else _ZEROS.setdefault(dtype, _readonly_zero(dtype))
+
+
+def _readonly_zero(dtype):
+    zero = np.zeros((), dtype)
+    zero.flags.writeable = False
     return zero
 
 
