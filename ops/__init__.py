@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     joining,
     least_squares,
     linalg,
+    losses,
     manipulation,
     nn,
     normalization,

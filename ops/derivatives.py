@@ -45,7 +45,7 @@ NONDIFFERENTIABLE = frozenset({
 # would be read as an operator namespace, ``md.ops.<ns>``).  A new catalogue chapter
 # ``ops/<chapter>.py`` puts its rules in ``ops/<chapter>_derivatives.py`` and its name here.
 _CHAPTERS = ("convolution", "diagonals", "distances", "elementwise", "fft", "filling",
-             "float_values", "histograms", "indexing", "least_squares", "linalg",
+             "float_values", "histograms", "indexing", "least_squares", "linalg", "losses",
              "manipulation", "nn", "normalization", "pooling", "products", "reductions",
              "scatter", "searching", "special_functions", "statistics")
 for _chapter in _CHAPTERS:

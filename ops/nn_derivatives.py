@@ -24,7 +24,14 @@ __all__: list[str] = []
 @reads()  # the output only
 def _relu(g, out, a):
     # PyTorch's threshold_backward: zero where out <= 0, so a nan passes the gradient
-    return (aten.where(aten.le(out, 0), 0.0, g),)
+    return (aten.threshold_backward(g, out, 0),)
+
+
+@rule("threshold_backward")
+@reads(1)  # self, for the mask
+def _threshold_backward(c, out, g, x, threshold):
+    # linear in grad_output; piecewise constant in self (zero gradient, as PyTorch's)
+    return aten.threshold_backward(c, x, threshold), None, None
 
 
 @rule("silu")

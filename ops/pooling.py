@@ -139,12 +139,17 @@ def _max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=Fa
 
 
 def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    k, s, p, d, size, out, _ = _params("max_pool2d", ArraySpec(x), kernel_size, stride,
+                                       padding, dilation, ceil_mode)
+    nan = x.dtype.kind == "f" and bool(np.isnan(x).any())  # one pass, not one per position
+    if not nan and k == s == (2, 2) and p == (0, 0) and d == (1, 1) and \
+            size == (2 * out[0], 2 * out[1]):
+        return _np_max_pool_2x2(x, out)
     params, lowest, windows = _windows_of(np, x, kernel_size, stride, padding, dilation,
                                           ceil_mode)
     best = np.full(windows[0].shape, lowest, x.dtype)
     where = np.full(best.shape, -1, np.int64)
     take = np.empty(best.shape, bool)
-    nan = x.dtype.kind == "f" and bool(np.isnan(x).any())  # one pass, not one per position
     for n, v in enumerate(windows):
         np.greater(v, best, out=take)
         if nan:
@@ -154,6 +159,37 @@ def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode
             np.maximum(best, v, out=best)
         where += take * (n - where)  # cheaper than a masked copy
     return best, _flat_index(np, where, *params[:6])
+
+
+# Note [2x2 max pooling on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The common ``MaxPool2d(2)`` of planes of even size.  Each window position of the loop in
+# ``_np_max_pool`` is a strided slice whose rows are ``W / 2`` values long, so its
+# elementwise ops run NumPy's inner loop once per short row, and that overhead, not the
+# arithmetic, is their cost.  Here the horizontal pairs come first, as two 1-D views of the
+# whole input (one inner loop each); only the vertical step between a window's two rows
+# takes short rows.  PyTorch's order is kept: the first maximum of the row-major scan wins
+# (the left of a horizontal tie, then the upper row); NaN inputs take the loop, which
+# applies PyTorch's NaN rule.
+
+
+def _np_max_pool_2x2(x, out):
+    (oh, ow), w = out, x.shape[-1]
+    lead = tuple(x.shape[:-2])
+    pairs = np.ascontiguousarray(x).reshape(-1, 2)
+    left, right = pairs[:, 0], pairs[:, 1]
+    col = np.greater(right, left).view(np.int8).reshape(-1, 2, ow)  # right of the pair
+    half = np.maximum(left, right).reshape(-1, 2, ow)
+    lower = np.greater(half[:, 1], half[:, 0])  # the lower row
+    best = np.maximum(half[:, 0], half[:, 1])
+    upper_col, lower_col = col[:, 0], col[:, 1]
+    offset = lower_col - upper_col  # the chosen row's column: a select without branches
+    offset *= lower.view(np.int8)
+    offset += upper_col
+    corners = np.arange(oh).reshape(-1, 1) * (2 * w) + np.arange(ow) * 2
+    index = lower.reshape(-1, oh, ow) * w + offset.reshape(-1, oh, ow)
+    index += corners
+    return best.reshape(lead + out), index.reshape(lead + out)
 
 
 def _backward_meta(g, x, kernel_size, stride, padding, dilation, ceil_mode, indices):

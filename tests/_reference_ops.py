@@ -1521,6 +1521,36 @@ ref("_log_softmax_backward_data",
     _backward_pair(dim=True))
 
 
+
+@st.composite
+def _threshold_backward_sample(draw):
+    s = draw(_backward_pair())
+    return Sample((*s.args, draw(st.sampled_from([0, 0.0, 0.5, -1]))))
+
+
+ref("threshold_backward", lambda lib, g, x, t: lib.ops.aten.threshold_backward(g, x, t),
+    lambda lib, g, x, t: lib.ops.aten.threshold_backward(g, x, t),
+    _threshold_backward_sample())
+
+
+@st.composite
+def _nll_loss_sample(draw):
+    d = draw(st.sampled_from(FLOATS))
+    n, classes = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    shape = draw(st.sampled_from([(n, classes), (classes,)]))
+    x = draw(hnp.arrays(np.dtype(d), shape, elements=elements(d, special=False)))
+    ignore = draw(st.sampled_from([-100, 0, 1]))
+    target = np.asarray(draw(st.lists(st.integers(0, classes - 1), min_size=n, max_size=n))
+                        if len(shape) == 2 else draw(st.integers(0, classes - 1)))
+    w = draw(st.none() | hnp.arrays(np.dtype(d), (classes,),
+                                    elements=elements(d, special=False, lo=0.5, hi=2)))
+    return Sample((x, target, w, draw(st.sampled_from([0, 1, 2])), ignore))
+
+
+ref("nll_loss_forward",
+    lambda lib, *a: lib.ops.aten.nll_loss_forward(*a),
+    lambda lib, *a: lib.ops.aten.nll_loss_forward(*a), _nll_loss_sample(), grad=False)
+
 @st.composite
 def _matmul_backward_sample(draw):
     s = draw(_matmul_sample(dtypes=LINALG, ndims=(1, 2, 3), same=True))

@@ -476,6 +476,45 @@ def test_activations_match_torch(name, kwargs, torch):
     _compare(torch, name, [x], kwargs, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("shape", [(10,), (64, 8, 12, 12)], ids=["small", "cnn-sized"])
+def test_relu_gradient_is_threshold_backward_as_torch(shape, torch):
+    """Note [threshold_backward] in ops/nn.py: relu's gradient is one op; zeros, NaN and
+    infinities (in the input and in the gradient) get PyTorch's values; the small and the
+    bit-masking CPU kernels agree; second order goes through the op's own derivative."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    flat_x, flat_g = x.reshape(-1), g.reshape(-1)
+    flat_x[:5] = [0.0, -0.0, np.nan, np.inf, -np.inf]
+    flat_g[5:9] = [np.nan, np.inf, np.nan, -np.inf]
+    flat_x[5:9] = [1.0, 2.0, -1.0, 0.0]
+    ours = md.asarray(x, requires_grad=True, device=TEST_DEVICE)
+    md.relu(ours).backward(md.asarray(g, device=TEST_DEVICE))
+    theirs = torch.tensor(x, requires_grad=True)
+    torch.relu(theirs).backward(torch.tensor(g))
+    np.testing.assert_array_equal(to_numpy(ours.grad), theirs.grad.numpy())
+    assert not np.signbit(to_numpy(ours.grad)).any() or np.isnan(g).any()
+    y = md.asarray(x, device=TEST_DEVICE)
+    for t in (0.0, 0.5):
+        want = torch.ops.aten.threshold_backward(torch.tensor(g), torch.tensor(x), t)
+        np.testing.assert_array_equal(
+            to_numpy(md.ops.aten.threshold_backward(md.asarray(g, device=TEST_DEVICE), y, t)),
+            want.numpy())
+    x64 = md.asarray(rng.standard_normal((3, 4)), requires_grad=True, device=TEST_DEVICE)
+    w = md.asarray(rng.standard_normal((3, 4)), device=TEST_DEVICE)
+    assert gradgradcheck(lambda t: (md.relu(t) * w).sum(), [x64])
+    seen = []
+
+    class Log(md.DispatchMode):
+        def __md_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.name)
+            return func(*args, **(kwargs or {}))
+
+    with Log():
+        md.relu(x64).sum().backward()
+    assert "aten::threshold_backward" in seen and "aten::where" not in seen
+
+
 def test_activation_modules_match_torch_and_repr(torch):
     x = np.linspace(-5, 5, 11, dtype=np.float32)
     names = ["ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid", "Mish", "SELU",

@@ -81,9 +81,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         out, mean, invstd = aten._native_batch_norm_legit.no_stats(input, weight, bias, True,
                                                                    momentum, eps)
         if running_mean is not None or running_var is not None:
-            with md.no_grad():
-                var = 1.0 / (invstd * invstd) - eps  # the biased variance, per channel
-            _update_running(running_mean, running_var, mean, var, count, momentum)
+            _update_running(running_mean, running_var, mean, invstd, count, momentum, eps)
         return out
     if running_mean is None or running_var is None:
         raise ValueError("batch_norm: running_mean and running_var must be defined in "
@@ -99,14 +97,19 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return input * scale.reshape(shape) + shift.reshape(shape)
 
 
-def _update_running(running_mean, running_var, mean, var, count: int, momentum) -> None:
+def _update_running(running_mean, running_var, mean, invstd, count: int, momentum,
+                    eps) -> None:
+    """PyTorch's ``running = (1 - momentum) * running + momentum * batch``, in place, from
+    the kernel's mean and ``invstd`` (the unbiased variance is ``(invstd ** -2 - eps) *
+    count / (count - 1)``): in-place ``mul_`` and ``add_``, the variance's two scales
+    folded into one factor (nine ops, where copies of new values took twelve)."""
     md = _md()
     with md.no_grad():
         if running_mean is not None:
-            running_mean.copy_(running_mean * (1 - momentum) + mean * momentum)
+            running_mean.mul_(1 - momentum).add_(mean * momentum)
         if running_var is not None:
-            unbiased = var * (count / (count - 1))
-            running_var.copy_(running_var * (1 - momentum) + unbiased * momentum)
+            unbiased = (1.0 / (invstd * invstd) - eps) * (count / (count - 1) * momentum)
+            running_var.mul_(1 - momentum).add_(unbiased)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,

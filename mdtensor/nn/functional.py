@@ -460,6 +460,15 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     """
     md = _md()
     _check_reduction("nll_loss", reduction)
+    if input.ndim in (1, 2) and isinstance(target, Tensor) and target.dtype.kind in "iu" \
+            and (weight is None or not weight.requires_grad):
+        # PyTorch's kernels (Note [nll_loss kernels] in ops/losses.py); a weight that
+        # requires grad keeps the composition, which differentiates it (PyTorch's does not)
+        from mdtensor.dispatch.namespaces import namespaces
+
+        _class_targets_shape("nll_loss", input, target)
+        return namespaces.aten.nll_loss_forward(input, target, weight, _REDUCTIONS[reduction],
+                                                ignore_index)[0]
     cdim, valid, safe = _class_targets("nll_loss", input, target, ignore_index)
     picked = md.squeeze(md.take_along_axis(input, md.unsqueeze(safe, cdim), axis=cdim), cdim)
     w = _target_weights(weight, valid, safe, input.dtype)
@@ -470,9 +479,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     return total / md.sum(w) if reduction == "mean" else total
 
 
-def _class_targets(name: str, input: Tensor, target: Tensor, ignore_index: int):
-    """``(class axis, not-ignored mask, targets with ignored ones set to 0)``, checked."""
-    md = _md()
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}  # PyTorch's enum, the kernels' argument
+
+
+def _class_targets_shape(name: str, input: Tensor, target: Tensor) -> int:
+    """The class axis, with ``target``'s dtype and shape checked."""
     if target.dtype.kind not in "iu":
         raise TypeError(f"{name}: expected an integer target of class indices, got "
                         f"{target.dtype.name} (probabilities are cross_entropy's)")
@@ -484,6 +495,13 @@ def _class_targets(name: str, input: Tensor, target: Tensor, ignore_index: int):
     if target.shape != expected:
         raise ValueError(f"{name}: expected target of shape {list(expected)} for input of shape "
                          f"{list(input.shape)}, got {list(target.shape)}")
+    return cdim
+
+
+def _class_targets(name: str, input: Tensor, target: Tensor, ignore_index: int):
+    """``(class axis, not-ignored mask, targets with ignored ones set to 0)``, checked."""
+    md = _md()
+    cdim = _class_targets_shape(name, input, target)
     valid = target != ignore_index
     safe = md.where(valid, target, 0)
     classes = input.shape[cdim]

@@ -1,0 +1,262 @@
+"""The negative log-likelihood loss: ``nll_loss_forward`` and ``nll_loss_backward``
+(PyTorch's ops and schemas).
+
+Note [nll_loss kernels]
+~~~~~~~~~~~~~~~~~~~~~~~
+``md.nn.functional.nll_loss`` (and so ``cross_entropy``, ``log_softmax`` then this) on an
+``(N, C)`` or ``(C,)`` input is PyTorch's pair of kernels rather than a composition: as some
+fifteen dispatched ops (mask the ignored targets, check the bounds, gather, weigh, sum,
+divide) the CNN example's loss took 5x PyTorch's time forward and backward.  The forward
+returns the loss and ``total_weight``, the summed weights of the targets that are not
+``ignore_index`` (PyTorch's second output; with ``reduction=none`` 0 for an ``(N, C)``
+input); ``reduction`` is PyTorch's enum (0 none, 1 mean, 2 sum).  The backward scatters
+``-weight[t] * grad`` (over ``total_weight`` for the mean) into zeros of the input's shape.
+Both are linear in what they differentiate: the forward's derivative is the backward op, the
+backward's derivative for its ``grad_output`` the forward applied to the incoming gradient
+(its derivative for the input is zero), so every order differentiates
+(ops/losses_derivatives.py).  Inputs with more dimensions (``(N, C, d1, ...)``) keep
+``F.nll_loss``'s composition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._meta_fns import ArraySpec
+from ._samples import make_array
+from .elementwise import FLOATS
+
+__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+
+_REDUCTIONS = (0, 1, 2)  # none, mean, sum
+
+
+def _check(op: str, x, target, weight, reduction) -> int:
+    """The number of classes, checked."""
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op}: expected a floating-point input, got {x.dtype.name}")
+    if target.dtype.kind not in "iu":
+        raise TypeError(f"{op}: expected an integer target of class indices, got "
+                        f"{target.dtype.name}")
+    if x.ndim not in (1, 2):
+        raise ValueError(f"{op}: expected an input of shape (C,) or (N, C), got shape "
+                         f"{list(x.shape)}")
+    expected = tuple(x.shape[:1]) if x.ndim == 2 else ()
+    if tuple(target.shape) != expected:
+        raise ValueError(f"{op}: expected target of shape {list(expected)} for input of "
+                         f"shape {list(x.shape)}, got {list(target.shape)}")
+    classes = x.shape[-1]
+    if weight is not None and tuple(weight.shape) != (classes,):
+        raise ValueError(f"{op}: expected weight of shape [{classes}] (one per class), got "
+                         f"{list(weight.shape)}")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: expected reduction 0 (none), 1 (mean) or 2 (sum), got "
+                         f"{reduction!r}")
+    return classes
+
+
+def _out_of_bounds(target, classes: int) -> IndexError:
+    return IndexError(f"nll_loss: target {int(target)} is out of bounds for {classes} "
+                      f"classes")
+
+
+def _forward_meta(x, target, weight, reduction, ignore_index):
+    _check("nll_loss", x, target, weight, reduction)
+    shape = tuple(target.shape) if reduction == 0 else ()
+    return [(shape, x.dtype), ((), x.dtype)]
+
+
+def _backward_meta(g, x, target, weight, reduction, ignore_index, total_weight):
+    _check("nll_loss_backward", x, target, weight, reduction)
+    want = tuple(target.shape) if reduction == 0 else ()
+    if tuple(g.shape) != want:
+        raise ValueError(f"nll_loss_backward: expected grad_output of shape {list(want)}, got "
+                         f"{list(g.shape)}")
+    return tuple(x.shape), x.dtype
+
+
+def _picks(xp, x, target, weight, ignore_index):
+    """``(flat indices of the picked entries, their weights, not-ignored mask)`` over
+    ``x`` as ``(N, C)``: ignored targets pick entry 0 of their row with weight 0."""
+    classes = x.shape[-1]
+    t = xp.reshape(target, (-1,))
+    valid = t != ignore_index
+    safe = xp.where(valid, t, xp.zeros_like(t))
+    bad = (safe < 0) | (safe >= classes)
+    if bool(xp.any(bad)):
+        raise _out_of_bounds(safe[xp.argmax(xp.astype(bad, xp.int8))], classes)
+    rows = xp.arange(t.shape[0], dtype=t.dtype, device=_device(x)) * classes
+    zero = xp.zeros(t.shape, dtype=x.dtype, device=_device(x))
+    w = xp.ones(t.shape, dtype=x.dtype, device=_device(x)) if weight is None else \
+        xp.take(weight, safe, axis=0)
+    return rows + safe, xp.where(valid, w, zero), valid
+
+
+def _device(a):
+    from array_api_compat import device
+
+    return device(a)
+
+
+def _forward(xp, x, target, weight, reduction, ignore_index):
+    _check("nll_loss", ArraySpec(x), ArraySpec(target), weight, reduction)
+    flat, w, _ = _picks(xp, x, target, weight, ignore_index)
+    losses = -xp.take(xp.reshape(x, (-1,)), flat, axis=0) * w
+    total = xp.sum(w)
+    if reduction == 0:  # PyTorch's total_weight: 0, except for a (C,) input
+        return xp.reshape(losses, tuple(target.shape)), \
+            total if x.ndim == 1 else xp.zeros((), dtype=x.dtype, device=_device(x))
+    loss = xp.sum(losses)
+    return (loss / total if reduction == 1 else loss), total
+
+
+def _backward(xp, g, x, target, weight, reduction, ignore_index, total_weight):
+    _backward_meta(ArraySpec(g), ArraySpec(x), ArraySpec(target), weight, reduction,
+                   ignore_index, total_weight)
+    flat, w, valid = _picks(xp, x, target, weight, ignore_index)
+    scale = xp.reshape(g, (-1,)) if reduction == 0 else \
+        (g / total_weight if reduction == 1 else g)
+    # an ignored target's row stays zero, whatever the scale (PyTorch skips it)
+    values = xp.where(valid, -w * scale, xp.zeros((), dtype=x.dtype, device=_device(x)))
+    # one entry per row, at distinct flat positions: a one-hot sum over the classes
+    positions = xp.arange(x.shape[-1] * flat.shape[0], dtype=flat.dtype, device=_device(x))
+    hits = xp.reshape(positions, (flat.shape[0], -1)) == xp.reshape(flat, (-1, 1))
+    out = xp.where(hits, xp.reshape(values, (-1, 1)), xp.zeros((), dtype=x.dtype,
+                                                               device=_device(x)))
+    return xp.reshape(out, tuple(x.shape))
+
+
+# Note [NumPy fast impls]: the same computations with fancy indexing.
+
+
+def _np_picks(x, target, weight, ignore_index):
+    classes = x.shape[-1]
+    t = target.reshape(-1)
+    valid = t != ignore_index
+    safe = t if valid.all() else np.where(valid, t, 0)
+    if safe.size and (safe.min() < 0 or safe.max() >= classes):
+        raise _out_of_bounds(safe[(safe < 0) | (safe >= classes)][0], classes)
+    rows = np.arange(t.shape[0])
+    if weight is None:
+        w = valid.astype(x.dtype)
+    else:
+        w = weight[safe]
+        w[~valid] = 0
+    return rows, safe, w, valid
+
+
+def _np_forward(xp, x, target, weight, reduction, ignore_index):
+    _check("nll_loss", x, target, weight, reduction)
+    rows, safe, w, _ = _np_picks(x, target, weight, ignore_index)
+    losses = x.reshape(-1, x.shape[-1])[rows, safe] * -w
+    total = np.add.reduce(w)
+    if reduction == 0:  # PyTorch's total_weight: 0, except for a (C,) input
+        return losses.reshape(target.shape), total if x.ndim == 1 else np.zeros((), x.dtype)
+    loss = np.add.reduce(losses)
+    if reduction == 2:
+        return loss, total
+    with np.errstate(invalid="ignore", divide="ignore"):  # no weight: nan, as PyTorch's
+        return loss / total, total
+
+
+def _np_backward(xp, g, x, target, weight, reduction, ignore_index, total_weight):
+    _backward_meta(g, x, target, weight, reduction, ignore_index, total_weight)
+    rows, safe, w, valid = _np_picks(x, target, weight, ignore_index)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = g.reshape(-1) if reduction == 0 else \
+            (g / total_weight if reduction == 1 else g)
+        values = -w * scale
+    out = np.zeros((rows.shape[0], x.shape[-1]), x.dtype)
+    if not valid.all():  # an ignored target's row stays zero (PyTorch skips it)
+        rows, safe, values = rows[valid], safe[valid], np.broadcast_to(values, w.shape)[valid]
+    out[rows, safe] = values
+    return out.reshape(x.shape)
+
+
+# -- test data -------------------------------------------------------------------------------
+
+
+def _forward_ref(x, target, weight, reduction, ignore_index):
+    x2, t = x.reshape(-1, x.shape[-1]).astype(np.float64), target.reshape(-1)
+    w = np.array([0.0 if c == ignore_index else (1.0 if weight is None else weight[c])
+                  for c in t])
+    losses = np.array([-x2[n, c] * w[n] if c != ignore_index else 0.0
+                       for n, c in enumerate(t)])
+    total = w.sum()
+    if reduction == 0:
+        return losses.reshape(target.shape).astype(x.dtype), \
+            np.asarray(total if x.ndim == 1 else 0, x.dtype)
+    loss = losses.sum() / total if reduction == 1 else losses.sum()
+    return np.asarray(loss, x.dtype), np.asarray(total, x.dtype)
+
+
+def _targets(n, classes, rng, ignore=None):
+    t = rng.integers(0, classes, n).astype(np.int64)
+    if ignore is not None:
+        t[0] = ignore
+    return t
+
+
+def _forward_samples(dtype, rng):
+    # The gradcheck sweep differentiates every float argument of the first samples: those
+    # have no weight (not differentiated, as in PyTorch); the backward op's first three
+    # (below) also no mean, whose total_weight is not differentiated either.
+    out = []
+    for reduction in (0, 2, 1):
+        out.append(SampleInput((make_array((5, 4), dtype, rng), _targets(5, 4, rng), None,
+                                reduction, -100), name=f"(5, 4) reduction={reduction}"))
+    out.append(SampleInput((make_array((3,), dtype, rng), np.asarray(1), None, 1, -100),
+                           name="(3,)"))
+    out.append(SampleInput((make_array((5, 4), dtype, rng), _targets(5, 4, rng, 2), None, 0,
+                            2), name="(5, 4) ignore 2, reduction=0"))
+    for reduction in _REDUCTIONS:
+        w = np.abs(make_array((4,), dtype, rng)) + 0.5
+        out.append(SampleInput((make_array((5, 4), dtype, rng), _targets(5, 4, rng, 2), w,
+                                reduction, 2),
+                               name=f"(5, 4) weight, ignore 2, reduction={reduction}"))
+    return out
+
+
+def _backward_ref(g, x, target, weight, reduction, ignore_index, total_weight):
+    x2, t = x.reshape(-1, x.shape[-1]), target.reshape(-1)
+    out = np.zeros(x2.shape, np.float64)
+    gs = g.reshape(-1)
+    for n, c in enumerate(t):
+        if c == ignore_index:
+            continue
+        w = 1.0 if weight is None else weight[c]
+        scale = gs[n] if reduction == 0 else (gs[0] / total_weight if reduction == 1
+                                              else gs[0])
+        out[n, c] = -w * scale
+    return out.reshape(x.shape).astype(x.dtype)
+
+
+def _backward_samples(dtype, rng):
+    out = []
+    for s in _forward_samples(dtype, rng):
+        loss, total = _forward_ref(*s.args)
+        g = make_array(loss.shape, dtype, rng)
+        out.append(SampleInput((g, *s.args, total), name=s.name))
+    return out[:2] + out[4:5] + out[2:4] + out[5:]  # no mean in the first three
+
+
+def _errors():
+    x = np.ones((3, 4), np.float32)
+    cases = [([0, 4, 1], 1, IndexError, "nll_loss: target 4 is out of bounds for 4 classes"),
+             ([0, -1, 1], 1, IndexError, "nll_loss: target -1 is out of bounds"),
+             ([0, 1], 1, ValueError, r"nll_loss: expected target of shape \[3\]"),
+             ([0.0, 1.0, 2.0], 1, TypeError, "nll_loss: expected an integer target"),
+             ([0, 1, 2], 3, ValueError, "nll_loss: expected reduction 0")]
+    return [ErrorInput(SampleInput((x, np.asarray(t), None, reduction, -100)), error, match)
+            for t, reduction, error, match in cases]
+
+
+defop("nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "
+      "int ignore_index) -> (Tensor output, Tensor total_weight)",
+      impl=_forward, cpu_impl=_np_forward, meta=_forward_meta, names=(),
+      info=OpInfo(ref=_forward_ref, dtypes=FLOATS, samples=_forward_samples, errors=_errors))
+defop("nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, "
+      "int reduction, int ignore_index, Tensor total_weight) -> Tensor",
+      impl=_backward, cpu_impl=_np_backward, meta=_backward_meta, names=(),
+      info=OpInfo(ref=_backward_ref, dtypes=FLOATS, samples=_backward_samples))
