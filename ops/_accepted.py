@@ -27,6 +27,8 @@ on NumPy.
 
 from __future__ import annotations
 
+from mdtensor import _dtypes as dt
+
 from ._promotion import dtype_of
 
 __all__ = ["check_kinds", "computed_dtype", "describe", "operand_positions",
@@ -53,8 +55,6 @@ def describe(accepts: str) -> str:
 def computed_dtype(values):
     """The dtype an op computes in from its operands -- tensors, raw arrays, Python
     scalars (weak) -- by mdtensor's promotion; None when there is no array among them."""
-    from mdtensor import _dtypes as dt
-
     dtypes, scalars = [], []
     for v in values:
         if type(v) in _SCALAR_KINDS:
@@ -97,8 +97,12 @@ def with_accepted_kinds(fn, schema, accepts: str | None, offset: int = 1):
     # The (class, dtype) pairs of a lone operand already accepted: what the check decides
     # depends on nothing else, and the pair (not the dtype alone) is the key because
     # array_api_strict's dtypes hash like NumPy's but warn when compared with them.
+    # Two operands that are both arrays: the pair of their pairs (promotion depends on
+    # nothing else); a Python scalar among them takes the full check.
     accepted: set = set()
     lone = positions[0] + offset if len(positions) == 1 else 1 << 30
+    first, second = ((positions[0] + offset, positions[1] + offset) if len(positions) == 2
+                     else (1 << 30, 1 << 30))
 
     def checked(*args, **kwargs):
         if lone < len(args):
@@ -108,6 +112,15 @@ def with_accepted_kinds(fn, schema, accepts: str | None, offset: int = 1):
                 return fn(*args, **kwargs)
             check_kinds(op, accepts, (args[lone],))
             if dtype is not None:
+                accepted.add(key)
+            return fn(*args, **kwargs)
+        if second < len(args):
+            d1, d2 = getattr(args[first], "dtype", None), getattr(args[second], "dtype", None)
+            key = (d1.__class__, d1, d2.__class__, d2)
+            if key in accepted:
+                return fn(*args, **kwargs)
+            check_kinds(op, accepts, (args[first], args[second]))
+            if d1 is not None and d2 is not None:
                 accepted.add(key)
             return fn(*args, **kwargs)
         check_kinds(op, accepts, [args[i + offset] for i in positions

@@ -1551,6 +1551,24 @@ ref("nll_loss_forward",
     lambda lib, *a: lib.ops.aten.nll_loss_forward(*a),
     lambda lib, *a: lib.ops.aten.nll_loss_forward(*a), _nll_loss_sample(), grad=False)
 
+
+@st.composite
+def _nll_loss_backward_sample(draw):
+    x, target, w, reduction, ignore = draw(_nll_loss_sample()).args
+    shape = target.shape if reduction == 0 else ()
+    g = draw(hnp.arrays(x.dtype, shape, elements=elements(x.dtype.name, special=False)))
+    return Sample((g, x, target, w, reduction, ignore))
+
+
+def _nll_loss_backward(lib, g, x, target, w, reduction, ignore):
+    # total_weight as the forward computes it, from the same library
+    total = lib.ops.aten.nll_loss_forward(x, target, w, reduction, ignore)[1]
+    return lib.ops.aten.nll_loss_backward(g, x, target, w, reduction, ignore, total)
+
+
+ref("nll_loss_backward", _nll_loss_backward, _nll_loss_backward,
+    _nll_loss_backward_sample(), grad=False)
+
 @st.composite
 def _matmul_backward_sample(draw):
     s = draw(_matmul_sample(dtypes=LINALG, ndims=(1, 2, 3), same=True))

@@ -167,6 +167,23 @@ def make_caller(op: OpOverload) -> Callable:
             except AttributeError:
                 return slow_call((a, b, c), args, kwargs)
             return kernel(a, b, c, *args, **kwargs)
+    elif pos:
+        # Tensors at other positions (index_select's self and index: 0 and 2): their key
+        # sets read by position, without walking the schema; a Tensor by keyword, too few
+        # arguments or a non-Tensor take the slow path and its errors.
+        def call(*args, **kwargs):
+            ks = 0
+            try:
+                for i in pos:
+                    ks |= args[i]._ks
+            except (IndexError, AttributeError):
+                return slow_call((), args, kwargs)
+            inc, keep = _tls_get()
+            ks = (ks | inc) & keep & op.mask
+            kernel = table.get(ks)
+            if kernel is None:
+                kernel = miss(ks)
+            return kernel(*args, **kwargs)
     elif _lone_list_first(params):
         # A Tensor[] first and no other Tensor (cat, stack, meshgrid): the key set from the
         # list's Tensors without walking the schema; anything else (a generator, a
