@@ -17,6 +17,14 @@ from mdtensor.dispatch.namespaces import aten_calls
 
 from . import _meta_fns as mf
 from ._bools import as_numbers, is_bool, with_bools_as_numbers
+from ._cpu_reductions import (
+    COMPLEX_CHARS,
+    FLOAT_CHARS,
+    REAL_CHARS,
+    register_cpu_reduction,
+    register_cpu_scan,
+    ufunc_reduction,
+)
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
 from ._errors import axis_check
 from ._promotion import astype_as_pytorch
@@ -159,6 +167,20 @@ defop("mean(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", imp
                   dtypes=FLOATING, samples=_REDUCE_SAMPLES))
 
 
+def _np_mean(x, axis, keepdims):
+    # np.mean's computation (Note [CPU reduction kernels] in ops/_cpu_reductions.py): the
+    # sum, divided by the count of the elements reduced into each result
+    if not x.size:
+        return None  # Note [Reductions of too few elements]
+    r = _add_reduce(x, axis, None, None, True) if keepdims else _add_reduce(x, axis)
+    return r / (x.size // r.size)
+
+
+_add_reduce = np.add.reduce
+_FLOAT_CHARS = "fd" + COMPLEX_CHARS  # float16 sums in float32 (np.mean), integers in float
+register_cpu_reduction(CATALOGUE["aten::mean"].functional[0], _np_mean, _FLOAT_CHARS)
+
+
 # ---------------------------------------------------------------------------------------
 # The rest of the statistical functions
 
@@ -177,6 +199,9 @@ defop("prod(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? 
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.prod(x, axis=axis,
                                                                    keepdims=keepdims),
                   dtypes=NUMERIC, samples=_REDUCE_SAMPLES))
+# int64 and floats multiply in their own dtype (smaller integers in int64: generic)
+register_cpu_reduction(CATALOGUE["aten::prod"].functional[0], ufunc_reduction(np.multiply),
+                       "lq" + _FLOAT_CHARS)
 
 
 def _extreme(name, which):
@@ -234,6 +259,27 @@ for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
           meta=mf.reduction, tags=("reduction",), methods=(f"a{_n}",), kwarg_aliases=_ALIASES,
           info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: getattr(np, _n)(
               x, axis=axis, keepdims=keepdims), dtypes=REAL, samples=_reduce_nonempty_samples))
+
+
+def _np_extreme_dim(ufunc, arg):
+    reduce = ufunc.reduce
+
+    def compute(x, dim, keepdim):  # NumPy orders bools, as max.dim's generic impl
+        if keepdim:
+            return reduce(x, dim, None, None, True), arg(x, dim, None, keepdims=True)
+        return reduce(x, dim), arg(x, dim)
+    return compute
+
+
+# Note [CPU reduction kernels] in ops/_cpu_reductions.py: NumPy's maximum of bools is their
+# any, as the generic kernels' (Note [Arithmetic of bools] in ops/_bools.py)
+for _n, _u, _arg in (("max", np.maximum, np.ndarray.argmax),
+                     ("min", np.minimum, np.ndarray.argmin)):
+    for _key in (f"aten::{_n}", f"aten::a{_n}"):
+        register_cpu_reduction(CATALOGUE[_key].functional[0], ufunc_reduction(_u),
+                               REAL_CHARS)
+    register_cpu_reduction(CATALOGUE[f"aten::{_n}"].functional[1],
+                           _np_extreme_dim(_u, _arg), REAL_CHARS)
 
 
 # Note [Variance in double precision]
@@ -328,6 +374,35 @@ for _n, _f in (("var", _var), ("std", _std)):
           f"-> Tensor", composite=_dim, decl=_d)
 
 
+def _np_moment(root):
+    """np.var's (np.std's) computation, float16 and float32 in float64 (Note [Variance in
+    double precision]; Note [CPU reduction kernels] in ops/_cpu_reductions.py)."""
+    def compute(x, axis, keepdims, correction=0.0):
+        if not x.size:
+            return None  # Note [Reductions of too few elements]
+        dtype = x.dtype
+        if dtype.char != "d":
+            x = x.astype(np.float64)
+        mean = _add_reduce(x, axis, None, None, True)
+        n = x.size // mean.size
+        if n <= correction:
+            return None  # the generic kernel warns
+        mean /= n
+        d = x - mean
+        np.multiply(d, d, out=d)
+        r = (_add_reduce(d, axis, None, None, True) if keepdims else _add_reduce(d, axis)) \
+            / (n - correction)
+        if root:
+            r = np.sqrt(r)
+        return r if dtype.char == "d" else r.astype(dtype)
+    return compute
+
+
+for _n in ("var", "std"):
+    register_cpu_reduction(CATALOGUE[f"aten::{_n}"].functional[0], _np_moment(_n == "std"),
+                           FLOAT_CHARS, options=("correction",))
+
+
 def _cumulative(name):
     def impl(xp, x, axis=None, *, dtype=None, include_initial=False):
         if axis is None:
@@ -385,6 +460,10 @@ for _n, _ref, _torch in (("cumulative_sum", np.cumsum, "cumsum"),
                       dtypes=NUMERIC,
                       samples=lambda d, rng: [SampleInput((make_array((5,), d, rng),)),
                                               SampleInput((make_array((2, 3), d, rng), 1))]))
+# int64 and floats accumulate in their own dtype (other integers in int64: generic)
+for _n, _u in (("cumulative_sum", np.add), ("cumulative_prod", np.multiply)):
+    register_cpu_scan(CATALOGUE[f"aten::{_n}"].functional[0], _u.accumulate,
+                      "lq" + _FLOAT_CHARS)
 
 
 def _logsumexp(xp, x, axis=None, keepdims=False):

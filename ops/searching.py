@@ -8,7 +8,8 @@ from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
-from ._decl import OpInfo, SampleInput, defop
+from ._cpu_reductions import FLOAT_CHARS, INT_CHARS, register_cpu_reduction
+from ._decl import CATALOGUE, OpInfo, SampleInput, defop
 from ._promotion import astype_as_pytorch
 from ._samples import make_array, unary_samples
 from .elementwise import ALL, REAL
@@ -49,6 +50,12 @@ def _arg_extreme(name):
 _argmax, _argmin = _arg_extreme("argmax"), _arg_extreme("argmin")
 
 
+def _np_arg_extreme(method):
+    def compute(x, axis, keepdims):
+        return method(x, axis, None, keepdims=True) if keepdims else method(x, axis)
+    return compute
+
+
 def _argext_meta(x, axis=None, keepdims=False):
     if keepdims and axis is None:
         return (1,) * x.ndim, dt.int64
@@ -60,6 +67,10 @@ for _n, _f in (("argmax", _argmax), ("argmin", _argmin)):
           meta=_argext_meta, methods=(_n,), kwarg_aliases=_ALIASES, accepts="iuf",
           info=OpInfo(ref=lambda x, axis=None, keepdims=False, _f=_f: _f(np, x, axis, keepdims),
                       dtypes=REAL, samples=_NONEMPTY, differentiable=False))
+    # Note [CPU reduction kernels] in ops/_cpu_reductions.py: ndarray.argmax gives int64
+    # indices, and keeps every dimension with keepdims and no axis, as PyTorch
+    register_cpu_reduction(CATALOGUE[f"aten::{_n}"].functional[0],
+                           _np_arg_extreme(getattr(np.ndarray, _n)), INT_CHARS + FLOAT_CHARS)
 
 
 def _count_nonzero(xp, x, axis=None, keepdims=False):

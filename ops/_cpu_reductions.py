@@ -1,0 +1,110 @@
+"""The CPU kernels of reductions and scans: NumPy's C functions called directly.
+
+Note [CPU reduction kernels]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+On 16x16 inputs NumPy's Python-level wrappers (``np.max``, ``np.mean``, ``np.var``,
+``np.cumsum``: fromnumeric's ``_wrapreduction``, ``_methods``) cost 1-8 us, more than the
+reduction itself, and the generic kernel over an Array API impl adds array-api-compat's
+wrappers, the bool conversion (Note [Arithmetic of bools] in ops/_bools.py) and the
+emptiness checks on every call.  So the common reductions register a CPU kernel of their own
+(as ``sum`` does in ops/reductions.py): ``ufunc.reduce``/``ufunc.accumulate`` or an ndarray
+method, called positionally in the kernel's own frame, on the common case only -- an
+n-d tensor (n > 0) of a dtype the op accepts and computes in as it is, no options the
+fast path does not know.  Everything else -- 0-d tensors, other dtypes, empty tensors where
+the op must look at counts, and every call NumPy refuses (an axis out of range, a repeated
+axis, an empty ``max``) -- goes to the op's generic kernel, which gives the project's
+errors and the uncommon cases' results: the fast path never raises an error of its own
+and its results are the generic kernel's (the OpInfo sweep runs both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mdtensor.dispatch.keys import DispatchKey
+
+from ._decl import register_leaf
+from ._impl_kernels import _result_tuple  # the named tuple of the generic kernels' results
+
+__all__ = ["BOOL_CHARS", "COMPLEX_CHARS", "FLOAT_CHARS", "INT_CHARS", "REAL_CHARS",
+           "generic_kernel", "register_cpu_reduction", "register_cpu_scan", "ufunc_reduction"]
+
+#: NumPy dtype characters by kind: the dtypes mdtensor has on NumPy (others, such as
+#: ml_dtypes' bfloat16, take the generic kernel)
+BOOL_CHARS = "?"
+INT_CHARS = "bhilqBHILQ"
+FLOAT_CHARS = "efd"
+COMPLEX_CHARS = "FD"
+REAL_CHARS = BOOL_CHARS + INT_CHARS + FLOAT_CHARS
+
+
+def generic_kernel(op) -> Callable:
+    """The kernel ``op`` has for the ArrayAPI key (from its ``impl``)."""
+    return op.kernels_for(DispatchKey.ArrayAPI)[-1].fn
+
+
+def register_cpu_reduction(op, compute: Callable, chars: str, options=()) -> None:
+    """Register for ``op`` (a reduction taking ``(self, axis=None, keepdims=False, ...)``,
+    whatever the two are called) the CPU kernel ``compute(x, axis, keepdims, **options)``
+    -> ndarray (or NumPy scalar, or a tuple of them) for n-d arrays of the dtype characters
+    ``chars`` (Note [CPU reduction kernels]); ``options``: the keyword arguments
+    ``compute`` takes (others send the call to the generic kernel).  ``compute`` returns
+    None for a case it leaves to the generic kernel."""
+    generic = generic_kernel(op)
+    wanted = frozenset(chars)
+    known = frozenset(options)
+    result_type = _result_tuple(op.schema) if op.schema.returns_tuple else None
+    names = [a.name for a in op.schema.arguments[1:]]
+    axis_name, keep_name = names[0], next(n for n in names if n.startswith("keepdim"))
+
+    def kernel(a, axis=None, keepdims=False, **options):
+        x = a._data
+        if x.ndim and x.dtype.char in wanted and (not options or known.issuperset(options)):
+            if type(axis) is list:
+                axis = tuple(axis)
+            try:
+                r = compute(x, axis, keepdims, **options) if options else \
+                    compute(x, axis, keepdims)
+            except Exception:  # the generic kernel says what was wrong
+                r = None
+            if r is not None:
+                wrap = a._device.wrap
+                return result_type(*map(wrap, r)) if result_type else wrap(r)
+        options[axis_name] = axis
+        options[keep_name] = keepdims
+        return generic(a, **options)
+
+    kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"
+    register_leaf(op, kernel, DispatchKey.CPU)
+
+
+def ufunc_reduction(ufunc) -> Callable:
+    """``compute`` of a reduction that is ``ufunc.reduce`` (max: ``np.maximum``); positional,
+    and without ``keepdims`` unless it is asked for (the fewer arguments, the faster)."""
+    reduce = ufunc.reduce
+
+    def compute(x, axis, keepdims):
+        return reduce(x, axis, None, None, True) if keepdims else reduce(x, axis)
+    return compute
+
+
+def register_cpu_scan(op, accumulate: Callable, chars: str) -> None:
+    """Register for ``op`` (a scan ``(self, axis=None, *, dtype=None, include_initial=False)``)
+    the CPU kernel ``accumulate(x, axis)`` (``np.add.accumulate``) for n-d arrays of the
+    dtype characters ``chars``, which it accumulates in their own dtype; an options's
+    call, or a missing axis, goes to the generic kernel (Note [CPU reduction kernels])."""
+    generic = generic_kernel(op)
+    wanted = frozenset(chars)
+
+    def kernel(a, axis=None, **options):
+        x = a._data
+        if not options and x.dtype.char in wanted and (axis is not None or x.ndim == 1) \
+                and x.ndim:
+            try:
+                return a._device.wrap(accumulate(x, axis or 0))
+            except Exception:  # the generic kernel says what was wrong
+                pass
+        return generic(a, axis, **options)
+
+    kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"
+    register_leaf(op, kernel, DispatchKey.CPU)
