@@ -89,21 +89,26 @@ def ufunc_reduction(ufunc) -> Callable:
 
 
 def register_cpu_scan(op, accumulate: Callable, chars: str) -> None:
-    """Register for ``op`` (a scan ``(self, axis=None, *, dtype=None, include_initial=False)``)
-    the CPU kernel ``accumulate(x, axis)`` (``np.add.accumulate``) for n-d arrays of the
-    dtype characters ``chars``, which it accumulates in their own dtype; an options's
-    call, or a missing axis, goes to the generic kernel (Note [CPU reduction kernels])."""
+    """Register for ``op`` (a scan ``(self, axis, ...)``: ``cumulative_sum(self, axis=None, *,
+    dtype=None, include_initial=False)``, ``cummax(self, dim)``) the CPU kernel
+    ``accumulate(x, axis)`` -> ndarray (or a tuple of them: ``cummax``'s values and
+    indices) for n-d arrays of the dtype characters ``chars``; the options, or a missing
+    axis of an n-d tensor, take the generic kernel (Note [CPU reduction kernels])."""
     generic = generic_kernel(op)
     wanted = frozenset(chars)
+    result_type = _result_tuple(op.schema) if op.schema.returns_tuple else None
 
     def kernel(a, axis=None, **options):
         x = a._data
         if not options and x.dtype.char in wanted and (axis is not None or x.ndim == 1) \
                 and x.ndim:
             try:
-                return a._device.wrap(accumulate(x, axis or 0))
+                r = accumulate(x, axis or 0)
             except Exception:  # the generic kernel says what was wrong
-                pass
+                r = None
+            if r is not None:
+                wrap = a._device.wrap
+                return result_type(*map(wrap, r)) if result_type else wrap(r)
         return generic(a, axis, **options)
 
     kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"

@@ -30,6 +30,7 @@ from mdtensor.dispatch.namespaces import namespaces as _namespaces
 
 from . import _meta_fns as mf
 from ._composite import names_op
+from ._cpu_reductions import FLOAT_CHARS, REAL_CHARS, register_cpu_scan
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from .elementwise import FLOATS, REAL
@@ -502,13 +503,45 @@ def _np_cum(larger):
     return ref
 
 
-for _n, _larger in (("cummax", True), ("cummin", False)):
-    defop(f"{_n}(Tensor self, int dim) -> (Tensor values, Tensor indices)",
-          impl=_cumextreme(_n, _larger), meta=_cum_meta(_n), methods=(_n,),
-          info=OpInfo(ref=_np_cum(_larger), dtypes=REAL, samples=lambda d, rng: [
-              SampleInput((make_array((3, 5), d, rng), 1)),
-              SampleInput((make_array((6,), d, rng), 0)),
-              SampleInput((make_array((), d, rng), 0))]))
+# Note [Running extremes on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# On the CPU, ``np.maximum.accumulate`` is the running maximum itself (NaN propagates, as
+# PyTorch's), and the index of each is the last position ``i <= j`` where an element equals
+# the running maximum at its own place (a NaN is a hit once the maximum is NaN): every new
+# maximum is such a hit, so the last hit holds the current maximum, and of ties the later
+# one wins, as in PyTorch.  That last hit is a running maximum of the hits' positions: two
+# more scans and three elementwise ops, where the generic scan in log steps (Note [Scans in
+# log steps]) takes ~10 whole-array ops per step.
+
+
+def _np_cumextreme(ufunc):
+    accumulate = ufunc.accumulate
+
+    def compute(x, d):
+        vals = accumulate(x, d)
+        hit = x == vals
+        if x.dtype.kind in "fc":
+            np.logical_or(hit, x != x, out=hit)
+        n = x.shape[d]
+        tail = x.ndim - d - 1 if d >= 0 else -d - 1
+        positions = _POSITIONS.get((n, tail))
+        if positions is None:
+            positions = _POSITIONS[(n, tail)] = np.arange(n).reshape((n,) + (1,) * tail)
+        return vals, np.maximum.accumulate(hit * positions, d)
+    return compute
+
+
+_POSITIONS: dict = {}  # (n, trailing dimensions) -> arange(n) shaped to broadcast along d
+
+
+for _n, _larger, _u in (("cummax", True, np.maximum), ("cummin", False, np.minimum)):
+    _d = defop(f"{_n}(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+               impl=_cumextreme(_n, _larger), meta=_cum_meta(_n), methods=(_n,),
+               info=OpInfo(ref=_np_cum(_larger), dtypes=REAL, samples=lambda d, rng: [
+                   SampleInput((make_array((3, 5), d, rng), 1)),
+                   SampleInput((make_array((6,), d, rng), 0)),
+                   SampleInput((make_array((), d, rng), 0))]))
+    register_cpu_scan(_d.functional[0], _np_cumextreme(_u), REAL_CHARS)
 
 
 def _logcumsumexp(xp, x, dim):
@@ -532,10 +565,12 @@ def _logcumsumexp_meta(x, dim):
     return tuple(x.shape), x.dtype
 
 
-defop("logcumsumexp(Tensor self, int dim) -> Tensor", impl=_logcumsumexp,
-      meta=_logcumsumexp_meta, methods=("logcumsumexp",),
-      info=OpInfo(ref=lambda x, dim: np.logaddexp.accumulate(x, axis=dim) if x.ndim else x,
-                  dtypes=FLOATS, samples=lambda d, rng: [
-                      SampleInput((make_array((3, 5), d, rng), 1)),
-                      SampleInput((make_array((7,), d, rng), 0)),
-                      SampleInput((make_array((), d, rng), 0))]))
+_d = defop("logcumsumexp(Tensor self, int dim) -> Tensor", impl=_logcumsumexp,
+           meta=_logcumsumexp_meta, methods=("logcumsumexp",),
+           info=OpInfo(ref=lambda x, dim: np.logaddexp.accumulate(x, axis=dim) if x.ndim
+                       else x, dtypes=FLOATS, samples=lambda d, rng: [
+                           SampleInput((make_array((3, 5), d, rng), 1)),
+                           SampleInput((make_array((7,), d, rng), 0)),
+                           SampleInput((make_array((), d, rng), 0))]))
+# NumPy's logaddexp scan on the CPU (Note [CPU reduction kernels] in ops/_cpu_reductions.py)
+register_cpu_scan(_d.functional[0], np.logaddexp.accumulate, FLOAT_CHARS)
