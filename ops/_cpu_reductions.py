@@ -27,7 +27,8 @@ from ._decl import register_leaf
 from ._impl_kernels import _result_tuple  # the named tuple of the generic kernels' results
 
 __all__ = ["BOOL_CHARS", "COMPLEX_CHARS", "FLOAT_CHARS", "INT_CHARS", "REAL_CHARS",
-           "generic_kernel", "register_cpu_reduction", "register_cpu_scan", "ufunc_reduction"]
+           "generic_kernel", "register_cpu_reduction", "register_cpu_kernel", "register_cpu_scan",
+           "ufunc_reduction"]
 
 #: NumPy dtype characters by kind: the dtypes mdtensor has on NumPy (others, such as
 #: ml_dtypes' bfloat16, take the generic kernel)
@@ -110,6 +111,32 @@ def register_cpu_scan(op, accumulate: Callable, chars: str) -> None:
                 wrap = a._device.wrap
                 return result_type(*map(wrap, r)) if result_type else wrap(r)
         return generic(a, axis, **options)
+
+    kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"
+    register_leaf(op, kernel, DispatchKey.CPU)
+
+
+def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
+    """Register for ``op`` (of one Tensor, ``self``, first) the CPU kernel ``compute(x,
+    *args, **kwargs)`` -> ndarray (or NumPy scalar, or a tuple of them), taking the op's
+    other arguments as the kernel gets them, for n-d arrays of the dtype characters
+    ``chars``; None (or an exception) sends the call to the generic kernel (Note [CPU
+    reduction kernels]).  For ops whose arguments are not a reduction's or a scan's."""
+    generic = generic_kernel(op)
+    wanted = frozenset(chars)
+    result_type = _result_tuple(op.schema) if op.schema.returns_tuple else None
+
+    def kernel(a, *args, **kwargs):
+        x = a._data
+        if x.ndim and x.dtype.char in wanted:
+            try:
+                r = compute(x, *args, **kwargs)
+            except Exception:  # the generic kernel says what was wrong
+                r = None
+            if r is not None:
+                wrap = a._device.wrap
+                return result_type(*map(wrap, r)) if result_type else wrap(r)
+        return generic(a, *args, **kwargs)
 
     kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"
     register_leaf(op, kernel, DispatchKey.CPU)

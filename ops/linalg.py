@@ -10,6 +10,7 @@ from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
+from ._cpu_reductions import register_cpu_kernel, register_cpu_reduction
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
 from ._errors import device_mismatch
 from ._linalg_meta import LINALG_METAS
@@ -500,6 +501,12 @@ def _matrix_norm_fro(xp, x, keepdims=False, ord="fro"):
     return xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
 
 
+def _np_trace(x, *, offset=0, dtype=None):
+    # ndarray.trace: the sum of the diagonal of the last two axes, without np.trace's
+    # Python-level wrapper (Note [CPU reduction kernels] in ops/_cpu_reductions.py)
+    return x.trace(offset, -2, -1) if dtype is None and x.ndim >= 2 else None
+
+
 def _vecdot(xp, a, b, axis=-1):
     # operands broadcast first, as PyTorch's (conj(a) * b).sum(axis) (NumPy's gufunc wants
     # both to have the axis)
@@ -618,6 +625,7 @@ _linalg("tensordot", "Tensor self, Tensor other, *, Any axes=2", top_level=True,
 _linalg("trace", "Tensor self, *, int offset=0, ScalarType? dtype=None", samples=_square(),
         ref=lambda a, offset=0: np.trace(a, offset, axis1=-2, axis2=-1),
         xp_fn=lambda xp: functools.partial(_trace, xp))
+register_cpu_kernel(CATALOGUE["aten::linalg_trace"].functional[0], _np_trace, "lqfdFD")
 _linalg("vecdot", "Tensor self, Tensor other, *, int axis=-1", top_level=True,
         samples=_pair((2, 3), (2, 3)), xp_fn=lambda xp: functools.partial(_vecdot, xp),
         ref=lambda a, b, axis=-1: np.sum(a * b, axis=axis))
@@ -691,6 +699,43 @@ defop("linalg_vector_norm(Tensor self, *, int[1]? axis=None, bool keepdims=False
       info=OpInfo(ref=_vector_norm_ref, dtypes=FLOATS, samples=lambda d, rng: [
           SampleInput((make_array((2, 3), d, rng),))]))
 LINALG_NAMES["vector_norm"] = "linalg_vector_norm"
+
+
+# Note [Unscaled norms on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The scaling of Note [Scaled norms] costs five whole-array ops more than the plain
+# ``sqrt(sum(x * x))``.  On the CPU the 2-norm and the Frobenius norm of float16 and float32
+# values are computed plainly in float64, where no square of theirs overflows or underflows,
+# and rounded once; a float64 tensor is computed plainly when its largest magnitude lies in
+# ``(1e-140, 1e145)``: no square overflows, the sum cannot overflow below 1e10 elements, and
+# the squares lost to underflow lie far below the sum's last place.  Other float64 tensors --
+# and zeros, infinities, NaNs -- take the scaled generic kernel.  No NumPy overflow warning
+# is raised on the way.
+
+
+def _np_two_norm(x, axis, keepdims):
+    if x.dtype.char == "d":
+        w = np.abs(x)
+        if not 1e-140 < np.maximum.reduce(w, None) < 1e145:
+            return None
+    else:
+        w = x.astype(np.float64)
+    r = np.add.reduce(np.multiply(w, w, out=w), axis, None, None, keepdims)
+    return np.sqrt(r, out=r).astype(x.dtype, copy=False) if r.ndim else \
+        x.dtype.type(math.sqrt(r))
+
+
+def _np_vector_norm(x, axis, keepdims, ord=2):
+    return _np_two_norm(x, axis, keepdims) if ord == 2 else None
+
+
+def _np_matrix_norm(x, *, keepdims=False, ord="fro"):
+    return _np_two_norm(x, (-2, -1), keepdims) if ord == "fro" and x.ndim >= 2 else None
+
+
+register_cpu_reduction(CATALOGUE["aten::linalg_vector_norm"].functional[0], _np_vector_norm,
+                       "efd", options=("ord",))
+register_cpu_kernel(CATALOGUE["aten::linalg_matrix_norm"].functional[0], _np_matrix_norm, "efd")
 
 
 def _mm(xp, a, b):
