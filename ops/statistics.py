@@ -30,8 +30,14 @@ from mdtensor.dispatch.namespaces import namespaces as _namespaces
 
 from . import _meta_fns as mf
 from ._composite import names_op
-from ._cpu_reductions import FLOAT_CHARS, REAL_CHARS, register_cpu_scan
-from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._cpu_reductions import (
+    FLOAT_CHARS,
+    INT_CHARS,
+    REAL_CHARS,
+    register_cpu_kernel,
+    register_cpu_scan,
+)
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from .elementwise import FLOATS, REAL
 
@@ -255,6 +261,96 @@ _md = defop("median(Tensor self) -> Tensor", impl=_median, meta=lambda x: ((), x
                                                 SampleInput((make_array((5,), d, rng),))]))
 defop("median.dim(Tensor self, int dim, bool keepdim=False) -> "
       "(Tensor values, Tensor indices)", impl=_median_dim, meta=_median_dim_meta, decl=_md)
+
+
+# Note [Order statistics on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The CPU kernels of topk, kthvalue and median take their values from a sorted copy and their
+# indices from ``argsort``, both stable along the dimension (NumPy's ``take_along_axis``
+# costs 6 us on 16x16, three sorts' worth): the two orders agree element for element, ties
+# and NaNs included.  A descending order (topk's largest) is the ascending stable order of
+# the slice reversed, reversed again: ties keep their first-come order and NaNs come first,
+# as PyTorch's.  The whole-tensor median partitions a flat copy instead of sorting it.  The
+# NaN rules (a slice holding a NaN has it as its median) cost one reduction when no NaN is
+# there.
+
+
+def _np_sorted(x, d):
+    """``(values, indices)`` of ``x`` sorted stably along ``d`` (Note [Order statistics on
+    NumPy])."""
+    order = x.argsort(d, kind="stable")
+    values = x.copy()
+    values.sort(d, kind="stable")
+    return values, order
+
+
+def _np_dim(x, dim):
+    """``dim`` of ``x`` as a non-negative int; None out of range (the generic kernel's)."""
+    d = dim + x.ndim if dim < 0 else dim
+    return d if 0 <= d < x.ndim else None
+
+
+def _np_topk_kernel(x, k, dim=-1, largest=True, sorted=True):
+    d = _np_dim(x, dim)
+    if d is None or not 0 <= k <= x.shape[d]:
+        return None
+    head = (slice(None),) * d
+    if not largest:
+        values, order = _np_sorted(x, d)
+        return values[head + (slice(0, k),)], order[head + (slice(0, k),)]
+    # the last k of the reversed slice's ascending order, last first
+    n = x.shape[d]
+    values, order = _np_sorted(x[head + (slice(None, None, -1),)], d)
+    last = head + (slice(None, n - 1 - k if k < n else None, -1),)
+    return values[last], (n - 1) - order[last]
+
+
+def _np_kthvalue_kernel(x, k, dim=-1, keepdim=False):
+    d = _np_dim(x, dim)
+    if d is None or not 1 <= k <= x.shape[d]:
+        return None
+    values, order = _np_sorted(x, d)
+    at = (slice(None),) * d + ((slice(k - 1, k),) if keepdim else (k - 1,))
+    return values[at], order[at]
+
+
+def _np_median_dim_kernel(x, dim, keepdim=False):
+    d = _np_dim(x, dim)
+    if d is None or not x.shape[d]:
+        return None
+    n = x.shape[d]
+    values, order = _np_sorted(x, d)
+    head = (slice(None),) * d
+    at = head + (slice((n - 1) // 2, (n + 1) // 2),)
+    picked, order = values[at], order[at]
+    if x.dtype.kind == "f":
+        last = values[head + (slice(n - 1, n),)]  # NaN where the slice holds one
+        nan = last != last
+        if np.logical_or.reduce(nan, None):
+            picked = np.where(nan, last, picked)
+            order = np.where(nan, (x != x).argmax(d, None, keepdims=True), order)
+    if not keepdim:
+        picked, order = picked.squeeze(d), order.squeeze(d)
+    return picked, order
+
+
+def _np_median_kernel(x):
+    if not x.size:
+        return None
+    flat = x.flatten()
+    if x.dtype.kind == "f":
+        top = np.maximum.reduce(flat)
+        if top != top:
+            return top
+    kth = (flat.size - 1) // 2
+    flat.partition(kth)
+    return flat[kth]
+
+
+register_cpu_kernel(_tk.functional[0], _np_topk_kernel, INT_CHARS + FLOAT_CHARS)
+register_cpu_kernel(CATALOGUE["aten::kthvalue"].functional[0], _np_kthvalue_kernel, REAL_CHARS)
+register_cpu_kernel(_md.functional[0], _np_median_kernel, REAL_CHARS)
+register_cpu_kernel(_md.functional[1], _np_median_dim_kernel, REAL_CHARS)
 
 
 # -- quantile ------------------------------------------------------------------------------
