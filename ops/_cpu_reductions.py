@@ -15,6 +15,18 @@ the op must look at counts, and every call NumPy refuses (an axis out of range, 
 axis, an empty ``max``) -- goes to the op's generic kernel, which gives the project's
 errors and the uncommon cases' results: the fast path never raises an error of its own
 and its results are the generic kernel's (the OpInfo sweep runs both).
+
+Note [Composite ops with CPU kernels]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``nansum`` and ``nanmean`` are CompositeImplicitAutograd (where, isnan, sum): on small
+inputs their decomposition costs several dispatches.  As PyTorch gives ``softmax`` a kernel
+and a derivative of its own, they have a CPU kernel (NumPy's computation) and a derivative
+formula (ops/statistics_derivatives.py); by the dispatch table's rules (Note [Dispatch
+table] in mdtensor/dispatch/operators.py) a backend with a kernel of its own gets the
+formula at its Autograd key, while the others (JAX, Dask, Meta) keep the decomposition and
+its gradients.  The CPU kernel hands the cases it does not compute to the decomposition,
+which calls ops: it is registered as no leaf, so the Autograd kernel above it excludes
+autograd while it runs (the decomposition's ops record nothing of their own).
 """
 
 from __future__ import annotations
@@ -23,7 +35,7 @@ from collections.abc import Callable
 
 from mdtensor.dispatch.keys import DispatchKey
 
-from ._decl import register_leaf
+from ._decl import register, register_leaf
 from ._impl_kernels import _result_tuple  # the named tuple of the generic kernels' results
 
 __all__ = ["BOOL_CHARS", "COMPLEX_CHARS", "FLOAT_CHARS", "INT_CHARS", "REAL_CHARS",
@@ -44,14 +56,19 @@ def generic_kernel(op) -> Callable:
     return op.kernels_for(DispatchKey.ArrayAPI)[-1].fn
 
 
-def register_cpu_reduction(op, compute: Callable, chars: str, options=()) -> None:
+def register_cpu_reduction(op, compute: Callable, chars: str, options=(), *,
+                           composite: bool = False) -> None:
     """Register for ``op`` (a reduction taking ``(self, axis=None, keepdims=False, ...)``,
     whatever the two are called) the CPU kernel ``compute(x, axis, keepdims, **options)``
     -> ndarray (or NumPy scalar, or a tuple of them) for n-d arrays of the dtype characters
     ``chars`` (Note [CPU reduction kernels]); ``options``: the keyword arguments
     ``compute`` takes (others send the call to the generic kernel).  ``compute`` returns
-    None for a case it leaves to the generic kernel."""
-    generic = generic_kernel(op)
+    None for a case it leaves to the generic kernel.  ``composite``: the op is
+    CompositeImplicitAutograd (``nansum``), whose decomposition is the generic kernel -- the
+    op then needs a derivative formula of its own, and the CPU kernel is no leaf, since the
+    decomposition calls ops (Note [Composite ops with CPU kernels])."""
+    generic = (op.kernels_for(DispatchKey.CompositeImplicitAutograd)[-1].fn if composite
+               else generic_kernel(op))
     wanted = frozenset(chars)
     known = frozenset(options)
     result_type = _result_tuple(op.schema) if op.schema.returns_tuple else None
@@ -59,6 +76,9 @@ def register_cpu_reduction(op, compute: Callable, chars: str, options=()) -> Non
     axis_name, keep_name = names[0], next(n for n in names if n.startswith("keepdim"))
 
     def kernel(a, axis=None, keepdims=False, **options):
+        if options:  # the schema's own names, given by keyword (max.dim's dim=)
+            axis = options.pop(axis_name, axis)
+            keepdims = options.pop(keep_name, keepdims)
         x = a._data
         if x.ndim and x.dtype.char in wanted and (not options or known.issuperset(options)):
             if type(axis) is list:
@@ -76,7 +96,7 @@ def register_cpu_reduction(op, compute: Callable, chars: str, options=()) -> Non
         return generic(a, **options)
 
     kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"
-    register_leaf(op, kernel, DispatchKey.CPU)
+    (register if composite else register_leaf)(op, kernel, DispatchKey.CPU)
 
 
 def ufunc_reduction(ufunc) -> Callable:
@@ -98,8 +118,11 @@ def register_cpu_scan(op, accumulate: Callable, chars: str) -> None:
     generic = generic_kernel(op)
     wanted = frozenset(chars)
     result_type = _result_tuple(op.schema) if op.schema.returns_tuple else None
+    axis_name = op.schema.arguments[1].name
 
     def kernel(a, axis=None, **options):
+        if options:  # the schema's own name, given by keyword (cummax's dim=)
+            axis = options.pop(axis_name, axis)
         x = a._data
         if not options and x.dtype.char in wanted and (axis is not None or x.ndim == 1) \
                 and x.ndim:
@@ -110,7 +133,8 @@ def register_cpu_scan(op, accumulate: Callable, chars: str) -> None:
             if r is not None:
                 wrap = a._device.wrap
                 return result_type(*map(wrap, r)) if result_type else wrap(r)
-        return generic(a, axis, **options)
+        options[axis_name] = axis
+        return generic(a, **options)
 
     kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"
     register_leaf(op, kernel, DispatchKey.CPU)

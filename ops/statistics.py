@@ -35,6 +35,7 @@ from ._cpu_reductions import (
     INT_CHARS,
     REAL_CHARS,
     register_cpu_kernel,
+    register_cpu_reduction,
     register_cpu_scan,
 )
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
@@ -517,6 +518,28 @@ defop("nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType?
           np.nanmean(x, axis=dim, keepdims=keepdim), dtype=x.dtype), dtypes=FLOATS,
           samples=lambda d, rng: _nan_samples(d, rng)[:1] + [
               SampleInput((make_array((3, 4), d, rng),), {"dim": 1})]))
+
+
+def _np_nansum(x, axis, keepdims):
+    # Note [Composite ops with CPU kernels] in ops/_cpu_reductions.py: NaNs as zeros
+    y = np.where(x != x, 0, x)
+    return np.add.reduce(y, axis, None, None, True) if keepdims else np.add.reduce(y, axis)
+
+
+def _np_nanmean(x, axis, keepdims):
+    # the sum of the non-NaN elements over their count; a count of 0 gives nan silently,
+    # as PyTorch's
+    nan = x != x
+    total = np.add.reduce(np.where(nan, 0, x), axis, None, None, keepdims)
+    count = np.add.reduce(np.logical_not(nan, out=nan), axis, x.dtype, None, keepdims)
+    if np.logical_and.reduce(count, None):
+        return total / count
+    return np.divide(total, count, out=np.full(np.shape(total), np.nan, x.dtype),
+                     where=count != 0)
+
+
+for _n, _f in (("nansum", _np_nansum), ("nanmean", _np_nanmean)):
+    register_cpu_reduction(CATALOGUE[f"aten::{_n}"].functional[0], _f, "fd", composite=True)
 
 
 # -- scans (Note [Scans in log steps]) ----------------------------------------------------------
