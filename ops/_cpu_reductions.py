@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mdtensor.dispatch.kernel import own_code
 from mdtensor.dispatch.keys import DispatchKey
 
 from ._decl import register, register_leaf
@@ -95,7 +96,7 @@ def register_cpu_reduction(op, compute: Callable, chars: str, options=(), *,
         options[keep_name] = keepdims
         return generic(a, **options)
 
-    kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"
+    kernel = own_code(kernel, f"cpu[{op.schema.full_name}]")  # Note [Own code objects]
     (register if composite else register_leaf)(op, kernel, DispatchKey.CPU)
 
 
@@ -106,7 +107,7 @@ def ufunc_reduction(ufunc) -> Callable:
 
     def compute(x, axis, keepdims):
         return reduce(x, axis, None, None, True) if keepdims else reduce(x, axis)
-    return compute
+    return own_code(compute)  # Note [Own code objects]: one per ufunc
 
 
 def register_cpu_scan(op, accumulate: Callable, chars: str) -> None:
@@ -136,7 +137,7 @@ def register_cpu_scan(op, accumulate: Callable, chars: str) -> None:
         options[axis_name] = axis
         return generic(a, **options)
 
-    kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"
+    kernel = own_code(kernel, f"cpu[{op.schema.full_name}]")  # Note [Own code objects]
     register_leaf(op, kernel, DispatchKey.CPU)
 
 
@@ -162,5 +163,5 @@ def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
                 return result_type(*map(wrap, r)) if result_type else wrap(r)
         return generic(a, *args, **kwargs)
 
-    kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"
+    kernel = own_code(kernel, f"cpu[{op.schema.full_name}]")  # Note [Own code objects]
     register_leaf(op, kernel, DispatchKey.CPU)
