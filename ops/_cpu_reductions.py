@@ -40,7 +40,7 @@ from ._decl import register, register_leaf
 from ._impl_kernels import _result_tuple  # the named tuple of the generic kernels' results
 
 __all__ = ["BOOL_CHARS", "COMPLEX_CHARS", "FLOAT_CHARS", "INT_CHARS", "REAL_CHARS",
-           "generic_kernel", "register_cpu_reduction", "register_cpu_kernel", "register_cpu_scan",
+           "generic_kernel", "register_cpu_kernel", "register_cpu_reduction", "scan",
            "ufunc_reduction"]
 
 #: NumPy dtype characters by kind: the dtypes mdtensor has on NumPy (others, such as
@@ -110,35 +110,18 @@ def ufunc_reduction(ufunc) -> Callable:
     return own_code(compute)  # Note [Own code objects]: one per ufunc
 
 
-def register_cpu_scan(op, accumulate: Callable, chars: str) -> None:
-    """Register for ``op`` (a scan ``(self, axis, ...)``: ``cumulative_sum(self, axis=None, *,
-    dtype=None, include_initial=False)``, ``cummax(self, dim)``) the CPU kernel
-    ``accumulate(x, axis)`` -> ndarray (or a tuple of them: ``cummax``'s values and
-    indices) for n-d arrays of the dtype characters ``chars``; the options, or a missing
-    axis of an n-d tensor, take the generic kernel (Note [CPU reduction kernels])."""
-    generic = generic_kernel(op)
-    wanted = frozenset(chars)
-    result_type = _result_tuple(op.schema) if op.schema.returns_tuple else None
-    axis_name = op.schema.arguments[1].name
-
-    def kernel(a, axis=None, **options):
-        if options:  # the schema's own name, given by keyword (cummax's dim=)
-            axis = options.pop(axis_name, axis)
-        x = a._data
-        if not options and x.dtype.char in wanted and (axis is not None or x.ndim == 1) \
-                and x.ndim:
-            try:
-                r = accumulate(x, axis or 0)
-            except Exception:  # the generic kernel says what was wrong
-                r = None
-            if r is not None:
-                wrap = a._device.wrap
-                return result_type(*map(wrap, r)) if result_type else wrap(r)
-        options[axis_name] = axis
-        return generic(a, **options)
-
-    kernel = own_code(kernel, f"cpu[{op.schema.full_name}]")  # Note [Own code objects]
-    register_leaf(op, kernel, DispatchKey.CPU)
+def scan(accumulate: Callable, axis_name: str = "axis") -> Callable:
+    """``compute`` of a scan for ``register_cpu_kernel``: ``accumulate(x, axis)``
+    (``np.add.accumulate``) -> ndarray or a tuple of them (``cummax``'s values and indices),
+    for the op's axis argument ``axis_name`` (``cummax(self, dim)``); the options
+    (``dtype=``, ``include_initial=``) and a missing axis of an n-d tensor are the generic
+    kernel's."""
+    def compute(x, *args, **options):
+        axis = args[0] if args else options.pop(axis_name, None)
+        if options or len(args) > 1 or (axis is None and x.ndim > 1):
+            return None
+        return accumulate(x, axis or 0)
+    return own_code(compute)  # Note [Own code objects]: one per scan
 
 
 def register_cpu_kernel(op, compute: Callable, chars: str) -> None:

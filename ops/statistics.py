@@ -36,7 +36,7 @@ from ._cpu_reductions import (
     REAL_CHARS,
     register_cpu_kernel,
     register_cpu_reduction,
-    register_cpu_scan,
+    scan,
 )
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
@@ -660,7 +660,7 @@ for _n, _larger, _u in (("cummax", True, np.maximum), ("cummin", False, np.minim
                    SampleInput((make_array((3, 5), d, rng), 1)),
                    SampleInput((make_array((6,), d, rng), 0)),
                    SampleInput((make_array((), d, rng), 0))]))
-    register_cpu_scan(_d.functional[0], _np_cumextreme(_u), REAL_CHARS)
+    register_cpu_kernel(_d.functional[0], scan(_np_cumextreme(_u), "dim"), REAL_CHARS)
 
 
 def _logcumsumexp(xp, x, dim):
@@ -692,4 +692,4 @@ _d = defop("logcumsumexp(Tensor self, int dim) -> Tensor", impl=_logcumsumexp,
                            SampleInput((make_array((7,), d, rng), 0)),
                            SampleInput((make_array((), d, rng), 0))]))
 # NumPy's logaddexp scan on the CPU (Note [CPU reduction kernels] in ops/_cpu_reductions.py)
-register_cpu_scan(_d.functional[0], np.logaddexp.accumulate, FLOAT_CHARS)
+register_cpu_kernel(_d.functional[0], scan(np.logaddexp.accumulate, "dim"), FLOAT_CHARS)
