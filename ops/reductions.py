@@ -9,6 +9,8 @@ accepted as keyword aliases.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mdtensor import _dtypes as dt
@@ -391,11 +393,14 @@ def _np_moment(root):
         mean /= n
         d = x - mean
         np.multiply(d, d, out=d)
-        r = (_add_reduce(d, axis, None, None, True) if keepdims else _add_reduce(d, axis)) \
-            / (n - correction)
+        r = _add_reduce(d, axis, None, None, keepdims)
+        if not r.ndim:  # a NumPy scalar: Python's float arithmetic is cheaper than ufuncs'
+            v = float(r) / (n - correction)
+            return dtype.type(math.sqrt(v) if root else v)
+        np.divide(r, n - correction, out=r)
         if root:
-            r = np.sqrt(r)
-        return r if dtype.char == "d" else r.astype(dtype)
+            np.sqrt(r, out=r)
+        return r.astype(dtype, copy=False)
     return compute
 
 
@@ -483,9 +488,23 @@ def _logsumexp(xp, x, axis=None, keepdims=False):
     return out if keepdims else xp.reshape(out, mf.reduction(x, axes, False)[0])
 
 
+def _np_logsumexp(x, axis, keepdims):
+    # the generic computation in NumPy's ufuncs (Note [CPU reduction kernels] in
+    # ops/_cpu_reductions.py)
+    if not x.size:
+        return None
+    m = np.maximum.reduce(x, axis, None, None, True)
+    if not np.logical_and.reduce(np.isfinite(m), None):  # an inf or nan maximum is taken as 0
+        m = np.where(np.isfinite(m), m, 0)
+    d = np.subtract(x, m)
+    t = _add_reduce(np.exp(d, out=d), axis, None, None, keepdims)
+    return np.add(np.log(t), m if keepdims else m.reshape(np.shape(t)))
+
+
 defop("logsumexp(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",
       impl=_logsumexp, meta=mf.float_reduction, tags=("reduction",), methods=("logsumexp",),
       kwarg_aliases=_ALIASES,
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.log(np.sum(
           np.exp(x), axis=axis, keepdims=keepdims)), dtypes=FLOATS,
           samples=_reduce_nonempty_samples))
+register_cpu_reduction(CATALOGUE["aten::logsumexp"].functional[0], _np_logsumexp, FLOAT_CHARS)
