@@ -62,12 +62,12 @@ def _check(key, overload, x, *args, **kwargs):
 def _inputs(dtype, shape, rng):
     a = rng.integers(-2, 4, shape)  # small integers: ties everywhere
     if dtype == "bool":
-        return md.asarray(a > 0)
+        return md.asarray(a > 0, device="cpu")
     a = a.astype(dtype)
     if a.dtype.kind in "fc" and a.size:
         a[rng.random(shape) < 0.15] = np.nan
         a.reshape(-1)[0] = -0.0
-    return md.asarray(a)
+    return md.asarray(a, device="cpu")  # the CPU kernels, whatever the default device
 
 
 def _cases():
@@ -138,7 +138,7 @@ def test_sets_differences_and_searches():
         for ord in ("fro", 1):
             for keep in (False, True):
                 _check("aten::linalg_matrix_norm", 0, x, keepdims=keep, ord=ord)
-        flat = md.asarray(np.sort(x.numpy().reshape(-1)))
+        flat = md.asarray(np.sort(x.numpy().reshape(-1)), device="cpu")
         for side in ("left", "right", "middle"):
             _check("aten::searchsorted", 0, flat, x, side=side)
 
@@ -151,6 +151,6 @@ def test_norms_out_of_the_plain_range():
         for dtype in ("float32", "float64"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                x = md.asarray(np.asarray(values, dtype=dtype))
+                x = md.asarray(np.asarray(values, dtype=dtype), device="cpu")
             _check("aten::linalg_vector_norm", 0, x)
             _check("aten::linalg_matrix_norm", 0, md.reshape(x, (1, 2)))
