@@ -9,6 +9,8 @@ accepted as keyword aliases.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mdtensor import _dtypes as dt
@@ -17,6 +19,15 @@ from mdtensor.dispatch.namespaces import aten_calls
 
 from . import _meta_fns as mf
 from ._bools import as_numbers, is_bool, with_bools_as_numbers
+from ._cpu_reductions import (
+    COMPLEX_CHARS,
+    FLOAT_CHARS,
+    REAL_CHARS,
+    register_cpu_kernel,
+    register_cpu_reduction,
+    scan,
+    ufunc_reduction,
+)
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
 from ._errors import axis_check
 from ._promotion import astype_as_pytorch
@@ -159,6 +170,20 @@ defop("mean(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", imp
                   dtypes=FLOATING, samples=_REDUCE_SAMPLES))
 
 
+def _np_mean(x, axis, keepdims):
+    # np.mean's computation (Note [CPU reduction kernels] in ops/_cpu_reductions.py): the
+    # sum, divided by the count of the elements reduced into each result
+    if not x.size:
+        return None  # Note [Reductions of too few elements]
+    r = _add_reduce(x, axis, None, None, True) if keepdims else _add_reduce(x, axis)
+    return r / (x.size // r.size)
+
+
+_add_reduce = np.add.reduce
+_FLOAT_CHARS = "fd" + COMPLEX_CHARS  # float16 sums in float32 (np.mean), integers in float
+register_cpu_reduction(CATALOGUE["aten::mean"].functional[0], _np_mean, _FLOAT_CHARS)
+
+
 # ---------------------------------------------------------------------------------------
 # The rest of the statistical functions
 
@@ -177,6 +202,9 @@ defop("prod(Tensor self, int[1]? axis=None, bool keepdims=False, *, ScalarType? 
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.prod(x, axis=axis,
                                                                    keepdims=keepdims),
                   dtypes=NUMERIC, samples=_REDUCE_SAMPLES))
+# int64 and floats multiply in their own dtype (smaller integers in int64: generic)
+register_cpu_reduction(CATALOGUE["aten::prod"].functional[0], ufunc_reduction(np.multiply),
+                       "lq" + _FLOAT_CHARS)
 
 
 def _extreme(name, which):
@@ -234,6 +262,27 @@ for _n, _f, _arg in (("max", _max, np.argmax), ("min", _min, np.argmin)):
           meta=mf.reduction, tags=("reduction",), methods=(f"a{_n}",), kwarg_aliases=_ALIASES,
           info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: getattr(np, _n)(
               x, axis=axis, keepdims=keepdims), dtypes=REAL, samples=_reduce_nonempty_samples))
+
+
+def _np_extreme_dim(ufunc, arg):
+    reduce = ufunc.reduce
+
+    def compute(x, dim, keepdim):  # NumPy orders bools, as max.dim's generic impl
+        if keepdim:
+            return reduce(x, dim, None, None, True), arg(x, dim, None, keepdims=True)
+        return reduce(x, dim), arg(x, dim)
+    return compute
+
+
+# Note [CPU reduction kernels] in ops/_cpu_reductions.py: NumPy's maximum of bools is their
+# any, as the generic kernels' (Note [Arithmetic of bools] in ops/_bools.py)
+for _n, _u, _arg in (("max", np.maximum, np.ndarray.argmax),
+                     ("min", np.minimum, np.ndarray.argmin)):
+    for _key in (f"aten::{_n}", f"aten::a{_n}"):
+        register_cpu_reduction(CATALOGUE[_key].functional[0], ufunc_reduction(_u),
+                               REAL_CHARS)
+    register_cpu_reduction(CATALOGUE[f"aten::{_n}"].functional[1],
+                           _np_extreme_dim(_u, _arg), REAL_CHARS)
 
 
 # Note [Variance in double precision]
@@ -328,6 +377,38 @@ for _n, _f in (("var", _var), ("std", _std)):
           f"-> Tensor", composite=_dim, decl=_d)
 
 
+def _np_moment(root):
+    """np.var's (np.std's) computation, float16 and float32 in float64 (Note [Variance in
+    double precision]; Note [CPU reduction kernels] in ops/_cpu_reductions.py)."""
+    def compute(x, axis, keepdims, correction=0.0):
+        if not x.size:
+            return None  # Note [Reductions of too few elements]
+        dtype = x.dtype
+        if dtype.char != "d":
+            x = x.astype(np.float64)
+        mean = _add_reduce(x, axis, None, None, True)
+        n = x.size // mean.size
+        if n <= correction:
+            return None  # the generic kernel warns
+        mean /= n
+        d = x - mean
+        np.multiply(d, d, out=d)
+        r = _add_reduce(d, axis, None, None, keepdims)
+        if not r.ndim:  # a NumPy scalar: Python's float arithmetic is cheaper than ufuncs'
+            v = float(r) / (n - correction)
+            return dtype.type(math.sqrt(v) if root else v)
+        np.divide(r, n - correction, out=r)
+        if root:
+            np.sqrt(r, out=r)
+        return r.astype(dtype, copy=False)
+    return compute
+
+
+for _n in ("var", "std"):
+    register_cpu_reduction(CATALOGUE[f"aten::{_n}"].functional[0], _np_moment(_n == "std"),
+                           FLOAT_CHARS, options=("correction",))
+
+
 def _cumulative(name):
     def impl(xp, x, axis=None, *, dtype=None, include_initial=False):
         if axis is None:
@@ -385,6 +466,10 @@ for _n, _ref, _torch in (("cumulative_sum", np.cumsum, "cumsum"),
                       dtypes=NUMERIC,
                       samples=lambda d, rng: [SampleInput((make_array((5,), d, rng),)),
                                               SampleInput((make_array((2, 3), d, rng), 1))]))
+# int64 and floats accumulate in their own dtype (other integers in int64: generic)
+for _n, _u in (("cumulative_sum", np.add), ("cumulative_prod", np.multiply)):
+    register_cpu_kernel(CATALOGUE[f"aten::{_n}"].functional[0], scan(_u.accumulate),
+                        "lq" + _FLOAT_CHARS)
 
 
 def _logsumexp(xp, x, axis=None, keepdims=False):
@@ -403,9 +488,23 @@ def _logsumexp(xp, x, axis=None, keepdims=False):
     return out if keepdims else xp.reshape(out, mf.reduction(x, axes, False)[0])
 
 
+def _np_logsumexp(x, axis, keepdims):
+    # the generic computation in NumPy's ufuncs (Note [CPU reduction kernels] in
+    # ops/_cpu_reductions.py)
+    if not x.size:
+        return None
+    m = np.maximum.reduce(x, axis, None, None, True)
+    if not np.logical_and.reduce(np.isfinite(m), None):  # an inf or nan maximum is taken as 0
+        m = np.where(np.isfinite(m), m, 0)
+    d = np.subtract(x, m)
+    t = _add_reduce(np.exp(d, out=d), axis, None, None, keepdims)
+    return np.add(np.log(t), m if keepdims else m.reshape(np.shape(t)))
+
+
 defop("logsumexp(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",
       impl=_logsumexp, meta=mf.float_reduction, tags=("reduction",), methods=("logsumexp",),
       kwarg_aliases=_ALIASES,
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.log(np.sum(
           np.exp(x), axis=axis, keepdims=keepdims)), dtypes=FLOATS,
           samples=_reduce_nonempty_samples))
+register_cpu_reduction(CATALOGUE["aten::logsumexp"].functional[0], _np_logsumexp, FLOAT_CHARS)

@@ -92,6 +92,7 @@ def _max(g, out, x, axis=None, keepdims=False):
 
 @rule("max.dim", "min.dim")
 @uses_out
+@reads()  # x's shape only: the indices say where the gradient goes
 def _max_dim(g, out, x, dim, keepdim=False):
     # PyTorch's value_selecting_reduction_backward: the gradient goes to the index max.dim
     # returned, not split among ties as for max(x) and amax
@@ -114,6 +115,7 @@ def _logsumexp(g, out, x, axis=None, keepdims=False):
 
 
 @rule("cumulative_sum")
+@reads()  # the gradient is g's reversed scan: x is not read
 def _cumsum(g, out, x, axis=None, *, dtype=None, include_initial=False):
     a = 0 if axis is None else axis
     if include_initial:

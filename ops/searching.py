@@ -5,10 +5,21 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor import _dtypes as dt
+from mdtensor.dispatch.keys import DispatchKey
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
-from ._decl import OpInfo, SampleInput, defop
+from ._cpu_reductions import (
+    COMPLEX_CHARS,
+    FLOAT_CHARS,
+    INT_CHARS,
+    REAL_CHARS,
+    generic_kernel,
+    register_cpu_kernel,
+    register_cpu_reduction,
+    ufunc_reduction,
+)
+from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
 from ._promotion import astype_as_pytorch
 from ._samples import make_array, unary_samples
 from .elementwise import ALL, REAL
@@ -49,6 +60,12 @@ def _arg_extreme(name):
 _argmax, _argmin = _arg_extreme("argmax"), _arg_extreme("argmin")
 
 
+def _np_arg_extreme(method):
+    def compute(x, axis, keepdims):
+        return method(x, axis, None, keepdims=True) if keepdims else method(x, axis)
+    return compute
+
+
 def _argext_meta(x, axis=None, keepdims=False):
     if keepdims and axis is None:
         return (1,) * x.ndim, dt.int64
@@ -60,6 +77,10 @@ for _n, _f in (("argmax", _argmax), ("argmin", _argmin)):
           meta=_argext_meta, methods=(_n,), kwarg_aliases=_ALIASES, accepts="iuf",
           info=OpInfo(ref=lambda x, axis=None, keepdims=False, _f=_f: _f(np, x, axis, keepdims),
                       dtypes=REAL, samples=_NONEMPTY, differentiable=False))
+    # Note [CPU reduction kernels] in ops/_cpu_reductions.py: ndarray.argmax gives int64
+    # indices, and keeps every dimension with keepdims and no axis, as PyTorch
+    register_cpu_reduction(CATALOGUE[f"aten::{_n}"].functional[0],
+                           _np_arg_extreme(getattr(np.ndarray, _n)), INT_CHARS + FLOAT_CHARS)
 
 
 def _count_nonzero(xp, x, axis=None, keepdims=False):
@@ -228,6 +249,72 @@ defop("unique_all(Tensor self) -> (Tensor values, Tensor indices, Tensor inverse
                   samples=_UNIQUE, differentiable=False))
 
 
+# Note [Sets on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~
+# The CPU kernels of the unique_* functions are ``np.unique``'s own computation without its
+# Python-level layers (16x16: 5-17 us there, and array-api-compat's on top): the flat copy
+# sorted as np.unique sorts it (``sort`` for the values alone, an ``argsort`` -- stable where
+# first indices are wanted -- otherwise), a mask of the first of each run of equal values
+# (``!=``, so each NaN is a value of its own, as the Array API and np.unique_values say),
+# the first indices, the inverse as the running count of runs put back in place, and the
+# counts as the distances between the runs' starts.  The same algorithm and sorts as NumPy's
+# give the same results, signed zeros included.
+
+
+def _np_unique(x, index=False, inverse=False, counts=False):
+    flat = x.reshape(-1)
+    n = flat.size
+    if not n:
+        return None
+    if index or inverse:
+        order = flat.argsort(kind="stable" if index else "quicksort")
+        s = flat[order]
+    else:
+        s = flat.copy()
+        s.sort()
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    np.not_equal(s[1:], s[:-1], out=first[1:])
+    out = [s[first]]
+    if index:
+        out.append(order[first])
+    if inverse:
+        inv = np.empty(n, dtype=np.intp)
+        inv[order] = np.add.accumulate(first, dtype=np.intp) - 1
+        out.append(inv.reshape(x.shape))
+    if counts:
+        starts = first.nonzero()[0]
+        out.append(np.subtract(np.concatenate((starts[1:], [n])), starts))
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+for _n, _kw in (("unique_values", {}), ("unique_counts", {"counts": True}),
+                ("unique_inverse", {"inverse": True}),
+                ("unique_all", {"index": True, "inverse": True, "counts": True})):
+    register_cpu_kernel(CATALOGUE[f"aten::{_n}"].functional[0],
+                        lambda x, _kw=_kw: _np_unique(x, **_kw), REAL_CHARS)
+
+
+def _np_searchsorted_kernel(op):
+    """The CPU kernel of searchsorted: ndarray.searchsorted for a 1-D sorted sequence of
+    the values' dtype (Note [CPU reduction kernels] in ops/_cpu_reductions.py)."""
+    generic = generic_kernel(op)
+    wanted = frozenset(REAL_CHARS)
+
+    def kernel(sorted_sequence, x, *, side="left", sorter=None):
+        a, v = sorted_sequence._data, x._data
+        if (sorter is None and a.ndim == 1 and a.dtype == v.dtype and a.dtype.char in wanted
+                and side in ("left", "right") and sorted_sequence._device is x._device):
+            return x._device.wrap(a.searchsorted(v, side))
+        return generic(sorted_sequence, x, side=side, sorter=sorter)
+
+    kernel.__qualname__ = kernel.__name__ = f"cpu[{op.schema.full_name}]"
+    return kernel
+
+
+register_leaf(_ss.functional[0], _np_searchsorted_kernel(_ss.functional[0]), DispatchKey.CPU)
+
+
 def _all(xp, x, axis=None, keepdims=False):
     return xp.all(x, axis=_axis("all", x.ndim, axis), keepdims=keepdims)
 
@@ -236,12 +323,15 @@ def _any(xp, x, axis=None, keepdims=False):
     return xp.any(x, axis=_axis("any", x.ndim, axis), keepdims=keepdims)
 
 
-for _n, _f in (("all", _all), ("any", _any)):
-    defop(f"{_n}(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor", impl=_f,
-          meta=_reduce_meta_to(dt.bool_), methods=(_n,), kwarg_aliases=_ALIASES,
-          info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: np.asarray(
-              getattr(np, _n)(x, axis=axis, keepdims=keepdims)), dtypes=ALL,
-              samples=_SAMPLES, differentiable=False))
+for _n, _f, _u in (("all", _all, np.logical_and), ("any", _any, np.logical_or)):
+    _d = defop(f"{_n}(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",
+               impl=_f, meta=_reduce_meta_to(dt.bool_), methods=(_n,), kwarg_aliases=_ALIASES,
+               info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: np.asarray(
+                   getattr(np, _n)(x, axis=axis, keepdims=keepdims)), dtypes=ALL,
+                   samples=_SAMPLES, differentiable=False))
+    # Note [CPU reduction kernels] in ops/_cpu_reductions.py: NumPy's logical reductions
+    # give bools for every real dtype
+    register_cpu_reduction(_d.functional[0], ufunc_reduction(_u), REAL_CHARS)
 
 
 def _diff(xp, x, axis=-1, n=1, prepend=None, append=None):
@@ -261,6 +351,19 @@ defop("diff(Tensor self, int axis=-1, int n=1, *, Tensor? prepend=None, Tensor? 
       info=OpInfo(ref=lambda x, axis=-1, n=1: np.diff(x, n=n, axis=axis), dtypes=REAL,
                   samples=lambda d, rng: [SampleInput((make_array((4, 5), d, rng),)),
                                           SampleInput((make_array((4, 5), d, rng), 0, 2))]))
+
+
+def _np_diff(x, axis=-1, n=1, *, prepend=None, append=None):
+    # the first difference, without np.diff's Python-level wrapper (Note [CPU reduction
+    # kernels] in ops/_cpu_reductions.py); bools (not_equal in NumPy) take the generic kernel
+    if n != 1 or prepend is not None or append is not None or not x.shape[axis]:
+        return None
+    head = (slice(None),) * (axis + x.ndim if axis < 0 else axis)
+    return np.subtract(x[head + (slice(1, None),)], x[head + (slice(None, -1),)])
+
+
+register_cpu_kernel(CATALOGUE["aten::diff"].functional[0], _np_diff, INT_CHARS + FLOAT_CHARS +
+                    COMPLEX_CHARS)
 
 
 # -- dtype conversion ---------------------------------------------------------------------

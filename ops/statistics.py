@@ -30,7 +30,15 @@ from mdtensor.dispatch.namespaces import namespaces as _namespaces
 
 from . import _meta_fns as mf
 from ._composite import names_op
-from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._cpu_reductions import (
+    FLOAT_CHARS,
+    INT_CHARS,
+    REAL_CHARS,
+    register_cpu_kernel,
+    register_cpu_reduction,
+    scan,
+)
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from .elementwise import FLOATS, REAL
 
@@ -256,6 +264,96 @@ defop("median.dim(Tensor self, int dim, bool keepdim=False) -> "
       "(Tensor values, Tensor indices)", impl=_median_dim, meta=_median_dim_meta, decl=_md)
 
 
+# Note [Order statistics on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The CPU kernels of topk, kthvalue and median take their values from a sorted copy and their
+# indices from ``argsort``, both stable along the dimension (NumPy's ``take_along_axis``
+# costs 6 us on 16x16, three sorts' worth): the two orders agree element for element, ties
+# and NaNs included.  A descending order (topk's largest) is the ascending stable order of
+# the slice reversed, reversed again: ties keep their first-come order and NaNs come first,
+# as PyTorch's.  The whole-tensor median partitions a flat copy instead of sorting it.  The
+# NaN rules (a slice holding a NaN has it as its median) cost one reduction when no NaN is
+# there.
+
+
+def _np_sorted(x, d):
+    """``(values, indices)`` of ``x`` sorted stably along ``d`` (Note [Order statistics on
+    NumPy])."""
+    order = x.argsort(d, kind="stable")
+    values = x.copy()
+    values.sort(d, kind="stable")
+    return values, order
+
+
+def _np_dim(x, dim):
+    """``dim`` of ``x`` as a non-negative int; None out of range (the generic kernel's)."""
+    d = dim + x.ndim if dim < 0 else dim
+    return d if 0 <= d < x.ndim else None
+
+
+def _np_topk_kernel(x, k, dim=-1, largest=True, sorted=True):
+    d = _np_dim(x, dim)
+    if d is None or not 0 <= k <= x.shape[d]:
+        return None
+    head = (slice(None),) * d
+    if not largest:
+        values, order = _np_sorted(x, d)
+        return values[head + (slice(0, k),)], order[head + (slice(0, k),)]
+    # the last k of the reversed slice's ascending order, last first
+    n = x.shape[d]
+    values, order = _np_sorted(x[head + (slice(None, None, -1),)], d)
+    last = head + (slice(None, n - 1 - k if k < n else None, -1),)
+    return values[last], (n - 1) - order[last]
+
+
+def _np_kthvalue_kernel(x, k, dim=-1, keepdim=False):
+    d = _np_dim(x, dim)
+    if d is None or not 1 <= k <= x.shape[d]:
+        return None
+    values, order = _np_sorted(x, d)
+    at = (slice(None),) * d + ((slice(k - 1, k),) if keepdim else (k - 1,))
+    return values[at], order[at]
+
+
+def _np_median_dim_kernel(x, dim, keepdim=False):
+    d = _np_dim(x, dim)
+    if d is None or not x.shape[d]:
+        return None
+    n = x.shape[d]
+    values, order = _np_sorted(x, d)
+    head = (slice(None),) * d
+    at = head + (slice((n - 1) // 2, (n + 1) // 2),)
+    picked, order = values[at], order[at]
+    if x.dtype.kind == "f":
+        last = values[head + (slice(n - 1, n),)]  # NaN where the slice holds one
+        nan = last != last
+        if np.logical_or.reduce(nan, None):
+            picked = np.where(nan, last, picked)
+            order = np.where(nan, (x != x).argmax(d, None, keepdims=True), order)
+    if not keepdim:
+        picked, order = picked.squeeze(d), order.squeeze(d)
+    return picked, order
+
+
+def _np_median_kernel(x):
+    if not x.size:
+        return None
+    flat = x.flatten()
+    if x.dtype.kind == "f":
+        top = np.maximum.reduce(flat)
+        if top != top:
+            return top
+    kth = (flat.size - 1) // 2
+    flat.partition(kth)
+    return flat[kth]
+
+
+register_cpu_kernel(_tk.functional[0], _np_topk_kernel, INT_CHARS + FLOAT_CHARS)
+register_cpu_kernel(CATALOGUE["aten::kthvalue"].functional[0], _np_kthvalue_kernel, REAL_CHARS)
+register_cpu_kernel(_md.functional[0], _np_median_kernel, REAL_CHARS)
+register_cpu_kernel(_md.functional[1], _np_median_dim_kernel, REAL_CHARS)
+
+
 # -- quantile ------------------------------------------------------------------------------
 
 
@@ -422,6 +520,28 @@ defop("nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType?
               SampleInput((make_array((3, 4), d, rng),), {"dim": 1})]))
 
 
+def _np_nansum(x, axis, keepdims):
+    # Note [Composite ops with CPU kernels] in ops/_cpu_reductions.py: NaNs as zeros
+    y = np.where(x != x, 0, x)
+    return np.add.reduce(y, axis, None, None, True) if keepdims else np.add.reduce(y, axis)
+
+
+def _np_nanmean(x, axis, keepdims):
+    # the sum of the non-NaN elements over their count; a count of 0 gives nan silently,
+    # as PyTorch's
+    nan = x != x
+    total = np.add.reduce(np.where(nan, 0, x), axis, None, None, keepdims)
+    count = np.add.reduce(np.logical_not(nan, out=nan), axis, x.dtype, None, keepdims)
+    if np.logical_and.reduce(count, None):
+        return total / count
+    return np.divide(total, count, out=np.full(np.shape(total), np.nan, x.dtype),
+                     where=count != 0)
+
+
+for _n, _f in (("nansum", _np_nansum), ("nanmean", _np_nanmean)):
+    register_cpu_reduction(CATALOGUE[f"aten::{_n}"].functional[0], _f, "fd", composite=True)
+
+
 # -- scans (Note [Scans in log steps]) ----------------------------------------------------------
 
 
@@ -502,13 +622,45 @@ def _np_cum(larger):
     return ref
 
 
-for _n, _larger in (("cummax", True), ("cummin", False)):
-    defop(f"{_n}(Tensor self, int dim) -> (Tensor values, Tensor indices)",
-          impl=_cumextreme(_n, _larger), meta=_cum_meta(_n), methods=(_n,),
-          info=OpInfo(ref=_np_cum(_larger), dtypes=REAL, samples=lambda d, rng: [
-              SampleInput((make_array((3, 5), d, rng), 1)),
-              SampleInput((make_array((6,), d, rng), 0)),
-              SampleInput((make_array((), d, rng), 0))]))
+# Note [Running extremes on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# On the CPU, ``np.maximum.accumulate`` is the running maximum itself (NaN propagates, as
+# PyTorch's), and the index of each is the last position ``i <= j`` where an element equals
+# the running maximum at its own place (a NaN is a hit once the maximum is NaN): every new
+# maximum is such a hit, so the last hit holds the current maximum, and of ties the later
+# one wins, as in PyTorch.  That last hit is a running maximum of the hits' positions: two
+# more scans and three elementwise ops, where the generic scan in log steps (Note [Scans in
+# log steps]) takes ~10 whole-array ops per step.
+
+
+def _np_cumextreme(ufunc):
+    accumulate = ufunc.accumulate
+
+    def compute(x, d):
+        vals = accumulate(x, d)
+        hit = x == vals
+        if x.dtype.kind in "fc":
+            np.logical_or(hit, x != x, out=hit)
+        n = x.shape[d]
+        tail = x.ndim - d - 1 if d >= 0 else -d - 1
+        positions = _POSITIONS.get((n, tail))
+        if positions is None:
+            positions = _POSITIONS[(n, tail)] = np.arange(n).reshape((n,) + (1,) * tail)
+        return vals, np.maximum.accumulate(hit * positions, d)
+    return compute
+
+
+_POSITIONS: dict = {}  # (n, trailing dimensions) -> arange(n) shaped to broadcast along d
+
+
+for _n, _larger, _u in (("cummax", True, np.maximum), ("cummin", False, np.minimum)):
+    _d = defop(f"{_n}(Tensor self, int dim) -> (Tensor values, Tensor indices)",
+               impl=_cumextreme(_n, _larger), meta=_cum_meta(_n), methods=(_n,),
+               info=OpInfo(ref=_np_cum(_larger), dtypes=REAL, samples=lambda d, rng: [
+                   SampleInput((make_array((3, 5), d, rng), 1)),
+                   SampleInput((make_array((6,), d, rng), 0)),
+                   SampleInput((make_array((), d, rng), 0))]))
+    register_cpu_kernel(_d.functional[0], scan(_np_cumextreme(_u), "dim"), REAL_CHARS)
 
 
 def _logcumsumexp(xp, x, dim):
@@ -532,10 +684,12 @@ def _logcumsumexp_meta(x, dim):
     return tuple(x.shape), x.dtype
 
 
-defop("logcumsumexp(Tensor self, int dim) -> Tensor", impl=_logcumsumexp,
-      meta=_logcumsumexp_meta, methods=("logcumsumexp",),
-      info=OpInfo(ref=lambda x, dim: np.logaddexp.accumulate(x, axis=dim) if x.ndim else x,
-                  dtypes=FLOATS, samples=lambda d, rng: [
-                      SampleInput((make_array((3, 5), d, rng), 1)),
-                      SampleInput((make_array((7,), d, rng), 0)),
-                      SampleInput((make_array((), d, rng), 0))]))
+_d = defop("logcumsumexp(Tensor self, int dim) -> Tensor", impl=_logcumsumexp,
+           meta=_logcumsumexp_meta, methods=("logcumsumexp",),
+           info=OpInfo(ref=lambda x, dim: np.logaddexp.accumulate(x, axis=dim) if x.ndim
+                       else x, dtypes=FLOATS, samples=lambda d, rng: [
+                           SampleInput((make_array((3, 5), d, rng), 1)),
+                           SampleInput((make_array((7,), d, rng), 0)),
+                           SampleInput((make_array((), d, rng), 0))]))
+# NumPy's logaddexp scan on the CPU (Note [CPU reduction kernels] in ops/_cpu_reductions.py)
+register_cpu_kernel(_d.functional[0], scan(np.logaddexp.accumulate, "dim"), FLOAT_CHARS)

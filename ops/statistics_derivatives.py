@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mdtensor.ops import aten_calls as aten
 
-from ._derivative_helpers import reads, rule, uses_out
+from ._derivative_helpers import expand_back, reads, rule, uses_out
 
 __all__: list[str] = []
 
@@ -79,3 +79,26 @@ def _logcumsumexp(g, out, x, dim):
     out_pos = aten.exp(aten.add(_reverse_logcumsumexp(aten.sub(pos, out), d), x))
     out_neg = aten.exp(aten.add(_reverse_logcumsumexp(aten.sub(neg, out), d), x))
     return aten.sub(out_pos, out_neg), None
+
+
+# Note [Composite ops with CPU kernels] in ops/_cpu_reductions.py: the formulas of nansum
+# and nanmean serve the CPU (the other backends differentiate their decomposition).
+
+
+def _where_not_nan(gx, x):
+    if x.dtype.kind in "fc":
+        gx = aten.where(aten.isnan(x), 0.0, gx)
+    return gx if gx.dtype == x.dtype else aten.astype(gx, x.dtype)
+
+
+@rule("nansum")
+def _nansum(g, out, x, dim=None, keepdim=False, *, dtype=None):
+    return _where_not_nan(expand_back(g, x, dim, keepdim), x), None, None
+
+
+@rule("nanmean")
+def _nanmean(g, out, x, dim=None, keepdim=False, *, dtype=None):
+    count = aten.sum(aten.astype(aten.logical_not(aten.isnan(x)), g.dtype), dim, keepdim)
+    # a slice of NaNs only (count 0) gets no gradient: its count is taken as 1, not divided by
+    count = aten.maximum(count, 1.0)
+    return _where_not_nan(expand_back(aten.div(g, count), x, dim, keepdim), x), None, None

@@ -1,0 +1,150 @@
+"""The CPU kernels of reductions and scans: NumPy's C functions called directly.
+
+Note [CPU reduction kernels]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+On 16x16 inputs NumPy's Python-level wrappers (``np.max``, ``np.mean``, ``np.var``,
+``np.cumsum``: fromnumeric's ``_wrapreduction``, ``_methods``) cost 1-8 us, more than the
+reduction itself, and the generic kernel over an Array API impl adds array-api-compat's
+wrappers, the bool conversion (Note [Arithmetic of bools] in ops/_bools.py) and the
+emptiness checks on every call.  So the common reductions register a CPU kernel of their own
+(as ``sum`` does in ops/reductions.py): ``ufunc.reduce``/``ufunc.accumulate`` or an ndarray
+method, called positionally in the kernel's own frame, on the common case only -- an
+n-d tensor (n > 0) of a dtype the op accepts and computes in as it is, no options the
+fast path does not know.  Everything else -- 0-d tensors, other dtypes, empty tensors where
+the op must look at counts, and every call NumPy refuses (an axis out of range, a repeated
+axis, an empty ``max``) -- goes to the op's generic kernel, which gives the project's
+errors and the uncommon cases' results: the fast path never raises an error of its own
+and its results are the generic kernel's (the OpInfo sweep runs both).
+
+Note [Composite ops with CPU kernels]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``nansum`` and ``nanmean`` are CompositeImplicitAutograd (where, isnan, sum): on small
+inputs their decomposition costs several dispatches.  As PyTorch gives ``softmax`` a kernel
+and a derivative of its own, they have a CPU kernel (NumPy's computation) and a derivative
+formula (ops/statistics_derivatives.py); by the dispatch table's rules (Note [Dispatch
+table] in mdtensor/dispatch/operators.py) a backend with a kernel of its own gets the
+formula at its Autograd key, while the others (JAX, Dask, Meta) keep the decomposition and
+its gradients.  The CPU kernel hands the cases it does not compute to the decomposition,
+which calls ops: it is registered as no leaf, so the Autograd kernel above it excludes
+autograd while it runs (the decomposition's ops record nothing of their own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mdtensor.dispatch.kernel import own_code
+from mdtensor.dispatch.keys import DispatchKey
+
+from ._decl import register, register_leaf
+from ._impl_kernels import _result_tuple  # the named tuple of the generic kernels' results
+
+__all__ = ["BOOL_CHARS", "COMPLEX_CHARS", "FLOAT_CHARS", "INT_CHARS", "REAL_CHARS",
+           "generic_kernel", "register_cpu_kernel", "register_cpu_reduction", "scan",
+           "ufunc_reduction"]
+
+#: NumPy dtype characters by kind: the dtypes mdtensor has on NumPy (others, such as
+#: ml_dtypes' bfloat16, take the generic kernel)
+BOOL_CHARS = "?"
+INT_CHARS = "bhilqBHILQ"
+FLOAT_CHARS = "efd"
+COMPLEX_CHARS = "FD"
+REAL_CHARS = BOOL_CHARS + INT_CHARS + FLOAT_CHARS
+
+
+def generic_kernel(op) -> Callable:
+    """The kernel ``op`` has for the ArrayAPI key (from its ``impl``)."""
+    return op.kernels_for(DispatchKey.ArrayAPI)[-1].fn
+
+
+def register_cpu_reduction(op, compute: Callable, chars: str, options=(), *,
+                           composite: bool = False) -> None:
+    """Register for ``op`` (a reduction taking ``(self, axis=None, keepdims=False, ...)``,
+    whatever the two are called) the CPU kernel ``compute(x, axis, keepdims, **options)``
+    -> ndarray (or NumPy scalar, or a tuple of them) for n-d arrays of the dtype characters
+    ``chars`` (Note [CPU reduction kernels]); ``options``: the keyword arguments
+    ``compute`` takes (others send the call to the generic kernel).  ``compute`` returns
+    None for a case it leaves to the generic kernel.  ``composite``: the op is
+    CompositeImplicitAutograd (``nansum``), whose decomposition is the generic kernel -- the
+    op then needs a derivative formula of its own, and the CPU kernel is no leaf, since the
+    decomposition calls ops (Note [Composite ops with CPU kernels])."""
+    generic = (op.kernels_for(DispatchKey.CompositeImplicitAutograd)[-1].fn if composite
+               else generic_kernel(op))
+    wanted = frozenset(chars)
+    known = frozenset(options)
+    result_type = _result_tuple(op.schema) if op.schema.returns_tuple else None
+    names = [a.name for a in op.schema.arguments[1:]]
+    axis_name, keep_name = names[0], next(n for n in names if n.startswith("keepdim"))
+
+    def kernel(a, axis=None, keepdims=False, **options):
+        if options:  # the schema's own names, given by keyword (max.dim's dim=)
+            axis = options.pop(axis_name, axis)
+            keepdims = options.pop(keep_name, keepdims)
+        x = a._data
+        if x.ndim and x.dtype.char in wanted and (not options or known.issuperset(options)):
+            if type(axis) is list:
+                axis = tuple(axis)
+            try:
+                r = compute(x, axis, keepdims, **options) if options else \
+                    compute(x, axis, keepdims)
+            except Exception:  # the generic kernel says what was wrong
+                r = None
+            if r is not None:
+                wrap = a._device.wrap
+                return result_type(*map(wrap, r)) if result_type else wrap(r)
+        options[axis_name] = axis
+        options[keep_name] = keepdims
+        return generic(a, **options)
+
+    kernel = own_code(kernel, f"cpu[{op.schema.full_name}]")  # Note [Own code objects]
+    (register if composite else register_leaf)(op, kernel, DispatchKey.CPU)
+
+
+def ufunc_reduction(ufunc) -> Callable:
+    """``compute`` of a reduction that is ``ufunc.reduce`` (max: ``np.maximum``); positional,
+    and without ``keepdims`` unless it is asked for (the fewer arguments, the faster)."""
+    reduce = ufunc.reduce
+
+    def compute(x, axis, keepdims):
+        return reduce(x, axis, None, None, True) if keepdims else reduce(x, axis)
+    return own_code(compute)  # Note [Own code objects]: one per ufunc
+
+
+def scan(accumulate: Callable, axis_name: str = "axis") -> Callable:
+    """``compute`` of a scan for ``register_cpu_kernel``: ``accumulate(x, axis)``
+    (``np.add.accumulate``) -> ndarray or a tuple of them (``cummax``'s values and indices),
+    for the op's axis argument ``axis_name`` (``cummax(self, dim)``); the options
+    (``dtype=``, ``include_initial=``) and a missing axis of an n-d tensor are the generic
+    kernel's."""
+    def compute(x, *args, **options):
+        axis = args[0] if args else options.pop(axis_name, None)
+        if options or len(args) > 1 or (axis is None and x.ndim > 1):
+            return None
+        return accumulate(x, axis or 0)
+    return own_code(compute)  # Note [Own code objects]: one per scan
+
+
+def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
+    """Register for ``op`` (of one Tensor, ``self``, first) the CPU kernel ``compute(x,
+    *args, **kwargs)`` -> ndarray (or NumPy scalar, or a tuple of them), taking the op's
+    other arguments as the kernel gets them, for n-d arrays of the dtype characters
+    ``chars``; None (or an exception) sends the call to the generic kernel (Note [CPU
+    reduction kernels]).  For ops whose arguments are not a reduction's or a scan's."""
+    generic = generic_kernel(op)
+    wanted = frozenset(chars)
+    result_type = _result_tuple(op.schema) if op.schema.returns_tuple else None
+
+    def kernel(a, *args, **kwargs):
+        x = a._data
+        if x.ndim and x.dtype.char in wanted:
+            try:
+                r = compute(x, *args, **kwargs)
+            except Exception:  # the generic kernel says what was wrong
+                r = None
+            if r is not None:
+                wrap = a._device.wrap
+                return result_type(*map(wrap, r)) if result_type else wrap(r)
+        return generic(a, *args, **kwargs)
+
+    kernel = own_code(kernel, f"cpu[{op.schema.full_name}]")  # Note [Own code objects]
+    register_leaf(op, kernel, DispatchKey.CPU)
