@@ -144,8 +144,8 @@ def test_sets_differences_and_searches():
 
 
 def test_norms_out_of_the_plain_range():
-    # Note [Unscaled norms on NumPy]: magnitudes whose squares over- or underflow take the
-    # scaled kernel, whose values the CPU kernel gives
+    # The norms' CPU kernels (ops/linalg.py): magnitudes whose squares over- or underflow
+    # take the scaled path, whose values the generic kernel gives
     for values in ([2e245, 3e245], [1e-200, 1e-201], [0.0, 0.0], [np.inf, 1.0], [1e150, 1.0],
                    [3e38, 3e38], [1e-30, 1e-30]):
         for dtype in ("float32", "float64"):
