@@ -23,10 +23,16 @@ import numpy as np
 from mdtensor.dispatch.keys import DispatchKey
 
 from ._decl import register_leaf
+from ._impl_kernels import result_tuple
 
-__all__ = ["register_cpu", "register_direct"]
+__all__ = ["generic_kernel", "register_cpu", "register_cpu_kernel", "register_direct"]
 
 _BOOL = np.dtype(bool)
+
+
+def generic_kernel(op) -> Callable:
+    """The kernel ``op`` has for the ArrayAPI key (from its ``impl``)."""
+    return op.kernels_for(DispatchKey.ArrayAPI)[-1].fn
 
 
 def register_cpu(op, build: Callable, fallback: DispatchKey = DispatchKey.ArrayAPI) -> None:
@@ -65,6 +71,33 @@ def register_direct(op, direct: Callable, arity: int = 1) -> None:
                         d = a._device
                         return result(d, out) if result else d.wrap(out)
                 return generic(a, *rest, **kwargs)
+        return kernel
+
+    register_cpu(op, build)
+
+
+def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
+    """Register for ``op`` (of one Tensor, ``self``, first) the CPU kernel ``compute(x,
+    *args, **kwargs)`` -> ndarray (or NumPy scalar, or a tuple of them), taking the op's
+    other arguments as the kernel gets them, for n-d arrays of the dtype characters
+    ``chars``; None (or an exception) sends the call to the generic kernel (Note [CPU
+    reduction kernels] in ops/_cpu_reductions.py).  For ops whose arguments are not a
+    reduction's or a scan's."""
+    wanted = frozenset(chars)
+    result_type = result_tuple(op.schema) if op.schema.returns_tuple else None
+
+    def build(generic):
+        def kernel(a, *args, **kwargs):
+            x = a._data
+            if x.ndim and x.dtype.char in wanted:
+                try:
+                    r = compute(x, *args, **kwargs)
+                except Exception:  # the generic kernel says what was wrong
+                    r = None
+                if r is not None:
+                    wrap = a._device.wrap
+                    return result_type(*map(wrap, r)) if result_type else wrap(r)
+            return generic(a, *args, **kwargs)
         return kernel
 
     register_cpu(op, build)

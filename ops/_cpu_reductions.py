@@ -36,12 +36,12 @@ from collections.abc import Callable
 from mdtensor.dispatch.kernel import own_code
 from mdtensor.dispatch.keys import DispatchKey
 
+from ._cpu_kernels import generic_kernel
 from ._decl import register, register_leaf
-from ._impl_kernels import _result_tuple  # the named tuple of the generic kernels' results
+from ._impl_kernels import result_tuple
 
 __all__ = ["BOOL_CHARS", "COMPLEX_CHARS", "FLOAT_CHARS", "INT_CHARS", "REAL_CHARS",
-           "generic_kernel", "register_cpu_kernel", "register_cpu_reduction", "scan",
-           "ufunc_reduction"]
+           "register_cpu_reduction", "scan", "ufunc_reduction"]
 
 #: NumPy dtype characters by kind: the dtypes mdtensor has on NumPy (others, such as
 #: ml_dtypes' bfloat16, take the generic kernel)
@@ -50,11 +50,6 @@ INT_CHARS = "bhilqBHILQ"
 FLOAT_CHARS = "efd"
 COMPLEX_CHARS = "FD"
 REAL_CHARS = BOOL_CHARS + INT_CHARS + FLOAT_CHARS
-
-
-def generic_kernel(op) -> Callable:
-    """The kernel ``op`` has for the ArrayAPI key (from its ``impl``)."""
-    return op.kernels_for(DispatchKey.ArrayAPI)[-1].fn
 
 
 def register_cpu_reduction(op, compute: Callable, chars: str, options=(), *,
@@ -72,7 +67,7 @@ def register_cpu_reduction(op, compute: Callable, chars: str, options=(), *,
                else generic_kernel(op))
     wanted = frozenset(chars)
     known = frozenset(options)
-    result_type = _result_tuple(op.schema) if op.schema.returns_tuple else None
+    result_type = result_tuple(op.schema) if op.schema.returns_tuple else None
     names = [a.name for a in op.schema.arguments[1:]]
     axis_name, keep_name = names[0], next(n for n in names if n.startswith("keepdim"))
 
@@ -111,8 +106,9 @@ def ufunc_reduction(ufunc) -> Callable:
 
 
 def scan(accumulate: Callable, axis_name: str = "axis") -> Callable:
-    """``compute`` of a scan for ``register_cpu_kernel``: ``accumulate(x, axis)``
-    (``np.add.accumulate``) -> ndarray or a tuple of them (``cummax``'s values and indices),
+    """``compute`` of a scan for ``register_cpu_kernel`` (ops/_cpu_kernels.py):
+    ``accumulate(x, axis)`` (``np.add.accumulate``) -> ndarray or a tuple of them
+    (``cummax``'s values and indices),
     for the op's axis argument ``axis_name`` (``cummax(self, dim)``); the options
     (``dtype=``, ``include_initial=``) and a missing axis of an n-d tensor are the generic
     kernel's."""
@@ -122,29 +118,3 @@ def scan(accumulate: Callable, axis_name: str = "axis") -> Callable:
             return None
         return accumulate(x, axis or 0)
     return own_code(compute)  # Note [Own code objects]: one per scan
-
-
-def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
-    """Register for ``op`` (of one Tensor, ``self``, first) the CPU kernel ``compute(x,
-    *args, **kwargs)`` -> ndarray (or NumPy scalar, or a tuple of them), taking the op's
-    other arguments as the kernel gets them, for n-d arrays of the dtype characters
-    ``chars``; None (or an exception) sends the call to the generic kernel (Note [CPU
-    reduction kernels]).  For ops whose arguments are not a reduction's or a scan's."""
-    generic = generic_kernel(op)
-    wanted = frozenset(chars)
-    result_type = _result_tuple(op.schema) if op.schema.returns_tuple else None
-
-    def kernel(a, *args, **kwargs):
-        x = a._data
-        if x.ndim and x.dtype.char in wanted:
-            try:
-                r = compute(x, *args, **kwargs)
-            except Exception:  # the generic kernel says what was wrong
-                r = None
-            if r is not None:
-                wrap = a._device.wrap
-                return result_type(*map(wrap, r)) if result_type else wrap(r)
-        return generic(a, *args, **kwargs)
-
-    kernel = own_code(kernel, f"cpu[{op.schema.full_name}]")  # Note [Own code objects]
-    register_leaf(op, kernel, DispatchKey.CPU)

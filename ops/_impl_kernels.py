@@ -30,6 +30,7 @@ __all__ = [
     "meta_kernel",
     "prepared_impl",
     "prepared_kernel",
+    "result_tuple",
     "warn_if_resized",
 ]
 
@@ -53,7 +54,7 @@ def _returns_kind(schema: FunctionSchema) -> str:
 _RESULT_TYPES: dict = {}
 
 
-def _result_tuple(schema: FunctionSchema):
+def result_tuple(schema: FunctionSchema):
     """A named tuple for returns that all have names (``max.dim`` -> ``(values,
     indices)``, as PyTorch's ``torch.return_types`` and the Array API's ``unique_*``)."""
     names = tuple(r.name for r in schema.returns)
@@ -77,7 +78,7 @@ def _wrap_out(dev, kind: str, schema: FunctionSchema):
         return lambda r: tuple(wrap(x) for x in r)
     if kind == "tuple":
         flags = [ret.type.is_tensor for ret in schema.returns]
-        result_type = _result_tuple(schema)
+        result_type = result_tuple(schema)
         if flags == [True, True]:  # (values, indices), (Q, R), ... without the generator
             def wrap_pair(r):
                 a, b = r
@@ -588,7 +589,7 @@ def meta_kernel(schema: FunctionSchema, meta: Callable) -> Callable:
                 out._data = MetaArray(shape, out._data.dtype)
             return out
     else:
-        result_type = _result_tuple(schema) if kind == "tuple" else None
+        result_type = result_tuple(schema) if kind == "tuple" else None
 
         def kernel(*args, **kwargs):
             if check is not None and args:  # Note [Axis errors]: the op's name

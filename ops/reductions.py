@@ -19,11 +19,11 @@ from mdtensor.dispatch.namespaces import aten_calls
 
 from . import _meta_fns as mf
 from ._bools import as_numbers, is_bool, with_bools_as_numbers
+from ._cpu_kernels import register_cpu_kernel
 from ._cpu_reductions import (
     COMPLEX_CHARS,
     FLOAT_CHARS,
     REAL_CHARS,
-    register_cpu_kernel,
     register_cpu_reduction,
     scan,
     ufunc_reduction,

@@ -9,13 +9,12 @@ from mdtensor.dispatch.keys import DispatchKey
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
+from ._cpu_kernels import generic_kernel, register_cpu_kernel
 from ._cpu_reductions import (
     COMPLEX_CHARS,
     FLOAT_CHARS,
     INT_CHARS,
     REAL_CHARS,
-    generic_kernel,
-    register_cpu_kernel,
     register_cpu_reduction,
     ufunc_reduction,
 )

@@ -30,11 +30,11 @@ from mdtensor.dispatch.namespaces import namespaces as _namespaces
 
 from . import _meta_fns as mf
 from ._composite import names_op
+from ._cpu_kernels import register_cpu_kernel
 from ._cpu_reductions import (
     FLOAT_CHARS,
     INT_CHARS,
     REAL_CHARS,
-    register_cpu_kernel,
     register_cpu_reduction,
     scan,
 )
