@@ -35,8 +35,14 @@ class NumPyBackend(Backend):
     def __init__(self):
         import array_api_compat.numpy as xp
 
+        from mdtensor._dtypes import on_bfloat16
+
         self._xp = xp
         self._dtypes = {}
+        # Note [bfloat16 through ml_dtypes] in mdtensor/_dtypes.py: the kernels name dtypes
+        # as ``getattr(xp, dtype.name)``; jax.numpy has ``bfloat16``, this namespace gets
+        # ml_dtypes' once it is loaded.
+        on_bfloat16(lambda native: setattr(xp, "bfloat16", native))
 
     def namespace(self):
         return self._xp

@@ -6,13 +6,16 @@ import math
 
 import numpy as np
 
+from mdtensor import _dtypes as dt
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
+from ._accepted import refuse_bfloat16
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
 from ._errors import device_mismatch
 from ._linalg_meta import LINALG_METAS
+from ._promotion import dtype_of
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC, to_float
 
@@ -20,7 +23,17 @@ __all__ = ["LINALG_NAMES"]
 
 
 def _matmul(xp, a, b):
-    return xp.matmul(a, b)
+    r = xp.matmul(a, b)
+    if dtype_of(a) is dt.bfloat16 and r.dtype != a.dtype:  # Note [Products of bfloat16]
+        r = xp.astype(r, a.dtype)
+    return r
+
+
+# Note [Products of bfloat16]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ml_dtypes' ``np.matmul`` of two bfloat16 arrays accumulates in float32 and returns float32
+# (``np.dot`` returns bfloat16); PyTorch's product of bfloat16 tensors is bfloat16, also
+# accumulated in float32.  The products that reach ``np.matmul`` are rounded back.
 
 
 def _matmul_samples(dtype, rng):
@@ -79,12 +92,17 @@ def _cpu_matmul(generic):
         x, y = a._data, b._data
         if x.dtype is _BOOL and y.dtype is _BOOL:  # refused (Note [Accepted dtypes])
             return generic(a, b)
+        if x.dtype is not y.dtype and (x.dtype.kind == "V" or y.dtype.kind == "V"):
+            return generic(a, b)  # Note [bfloat16 in the ufunc kernels] (_ufunc_kernels.py)
         try:
             if 0 < x.ndim <= 2 and 0 < y.ndim <= 2 and x.shape[-1] == y.shape[0]:
                 if x.ndim == 2 and y.ndim == 2 and x.shape[0] * y.shape[1] >= _LARGE:
-                    return d.wrap(matmul(x, y))  # Note [Large products through np.matmul]
+                    r = matmul(x, y)  # Note [Large products through np.matmul]
+                    # Note [Products of bfloat16]
+                    return d.wrap(r.astype(x.dtype) if x.dtype.kind == "V" else r)
                 return d.wrap(dot(x, y))
-            return d.wrap(matmul(x, y))
+            r = matmul(x, y)
+            return d.wrap(r.astype(x.dtype) if x.dtype.kind == "V" else r)
         except (ValueError, TypeError) as e:  # Note [Errors from the backend]
             raise_from_backend(name, e, (x, y))
 
@@ -324,6 +342,20 @@ _FLOAT_RESULTS = {"cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv"
                   "vector_norm"}
 
 
+#: the linalg functions PyTorch's CPU kernels refuse bfloat16 for (Note [Ops without
+#: bfloat16] in ops/_accepted.py)
+_NO_BFLOAT16 = frozenset({"cholesky", "det", "eigh", "eigvalsh", "eig", "eigvals", "inv",
+                          "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals"})
+
+
+def _without_bfloat16(op, meta):
+    """``meta`` refusing bfloat16 operands first (Note [Ops without bfloat16])."""
+    def checked(*args, **kwargs):
+        refuse_bfloat16(op, args)
+        return meta(*args, **kwargs)
+    return checked
+
+
 def _of_float_inputs(meta):
     """``meta`` of a function whose integer and bool inputs compute in float32 (Note
     [Integer inputs of float functions] in ops/elementwise.py): it sees them as the default
@@ -374,10 +406,14 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
     floating = name in _FLOAT_RESULTS
     square = name in _SQUARE
     checks = meta or LINALG_METAS.get(name)
+    if name in _NO_BFLOAT16 and checks is not None:
+        checks = _without_bfloat16(f"linalg.{name}", checks)
     # the Meta device sees the integers of a float function as float32
     meta = _of_float_inputs(checks) if floating and checks is not None else checks
 
     def impl(xp, *args, **kwargs):
+        if name in _NO_BFLOAT16:
+            refuse_bfloat16(f"linalg.{name}", args)
         if square:
             _check_square(name, args[0])
         if floating:  # Note [Integer inputs of float functions] in ops/elementwise.py
