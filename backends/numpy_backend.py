@@ -65,7 +65,14 @@ class NumPyBackend(Backend):
     def from_dlpack(self, obj, index: int = 0):
         # Note: an immutable producer (JAX) exports read-only memory; a CPU tensor must be
         # writable, so that case is copied (the copy PyTorch's cross-device .to makes too).
-        arr = np.from_dlpack(obj)
+        try:
+            arr = np.from_dlpack(obj)
+        except (RuntimeError, BufferError, TypeError) as e:
+            if str(getattr(obj, "dtype", "")) != "bfloat16":
+                raise
+            # NumPy's DLPack reads no bfloat16 (ml_dtypes' is a NumPy user dtype)
+            raise BufferError("from_dlpack: NumPy cannot import bfloat16 arrays through "
+                              "DLPack; md.asarray(x, device='cpu') copies them") from e
         return arr if arr.flags.writeable else arr.copy()
 
     def owns_dense(self, array) -> bool:

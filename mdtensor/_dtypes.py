@@ -248,8 +248,10 @@ def from_numpy_dtype(dt) -> DType:
 
 def as_dtype(dt) -> DType:
     """Accept an md dtype, a NumPy dtype, a dtype name, or a Python type (``float``)."""
-    if isinstance(dt, DType):
+    if type(dt) is DType:
         return dt
+    if dt is bfloat16:  # resolved before a kernel names it (Note [bfloat16 through ml_dtypes])
+        return _named(dt)
     if isinstance(dt, str):
         return dtype_from_name(dt)
     if dt is bool:

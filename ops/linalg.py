@@ -23,17 +23,19 @@ __all__ = ["LINALG_NAMES"]
 
 
 def _matmul(xp, a, b):
-    r = xp.matmul(a, b)
-    if dtype_of(a) is dt.bfloat16 and r.dtype != a.dtype:  # Note [Products of bfloat16]
-        r = xp.astype(r, a.dtype)
-    return r
+    if dtype_of(a) is dt.bfloat16:  # Note [Products of bfloat16]
+        f32 = xp.float32
+        return xp.astype(xp.matmul(xp.astype(a, f32), xp.astype(b, f32)), a.dtype)
+    return xp.matmul(a, b)
 
 
 # Note [Products of bfloat16]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # ml_dtypes' ``np.matmul`` of two bfloat16 arrays accumulates in float32 and returns float32
-# (``np.dot`` returns bfloat16); PyTorch's product of bfloat16 tensors is bfloat16, also
-# accumulated in float32.  The products that reach ``np.matmul`` are rounded back.
+# (``np.dot`` returns bfloat16, also accumulated in float32); PyTorch's product of bfloat16
+# tensors is bfloat16, accumulated in float32.  The CPU kernel rounds what ``np.matmul``
+# returns back to bfloat16; the generic impl multiplies float32 copies and rounds (Dask
+# would otherwise add its blocks' float32 products into bfloat16, which NumPy refuses).
 
 
 def _matmul_samples(dtype, rng):

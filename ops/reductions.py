@@ -32,6 +32,10 @@ _axis = mf.backend_axis  # Note [Axes of 0-d tensors] in ops/_meta_fns.py
 
 
 def _sum(xp, x, axis=None, keepdims=False, *, dtype=None):
+    if dtype is None and dtype_of(x) is dt.bfloat16:  # Note [Sums of bfloat16]
+        r = xp.sum(xp.astype(x, xp.float32), axis=_axis("sum", x.ndim, axis),
+                   keepdims=keepdims)
+        return xp.astype(r, x.dtype)
     return xp.sum(x, axis=_axis("sum", x.ndim, axis), keepdims=keepdims,
                   dtype=dtype and _native(xp, dtype))
 
