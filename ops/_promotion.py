@@ -58,6 +58,7 @@ import math
 from mdtensor import _dtypes as dt
 
 __all__ = [
+    "bfloat16_via_float32",
     "dtype_of",
     "astype_as_pytorch",
     "promote_arrays",
@@ -88,6 +89,15 @@ def dtype_of(a) -> dt.DType:
     if hit is None:
         hit = _DTYPES[key] = dt.as_dtype(native)
     return hit
+
+
+def bfloat16_via_float32(xp, fn, a, *args):
+    """``fn(xp, a, *args)`` for a bfloat16 array ``a``: computed on a float32 copy and
+    rounded back, as PyTorch's CPU kernels compute bfloat16 (ml_dtypes' loops would widen
+    some results to float64, and NumPy's ``clip`` has none); None for another dtype."""
+    if dtype_of(a) is not dt.bfloat16:
+        return None
+    return xp.astype(fn(xp, xp.astype(a, xp.float32), *args), a.dtype)
 
 
 def _scalar_rank(s) -> int | None:

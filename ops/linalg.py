@@ -22,11 +22,16 @@ from .elementwise import FLOATING, NUMERIC, to_float
 __all__ = ["LINALG_NAMES"]
 
 
-def _matmul(xp, a, b):
-    if dtype_of(a) is dt.bfloat16:  # Note [Products of bfloat16]
+def _product(xp, a, b):
+    """``xp.matmul(a, b)``; bfloat16 operands multiplied as float32 and the product rounded
+    (Note [Products of bfloat16])."""
+    if dtype_of(a) is dt.bfloat16 and dtype_of(b) is dt.bfloat16:
         f32 = xp.float32
         return xp.astype(xp.matmul(xp.astype(a, f32), xp.astype(b, f32)), a.dtype)
     return xp.matmul(a, b)
+
+
+_matmul = _product
 
 
 # Note [Products of bfloat16]
@@ -134,7 +139,7 @@ del _op
 
 def _mH(xp, x):
     t = xp.matrix_transpose(x)
-    return xp.conj(t) if xp.isdtype(t.dtype, "complex floating") else t
+    return xp.conj(t) if dtype_of(t).kind == "c" else t
 
 
 def _sum_to(xp, x, shape):
@@ -151,7 +156,7 @@ def _sum_to(xp, x, shape):
 
 def _real_for(xp, gx, x):
     """The real part of a complex gradient ``gx`` of a real argument ``x``."""
-    if xp.isdtype(gx.dtype, "complex floating") and not xp.isdtype(x.dtype, "complex floating"):
+    if dtype_of(gx).kind == "c" and dtype_of(x).kind != "c":
         return xp.real(gx)
     return gx
 
@@ -199,12 +204,12 @@ def _matmul_backward(xp, g, a, b, mask):
         g2 = xp.expand_dims(g2, axis=-1)
     ga = gb = None
     if need_a:
-        ga = xp.matmul(g2, _mH(xp, b2))
+        ga = _product(xp, g2, _mH(xp, b2))
         if a.ndim == 1:
             ga = xp.squeeze(ga, axis=-2)
         ga = _real_for(xp, _sum_to(xp, ga, a.shape), a)
     if need_b:
-        gb = xp.matmul(_mH(xp, a2), g2)
+        gb = _product(xp, _mH(xp, a2), g2)
         if b.ndim == 1:
             gb = xp.squeeze(gb, axis=-1)
         gb = _real_for(xp, _sum_to(xp, gb, b.shape), b)
@@ -212,7 +217,7 @@ def _matmul_backward(xp, g, a, b, mask):
 
 
 def _conj(xp, x):
-    return xp.conj(x) if xp.isdtype(x.dtype, "complex floating") else x
+    return xp.conj(x) if dtype_of(x).kind == "c" else x
 
 
 def _cpu_matmul_backward(generic):
@@ -561,10 +566,10 @@ def _matrix_power(xp, x, n):
     power = x
     while n:
         if n & 1:
-            result = xp.matmul(result, power)
+            result = _product(xp, result, power)
         n >>= 1
         if n:
-            power = xp.matmul(power, power)
+            power = _product(xp, power, power)
     return result
 
 
@@ -733,12 +738,12 @@ LINALG_NAMES["vector_norm"] = "linalg_vector_norm"
 
 def _mm(xp, a, b):
     _mm_meta(mf.ArraySpec(a), mf.ArraySpec(b))  # the same named errors on every backend
-    return xp.matmul(a, b)
+    return _product(xp, a, b)
 
 
 def _bmm(xp, a, b):
     _bmm_meta(mf.ArraySpec(a), mf.ArraySpec(b))
-    return xp.matmul(a, b)
+    return _product(xp, a, b)
 
 
 def _bmm_meta(a, b):

@@ -219,3 +219,44 @@ def test_from_dlpack_of_a_bfloat16_array_says_what_to_do():
     with pytest.raises(BufferError, match="bfloat16.*md.asarray"):
         md.from_dlpack(a)
     assert md.asarray(a, device="cpu").dtype is md.bfloat16
+
+
+def test_functions_computed_through_float32(torch, bf_device):
+    """Impls whose NumPy arithmetic would widen bfloat16 (Python floats, ml_dtypes' loops)
+    compute in float32 and round, as PyTorch's CPU kernels do."""
+    values = [[0.25, 1.5, 2.75], [3.0, -0.5, 0.1]]
+    x = md.asarray(values, dtype=md.bfloat16, device=bf_device)
+    t = torch.tensor(values, dtype=torch.bfloat16)
+    _close(md.erf(x), torch.erf(t))
+    _close(md.lgamma(x.abs() + 0.5), torch.lgamma(t.abs() + 0.5))
+    _close(md.clamp(x, 0.2, 1.0), torch.clamp(t, 0.2, 1.0))
+    _close(md.nn.functional.gelu(x), torch.nn.functional.gelu(t))
+    _close(md.mm(x, x.mT), torch.mm(t, t.mT), rtol=2 ** -5)
+    _close(md.bmm(x[None], x.mT[None]), torch.bmm(t[None], t.mT[None]), rtol=2 ** -5)
+    inf = md.asarray([float("inf"), float("nan")], dtype=md.bfloat16, device=bf_device)
+    tinf = torch.tensor([float("inf"), float("nan")], dtype=torch.bfloat16)
+    _close(md.nan_to_num(inf), torch.nan_to_num(tinf))
+
+
+def test_matmul_gradients_are_bfloat16(torch, bf_device):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
+    x = md.asarray(a, device=bf_device).bfloat16().requires_grad_()
+    w = md.asarray(b, device=bf_device).bfloat16().requires_grad_()
+    (x @ w).sum().backward()
+    tx = torch.tensor(a).bfloat16().requires_grad_()
+    tw = torch.tensor(b).bfloat16().requires_grad_()
+    (tx @ tw).sum().backward()
+    _close(x.grad, tx.grad, rtol=2 ** -5)
+    _close(w.grad, tw.grad, rtol=2 ** -5)
+
+
+def test_loopback_has_no_bfloat16():
+    from tests._helpers import backend_installed
+
+    if not backend_installed("loopback"):
+        pytest.skip("the loopback plugin is not installed")
+    with pytest.raises(TypeError, match="bfloat16"):
+        md.ones(2, device="loopback").bfloat16()
+    with pytest.raises(TypeError, match="loopback.*bfloat16"):
+        md.ones(2, device="loopback", dtype=md.bfloat16)
