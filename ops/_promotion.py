@@ -141,7 +141,7 @@ def with_array(xp, arr, s, exact=False):
                 return xp.astype(arr, xp.int64), s
             s = (s - lo) % (hi - lo + 1) + lo
         return arr, s
-    if rank == 2 and arank == 2 and native.kind == "V":
+    if rank == 2 and arank == 2 and dtype_of(arr) is dt.bfloat16:
         # ml_dtypes' bfloat16 beside a Python float: NumPy gives float32; PyTorch keeps
         # bfloat16 (Note [Promotion of bfloat16] in mdtensor/_dtypes.py)
         return arr, xp.asarray(s, dtype=native)

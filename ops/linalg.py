@@ -15,7 +15,7 @@ from ._accepted import refuse_bfloat16
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
 from ._errors import device_mismatch
 from ._linalg_meta import LINALG_METAS
-from ._promotion import dtype_of
+from ._promotion import bfloat16_via_float32, dtype_of
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC, to_float
 
@@ -528,6 +528,9 @@ def _matrix_norm_samples(dtype, rng):
 
 
 def _matrix_norm_fro(xp, x, keepdims=False, ord="fro"):
+    r = bfloat16_via_float32(xp, _matrix_norm_fro, x, keepdims, ord)  # (as PyTorch's)
+    if r is not None:
+        return r
     # The Frobenius norm is the 2-norm of the elements, scaled (Note [Scaled norms]).
     if ord == "fro" and x.ndim >= 2:
         return _vector_norm(xp, x, axis=(-2, -1), keepdims=keepdims, ord=2)
@@ -544,6 +547,10 @@ def _matrix_norm_fro(xp, x, keepdims=False, ord="fro"):
 
 
 def _vecdot(xp, a, b, axis=-1):
+    if dtype_of(b) is dt.bfloat16:  # Note [Products of bfloat16]
+        r = bfloat16_via_float32(xp, _vecdot, a, xp.astype(b, xp.float32), axis)
+        if r is not None:
+            return r
     # operands broadcast first, as PyTorch's (conj(a) * b).sum(axis) (NumPy's gufunc wants
     # both to have the axis)
     if len(a.shape) != len(b.shape) or tuple(a.shape) != tuple(b.shape):

@@ -260,3 +260,13 @@ def test_loopback_has_no_bfloat16():
         md.ones(2, device="loopback").bfloat16()
     with pytest.raises(TypeError, match="loopback.*bfloat16"):
         md.ones(2, device="loopback", dtype=md.bfloat16)
+
+
+def test_norms_and_distances(torch, bf_device):
+    values = [[0.25, 1.5, 2.75], [3.0, -0.5, 0.1]]
+    x = md.asarray(values, dtype=md.bfloat16, device=bf_device)
+    t = torch.tensor(values, dtype=torch.bfloat16)
+    _close(md.linalg.matrix_norm(x), torch.linalg.matrix_norm(t), rtol=2 ** -5)
+    _close(md.linalg.vecdot(x, x), torch.linalg.vecdot(t, t), rtol=2 ** -5)
+    # PyTorch's CPU cdist refuses bfloat16; mdtensor's computes it in float32 and rounds
+    _close(md.cdist(x, x), torch.cdist(t.float(), t.float()).bfloat16(), rtol=2 ** -5)
