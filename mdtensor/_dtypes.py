@@ -98,21 +98,21 @@ class DType:
 class _LazyDType(DType):
     """A DType whose NumPy dtype comes from an optional package, imported on first use."""
 
-    __slots__ = ("_resolved", "_load")
+    __slots__ = ("_numpy_dtype", "_load")
 
     def __init__(self, name: str, kind: str, torch_name: str, itemsize: int, load):
         self.name = name
         self.kind = kind
         self.itemsize = itemsize
         self._torch_name = torch_name
-        self._resolved = None
+        self._numpy_dtype = None
         self._load = load
 
     @property
     def numpy(self):  # type: ignore[override]
-        hit = self._resolved
+        hit = self._numpy_dtype
         if hit is None:
-            hit = self._resolved = np.dtype(self._load())
+            hit = self._numpy_dtype = np.dtype(self._load())
             _BY_NUMPY[hit] = self
             for hook in _ON_BFLOAT16:
                 hook(hit)
@@ -137,8 +137,8 @@ def on_bfloat16(hook) -> None:
     a backend namespace without bfloat16 registers it there (Note [bfloat16 through
     ml_dtypes])."""
     _ON_BFLOAT16.append(hook)
-    if bfloat16._resolved is not None:
-        hook(bfloat16._resolved)
+    if bfloat16._numpy_dtype is not None:
+        hook(bfloat16._numpy_dtype)
 
 
 bool_ = DType("bool", "b", "Bool")
@@ -223,7 +223,7 @@ def _named(d: DType) -> DType:
     """``d``, found by its name; bfloat16 resolved first, so that the backends that wait
     for it have registered it before its arrays reach them (Note [bfloat16 through
     ml_dtypes])."""
-    if d is bfloat16 and bfloat16._resolved is None:
+    if d is bfloat16 and bfloat16._numpy_dtype is None:
         bfloat16.numpy  # noqa: B018 - resolves it
     return d
 
