@@ -61,10 +61,14 @@ class DaskBackend(Backend):
             raise ImportError(f"the Dask backend needs dask[array] (pip install "
                               f"'mdtensor[dask]'): {e}") from e
 
+        from mdtensor._dtypes import on_bfloat16
+
         from . import dask_namespace
 
         self._da = da
         self._xp = dask_namespace.namespace
+        # as the NumPy backend's (Note [bfloat16 through ml_dtypes] in mdtensor/_dtypes.py)
+        on_bfloat16(lambda native: setattr(self._xp, "bfloat16", native))
         self.array_type = da.Array
         _install_kernels()
 

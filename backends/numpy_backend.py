@@ -35,8 +35,14 @@ class NumPyBackend(Backend):
     def __init__(self):
         import array_api_compat.numpy as xp
 
+        from mdtensor._dtypes import on_bfloat16
+
         self._xp = xp
         self._dtypes = {}
+        # Note [bfloat16 through ml_dtypes] in mdtensor/_dtypes.py: the kernels name dtypes
+        # as ``getattr(xp, dtype.name)``; jax.numpy has ``bfloat16``, this namespace gets
+        # ml_dtypes' once it is loaded.
+        on_bfloat16(lambda native: setattr(xp, "bfloat16", native))
 
     def namespace(self):
         return self._xp
@@ -59,7 +65,14 @@ class NumPyBackend(Backend):
     def from_dlpack(self, obj, index: int = 0):
         # Note: an immutable producer (JAX) exports read-only memory; a CPU tensor must be
         # writable, so that case is copied (the copy PyTorch's cross-device .to makes too).
-        arr = np.from_dlpack(obj)
+        try:
+            arr = np.from_dlpack(obj)
+        except (RuntimeError, BufferError, TypeError) as e:
+            if str(getattr(obj, "dtype", "")) != "bfloat16":
+                raise
+            # NumPy's DLPack reads no bfloat16 (ml_dtypes' is a NumPy user dtype)
+            raise BufferError("from_dlpack: NumPy cannot import bfloat16 arrays through "
+                              "DLPack; md.asarray(x, device='cpu') copies them") from e
         return arr if arr.flags.writeable else arr.copy()
 
     def owns_dense(self, array) -> bool:

@@ -21,6 +21,7 @@ from mdtensor.tensors.tensor import Tensor  # noqa: E402
 from . import _dtypes as _dtypes_mod  # noqa: E402
 from ._dtypes import (  # noqa: E402
     DType,
+    bfloat16,
     complex64,
     complex128,
     float16,
@@ -103,7 +104,7 @@ __all__ = sorted(
        "Tensor", "Layout", "asarray", "sparse_coo", "sparse_csr", "sparse_coo_tensor",
        "sparse_csr_tensor", "strided", "broadcast_shapes", "from_dlpack", "from_numpy", "tensor",
        "set_default_device", "get_default_dtype", "set_default_dtype", "get_printoptions",
-       "set_printoptions", "bool", "complex64",
+       "set_printoptions", "bool", "bfloat16", "complex64",
        "complex128", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
        "uint8", "uint16", "uint32", "uint64", "float", "double", "half", "long", "int",
        "short", "cfloat", "cdouble", "enable_grad", "inference_mode", "is_grad_enabled",

@@ -22,6 +22,7 @@ from . import random as random
 from . import sparse as sparse
 from . import testing as testing
 from ._dtypes import DType as DType
+from ._dtypes import bfloat16 as bfloat16
 from ._dtypes import bool_ as bool
 from ._dtypes import complex64 as cfloat
 from ._dtypes import complex64 as complex64
@@ -161,6 +162,7 @@ __all__ = [
     "autograd",
     "backends",
     "bernoulli",
+    "bfloat16",
     "bincount",
     "bitwise_and",
     "bitwise_invert",

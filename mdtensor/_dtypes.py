@@ -14,6 +14,7 @@ import numpy as np
 __all__ = [
     "DType",
     "all_dtypes",
+    "bfloat16",
     "bool_",
     "complex64",
     "complex128",
@@ -82,6 +83,64 @@ class DType:
         return hash(self.name)
 
 
+# Note [bfloat16 through ml_dtypes]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# NumPy has no bfloat16; ``ml_dtypes`` (installed with JAX; the ``bfloat16`` extra) adds one
+# as a NumPy user dtype with ufunc loops and casts, and ``jnp.bfloat16`` is that same type.
+# ``import mdtensor`` must stay light, so ``md.bfloat16.numpy`` imports ml_dtypes on first
+# use (an ImportError naming the extra when it is missing) and only then registers it for
+# ``from_numpy_dtype`` and with the backends that asked (``on_bfloat16``: the NumPy and Dask
+# namespaces get a ``bfloat16`` attribute, as jax.numpy has).  bfloat16 is not in
+# ``all_dtypes`` (the Array API's dtypes and float16): loops over every dtype would import
+# ml_dtypes, and array_api_strict (the loopback backend) has no bfloat16.  Its promotion is
+# PyTorch's, not ml_dtypes' (NumPy's would give float64 with int64, and refuses float16):
+# Note [Promotion of bfloat16].
+class _LazyDType(DType):
+    """A DType whose NumPy dtype comes from an optional package, imported on first use."""
+
+    __slots__ = ("_numpy_dtype", "_load")
+
+    def __init__(self, name: str, kind: str, torch_name: str, itemsize: int, load):
+        self.name = name
+        self.kind = kind
+        self.itemsize = itemsize
+        self._torch_name = torch_name
+        self._numpy_dtype = None
+        self._load = load
+
+    @property
+    def numpy(self):  # type: ignore[override]
+        hit = self._numpy_dtype
+        if hit is None:
+            hit = self._numpy_dtype = np.dtype(self._load())
+            _BY_NUMPY[hit] = self
+            for hook in _ON_BFLOAT16:
+                hook(hit)
+        return hit
+
+
+def _load_bfloat16():
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ImportError("md.bfloat16 on NumPy needs the ml_dtypes package: pip install "
+                          "'mdtensor[bfloat16]' (or ml_dtypes; JAX installs it)") from None
+    return ml_dtypes.bfloat16
+
+
+#: callbacks taking the NumPy bfloat16 dtype when ml_dtypes is first loaded
+_ON_BFLOAT16: list = []
+
+
+def on_bfloat16(hook) -> None:
+    """Call ``hook(numpy_bfloat16_dtype)`` once bfloat16 resolves (now, if it already has):
+    a backend namespace without bfloat16 registers it there (Note [bfloat16 through
+    ml_dtypes])."""
+    _ON_BFLOAT16.append(hook)
+    if bfloat16._numpy_dtype is not None:
+        hook(bfloat16._numpy_dtype)
+
+
 bool_ = DType("bool", "b", "Bool")
 int8 = DType("int8", "i", "Char")
 int16 = DType("int16", "i", "Short")
@@ -96,6 +155,7 @@ float32 = DType("float32", "f", "Float")
 float64 = DType("float64", "f", "Double")
 complex64 = DType("complex64", "c", "ComplexFloat")
 complex128 = DType("complex128", "c", "ComplexDouble")
+bfloat16 = _LazyDType("bfloat16", "f", "BFloat16", 2, _load_bfloat16)
 
 all_dtypes: tuple[DType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
@@ -103,6 +163,7 @@ all_dtypes: tuple[DType, ...] = (
 )
 _BY_NAME = {d.name: d for d in all_dtypes}
 _BY_NAME["bool_"] = bool_
+_BY_NAME["bfloat16"] = bfloat16
 # PyTorch spellings, so torch users can say md.float / md.long.
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
             "short": int16, "cfloat": complex64, "cdouble": complex128}
@@ -153,9 +214,18 @@ def set_default_dtype(d) -> None:
 
 def dtype_from_name(name: str) -> DType:
     try:
-        return _BY_NAME.get(name) or _ALIASES[name]
+        return _named(_BY_NAME.get(name) or _ALIASES[name])
     except KeyError:
         raise TypeError(f"unknown dtype name {name!r}") from None
+
+
+def _named(d: DType) -> DType:
+    """``d``, found by its name; bfloat16 resolved first, so that the backends that wait
+    for it have registered it before its arrays reach them (Note [bfloat16 through
+    ml_dtypes])."""
+    if d is bfloat16 and bfloat16._numpy_dtype is None:
+        bfloat16.numpy  # noqa: B018 - resolves it
+    return d
 
 
 def from_numpy_dtype(dt) -> DType:
@@ -165,15 +235,23 @@ def from_numpy_dtype(dt) -> DType:
     except (KeyError, TypeError):
         pass
     try:
-        return _BY_NUMPY[np.dtype(dt)]
-    except (KeyError, TypeError):
+        npdt = np.dtype(dt)
+    except TypeError:
+        npdt = None
+    found = _BY_NUMPY.get(npdt) if npdt is not None else None
+    if found is None and npdt is not None and npdt.name == "bfloat16":
+        found = bfloat16 if bfloat16.numpy == npdt else None  # ml_dtypes' (Note above)
+    if found is None:
         raise TypeError(f"mdtensor has no dtype matching {dt!r}") from None
+    return found
 
 
 def as_dtype(dt) -> DType:
     """Accept an md dtype, a NumPy dtype, a dtype name, or a Python type (``float``)."""
-    if isinstance(dt, DType):
+    if type(dt) is DType:
         return dt
+    if dt is bfloat16:  # resolved before a kernel names it (Note [bfloat16 through ml_dtypes])
+        return _named(dt)
     if isinstance(dt, str):
         return dtype_from_name(dt)
     if dt is bool:
@@ -190,25 +268,45 @@ def as_dtype(dt) -> DType:
             return found
     name = getattr(dt, "name", None)  # another library's dtype object (jnp, torch-like)
     if isinstance(name, str) and name in _BY_NAME:
-        return _BY_NAME[name]
+        return _named(_BY_NAME[name])
     if not isinstance(dt, (np.dtype, type)):
         # Dtype objects of other Array API libraries print as "<library>.<name>"
         # (array_api_strict.float32); they must not be compared with NumPy's.
         text = str(dt).rsplit(".", 1)[-1]
         if text in _BY_NAME:
-            return _BY_NAME[text]
+            return _named(_BY_NAME[text])
     return from_numpy_dtype(dt)
 
 
 _promotion_cache: dict[tuple[DType, DType], DType] = {}
 
 
+# Note [Promotion of bfloat16]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's rule, in a table of its own (NumPy's, through ml_dtypes, refuses float16 and
+# gives float64 with int64): bfloat16 with bool or any integer is bfloat16, with float16
+# float32 (neither holds the other), with float32, float64 and the complex dtypes the wider
+# one (complex64 keeps bfloat16's values).  A Python float is weak beside it (``x + 0.5``
+# stays bfloat16), a complex scalar gives complex64 (Note [Scalars of a higher kind]).
+def _promote_bfloat16(other: DType) -> DType:
+    if other.kind in "biu" or other is bfloat16:
+        return bfloat16
+    if other is float16:
+        return float32
+    return other
+
+
 def promote_types(a: DType, b: DType) -> DType:
-    """Array API promotion for same-kind pairs, NumPy's across kinds."""
+    """Array API promotion for same-kind pairs, NumPy's across kinds (bfloat16: Note
+    [Promotion of bfloat16])."""
     key = (a, b)
     hit = _promotion_cache.get(key)
     if hit is None:
-        hit = _promotion_cache[key] = _BY_NUMPY[np.promote_types(a.numpy, b.numpy)]
+        if a is bfloat16 or b is bfloat16:
+            hit = _promote_bfloat16(b if a is bfloat16 else a)
+        else:
+            hit = _BY_NUMPY[np.promote_types(a.numpy, b.numpy)]
+        _promotion_cache[key] = hit
     return hit
 
 
@@ -258,12 +356,31 @@ def result_type(*args) -> DType:
             if rank == 3 and out.kind == "f":
                 return complex128 if out is float64 else complex64
             return _scalar_default(rank)
+        if out is bfloat16:  # Note [Promotion of bfloat16]: weak scalars of its kind or lower
+            return out
         out = from_numpy_dtype(np.result_type(np.empty(0, out.numpy), *scalars))
     return out
 
 
 def can_cast(from_: DType, to: DType, casting: str = "same_kind") -> bool:
+    if bfloat16 in (from_, to) and from_ is not to:
+        return _can_cast_bfloat16(from_, to, casting)
     return bool(np.can_cast(from_.numpy, to.numpy, casting=casting))
+
+
+def _can_cast_bfloat16(from_: DType, to: DType, casting: str) -> bool:
+    """``can_cast`` with bfloat16 on one side, without ml_dtypes: "safe" when every value
+    survives (bool, int8 and uint8 into bfloat16; bfloat16 into float32, float64 and the
+    complex dtypes), "same_kind" also within a kind or to a higher one."""
+    if casting == "unsafe":
+        return True
+    if from_ is bfloat16:
+        safe = to.kind == "c" or to in (float32, float64)
+    else:
+        safe = from_ in (bool_, int8, uint8)
+    if safe or casting in ("no", "equiv", "safe"):
+        return safe
+    return _KIND_RANK[from_.kind] <= _KIND_RANK[to.kind]
 
 
 _SCALAR_RANK = {bool: 0, int: 1, float: 2, complex: 3}

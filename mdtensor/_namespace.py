@@ -69,19 +69,26 @@ def result_type(*arrays_and_dtypes) -> DType:
 def can_cast(from_, to, /) -> bool:
     """Array API ``can_cast``: may ``from_`` (a dtype or tensor) be cast to ``to`` safely?"""
     src = from_.dtype if hasattr(from_, "dtype") and not isinstance(from_, DType) else from_
-    return bool(np.can_cast(as_dtype(src).numpy, as_dtype(to).numpy, casting="safe"))
+    return _dtypes.can_cast(as_dtype(src), as_dtype(to), casting="safe")
 
 
 class finfo_object:
     """Array API ``finfo`` result: bits, eps, max, min, smallest_normal, dtype."""
 
     def __init__(self, dtype: DType):
-        fi = np.finfo(dtype.numpy)
+        if dtype is _dtypes.bfloat16:  # NumPy's finfo does not know ml_dtypes' types
+            import ml_dtypes
+
+            fi = ml_dtypes.finfo(dtype.numpy)
+        else:
+            fi = np.finfo(dtype.numpy)
         self.bits = int(fi.bits)
         self.eps = float(fi.eps)
         self.max = float(fi.max)
         self.min = float(fi.min)
         self.smallest_normal = float(fi.smallest_normal)
+        self.tiny = self.smallest_normal  # PyTorch's name
+        self.resolution = float(fi.resolution)
         self.dtype = {_dtypes.complex64: _dtypes.float32,
                       _dtypes.complex128: _dtypes.float64}.get(dtype, dtype)
 

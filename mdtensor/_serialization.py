@@ -60,6 +60,12 @@ __all__ = ["load", "save"]
 # View steps are checked to be one of five view kinds with integer arguments.
 
 _FORMAT, _VERSION = "mdtensor", 1
+# Note [bfloat16 in .npy files]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The .npy format writes ml_dtypes' bfloat16 as raw bytes (``|V2``), which read back as a
+# void array.  A bfloat16 storage is written as its bits, a uint16 array, with ``"dtype":
+# "bfloat16"`` in the manifest, and read back as uint16 and viewed as bfloat16: no new
+# kind of array is ever read.
 _KINDS = "biufc"  # bool, signed/unsigned integers, floats, complex: the only arrays loaded
 _MAX_DEPTH = 200  # containers nested deeper are refused before Python's recursion limit
 
@@ -95,6 +101,8 @@ def save(obj, f) -> None:
         zf.writestr("manifest.json", json.dumps(manifest))
         for record, array in zip(writer.storages, writer.arrays):
             buf = io.BytesIO()
+            if record["dtype"] == "bfloat16":  # Note [bfloat16 in .npy files]
+                array = array.view(np.uint16)
             np.lib.format.write_array(buf, array, allow_pickle=False)
             zf.writestr(record["file"], buf.getvalue())
 
@@ -557,8 +565,9 @@ class _Reader:
         except KeyError:
             raise self._error(f"{name} is named in manifest.json but not in the archive"
                               ) from None
+        bits = rec["dtype"] == "bfloat16"  # Note [bfloat16 in .npy files]
         try:
-            dtype = np.dtype(rec["dtype"])
+            dtype = np.dtype(np.uint16 if bits else rec["dtype"])
         except TypeError:
             raise self._error(f"{name}: unknown dtype {rec['dtype']!r}") from None
         if dtype.kind not in _KINDS:
@@ -581,6 +590,10 @@ class _Reader:
         if list(array.shape) != shape:
             raise self._error(f"{name} holds an array of shape {list(array.shape)}, the "
                               f"manifest says {shape}")
+        if bits:
+            from mdtensor._dtypes import bfloat16
+
+            array = array.view(bfloat16.numpy)
         return _c_order(array)
 
     def _place(self, array: np.ndarray, saved: str):

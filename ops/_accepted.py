@@ -32,7 +32,7 @@ from mdtensor import _dtypes as dt
 from ._promotion import dtype_of
 
 __all__ = ["check_kinds", "computed_dtype", "describe", "operand_positions",
-           "with_accepted_kinds"]
+           "refuse_bfloat16", "with_accepted_kinds"]
 
 _SCALAR_KINDS = {bool: "b", int: "i", float: "f", complex: "c"}
 _WORDS = {
@@ -77,6 +77,28 @@ def check_kinds(op: str, accepts: str, values) -> None:
     dtype = computed_dtype(values)
     if dtype is not None and dtype.kind not in accepts:
         raise TypeError(f"{op}: expected {describe(accepts)} tensors, got {dtype.name}")
+
+
+# Note [Ops without bfloat16]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's CPU kernels of the matrix factorizations and solvers (``inv``, ``det``, ``svd``,
+# ``eigh``, ``solve``, ``qr``, ``cholesky``, ``pinv``, ``lstsq``, ...) and of the FFTs refuse
+# bfloat16; NumPy's (through ml_dtypes) would compute in float64 and return float64, JAX's in
+# float32.  mdtensor refuses them as PyTorch does, the same on every backend and on Meta:
+# a TypeError naming the op and saying to cast to float32.  Products, norms, reductions and
+# the elementwise functions take bfloat16.
+def refuse_bfloat16(op: str, values) -> None:
+    """TypeError naming ``op`` when one of ``values`` (tensors, arrays, ArraySpecs) is
+    bfloat16 (Note [Ops without bfloat16])."""
+    from mdtensor import _dtypes as dt
+
+    for v in values:
+        dtype = getattr(v, "dtype", None)
+        if dtype is None:
+            continue
+        if (dtype if isinstance(dtype, dt.DType) else dtype_of(v)) is dt.bfloat16:
+            raise TypeError(f"{op}: bfloat16 is not supported (as in PyTorch); cast to "
+                            f"float32 first (x.float())")
 
 
 def operand_positions(schema) -> tuple[int, ...]:

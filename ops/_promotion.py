@@ -46,7 +46,9 @@ float32, array_api_strict raises.  So the generic kernels of an overload whose `
 and ``other`` are both Tensors cast them to their ``result_type`` first when their kinds
 differ (``promote_arrays``); pairs of one kind pass unchanged, and cost one dtype
 comparison.  The float functions (``div``, ``atan2``, ...) then meet two operands of one
-kind: integers become the default float dtype, as for one operand.
+kind: integers become the default float dtype, as for one operand.  bfloat16 with another
+floating dtype is cast too: ml_dtypes' loops would widen it by NumPy's rule (with float16 in
+``matmul``: float64), not PyTorch's.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ import math
 from mdtensor import _dtypes as dt
 
 __all__ = [
+    "bfloat16_via_float32",
     "dtype_of",
     "astype_as_pytorch",
     "promote_arrays",
@@ -86,6 +89,15 @@ def dtype_of(a) -> dt.DType:
     if hit is None:
         hit = _DTYPES[key] = dt.as_dtype(native)
     return hit
+
+
+def bfloat16_via_float32(xp, fn, a, *args):
+    """``fn(xp, a, *args)`` for a bfloat16 array ``a``: computed on a float32 copy and
+    rounded back, as PyTorch's CPU kernels compute bfloat16 (ml_dtypes' loops would widen
+    some results to float64, and NumPy's ``clip`` has none); None for another dtype."""
+    if dtype_of(a) is not dt.bfloat16:
+        return None
+    return xp.astype(fn(xp, xp.astype(a, xp.float32), *args), a.dtype)
 
 
 def _scalar_rank(s) -> int | None:
@@ -129,6 +141,10 @@ def with_array(xp, arr, s, exact=False):
                 return xp.astype(arr, xp.int64), s
             s = (s - lo) % (hi - lo + 1) + lo
         return arr, s
+    if rank == 2 and arank == 2 and dtype_of(arr) is dt.bfloat16:
+        # ml_dtypes' bfloat16 beside a Python float: NumPy gives float32; PyTorch keeps
+        # bfloat16 (Note [Promotion of bfloat16] in mdtensor/_dtypes.py)
+        return arr, xp.asarray(s, dtype=native)
     if rank is None or rank == arank or (rank and rank < arank):
         return arr, s
     if rank:  # a scalar of a higher kind
@@ -190,8 +206,8 @@ def promote_arrays(xp, a, b):
     if a.dtype == b.dtype:
         return a, b
     da, db = dtype_of(a), dtype_of(b)
-    if da.kind == db.kind:
-        return a, b
+    if da.kind == db.kind and da is not dt.bfloat16 and db is not dt.bfloat16:
+        return a, b  # (bfloat16's pairs: Note [Promotion of bfloat16] in _dtypes.py)
     target = dt.promote_types(da, db)
     native = getattr(xp, target.name)
     return (a if da is target else xp.astype(a, native),

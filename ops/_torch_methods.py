@@ -45,7 +45,8 @@ def _converter(dtype_name: str, torch_name: str):
     return convert
 
 
-_CONVERSIONS = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
+_CONVERSIONS = {"float": "float32", "double": "float64", "half": "float16",
+                "bfloat16": "bfloat16", "long": "int64",
                 "int": "int32", "short": "int16", "bool": "bool_", "cfloat": "complex64",
                 "cdouble": "complex128"}
 

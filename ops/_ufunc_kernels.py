@@ -40,7 +40,24 @@ class Ufunc:
 #: such pairs by its own rule (int64 + 0.5 is float64), mdtensor by PyTorch's (Note
 #: [Scalars of a higher kind] in mdtensor/_dtypes.py), so the ufunc kernels send them to
 #: the generic impl, whose scalar promotion follows the Meta kernels
-_HIGHER = {int: "b", float: "biu", complex: "biuf"}
+_HIGHER = {int: "b", float: "biuV", complex: "biuf"}
+# (``"V"``: NumPy's kind of ml_dtypes' bfloat16, which NumPy widens to float32 beside a
+# Python float: Note [bfloat16 in the ufunc kernels])
+
+# Note [bfloat16 in the ufunc kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ml_dtypes' loops promote bfloat16 by NumPy's rule, not PyTorch's (Note [Promotion of
+# bfloat16] in mdtensor/_dtypes.py): with int16 and wider integers to float32 or float64,
+# with a Python float to float32.  Its arrays are of NumPy kind ``"V"``, so the kernels of
+# two tensors of different dtypes, one of them of that kind, and a bfloat16 tensor with a
+# Python float, take the generic impl, which casts as the Meta kernels say.  Pairs of one
+# dtype, and every call without bfloat16, pay one dtype comparison.
+
+
+def _mixed_bfloat16(x, y) -> bool:
+    """Two arrays of different dtypes, one of them bfloat16 (Note [bfloat16 in the ufunc
+    kernels])."""
+    return x.dtype.kind == "V" or y.dtype.kind == "V"
 
 
 def _scalar_failure(e, name, fallback, args, arrays):
@@ -112,13 +129,17 @@ def ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Call
             d = a._device
             if b._device is not d:
                 raise device_mismatch(name, d, b._device)
+            x, y = a._data, b._data
+            if x.dtype is not y.dtype and _mixed_bfloat16(x, y):
+                return fallback(a, b)
             try:
-                return d.wrap(uf(a._data, b._data))
+                return d.wrap(uf(x, y))
             except (ValueError, TypeError) as e:  # Note [Errors from the backend]
                 raise_from_backend(name, e, (a._data, b._data))
     elif pos == (0, 1):
         def kernel(a, b, *rest, **kwargs):
-            if rest or kwargs:
+            if rest or kwargs or (a._data.dtype is not b._data.dtype
+                                  and _mixed_bfloat16(a._data, b._data)):
                 return fallback(a, b, *rest, **kwargs)
             d = a._device
             if b._device is not d:

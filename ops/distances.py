@@ -23,9 +23,12 @@ import math
 
 import numpy as np
 
+from mdtensor import _dtypes as dt
+
 from . import _meta_fns as mf
 from ._cpu_kernels import register_direct
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
+from ._promotion import bfloat16_via_float32, dtype_of
 from ._samples import make_array
 from .elementwise import FLOATS
 
@@ -67,6 +70,10 @@ def uses_products(p, compute_mode, rows1: int, rows2: int) -> bool:
 
 
 def _cdist(xp, x1, x2, p=2.0, compute_mode=None):
+    if dtype_of(x2) is dt.bfloat16:  # computed in float32 and rounded, as PyTorch's
+        r = bfloat16_via_float32(xp, _cdist, x1, xp.astype(x2, xp.float32), p, compute_mode)
+        if r is not None:
+            return r
     shape, _ = _meta(mf.ArraySpec(x1), mf.ArraySpec(x2), p, compute_mode)
     batch, (rows1, rows2), m = shape[:-2], shape[-2:], x1.shape[-1]
     x1 = xp.broadcast_to(x1, batch + (rows1, m))

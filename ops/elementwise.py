@@ -31,7 +31,7 @@ from . import _special, special_values
 from ._accepted import computed_dtype
 from ._bools import as_numbers, is_bool, with_bools_as_numbers
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
-from ._promotion import dtype_of, promote_scalar, with_array
+from ._promotion import bfloat16_via_float32, dtype_of, promote_scalar, with_array
 from ._samples import binary_samples, unary_samples
 
 __all__ = [
@@ -648,7 +648,8 @@ def _sigmoid(xp, a):
 
 
 def _erf(xp, a):
-    return _special.erf(xp, to_float(xp, a))
+    r = bfloat16_via_float32(xp, _special.erf, a)
+    return _special.erf(xp, to_float(xp, a)) if r is None else r
 
 
 def _erf_ref(a):
@@ -726,6 +727,9 @@ for _name in ("real", "imag"):
 
 
 def _clip(xp, a, min=None, max=None):
+    r = bfloat16_via_float32(xp, _clip, a, min, max)
+    if r is not None:
+        return r
     if _int_like(a):  # an int bound takes the tensor's dtype, as a scalar operand does
         min, max = (with_array(xp, a, v)[1] if type(v) is int else v for v in (min, max))
     if isinstance(min, (int, float)) and isinstance(max, (int, float)) and min > max:

@@ -15,6 +15,7 @@ import numpy as np
 from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
+from ._accepted import refuse_bfloat16
 from ._cpu_kernels import register_direct
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop
 from ._factory import deffactory
@@ -74,6 +75,7 @@ def _input_for(xp, name, x):
 
 def _fft_meta(name, many):
     def meta(x, *args, **kwargs):
+        refuse_bfloat16(f"fft_{name}", (x,))  # Note [Ops without bfloat16] in _accepted.py
         params = ("s", "axes", "norm") if many else ("n", "axis", "norm")
         kw = dict(zip(params, args), **kwargs)
         if many:

@@ -25,7 +25,9 @@ __all__: list[str] = []  # importing the chapter declares its ops; it exports no
 
 
 def _clean(xp, x, nan, posinf, neginf):
-    info = np.finfo(dt.as_dtype(x.dtype).numpy)
+    from mdtensor._namespace import finfo  # (NumPy's knows no bfloat16)
+
+    info = finfo(dt.as_dtype(x.dtype))
     hi = float(info.max) if posinf is None else posinf
     lo = float(info.min) if neginf is None else neginf
     x = xp.where(xp.isnan(x), xp.asarray(nan, dtype=x.dtype), x)

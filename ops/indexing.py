@@ -972,7 +972,7 @@ def _where(xp, condition, x, y):
     return xp.where(condition, x, y)
 
 
-_HIGHER = {int: "b", float: "biu", complex: "biuf"}  # as in ops/_ufunc_kernels.py
+_HIGHER = {int: "b", float: "biuV", complex: "biuf"}  # as in ops/_ufunc_kernels.py
 
 
 def _np_where(xp, condition, x, y):
@@ -984,8 +984,12 @@ def _np_where(xp, condition, x, y):
     # kernels' dtype.
     if condition.dtype.kind != "b":
         _bool_condition(dt.from_numpy_dtype(condition.dtype))
-    r = np.where(condition, x, y)
     tx, ty = type(x), type(y)
+    if tx is np.ndarray and ty is np.ndarray and x.dtype is not y.dtype and "V" in (
+            x.dtype.kind, y.dtype.kind):  # bfloat16 (Note [Promotion of bfloat16])
+        want = dt.promote_types(dt.from_numpy_dtype(x.dtype), dt.from_numpy_dtype(y.dtype))
+        x, y = x.astype(want.numpy), y.astype(want.numpy)
+    r = np.where(condition, x, y)
     if tx is np.ndarray and ty is np.ndarray:
         return r
     if (tx is np.ndarray and x.dtype.kind not in _HIGHER.get(ty, "")) or \

@@ -31,6 +31,7 @@ from numpy.linalg import _umath_linalg
 from mdtensor import _dtypes as dt
 
 from . import _meta_fns as mf
+from ._accepted import refuse_bfloat16
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from .elementwise import FLOATING
@@ -57,6 +58,7 @@ def _check(a, b, driver):
     if ad.kind not in "fc" or bd.kind not in "fc":
         bad = ad if ad.kind not in "fc" else bd
         raise TypeError(f"linalg.lstsq: expected floating or complex tensors, got {bad.name}")
+    refuse_bfloat16("linalg.lstsq", (a, b))  # Note [Ops without bfloat16] in _accepted.py
     if ad != bd:
         raise TypeError(f"linalg.lstsq: expected input and other of the same dtype, got "
                         f"{ad.name} and {bd.name}")

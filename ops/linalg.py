@@ -8,22 +8,42 @@ import math
 import numpy as np
 from numpy.linalg import _umath_linalg
 
+from mdtensor import _dtypes as dt
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
+from ._accepted import refuse_bfloat16
 from ._cpu_kernels import register_direct
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
 from ._errors import device_mismatch
 from ._linalg_meta import LINALG_METAS
+from ._promotion import bfloat16_via_float32, dtype_of
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC, to_float
 
 __all__ = ["LINALG_NAMES", "lapack"]
 
 
-def _matmul(xp, a, b):
+def _product(xp, a, b):
+    """``xp.matmul(a, b)``; bfloat16 operands multiplied as float32 and the product rounded
+    (Note [Products of bfloat16])."""
+    if dtype_of(a) is dt.bfloat16 and dtype_of(b) is dt.bfloat16:
+        f32 = xp.float32
+        return xp.astype(xp.matmul(xp.astype(a, f32), xp.astype(b, f32)), a.dtype)
     return xp.matmul(a, b)
+
+
+_matmul = _product
+
+
+# Note [Products of bfloat16]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ml_dtypes' ``np.matmul`` of two bfloat16 arrays accumulates in float32 and returns float32
+# (``np.dot`` returns bfloat16, also accumulated in float32); PyTorch's product of bfloat16
+# tensors is bfloat16, accumulated in float32.  The CPU kernel rounds what ``np.matmul``
+# returns back to bfloat16; the generic impl multiplies float32 copies and rounds (Dask
+# would otherwise add its blocks' float32 products into bfloat16, which NumPy refuses).
 
 
 def _matmul_samples(dtype, rng):
@@ -82,12 +102,17 @@ def _cpu_matmul(generic):
         x, y = a._data, b._data
         if x.dtype is _BOOL and y.dtype is _BOOL:  # refused (Note [Accepted dtypes])
             return generic(a, b)
+        if x.dtype is not y.dtype and (x.dtype.kind == "V" or y.dtype.kind == "V"):
+            return generic(a, b)  # Note [bfloat16 in the ufunc kernels] (_ufunc_kernels.py)
         try:
             if 0 < x.ndim <= 2 and 0 < y.ndim <= 2 and x.shape[-1] == y.shape[0]:
                 if x.ndim == 2 and y.ndim == 2 and x.shape[0] * y.shape[1] >= _LARGE:
-                    return d.wrap(matmul(x, y))  # Note [Large products through np.matmul]
+                    r = matmul(x, y)  # Note [Large products through np.matmul]
+                    # Note [Products of bfloat16]
+                    return d.wrap(r.astype(x.dtype) if x.dtype.kind == "V" else r)
                 return d.wrap(dot(x, y))
-            return d.wrap(matmul(x, y))
+            r = matmul(x, y)
+            return d.wrap(r.astype(x.dtype) if x.dtype.kind == "V" else r)
         except (ValueError, TypeError) as e:  # Note [Errors from the backend]
             raise_from_backend(name, e, (x, y))
 
@@ -123,7 +148,7 @@ def cpu_kernel(aten_name: str, direct, arity: int = 2) -> None:
 
 def _mH(xp, x):
     t = xp.matrix_transpose(x)
-    return xp.conj(t) if xp.isdtype(t.dtype, "complex floating") else t
+    return xp.conj(t) if dtype_of(t).kind == "c" else t
 
 
 def _sum_to(xp, x, shape):
@@ -140,7 +165,7 @@ def _sum_to(xp, x, shape):
 
 def _real_for(xp, gx, x):
     """The real part of a complex gradient ``gx`` of a real argument ``x``."""
-    if xp.isdtype(gx.dtype, "complex floating") and not xp.isdtype(x.dtype, "complex floating"):
+    if dtype_of(gx).kind == "c" and dtype_of(x).kind != "c":
         return xp.real(gx)
     return gx
 
@@ -188,12 +213,12 @@ def _matmul_backward(xp, g, a, b, mask):
         g2 = xp.expand_dims(g2, axis=-1)
     ga = gb = None
     if need_a:
-        ga = xp.matmul(g2, _mH(xp, b2))
+        ga = _product(xp, g2, _mH(xp, b2))
         if a.ndim == 1:
             ga = xp.squeeze(ga, axis=-2)
         ga = _real_for(xp, _sum_to(xp, ga, a.shape), a)
     if need_b:
-        gb = xp.matmul(_mH(xp, a2), g2)
+        gb = _product(xp, _mH(xp, a2), g2)
         if b.ndim == 1:
             gb = xp.squeeze(gb, axis=-1)
         gb = _real_for(xp, _sum_to(xp, gb, b.shape), b)
@@ -201,7 +226,7 @@ def _matmul_backward(xp, g, a, b, mask):
 
 
 def _conj(xp, x):
-    return xp.conj(x) if xp.isdtype(x.dtype, "complex floating") else x
+    return xp.conj(x) if dtype_of(x).kind == "c" else x
 
 
 def _cpu_matmul_backward(generic):
@@ -333,6 +358,20 @@ _FLOAT_RESULTS = {"cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv"
                   "vector_norm"}
 
 
+#: the linalg functions PyTorch's CPU kernels refuse bfloat16 for (Note [Ops without
+#: bfloat16] in ops/_accepted.py)
+_NO_BFLOAT16 = frozenset({"cholesky", "det", "eigh", "eigvalsh", "eig", "eigvals", "inv",
+                          "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals"})
+
+
+def _without_bfloat16(op, meta):
+    """``meta`` refusing bfloat16 operands first (Note [Ops without bfloat16])."""
+    def checked(*args, **kwargs):
+        refuse_bfloat16(op, args)
+        return meta(*args, **kwargs)
+    return checked
+
+
 def _of_float_inputs(meta):
     """``meta`` of a function whose integer and bool inputs compute in float32 (Note
     [Integer inputs of float functions] in ops/elementwise.py): it sees them as the default
@@ -386,10 +425,14 @@ def _linalg(name, schema_args, returns="Tensor", *, top_level=False, samples=Non
     floating = name in _FLOAT_RESULTS
     square = name in _SQUARE
     checks = meta or LINALG_METAS.get(name)
+    if name in _NO_BFLOAT16 and checks is not None:
+        checks = _without_bfloat16(f"linalg.{name}", checks)
     # the Meta device sees the integers of a float function as float32
     meta = _of_float_inputs(checks) if floating and checks is not None else checks
 
     def impl(xp, *args, **kwargs):
+        if name in _NO_BFLOAT16:
+            refuse_bfloat16(f"linalg.{name}", args)
         if square:
             _check_square(name, args[0])
         if floating:  # Note [Integer inputs of float functions] in ops/elementwise.py
@@ -780,6 +823,9 @@ def _matrix_norm_samples(dtype, rng):
 
 
 def _matrix_norm_fro(xp, x, keepdims=False, ord="fro"):
+    r = bfloat16_via_float32(xp, _matrix_norm_fro, x, keepdims, ord)  # (as PyTorch's)
+    if r is not None:
+        return r
     # The Frobenius norm is the 2-norm of the elements, scaled (Note [Scaled norms]).
     if ord == "fro" and x.ndim >= 2:
         return _vector_norm(xp, x, axis=(-2, -1), keepdims=keepdims, ord=2)
@@ -796,6 +842,10 @@ def _matrix_norm_fro(xp, x, keepdims=False, ord="fro"):
 
 
 def _vecdot(xp, a, b, axis=-1):
+    if dtype_of(b) is dt.bfloat16:  # Note [Products of bfloat16]
+        r = bfloat16_via_float32(xp, _vecdot, a, xp.astype(b, xp.float32), axis)
+        if r is not None:
+            return r
     # operands broadcast first, as PyTorch's (conj(a) * b).sum(axis) (NumPy's gufunc wants
     # both to have the axis)
     if len(a.shape) != len(b.shape) or tuple(a.shape) != tuple(b.shape):
@@ -818,10 +868,10 @@ def _matrix_power(xp, x, n):
     power = x
     while n:
         if n & 1:
-            result = xp.matmul(result, power)
+            result = _product(xp, result, power)
         n >>= 1
         if n:
-            power = xp.matmul(power, power)
+            power = _product(xp, power, power)
     return result
 
 
@@ -993,12 +1043,12 @@ cpu_kernel("linalg_vector_norm", _np_vector_norm, arity=1)
 
 def _mm(xp, a, b):
     _mm_meta(mf.ArraySpec(a), mf.ArraySpec(b))  # the same named errors on every backend
-    return xp.matmul(a, b)
+    return _product(xp, a, b)
 
 
 def _bmm(xp, a, b):
     _bmm_meta(mf.ArraySpec(a), mf.ArraySpec(b))
-    return xp.matmul(a, b)
+    return _product(xp, a, b)
 
 
 def _bmm_meta(a, b):

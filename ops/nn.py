@@ -15,6 +15,7 @@ from mdtensor.dispatch.namespaces import aten_calls as aten
 
 from . import _meta_fns as mf
 from ._decl import OpInfo, SampleInput, defop
+from ._promotion import bfloat16_via_float32
 from ._samples import make_array, unary_samples
 from ._special import erf
 from .elementwise import FLOATS, to_float
@@ -113,6 +114,9 @@ _SQRT1_2 = 1 / math.sqrt(2.0)
 
 
 def _gelu(xp, x, approximate="none"):
+    r = bfloat16_via_float32(xp, _gelu, x, approximate)  # (NumPy: 0.5 * x is float32)
+    if r is not None:
+        return r
     x = to_float(xp, x)
     if approximate == "tanh":
         c = math.sqrt(2.0 / math.pi)

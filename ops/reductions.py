@@ -30,7 +30,7 @@ from ._cpu_reductions import (
 )
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
 from ._errors import axis_check
-from ._promotion import astype_as_pytorch
+from ._promotion import astype_as_pytorch, dtype_of
 from ._samples import make_array, unary_samples
 from .elementwise import FLOATING, FLOATS, NUMERIC, REAL, REAL_KINDS, to_float
 
@@ -43,6 +43,10 @@ _axis = mf.backend_axis  # Note [Axes of 0-d tensors] in ops/_meta_fns.py
 
 
 def _sum(xp, x, axis=None, keepdims=False, *, dtype=None):
+    if dtype is None and dtype_of(x) is dt.bfloat16:  # Note [Sums of bfloat16]
+        r = xp.sum(xp.astype(x, xp.float32), axis=_axis("sum", x.ndim, axis),
+                   keepdims=keepdims)
+        return xp.astype(r, x.dtype)
     return xp.sum(x, axis=_axis("sum", x.ndim, axis), keepdims=keepdims,
                   dtype=dtype and _native(xp, dtype))
 
@@ -87,7 +91,9 @@ def _cpu_sum():
             try:
                 # Positional: reduce(array, axis, dtype, out, keepdims); the fewer, the
                 # faster
-                if dtype is None and not keepdims:
+                if x.dtype.kind == "V" and dtype is None:  # Note [Sums of bfloat16]
+                    r = np.asarray(add_reduce(x, axis, np.float32, None, keepdims), x.dtype)
+                elif dtype is None and not keepdims:
                     r = add_reduce(x, axis)
                 else:
                     r = add_reduce(x, axis, dtype and _native(np, dtype), None, keepdims)
@@ -114,6 +120,12 @@ def _cpu_sum():
 # as in NumPy; NumPy's floating-point warnings differ, as PyTorch has none: inf + -inf gives
 # nan silently, and a float32 overflow warns in the final cast, not in the reduction.
 _SMALL_SUM = 32
+
+# Note [Sums of bfloat16]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# ml_dtypes' loops add bfloat16 in bfloat16: a sum of 1000 ones stops at 256 (the spacing
+# of bfloat16 there is 2).  PyTorch's CPU kernels, and XLA's, accumulate bfloat16 in
+# float32 and round once; so do the CPU sum and the mean of every backend here.
 
 
 _REDUCE_SAMPLES = unary_samples(None, kwargs=({}, {"axis": 0}, {"axis": -1, "keepdims": True}))
@@ -160,6 +172,10 @@ def _mean(xp, x, axis=None, keepdims=False):
     x = to_float(xp, x)
     if 0 in x.shape and _count(x.shape, axis) == 0:  # Note [Reductions of too few elements]
         return _nans(xp, x, axis, keepdims)
+    if dtype_of(x) is dt.bfloat16:  # Note [Sums of bfloat16]
+        r = xp.mean(xp.astype(x, xp.float32), axis=_axis("mean", x.ndim, axis),
+                    keepdims=keepdims)
+        return xp.astype(r, x.dtype)
     return xp.mean(x, axis=_axis("mean", x.ndim, axis), keepdims=keepdims)
 
 
@@ -322,7 +338,8 @@ def _moments(name, root):
     return impl
 
 
-_WIDE = {"float32": "float64", "float16": "float64", "complex64": "complex128"}
+_WIDE = {"float32": "float64", "float16": "float64", "bfloat16": "float64",
+         "complex64": "complex128"}
 _REAL = {"complex64": "float32", "complex128": "float64"}
 _var, _std = _moments("var", False), _moments("std", True)
 

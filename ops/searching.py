@@ -375,7 +375,10 @@ def _astype(xp, x, dtype, *, copy=True, device=None):
     del native_dtype
     if target.kind != "c" and dt.as_dtype(x.dtype).kind == "c":
         return astype_as_pytorch(xp, x, target)  # the real part (PyTorch, NumPy)
-    return xp.astype(x, getattr(xp, target.name), copy=copy)
+    native = getattr(xp, target.name, None)
+    if native is None:  # array_api_strict has no bfloat16
+        raise TypeError(f"astype: the backend of this tensor has no {target.name}")
+    return xp.astype(x, native, copy=copy)
 
 
 defop("astype(Tensor self, ScalarType dtype, *, bool copy=True, Device? device=None)"

@@ -18,6 +18,7 @@ import numpy as np
 from . import _gamma, _special
 from . import _meta_fns as mf
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._promotion import bfloat16_via_float32
 from ._samples import make_array, unary_samples
 from .elementwise import FLOATS, REAL_KINDS, to_float
 
@@ -48,7 +49,8 @@ def _math_ref(fn):
 
 def _unary(name: str, fn, ref, domain=None) -> None:
     def impl(xp, a):
-        return fn(xp, to_float(xp, a))
+        r = bfloat16_via_float32(xp, fn, a)
+        return fn(xp, to_float(xp, a)) if r is None else r
 
     impl.__name__ = f"_{name}"
     defop(f"{name}(Tensor self) -> Tensor", impl=impl, structured=True, meta=mf.unary_float,
@@ -65,7 +67,8 @@ _unary("digamma", _gamma.digamma, _scipy_ref("digamma"), domain="positive")
 def _polygamma(xp, n, a):
     if n < 0:
         raise ValueError(f"polygamma: n must be non-negative, got {n}")
-    return _gamma.polygamma(xp, n, to_float(xp, a))
+    r = bfloat16_via_float32(xp, lambda xp, a: _gamma.polygamma(xp, n, a), a)
+    return _gamma.polygamma(xp, n, to_float(xp, a)) if r is None else r
 
 
 def _polygamma_meta(n, x):

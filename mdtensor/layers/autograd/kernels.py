@@ -370,7 +370,8 @@ def _functional_factory(op, plan):
                 args = (v, b)
                 out = entry(v, b)
             try:  # out._is_floating(), inlined for dtypes with NumPy's ``kind``
-                floating = out._data.dtype.kind in "fc"
+                # ("V": ml_dtypes' bfloat16, Note [bfloat16 through ml_dtypes])
+                floating = out._data.dtype.kind in "fcV"
             except AttributeError:  # (array_api_strict's have none)
                 floating = out._is_floating()
             if not floating:

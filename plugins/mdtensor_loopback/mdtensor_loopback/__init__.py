@@ -82,7 +82,10 @@ class LoopbackBackend(Backend):
         dst[...] = src
 
     def native_dtype(self, dtype):
-        return getattr(self._xp, dtype.name)
+        native = getattr(self._xp, dtype.name, None)
+        if native is None:  # md.bfloat16: array_api_strict has none
+            raise TypeError(f"the loopback backend (array_api_strict) has no {dtype.name}")
+        return native
 
     def dtype_from_native(self, native):
         from mdtensor._dtypes import dtype_from_name
