@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from mdtensor.dispatch.keys import DispatchKey
 
 from ._decl import register_leaf
@@ -27,7 +25,9 @@ from ._impl_kernels import result_tuple
 
 __all__ = ["generic_kernel", "register_cpu", "register_cpu_kernel", "register_direct"]
 
-_BOOL = np.dtype(bool)
+#: the dtype kinds the direct kernels compute: not bool, nor ml_dtypes' bfloat16 (kind 'V',
+#: whose products and norms round through float32 in the generic kernels)
+_KINDS = "iufc"
 
 
 def generic_kernel(op) -> Callable:
@@ -48,8 +48,8 @@ def register_direct(op, direct: Callable, arity: int = 1) -> None:
     ``direct(*arrays, *rest, **kwargs)`` -- the op's ``arity`` leading Tensor arguments as
     arrays, the other arguments as given -- returns the result (an array, or a tuple of
     arrays for an op returning several Tensors), or None where the generic kernel must
-    decide (Note [Hand-written CPU kernels]).  Operands on different devices, or bool
-    ones, go to the generic kernel."""
+    decide (Note [Hand-written CPU kernels]).  Operands on different devices, bool or
+    bfloat16 ones go to the generic kernel."""
     result = len(op.schema.returns) > 1 and (lambda d, out: tuple(d.wrap(o) for o in out))
 
     def build(generic):
@@ -57,7 +57,7 @@ def register_direct(op, direct: Callable, arity: int = 1) -> None:
             def kernel(a, b, *rest, **kwargs):
                 d = a._device
                 x, y = a._data, b._data
-                if b._device is d and x.dtype is not _BOOL and y.dtype is not _BOOL:
+                if b._device is d and x.dtype.kind in _KINDS and y.dtype.kind in _KINDS:
                     out = direct(x, y, *rest, **kwargs)
                     if out is not None:
                         return result(d, out) if result else d.wrap(out)
@@ -65,7 +65,7 @@ def register_direct(op, direct: Callable, arity: int = 1) -> None:
         else:
             def kernel(a, *rest, **kwargs):
                 x = a._data
-                if x.dtype is not _BOOL:
+                if x.dtype.kind in _KINDS:
                     out = direct(x, *rest, **kwargs)
                     if out is not None:
                         d = a._device

@@ -252,7 +252,7 @@ def test_matmul_gradients_are_bfloat16(torch, bf_device):
 
 
 def test_loopback_has_no_bfloat16():
-    from tests._helpers import backend_installed
+    from _helpers import backend_installed
 
     if not backend_installed("loopback"):
         pytest.skip("the loopback plugin is not installed")
