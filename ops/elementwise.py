@@ -33,6 +33,7 @@ from ._bools import as_numbers, is_bool, with_bools_as_numbers
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
 from ._promotion import dtype_of, promote_scalar, with_array
 from ._samples import binary_samples, unary_samples
+from ._scipy_special import unary_kernel
 
 __all__ = [
     "ALL",
@@ -647,6 +648,18 @@ def _sigmoid(xp, a):
     return xp.divide(1, xp.add(1, xp.exp(xp.negative(a))))
 
 
+def _np_sigmoid(xp, a):
+    """sigmoid on NumPy without SciPy (Note [SciPy on NumPy] in ops/_scipy_special.py):
+    ``1 / (1 + exp(-a))`` in one temporary."""
+    if a.dtype.kind != "f":
+        return _sigmoid(xp, a)
+    t = np.negative(a)
+    np.exp(t, t)
+    one = np.ones((), t.dtype)
+    np.add(t, one, t)
+    return np.divide(one, t, t)
+
+
 def _erf(xp, a):
     return _special.erf(xp, to_float(xp, a))
 
@@ -671,6 +684,7 @@ for _name, _domain in _FLOAT_UNARY.items():
         continue
     if _name == "sigmoid":
         defop("sigmoid(Tensor self) -> Tensor", impl=_sigmoid, structured=True,
+              cpu_impl=unary_kernel("expit", _np_sigmoid),
               meta=mf.unary_float, tags=("pointwise",),
               info=OpInfo(ref=lambda a: 1 / (1 + np.exp(-a)), dtypes=FLOATS,
                           samples=unary_samples(None)), methods=("sigmoid",))

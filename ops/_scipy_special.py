@@ -1,0 +1,51 @@
+"""SciPy's special functions as NumPy kernels of mdtensor's (``scipy.special``'s C ufuncs).
+
+Note [SciPy on NumPy]
+~~~~~~~~~~~~~~~~~~~~~
+The special functions (``erf``, ``erfc``, ``erfinv``, ``lgamma``, ``digamma``,
+``polygamma``, ``sigmoid``, exact ``gelu``) are written once against the Array API
+(ops/_special.py, ops/_gamma.py): dozens of array operations each, 60-150 us on a 16x16
+array.  On NumPy, ``scipy.special`` has the same functions as C ufuncs (1-15 us), so where
+SciPy imports the CPU kernels call them for float32 and float64 arrays (its loops for
+other dtypes compute in float32 or float64 and would change the result's dtype); other
+dtypes, the other backends and an install without SciPy keep the Array API kernel.  SciPy
+is an optional dependency: it is imported by the first call that wants it, never by
+``import mdtensor``.  The two agree within the OpInfo tolerances, which the sweep checks on
+both; where SciPy's special values differ from PyTorch's (``digamma(-inf)``, ...) the kernel
+that calls it says so and fixes them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["scipy_special", "unary_kernel"]
+
+#: ufunc name -> the ufunc, or None where SciPy (or the function) is missing
+_FOUND: dict = {}
+
+
+def scipy_special(name: str):
+    """``scipy.special.<name>``, or None without SciPy (Note [SciPy on NumPy])."""
+    try:
+        return _FOUND[name]
+    except KeyError:
+        pass
+    try:
+        from scipy import special
+    except ImportError:
+        special = None
+    fn = _FOUND[name] = getattr(special, name, None)
+    return fn
+
+
+def unary_kernel(name: str, generic):
+    """The CPU impl ``impl(xp, a)`` calling ``scipy.special.<name>`` on float32 and float64
+    arrays, ``generic`` (the Array API impl) on the rest or without SciPy."""
+    def impl(xp, a):
+        if a.dtype.char in "fd":
+            fn = scipy_special(name)
+            if fn is not None:
+                return fn(a)
+        return generic(xp, a)
+
+    impl.__name__ = f"scipy_{name}"
+    return impl
