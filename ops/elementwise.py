@@ -95,14 +95,24 @@ def _is_ufunc(name: str) -> bool:
 #: kernels keep the generic impl.  tests/test_opinfo.py checks this list against
 #: array-api-compat.
 COMPAT_WRAPPED = frozenset({"ceil", "floor", "trunc", "sign"})
+#: the dtype kinds for which array-api-compat's wrapper of a ``COMPAT_WRAPPED`` ufunc calls
+#: the ufunc as it is (NumPy >= 2 rounds integers to themselves; ``sign`` differs for
+#: complex numbers only): their CPU kernels call the ufunc for these kinds (tests/
+#: test_opinfo.py checks they agree)
+COMPAT_SAME_KINDS = {"ceil": "iuf", "floor": "iuf", "trunc": "iuf", "sign": "iuf"}
 
 
 def _cpu_ufunc(name: str, floats_only: bool, kinds: str = "fc") -> Ufunc | None:
     """The direct CPU kernel of ``name`` (Note [NumPy fast impls] in ops/_decl.py)."""
     fn = getattr(np, name, None)
-    if isinstance(fn, np.ufunc) and name not in COMPAT_WRAPPED:
-        return Ufunc(fn, floats_only, kinds)
-    return None
+    if not isinstance(fn, np.ufunc):
+        return None
+    if name in COMPAT_WRAPPED:
+        same = COMPAT_SAME_KINDS.get(name)
+        if same is None:
+            return None
+        return Ufunc(fn, True, "".join(k for k in kinds if k in same) if floats_only else same)
+    return Ufunc(fn, floats_only, kinds)
 
 
 _TAKES_OUT: dict = {}
@@ -131,14 +141,16 @@ def to_float(xp, a):
 
 def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=None,
           names=None, methods=None, structured=True, domain=None, complex_special=False,
-          generic=None, accepts=None, cpu_kinds=None):
+          generic=None, accepts=None, cpu_kinds=None, cpu_ufunc=None):
     """A pointwise unary op.  ``complex_special``: NumPy's function misses the standard's
     complex special values too, so the generic impl applies them for every backend (Note
     [Special values] in ops/special_values.py; the CPU ufunc kernel then serves real
     dtypes only, and complex out=/in-place calls compute and copy).  ``generic(xp, a)``
     replaces the backend function ``xp.<xp_name>`` of a function that is not a float
     function in the generic impl (the CPU ufunc kernel still calls NumPy's, for the dtype
-    kinds ``cpu_kinds`` only when given)."""
+    kinds ``cpu_kinds`` only when given).  ``cpu_ufunc``: the NumPy ufunc the CPU kernel
+    calls where NumPy's function of the name is none (``round``: ``rint``), for
+    ``cpu_kinds``."""
     if float_fn and generic is not None:
         raise ValueError(f"unary {name!r}: generic= is for functions that are not float_fn")
     fn = attrgetter(xp_name or name)
@@ -165,8 +177,9 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
             return True
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     # With a complex fix the ufunc kernel serves real floats only (complex takes ``impl``).
-    cpu = _cpu_ufunc(xp_name or name, float_fn or complex_special or bool(cpu_kinds),
-                     kinds=cpu_kinds or ("f" if complex_special else "fc"))
+    cpu = (Ufunc(cpu_ufunc, True, cpu_kinds) if cpu_ufunc is not None else
+           _cpu_ufunc(xp_name or name, float_fn or complex_special or bool(cpu_kinds),
+                      kinds=cpu_kinds or ("f" if complex_special else "fc")))
     return defop(
         f"{name}(Tensor self) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured,
@@ -606,7 +619,7 @@ unary("square", dtypes=NUMERIC, generic=_square, meta=_square_meta, cpu_kinds="i
 unary("ceil", dtypes=REAL, accepts=NUMBER_KINDS)
 unary("floor", dtypes=REAL, accepts=NUMBER_KINDS)
 unary("trunc", dtypes=REAL, accepts=NUMBER_KINDS)
-unary("round", dtypes=NUMERIC, accepts="iufc")
+unary("round", dtypes=NUMERIC, accepts="iufc", cpu_ufunc=np.rint, cpu_kinds="fc")
 def _conj(xp, a):
     # The conjugate of a real number is itself, in its own dtype (NumPy's conjugate of a
     # bool is int8)
