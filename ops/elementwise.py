@@ -543,13 +543,17 @@ def _logical(name):
 
     impl.__name__ = name
     info = OpInfo(ref=getattr(np, name), dtypes=ALL, samples=binary_samples(None))
+    # NumPy's logical ufuncs take any dtype as PyTorch's do (nonzero is True, nan too)
+    cpu = Ufunc(getattr(np, name))
     decl = defop(f"{name}.Tensor(Tensor self, Tensor other) -> Tensor", impl=impl,
-                 meta=mf.compare, tags=("pointwise",), info=info, methods=(name,))
+                 cpu_impl=cpu, meta=mf.compare, tags=("pointwise",), info=info,
+                 methods=(name,))
     # the impl makes both operands bool itself: no scalar promotion first
     defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl, meta=mf.compare,
-          tags=("pointwise",), decl=decl, promote_scalars=False)
+          cpu_impl=cpu, tags=("pointwise",), decl=decl, promote_scalars=False)
     defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", impl=impl,
-          meta=mf.compare, tags=("pointwise",), decl=decl, promote_scalars=False)
+          cpu_impl=cpu, meta=mf.compare, tags=("pointwise",), decl=decl,
+          promote_scalars=False)
 
 
 for _name in ("logical_and", "logical_or", "logical_xor"):
@@ -632,6 +636,7 @@ unary("bitwise_not", xp_name="bitwise_invert", dtypes=BOOL + INTS,
       ref=np.invert, accepts=INT_KINDS)
 defop("logical_not(Tensor self) -> Tensor",
       impl=lambda xp, a: xp.logical_not(_as_bool(xp, a)), meta=mf.compare_unary,
+      cpu_impl=Ufunc(np.logical_not),
       tags=("pointwise",), methods=("logical_not",),
       info=OpInfo(ref=np.logical_not, dtypes=ALL, samples=unary_samples(None)))
 
