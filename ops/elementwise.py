@@ -193,10 +193,11 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
 
 def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC, ref=None,
            names=None, methods=None, structured=True, domain=None, reflected=True,
-           impl=None, generic=None, comparison=False, tags=(), accepts=None):
+           impl=None, generic=None, comparison=False, tags=(), accepts=None, cpu=None):
     """A pointwise binary op with its Tensor, Scalar and reflected overloads.  ``impl``
     replaces the backend function ``xp.<xp_name>``; it then serves every backend (no
-    ufunc CPU kernel) and out=/in-place variants compute it and copy.  ``generic(xp, a, b)``
+    ufunc CPU kernel unless ``cpu`` gives one: a ``Ufunc`` for the dtype kinds where NumPy's
+    ufunc computes what ``impl`` does) and out=/in-place variants compute it and copy.  ``generic(xp, a, b)``
     replaces it in the generic impl only (the CPU ufunc kernel still calls NumPy's)."""
     fn = attrgetter(xp_name or name)
     own = impl is not None
@@ -224,7 +225,8 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
 
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     info = OpInfo(ref=ref, dtypes=dtypes, samples=binary_samples(domain))
-    cpu = None if own else _cpu_ufunc(xp_name or name, float_fn)
+    if cpu is None and not own:
+        cpu = _cpu_ufunc(xp_name or name, float_fn)
     promote = ("exact" if comparison else True) if not float_fn or own else False
     decl = defop(
         f"{name}.Tensor(Tensor self, Tensor other) -> Tensor",
@@ -416,8 +418,11 @@ def _remainder(xp, a, b):
 
 binary("floor_divide", dtypes=REAL, domain="nonzero", impl=_floor_divide, accepts=NUMBER_KINDS,
        ref=lambda a, b: _floor_divide(np, a, b), tags=("checks_values",))
+# Floating operands divide by zero without an error (Note [Integer division by zero]):
+# NumPy's ufunc is the impl for them.
 binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",), accepts=NUMBER_KINDS,
-       methods=("remainder",), impl=_remainder, ref=np.remainder, tags=("checks_values",))
+       methods=("remainder",), impl=_remainder, ref=np.remainder, tags=("checks_values",),
+       cpu=Ufunc(np.remainder, True, "f"))
 
 
 def _fmod(xp, a, b):
@@ -435,12 +440,16 @@ def _fmod(xp, a, b):
     return xp.where(fix, r - b, r)
 
 
+# On NumPy, floating operands take C's fmod itself (np.fmod), which is exact and gives
+# what the generic impl computes: the dividend's sign, fmod(x, +-inf) = x, nan at 0.
+_fmod_cpu = Ufunc(np.fmod, True, "f")
 defop("fmod.Tensor(Tensor self, Tensor other) -> Tensor", impl=_fmod, meta=mf.binary,
+      cpu_impl=_fmod_cpu,
       tags=("pointwise", "checks_values"), accepts=NUMBER_KINDS, methods=("fmod",),
       names=("fmod",),
       info=OpInfo(ref=np.fmod, dtypes=REAL, samples=binary_samples("nonzero")))
 defop("fmod.Scalar(Tensor self, Scalar other) -> Tensor", impl=_fmod, meta=mf.binary,
-      tags=("pointwise",), decl=_declaration("fmod"))
+      cpu_impl=_fmod_cpu, tags=("pointwise",), decl=_declaration("fmod"))
 
 
 def _pow(xp, a, b):
