@@ -17,6 +17,8 @@ that calls it says so and fixes them.
 
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = ["scipy_special", "unary_kernel"]
 
 #: ufunc name -> the ufunc, or None where SciPy (or the function) is missing
@@ -37,14 +39,21 @@ def scipy_special(name: str):
     return fn
 
 
-def unary_kernel(name: str, generic):
+def unary_kernel(name: str, generic, fix=None):
     """The CPU impl ``impl(xp, a)`` calling ``scipy.special.<name>`` on float32 and float64
-    arrays, ``generic`` (the Array API impl) on the rest or without SciPy."""
+    arrays, ``generic`` (the Array API impl) on the rest or without SciPy.  ``fix(out)``
+    mends SciPy's result in place where its special values differ from ``generic``'s."""
     def impl(xp, a):
         if a.dtype.char in "fd":
             fn = scipy_special(name)
             if fn is not None:
-                return fn(a)
+                if fix is None:
+                    return fn(a)
+                out = fn(a)
+                if not a.ndim:  # a ufunc's 0-d result is a NumPy scalar
+                    out = np.asarray(out)
+                fix(out)
+                return out
         return generic(xp, a)
 
     impl.__name__ = f"scipy_{name}"

@@ -197,8 +197,9 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
     """A pointwise binary op with its Tensor, Scalar and reflected overloads.  ``impl``
     replaces the backend function ``xp.<xp_name>``; it then serves every backend (no
     ufunc CPU kernel unless ``cpu`` gives one: a ``Ufunc`` for the dtype kinds where NumPy's
-    ufunc computes what ``impl`` does) and out=/in-place variants compute it and copy.  ``generic(xp, a, b)``
-    replaces it in the generic impl only (the CPU ufunc kernel still calls NumPy's)."""
+    ufunc computes what ``impl`` does) and out=/in-place variants compute it and copy.
+    ``generic(xp, a, b)`` replaces it in the generic impl only (the CPU ufunc kernel still
+    calls NumPy's)."""
     fn = attrgetter(xp_name or name)
     own = impl is not None
     if not own and float_fn:
@@ -696,6 +697,7 @@ def _erf_ref(a):
 
 
 defop("erf(Tensor self) -> Tensor", impl=_erf, structured=True, meta=mf.unary_float,
+      cpu_impl=unary_kernel("erf", _erf),
       tags=("pointwise",), names=("erf",), methods=("erf",), accepts=REAL_KINDS,
       info=OpInfo(ref=_erf_ref, dtypes=FLOATS, samples=unary_samples(None)))
 
