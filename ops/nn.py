@@ -16,6 +16,7 @@ from mdtensor.dispatch.namespaces import aten_calls as aten
 from . import _meta_fns as mf
 from ._decl import OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
+from ._scipy_special import scipy_special
 from ._special import erf
 from .elementwise import FLOATS, to_float
 
@@ -45,6 +46,19 @@ def _gelu(xp, x, approximate="none"):
     return x * 0.5 * (1.0 + erf(xp, x * _SQRT1_2))
 
 
+def _np_gelu(xp, x, approximate="none"):
+    """Exact gelu on NumPy with SciPy's erf (Note [SciPy on NumPy] in
+    ops/_scipy_special.py), PyTorch's formula in one temporary."""
+    erf_ufunc = scipy_special("erf") if approximate == "none" and x.ndim else None
+    if erf_ufunc is None or x.dtype.char not in "fd":
+        return _gelu(xp, x, approximate)
+    t = _mul(x, _SQRT1_2)
+    erf_ufunc(t, out=t)
+    _add(t, 1.0, t)
+    _mul(t, x, t)
+    return _mul(t, 0.5, t)
+
+
 def _gelu_ref(x, approximate="none"):
     from math import erf
     if approximate == "tanh":
@@ -55,6 +69,7 @@ def _gelu_ref(x, approximate="none"):
 
 
 defop("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", impl=_gelu, meta=mf.unary_float,
+      cpu_impl=_np_gelu,
       tags=("pointwise",), methods=("gelu",), accepts="biuf",
       info=OpInfo(ref=_gelu_ref, dtypes=FLOATS, rtol=1e-6, atol=1e-6,
                   samples=unary_samples(None, kwargs=({}, {"approximate": "tanh"}))))
@@ -104,6 +119,7 @@ def _scalar_or_empty(xp, x, dim, fn):
 _max_reduce = np.maximum.reduce
 _sum_reduce = np.add.reduce
 _mul, _sub, _div, _exp, _log = np.multiply, np.subtract, np.divide, np.exp, np.log
+_add = np.add
 _ndarray = np.ndarray
 
 
