@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["scipy_special", "unary_kernel"]
+__all__ = ["on_numpy", "scipy_special", "unary_kernel"]
 
 #: ufunc name -> the ufunc, or None where SciPy (or the function) is missing
 _FOUND: dict = {}
@@ -39,12 +39,19 @@ def scipy_special(name: str):
     return fn
 
 
+def on_numpy(a) -> bool:
+    """Whether ``a`` is a float32 or float64 NumPy array, which SciPy's ufuncs serve."""
+    return type(a) is np.ndarray and a.dtype.char in "fd"
+
+
 def unary_kernel(name: str, generic, fix=None):
-    """The CPU impl ``impl(xp, a)`` calling ``scipy.special.<name>`` on float32 and float64
-    arrays, ``generic`` (the Array API impl) on the rest or without SciPy.  ``fix(out)``
-    mends SciPy's result in place where its special values differ from ``generic``'s."""
+    """The impl ``impl(xp, a)`` calling ``scipy.special.<name>`` on float32 and float64
+    NumPy arrays, ``generic`` (the Array API impl) on the rest or without SciPy.  It is
+    both the op's impl and its CPU impl: the in-place and ``out=`` kernels, which call the
+    impl, then compute what the functional CPU kernel computes.  ``fix(out)`` mends
+    SciPy's result in place where its special values differ from ``generic``'s."""
     def impl(xp, a):
-        if a.dtype.char in "fd":
+        if type(a) is np.ndarray and a.dtype.char in "fd":
             fn = scipy_special(name)
             if fn is not None:
                 if fix is None:

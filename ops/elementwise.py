@@ -696,8 +696,9 @@ def _erf_ref(a):
     return np.vectorize(math.erf, otypes=[np.float64])(a).astype(a.dtype)
 
 
-defop("erf(Tensor self) -> Tensor", impl=_erf, structured=True, meta=mf.unary_float,
-      cpu_impl=unary_kernel("erf", _erf),
+_erf_impl = unary_kernel("erf", _erf)
+defop("erf(Tensor self) -> Tensor", impl=_erf_impl, structured=True, meta=mf.unary_float,
+      cpu_impl=_erf_impl,
       tags=("pointwise",), names=("erf",), methods=("erf",), accepts=REAL_KINDS,
       info=OpInfo(ref=_erf_ref, dtypes=FLOATS, samples=unary_samples(None)))
 
@@ -712,8 +713,8 @@ for _name, _domain in _FLOAT_UNARY.items():
                           samples=unary_samples("positive")), methods=("rsqrt",))
         continue
     if _name == "sigmoid":
-        defop("sigmoid(Tensor self) -> Tensor", impl=_sigmoid, structured=True,
-              cpu_impl=unary_kernel("expit", _np_sigmoid),
+        defop("sigmoid(Tensor self) -> Tensor", impl=unary_kernel("expit", _sigmoid),
+              structured=True, cpu_impl=unary_kernel("expit", _np_sigmoid),
               meta=mf.unary_float, tags=("pointwise",),
               info=OpInfo(ref=lambda a: 1 / (1 + np.exp(-a)), dtypes=FLOATS,
                           samples=unary_samples(None)), methods=("sigmoid",))

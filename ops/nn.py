@@ -16,7 +16,7 @@ from mdtensor.dispatch.namespaces import aten_calls as aten
 from . import _meta_fns as mf
 from ._decl import OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
-from ._scipy_special import scipy_special
+from ._scipy_special import on_numpy, scipy_special
 from ._special import erf
 from .elementwise import FLOATS, to_float
 
@@ -50,7 +50,7 @@ def _np_gelu(xp, x, approximate="none"):
     """Exact gelu on NumPy with SciPy's erf (Note [SciPy on NumPy] in
     ops/_scipy_special.py), PyTorch's formula in one temporary."""
     erf_ufunc = scipy_special("erf") if approximate == "none" and x.ndim else None
-    if erf_ufunc is None or x.dtype.char not in "fd":
+    if erf_ufunc is None or not on_numpy(x):
         return _gelu(xp, x, approximate)
     t = _mul(x, _SQRT1_2)
     erf_ufunc(t, out=t)

@@ -20,7 +20,7 @@ from . import _gamma, _special
 from . import _meta_fns as mf
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array, unary_samples
-from ._scipy_special import scipy_special, unary_kernel
+from ._scipy_special import on_numpy, scipy_special, unary_kernel
 from .elementwise import FLOATS, REAL_KINDS, to_float
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
@@ -53,8 +53,9 @@ def _unary(name: str, fn, ref, scipy_name: str, domain=None, fix=None) -> None:
         return fn(xp, to_float(xp, a))
 
     impl.__name__ = f"_{name}"
+    impl = unary_kernel(scipy_name, impl, fix)
     defop(f"{name}(Tensor self) -> Tensor", impl=impl, structured=True, meta=mf.unary_float,
-          cpu_impl=unary_kernel(scipy_name, impl, fix),
+          cpu_impl=impl,
           tags=("pointwise",), methods=(name,), accepts=REAL_KINDS,
           info=OpInfo(ref=ref, dtypes=FLOATS, samples=unary_samples(domain)))
 
@@ -79,15 +80,16 @@ def _polygamma(xp, n, a):
     return _gamma.polygamma(xp, n, to_float(xp, a))
 
 
-def _polygamma_cpu(xp, n, a):
-    """polygamma on NumPy with SciPy (Note [SciPy on NumPy]): ``psi`` for ``n = 0``, and
+def _polygamma_any(xp, n, a):
+    """polygamma (the impl of every backend, SciPy's on NumPy: Note [SciPy on NumPy]),
+    with SciPy: ``psi`` for ``n = 0``, and
     for ``n >= 2`` ``(-1)^(n+1) n! zeta(n + 1, x)`` with SciPy's Hurwitz zeta (its
     ``polygamma`` is a Python function over the same, 100x slower on small arrays), NaN
     where the Array API kernel's is (``+inf``, below ``-ZETA_SHIFT`` off the poles: Note
     [Gamma functions without loops]).  ``n = 1`` keeps the Array API kernel: PyTorch's
     trigamma series is 5e-10 off in float64, and SciPy's exact values would not match
     it (nor the other backends) to the float64 tolerances."""
-    zeta = scipy_special("zeta") if a.dtype.char in "fd" and n != 1 else None
+    zeta = scipy_special("zeta") if on_numpy(a) and n != 1 else None
     if zeta is None:
         return _polygamma(xp, n, a)
     if n == 0:
@@ -118,8 +120,8 @@ def _polygamma_errors():
                      "polygamma: n must be non-negative, got -1")
 
 
-defop("polygamma(int n, Tensor self) -> Tensor", impl=_polygamma, structured=True,
-      cpu_impl=_polygamma_cpu,
+defop("polygamma(int n, Tensor self) -> Tensor", impl=_polygamma_any, structured=True,
+      cpu_impl=_polygamma_any,
       meta=_polygamma_meta, tags=("pointwise",), accepts=REAL_KINDS,
       info=OpInfo(ref=_scipy_ref("polygamma"), dtypes=FLOATS, samples=_polygamma_samples,
                   errors=_polygamma_errors))
