@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["digamma", "lgamma", "polygamma"]
+__all__ = ["ZETA_SHIFT", "digamma", "lgamma", "polygamma"]
 
 _LB = (-1.37825152569120859100e3, -3.88016315134637840924e4, -3.31612992738871184744e5,
        -1.16237097492762307383e6, -1.72173700820839662146e6, -8.53555664245765465627e5)
@@ -157,7 +157,7 @@ _ZA = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
        -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18)
 #: how far below zero the fixed loop of ``_zeta`` reaches (Note [Gamma functions without
 #: loops])
-_ZETA_SHIFT = 24
+ZETA_SHIFT = _ZETA_SHIFT = 24  # public: the SciPy kernel of polygamma matches it
 
 
 def _zeta(xp, s: float, q):

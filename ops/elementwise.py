@@ -33,6 +33,7 @@ from ._bools import as_numbers, is_bool, with_bools_as_numbers
 from ._decl import CATALOGUE, OpInfo, Ufunc, defop
 from ._promotion import bfloat16_via_float32, dtype_of, promote_scalar, with_array
 from ._samples import binary_samples, unary_samples
+from ._scipy_special import unary_kernel
 
 __all__ = [
     "ALL",
@@ -94,14 +95,24 @@ def _is_ufunc(name: str) -> bool:
 #: kernels keep the generic impl.  tests/test_opinfo.py checks this list against
 #: array-api-compat.
 COMPAT_WRAPPED = frozenset({"ceil", "floor", "trunc", "sign"})
+#: the dtype kinds for which array-api-compat's wrapper of a ``COMPAT_WRAPPED`` ufunc calls
+#: the ufunc as it is (NumPy >= 2 rounds integers to themselves; ``sign`` differs for
+#: complex numbers only): their CPU kernels call the ufunc for these kinds (tests/
+#: test_opinfo.py checks they agree)
+COMPAT_SAME_KINDS = {"ceil": "iuf", "floor": "iuf", "trunc": "iuf", "sign": "iuf"}
 
 
 def _cpu_ufunc(name: str, floats_only: bool, kinds: str = "fc") -> Ufunc | None:
     """The direct CPU kernel of ``name`` (Note [NumPy fast impls] in ops/_decl.py)."""
     fn = getattr(np, name, None)
-    if isinstance(fn, np.ufunc) and name not in COMPAT_WRAPPED:
-        return Ufunc(fn, floats_only, kinds)
-    return None
+    if not isinstance(fn, np.ufunc):
+        return None
+    if name in COMPAT_WRAPPED:
+        same = COMPAT_SAME_KINDS.get(name)
+        if same is None:
+            return None
+        return Ufunc(fn, True, "".join(k for k in kinds if k in same) if floats_only else same)
+    return Ufunc(fn, floats_only, kinds)
 
 
 _TAKES_OUT: dict = {}
@@ -130,14 +141,16 @@ def to_float(xp, a):
 
 def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=None,
           names=None, methods=None, structured=True, domain=None, complex_special=False,
-          generic=None, accepts=None, cpu_kinds=None):
+          generic=None, accepts=None, cpu_kinds=None, cpu_ufunc=None):
     """A pointwise unary op.  ``complex_special``: NumPy's function misses the standard's
     complex special values too, so the generic impl applies them for every backend (Note
     [Special values] in ops/special_values.py; the CPU ufunc kernel then serves real
     dtypes only, and complex out=/in-place calls compute and copy).  ``generic(xp, a)``
     replaces the backend function ``xp.<xp_name>`` of a function that is not a float
     function in the generic impl (the CPU ufunc kernel still calls NumPy's, for the dtype
-    kinds ``cpu_kinds`` only when given)."""
+    kinds ``cpu_kinds`` only when given).  ``cpu_ufunc``: the NumPy ufunc the CPU kernel
+    calls where NumPy's function of the name is none (``round``: ``rint``), for
+    ``cpu_kinds``."""
     if float_fn and generic is not None:
         raise ValueError(f"unary {name!r}: generic= is for functions that are not float_fn")
     fn = attrgetter(xp_name or name)
@@ -164,8 +177,9 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
             return True
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     # With a complex fix the ufunc kernel serves real floats only (complex takes ``impl``).
-    cpu = _cpu_ufunc(xp_name or name, float_fn or complex_special or bool(cpu_kinds),
-                     kinds=cpu_kinds or ("f" if complex_special else "fc"))
+    cpu = (Ufunc(cpu_ufunc, True, cpu_kinds) if cpu_ufunc is not None else
+           _cpu_ufunc(xp_name or name, float_fn or complex_special or bool(cpu_kinds),
+                      kinds=cpu_kinds or ("f" if complex_special else "fc")))
     return defop(
         f"{name}(Tensor self) -> Tensor",
         impl=impl, inplace_impl=inplace_impl, structured=structured,
@@ -179,11 +193,13 @@ def unary(name, *, xp_name=None, float_fn=False, meta=None, dtypes=NUMERIC, ref=
 
 def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC, ref=None,
            names=None, methods=None, structured=True, domain=None, reflected=True,
-           impl=None, generic=None, comparison=False, tags=(), accepts=None):
+           impl=None, generic=None, comparison=False, tags=(), accepts=None, cpu=None):
     """A pointwise binary op with its Tensor, Scalar and reflected overloads.  ``impl``
     replaces the backend function ``xp.<xp_name>``; it then serves every backend (no
-    ufunc CPU kernel) and out=/in-place variants compute it and copy.  ``generic(xp, a, b)``
-    replaces it in the generic impl only (the CPU ufunc kernel still calls NumPy's)."""
+    ufunc CPU kernel unless ``cpu`` gives one: a ``Ufunc`` for the dtype kinds where NumPy's
+    ufunc computes what ``impl`` does) and out=/in-place variants compute it and copy.
+    ``generic(xp, a, b)`` replaces it in the generic impl only (the CPU ufunc kernel still
+    calls NumPy's)."""
     fn = attrgetter(xp_name or name)
     own = impl is not None
     if not own and float_fn:
@@ -210,7 +226,8 @@ def binary(name, *, xp_name=None, float_fn=False, meta=mf.binary, dtypes=NUMERIC
 
     ref = ref if ref is not None else getattr(np, xp_name or name, None)
     info = OpInfo(ref=ref, dtypes=dtypes, samples=binary_samples(domain))
-    cpu = None if own else _cpu_ufunc(xp_name or name, float_fn)
+    if cpu is None and not own:
+        cpu = _cpu_ufunc(xp_name or name, float_fn)
     promote = ("exact" if comparison else True) if not float_fn or own else False
     decl = defop(
         f"{name}.Tensor(Tensor self, Tensor other) -> Tensor",
@@ -402,8 +419,11 @@ def _remainder(xp, a, b):
 
 binary("floor_divide", dtypes=REAL, domain="nonzero", impl=_floor_divide, accepts=NUMBER_KINDS,
        ref=lambda a, b: _floor_divide(np, a, b), tags=("checks_values",))
+# Floating operands divide by zero without an error (Note [Integer division by zero]):
+# NumPy's ufunc is the impl for them.
 binary("remainder", dtypes=REAL, domain="nonzero", names=("remainder",), accepts=NUMBER_KINDS,
-       methods=("remainder",), impl=_remainder, ref=np.remainder, tags=("checks_values",))
+       methods=("remainder",), impl=_remainder, ref=np.remainder, tags=("checks_values",),
+       cpu=Ufunc(np.remainder, True, "f"))
 
 
 def _fmod(xp, a, b):
@@ -421,12 +441,16 @@ def _fmod(xp, a, b):
     return xp.where(fix, r - b, r)
 
 
+# On NumPy, floating operands take C's fmod itself (np.fmod), which is exact and gives
+# what the generic impl computes: the dividend's sign, fmod(x, +-inf) = x, nan at 0.
+_fmod_cpu = Ufunc(np.fmod, True, "f")
 defop("fmod.Tensor(Tensor self, Tensor other) -> Tensor", impl=_fmod, meta=mf.binary,
+      cpu_impl=_fmod_cpu,
       tags=("pointwise", "checks_values"), accepts=NUMBER_KINDS, methods=("fmod",),
       names=("fmod",),
       info=OpInfo(ref=np.fmod, dtypes=REAL, samples=binary_samples("nonzero")))
 defop("fmod.Scalar(Tensor self, Scalar other) -> Tensor", impl=_fmod, meta=mf.binary,
-      tags=("pointwise",), decl=_declaration("fmod"))
+      cpu_impl=_fmod_cpu, tags=("pointwise",), decl=_declaration("fmod"))
 
 
 def _pow(xp, a, b):
@@ -529,13 +553,17 @@ def _logical(name):
 
     impl.__name__ = name
     info = OpInfo(ref=getattr(np, name), dtypes=ALL, samples=binary_samples(None))
+    # NumPy's logical ufuncs take any dtype as PyTorch's do (nonzero is True, nan too)
+    cpu = Ufunc(getattr(np, name))
     decl = defop(f"{name}.Tensor(Tensor self, Tensor other) -> Tensor", impl=impl,
-                 meta=mf.compare, tags=("pointwise",), info=info, methods=(name,))
+                 cpu_impl=cpu, meta=mf.compare, tags=("pointwise",), info=info,
+                 methods=(name,))
     # the impl makes both operands bool itself: no scalar promotion first
     defop(f"{name}.Scalar(Tensor self, Scalar other) -> Tensor", impl=impl, meta=mf.compare,
-          tags=("pointwise",), decl=decl, promote_scalars=False)
+          cpu_impl=cpu, tags=("pointwise",), decl=decl, promote_scalars=False)
     defop(f"{name}.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", impl=impl,
-          meta=mf.compare, tags=("pointwise",), decl=decl, promote_scalars=False)
+          cpu_impl=cpu, meta=mf.compare, tags=("pointwise",), decl=decl,
+          promote_scalars=False)
 
 
 for _name in ("logical_and", "logical_or", "logical_xor"):
@@ -605,7 +633,7 @@ unary("square", dtypes=NUMERIC, generic=_square, meta=_square_meta, cpu_kinds="i
 unary("ceil", dtypes=REAL, accepts=NUMBER_KINDS)
 unary("floor", dtypes=REAL, accepts=NUMBER_KINDS)
 unary("trunc", dtypes=REAL, accepts=NUMBER_KINDS)
-unary("round", dtypes=NUMERIC, accepts="iufc")
+unary("round", dtypes=NUMERIC, accepts="iufc", cpu_ufunc=np.rint, cpu_kinds="fc")
 def _conj(xp, a):
     # The conjugate of a real number is itself, in its own dtype (NumPy's conjugate of a
     # bool is int8)
@@ -618,6 +646,7 @@ unary("bitwise_not", xp_name="bitwise_invert", dtypes=BOOL + INTS,
       ref=np.invert, accepts=INT_KINDS)
 defop("logical_not(Tensor self) -> Tensor",
       impl=lambda xp, a: xp.logical_not(_as_bool(xp, a)), meta=mf.compare_unary,
+      cpu_impl=Ufunc(np.logical_not),
       tags=("pointwise",), methods=("logical_not",),
       info=OpInfo(ref=np.logical_not, dtypes=ALL, samples=unary_samples(None)))
 
@@ -647,6 +676,18 @@ def _sigmoid(xp, a):
     return xp.divide(1, xp.add(1, xp.exp(xp.negative(a))))
 
 
+def _np_sigmoid(xp, a):
+    """sigmoid on NumPy without SciPy (Note [SciPy on NumPy] in ops/_scipy_special.py):
+    ``1 / (1 + exp(-a))`` in one temporary."""
+    if a.dtype.kind != "f":
+        return _sigmoid(xp, a)
+    t = np.negative(a)
+    np.exp(t, t)
+    one = np.ones((), t.dtype)
+    np.add(t, one, t)
+    return np.divide(one, t, t)
+
+
 def _erf(xp, a):
     r = bfloat16_via_float32(xp, _special.erf, a)
     return _special.erf(xp, to_float(xp, a)) if r is None else r
@@ -656,7 +697,9 @@ def _erf_ref(a):
     return np.vectorize(math.erf, otypes=[np.float64])(a).astype(a.dtype)
 
 
-defop("erf(Tensor self) -> Tensor", impl=_erf, structured=True, meta=mf.unary_float,
+_erf_impl = unary_kernel("erf", _erf)
+defop("erf(Tensor self) -> Tensor", impl=_erf_impl, structured=True, meta=mf.unary_float,
+      cpu_impl=_erf_impl,
       tags=("pointwise",), names=("erf",), methods=("erf",), accepts=REAL_KINDS,
       info=OpInfo(ref=_erf_ref, dtypes=FLOATS, samples=unary_samples(None)))
 
@@ -671,7 +714,8 @@ for _name, _domain in _FLOAT_UNARY.items():
                           samples=unary_samples("positive")), methods=("rsqrt",))
         continue
     if _name == "sigmoid":
-        defop("sigmoid(Tensor self) -> Tensor", impl=_sigmoid, structured=True,
+        defop("sigmoid(Tensor self) -> Tensor", impl=unary_kernel("expit", _sigmoid),
+              structured=True, cpu_impl=unary_kernel("expit", _np_sigmoid),
               meta=mf.unary_float, tags=("pointwise",),
               info=OpInfo(ref=lambda a: 1 / (1 + np.exp(-a)), dtypes=FLOATS,
                           samples=unary_samples(None)), methods=("sigmoid",))
@@ -741,7 +785,79 @@ def _clip(xp, a, min=None, max=None):
 _clip = with_bools_as_numbers(_clip, True)  # Note [Arithmetic of bools] in ops/_bools.py
 
 
+# Note [The CPU kernel of clamp]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``np.clip`` is a Python function over ``ndarray.clip`` (2.3 us on 256 elements) and
+# array-api-compat's ``clip`` broadcasts its bounds first (13 us); NumPy's ``clip`` ufunc,
+# which both end in, takes 0.3 us given bounds already in the tensor's dtype (0-d arrays:
+# a Python float costs it the weak-scalar conversion).  The CPU kernel calls it for the
+# common case -- a real floating tensor and int or float bounds -- and leaves the rest
+# (integers and bools, whose bounds follow the generic impl's rules, tensor bounds) to the
+# generic impl.  The ufunc is ``min(max(x, min), max)``, as PyTorch's clamp: a nan (input or
+# bound) propagates and ``min > max`` gives ``max``.  It lives in NumPy's private
+# ``_core.umath`` (NumPy >= 2); where that is missing, ``maximum`` then ``minimum`` written
+# into the result compute the same in two passes.
+
+_CLIP_UFUNC = getattr(getattr(getattr(np, "_core", None), "umath", None), "clip", None)
+_asarray = np.asarray
+_BOUND = (float, int)  # not bool: True beside a float tensor is 1.0, but type() says bool
+
+
+def _float_bounds(a, min, max):
+    """``(min, max)`` as 0-d arrays of ``a``'s dtype (None stays None), or None when the
+    CPU kernel leaves the call to the generic impl (Note [The CPU kernel of clamp])."""
+    dtype = a.dtype
+    if dtype.kind != "f" or (min is None and max is None):
+        return None
+    lo = hi = None
+    if min is not None:
+        if type(min) not in _BOUND:
+            return None
+        lo = _asarray(min, dtype)
+    if max is not None:
+        if type(max) not in _BOUND:
+            return None
+        hi = _asarray(max, dtype)
+    return lo, hi
+
+
+def _clip_into(a, lo, hi, out=None):
+    """``a`` clamped to the 0-d bounds ``lo``/``hi`` (either may be None), into ``out``."""
+    if lo is None:
+        return np.minimum(a, hi, out=out)
+    if hi is None:
+        return np.maximum(a, lo, out=out)
+    if _CLIP_UFUNC is not None:
+        return _CLIP_UFUNC(a, lo, hi, out=out)
+    r = np.maximum(a, lo, out=out)
+    return np.minimum(r, hi, out=r)
+
+
+def _clip_cpu(xp, a, min=None, max=None):
+    dtype = a.dtype
+    if _CLIP_UFUNC is not None and dtype.kind == "f" and type(min) in _BOUND \
+            and type(max) in _BOUND:  # the commonest call, in one frame
+        return _CLIP_UFUNC(a, _asarray(min, dtype), _asarray(max, dtype))
+    bounds = _float_bounds(a, min, max)
+    if bounds is None:
+        return _clip(xp, a, min, max)
+    return _clip_into(a, *bounds)
+
+
+def _clip_out(xp, out, a, min=None, max=None):
+    """The in-place and out= impl of clamp on NumPy: the result written into ``out``."""
+    if not isinstance(a, np.ndarray) or not isinstance(out, np.ndarray) \
+            or out.dtype != a.dtype:
+        return False
+    bounds = _float_bounds(a, min, max)
+    if bounds is None:
+        return False
+    _clip_into(a, *bounds, out=out)
+    return True
+
+
 _clamp = defop("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", impl=_clip,
+      cpu_impl=_clip_cpu, inplace_impl=_clip_out,
       structured=True, meta=mf.same, tags=("pointwise",), names=("clamp", "clip"),
       methods=("clamp", "clip"), accepts=REAL_KINDS,
       info=OpInfo(ref=lambda a, min=None, max=None: np.clip(a, min, max), dtypes=FLOATS,

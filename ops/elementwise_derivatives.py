@@ -143,12 +143,17 @@ _maxmin.uses_out = True
 
 @rule("clamp")
 def _clamp(g, out, a, min=None, max=None):
-    mask = aten.ones(a.shape, dtype=g.dtype, device=g.device)
-    if min is not None:
-        mask = aten.mul(mask, aten.astype(aten.ge(a, min), g.dtype))
-    if max is not None:
-        mask = aten.mul(mask, aten.astype(aten.le(a, max), g.dtype))
-    return aten.mul(g, mask), None, None
+    # PyTorch's clamp_backward: the gradient passes where min <= a <= max, 0 elsewhere (a
+    # nan input gets none); one where, not a product with a mask (g * 0 is nan at g = inf)
+    if min is None and max is None:
+        return g, None, None
+    if min is None:
+        mask = aten.le(a, max)
+    elif max is None:
+        mask = aten.ge(a, min)
+    else:
+        mask = aten.logical_and(aten.ge(a, min), aten.le(a, max))
+    return aten.where(mask, g, 0.0), None, None
 
 
 @rule("exp")

@@ -47,6 +47,31 @@ def _nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
     return _clean(xp, x, nan, posinf, neginf)
 
 
+# On NumPy (Note [NumPy fast impls] in ops/_decl.py): a copy, and the replacements only
+# where the array has a value that is not finite (one test of the whole array first).
+
+_FINITE_RANGE: dict = {}  # NumPy dtype -> (max, min)
+
+
+def _np_nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
+    if x.dtype.kind != "f" or not x.ndim:  # (a ufunc gives a 0-d array a scalar)
+        return _nan_to_num(xp, x, nan, posinf, neginf)
+    r = x.copy()
+    finite = np.isfinite(x)
+    if np.logical_and.reduce(finite, None):
+        return r
+    bounds = _FINITE_RANGE.get(x.dtype)
+    if bounds is None:
+        info = np.finfo(x.dtype)
+        bounds = _FINITE_RANGE[x.dtype] = (float(info.max), float(info.min))
+    hi = bounds[0] if posinf is None else posinf
+    lo = bounds[1] if neginf is None else neginf
+    np.copyto(r, np.asarray(nan, x.dtype), where=np.isnan(x))
+    np.copyto(r, np.asarray(hi, x.dtype), where=x == math.inf)
+    np.copyto(r, np.asarray(lo, x.dtype), where=x == -math.inf)
+    return r
+
+
 def _nan_samples(dtype, rng):
     x = make_array((6,), dtype, rng)
     if dtype.kind in "fc":
@@ -57,6 +82,7 @@ def _nan_samples(dtype, rng):
 
 defop("nan_to_num(Tensor self, float? nan=0.0, float? posinf=None, float? neginf=None)"
       " -> Tensor", impl=_nan_to_num, structured=True, meta=mf.same, methods=("nan_to_num",),
+      cpu_impl=_np_nan_to_num,
       promote_scalars=False,
       info=OpInfo(ref=lambda x, nan=0.0, posinf=None, neginf=None: np.nan_to_num(
           x, nan=nan, posinf=posinf, neginf=neginf), dtypes=ALL, samples=_nan_samples))
@@ -72,6 +98,19 @@ def _angle(xp, x):
     return xp.where(xp.isnan(x), x, out)
 
 
+def _np_angle(xp, x):
+    """angle on NumPy: ``atan2`` of the parts' views for complex numbers, ``pi * (x < 0)``
+    with the NaNs copied for real floats (not ``atan2(0, x)``, which is pi at -0)."""
+    kind = x.dtype.kind
+    if kind == "c":
+        return np.arctan2(x.imag, x.real)
+    if kind != "f" or not x.ndim:  # (a ufunc gives a 0-d array a scalar)
+        return _angle(xp, x)
+    r = np.multiply(np.less(x, 0), np.asarray(math.pi, x.dtype))
+    np.copyto(r, x, where=np.isnan(x))
+    return r
+
+
 def _angle_meta(x):
     d = x.dtype
     if d.kind == "c":
@@ -80,6 +119,7 @@ def _angle_meta(x):
 
 
 defop("angle(Tensor self) -> Tensor", impl=_angle, meta=_angle_meta, methods=("angle",),
+      cpu_impl=_np_angle,
       accepts="iufc",
       info=OpInfo(ref=lambda x: np.angle(x).astype(
           np.float32 if x.dtype in (np.complex64, np.float32) or x.dtype.kind in "iu"

@@ -2,8 +2,9 @@
 ``digamma`` and ``polygamma`` (``erf`` is in ``ops/elementwise.py``).
 
 The kernels are written once against the Array API (Notes [erf] and [erfinv] in
-``ops/_special.py``, [Gamma functions without loops] in ``ops/_gamma.py``): no SciPy, the
-same algorithm on every backend.  Integer and bool inputs give the default float dtype;
+``ops/_special.py``, [Gamma functions without loops] in ``ops/_gamma.py``), the same
+algorithm on every backend; on NumPy, SciPy's ufuncs compute them where SciPy imports (Note
+[SciPy on NumPy] in ops/_scipy_special.py).  Integer and bool inputs give the default float dtype;
 complex inputs are refused, as PyTorch's CPU kernels refuse them.  Derivative rules:
 ``ops/special_functions_derivatives.py``.
 """
@@ -20,6 +21,7 @@ from . import _meta_fns as mf
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._promotion import bfloat16_via_float32
 from ._samples import make_array, unary_samples
+from ._scipy_special import on_numpy, scipy_special, unary_kernel
 from .elementwise import FLOATS, REAL_KINDS, to_float
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
@@ -47,21 +49,31 @@ def _math_ref(fn):
     return ref
 
 
-def _unary(name: str, fn, ref, domain=None) -> None:
+def _unary(name: str, fn, ref, scipy_name: str, domain=None, fix=None) -> None:
     def impl(xp, a):
         r = bfloat16_via_float32(xp, fn, a)
         return fn(xp, to_float(xp, a)) if r is None else r
 
     impl.__name__ = f"_{name}"
+    impl = unary_kernel(scipy_name, impl, fix)
     defop(f"{name}(Tensor self) -> Tensor", impl=impl, structured=True, meta=mf.unary_float,
+          cpu_impl=impl,
           tags=("pointwise",), methods=(name,), accepts=REAL_KINDS,
           info=OpInfo(ref=ref, dtypes=FLOATS, samples=unary_samples(domain)))
 
 
-_unary("erfc", _special.erfc, _math_ref(math.erfc))
-_unary("erfinv", _special.erfinv, _scipy_ref("erfinv"), domain="open_unit")
-_unary("lgamma", _gamma.lgamma, _math_ref(math.lgamma), domain="positive")
-_unary("digamma", _gamma.digamma, _scipy_ref("digamma"), domain="positive")
+def _lgamma_of_minus_inf(out):
+    # SciPy's gammaln(-inf) is -inf, std::lgamma's (PyTorch's) +inf; it is the only -inf
+    np.copyto(out, math.inf, where=out == -math.inf)
+
+
+# SciPy's special values of these agree with the Array API kernels' (PyTorch's), lgamma's
+# at -inf aside
+_unary("erfc", _special.erfc, _math_ref(math.erfc), "erfc")
+_unary("erfinv", _special.erfinv, _scipy_ref("erfinv"), "erfinv", domain="open_unit")
+_unary("lgamma", _gamma.lgamma, _math_ref(math.lgamma), "gammaln", domain="positive",
+       fix=_lgamma_of_minus_inf)
+_unary("digamma", _gamma.digamma, _scipy_ref("digamma"), "psi", domain="positive")
 
 
 def _polygamma(xp, n, a):
@@ -69,6 +81,30 @@ def _polygamma(xp, n, a):
         raise ValueError(f"polygamma: n must be non-negative, got {n}")
     r = bfloat16_via_float32(xp, lambda xp, a: _gamma.polygamma(xp, n, a), a)
     return _gamma.polygamma(xp, n, to_float(xp, a)) if r is None else r
+
+
+def _polygamma_any(xp, n, a):
+    """polygamma (the impl of every backend, SciPy's on NumPy: Note [SciPy on NumPy]),
+    with SciPy: ``psi`` for ``n = 0``, and
+    for ``n >= 2`` ``(-1)^(n+1) n! zeta(n + 1, x)`` with SciPy's Hurwitz zeta (its
+    ``polygamma`` is a Python function over the same, 100x slower on small arrays), NaN
+    where the Array API kernel's is (``+inf``, below ``-ZETA_SHIFT`` off the poles: Note
+    [Gamma functions without loops]).  ``n = 1`` keeps the Array API kernel: PyTorch's
+    trigamma series is 5e-10 off in float64, and SciPy's exact values would not match
+    it (nor the other backends) to the float64 tolerances."""
+    zeta = scipy_special("zeta") if on_numpy(a) and n != 1 else None
+    if zeta is None:
+        return _polygamma(xp, n, a)
+    if n == 0:
+        return scipy_special("psi")(a)
+    if n < 0:
+        raise ValueError(f"polygamma: n must be non-negative, got {n}")
+    out = np.asarray(zeta(float(n + 1), a))  # an array, for a 0-d ``a`` too
+    np.multiply(out, (1.0 if n % 2 else -1.0) * math.factorial(n), out)
+    # the poles (integers, -inf) keep their infinities
+    bad = ((a < -_gamma.ZETA_SHIFT) & (a != np.floor(a))) | (a == math.inf)
+    np.copyto(out, math.nan, where=bad)
+    return out
 
 
 def _polygamma_meta(n, x):
@@ -87,7 +123,8 @@ def _polygamma_errors():
                      "polygamma: n must be non-negative, got -1")
 
 
-defop("polygamma(int n, Tensor self) -> Tensor", impl=_polygamma, structured=True,
+defop("polygamma(int n, Tensor self) -> Tensor", impl=_polygamma_any, structured=True,
+      cpu_impl=_polygamma_any,
       meta=_polygamma_meta, tags=("pointwise",), accepts=REAL_KINDS,
       info=OpInfo(ref=_scipy_ref("polygamma"), dtypes=FLOATS, samples=_polygamma_samples,
                   errors=_polygamma_errors))

@@ -299,9 +299,11 @@ def test_gradcheck(decl, order):
 def test_cpu_ufunc_kernels_compute_what_the_generic_kernels_compute():
     """Note [NumPy fast impls]: a direct CPU ufunc kernel is only correct where
     array-api-compat's NumPy namespace (the generic kernels' ``xp``) hands out that very
-    ufunc; ``COMPAT_WRAPPED`` must name every other one."""
+    ufunc; ``COMPAT_WRAPPED`` must name every other one, and a direct kernel of one of
+    those serves only the dtype kinds where the wrapper computes what the ufunc does
+    (``COMPAT_SAME_KINDS``)."""
     import array_api_compat.numpy as compat
-    from mdtensor.ops.elementwise import COMPAT_WRAPPED
+    from mdtensor.ops.elementwise import COMPAT_SAME_KINDS, COMPAT_WRAPPED
 
     from mdtensor.dispatch.keys import DispatchKey
 
@@ -316,7 +318,15 @@ def test_cpu_ufunc_kernels_compute_what_the_generic_kernels_compute():
         fn = getattr(np, name, None)
         if isinstance(fn, np.ufunc) and getattr(compat, name) is not fn:
             assert name in COMPAT_WRAPPED | {"matmul"}, name
-    assert not COMPAT_WRAPPED & direct
+    assert not (COMPAT_WRAPPED - set(COMPAT_SAME_KINDS)) & direct
+    values = {"i": np.array([-3, 0, 2], np.int16), "u": np.array([0, 7], np.uint8),
+              "f": np.array([-2.5, -0.0, 0.5, 1.5, np.nan, -np.inf], np.float32),
+              "b": np.array([True, False]), "c": np.array([1.5 - 2.5j, 0j], np.complex64)}
+    for name, kinds in COMPAT_SAME_KINDS.items():
+        for kind in kinds:
+            want, got = getattr(compat, name)(values[kind]), getattr(np, name)(values[kind])
+            assert want.dtype == got.dtype and np.array_equal(want, got, equal_nan=True), \
+                (name, kind)
 
 
 def test_cpu_matmul_kernel_refuses_bools():
