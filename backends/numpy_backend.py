@@ -39,7 +39,7 @@ class NumPyBackend(Backend):
 
         self._xp = xp
         self._dtypes = {}
-        # Note [bfloat16 through ml_dtypes] in mdtensor/_dtypes.py: the kernels name dtypes
+        # See Note [bfloat16 through ml_dtypes] in mdtensor/_dtypes.py: the kernels name dtypes
         # as ``getattr(xp, dtype.name)``; jax.numpy has ``bfloat16``, this namespace gets
         # ml_dtypes' once it is loaded.
         on_bfloat16(lambda native: setattr(xp, "bfloat16", native))

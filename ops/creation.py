@@ -350,7 +350,7 @@ def _meshgrid(xp, tensors, indexing="xy"):
 
 
 def _np_meshgrid(xp, tensors, indexing="xy"):
-    # Note [NumPy fast impls]: np.meshgrid broadcasts through Python-level wrappers (19 us
+    # See Note [NumPy fast impls]: np.meshgrid broadcasts through Python-level wrappers (19 us
     # for two vectors); here each output is an empty array the input is assigned into,
     # along its own axis (the first two swapped with "xy")
     if (indexing not in ("xy", "ij") or not tensors

@@ -108,7 +108,7 @@ def _cpu_matmul(generic):
             if 0 < x.ndim <= 2 and 0 < y.ndim <= 2 and x.shape[-1] == y.shape[0]:
                 if x.ndim == 2 and y.ndim == 2 and x.shape[0] * y.shape[1] >= _LARGE:
                     r = matmul(x, y)  # Note [Large products through np.matmul]
-                    # Note [Products of bfloat16]
+                    # See Note [Products of bfloat16]
                     return d.wrap(r.astype(x.dtype) if x.dtype.kind == "V" else r)
                 return d.wrap(dot(x, y))
             r = matmul(x, y)

@@ -777,7 +777,7 @@ def _same_dtype(arrays) -> bool:
 
 
 def _np_concat(xp, tensors, axis=0):
-    # Note [NumPy fast impls] in ops/_decl.py: np.concatenate checks the shapes and axis
+    # See Note [NumPy fast impls] in ops/_decl.py: np.concatenate checks the shapes and axis
     # itself; the impl's checks (and promotion, which NumPy's rules would not do as
     # PyTorch's) only when the dtypes differ or NumPy refuses
     if tensors and _same_dtype(tensors):
@@ -817,7 +817,7 @@ def _stack(xp, tensors, axis=0):
 
 
 def _np_stack(xp, tensors, axis=0):
-    # Note [NumPy fast impls]: np.stack's Python-level checks cost 2 us; stacked along an
+    # See Note [NumPy fast impls]: np.stack's Python-level checks cost 2 us; stacked along an
     # axis ``a`` of the inputs' shape ``s``, the result is their concatenation along ``a``
     # with that axis split into (len(tensors), s[a]), a view of the fresh array
     if tensors and type(axis) is int and _same_dtype(tensors):
@@ -874,7 +874,7 @@ _REVERSED = slice(None, None, -1)
 
 
 def _np_flip(xp, x, axis=None):
-    # Note [NumPy fast impls]: a reversed slice per axis, copied (np.flip's wrapper costs
+    # See Note [NumPy fast impls]: a reversed slice per axis, copied (np.flip's wrapper costs
     # more than the copy); 0-d tensors, repeated or out-of-range axes take the impl
     n = x.ndim
     idx = [slice(None)] * n
@@ -899,7 +899,7 @@ def _roll(xp, x, shift, axis=None):
 
 
 def _np_roll(xp, x, shift, axis=None):
-    # Note [NumPy fast impls]: one shift along one axis (or of the flattened tensor) is a
+    # See Note [NumPy fast impls]: one shift along one axis (or of the flattened tensor) is a
     # concatenation of two slices (np.roll costs 9 us on a 16x16 matrix)
     if type(shift) is not int or x.size == 0 or not (axis is None or type(axis) is int):
         return _roll(xp, x, shift, axis)

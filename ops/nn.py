@@ -29,7 +29,7 @@ def _relu(xp, x):
 
 
 def _np_relu(xp, x):
-    # Note [NumPy fast impls]: a 0-d zero of x's dtype, not a Python 0 converted per call
+    # See Note [NumPy fast impls]: a 0-d zero of x's dtype, not a Python 0 converted per call
     zero = _ZEROS.get(x.dtype)
     if zero is None:
         if type(x) is not np.ndarray:

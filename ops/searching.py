@@ -76,7 +76,7 @@ for _n, _f in (("argmax", _argmax), ("argmin", _argmin)):
           meta=_argext_meta, methods=(_n,), kwarg_aliases=_ALIASES, accepts="iuf",
           info=OpInfo(ref=lambda x, axis=None, keepdims=False, _f=_f: _f(np, x, axis, keepdims),
                       dtypes=REAL, samples=_NONEMPTY, differentiable=False))
-    # Note [CPU reduction kernels] in ops/_cpu_reductions.py: ndarray.argmax gives int64
+    # See Note [CPU reduction kernels] in ops/_cpu_reductions.py: ndarray.argmax gives int64
     # indices, and keeps every dimension with keepdims and no axis, as PyTorch
     register_cpu_reduction(CATALOGUE[f"aten::{_n}"].functional[0],
                            _np_arg_extreme(getattr(np.ndarray, _n)), INT_CHARS + FLOAT_CHARS)
@@ -328,7 +328,7 @@ for _n, _f, _u in (("all", _all, np.logical_and), ("any", _any, np.logical_or)):
                info=OpInfo(ref=lambda x, axis=None, keepdims=False, _n=_n: np.asarray(
                    getattr(np, _n)(x, axis=axis, keepdims=keepdims)), dtypes=ALL,
                    samples=_SAMPLES, differentiable=False))
-    # Note [CPU reduction kernels] in ops/_cpu_reductions.py: NumPy's logical reductions
+    # See Note [CPU reduction kernels] in ops/_cpu_reductions.py: NumPy's logical reductions
     # give bools for every real dtype
     register_cpu_reduction(_d.functional[0], ufunc_reduction(_u), REAL_CHARS)
 

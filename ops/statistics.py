@@ -521,7 +521,7 @@ defop("nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType?
 
 
 def _np_nansum(x, axis, keepdims):
-    # Note [Composite ops with CPU kernels] in ops/_cpu_reductions.py: NaNs as zeros
+    # See Note [Composite ops with CPU kernels] in ops/_cpu_reductions.py: NaNs as zeros
     y = np.where(x != x, 0, x)
     return np.add.reduce(y, axis, None, None, True) if keepdims else np.add.reduce(y, axis)
 
