@@ -1141,6 +1141,15 @@ def _einsum(xp, equation, operands):
     fn = getattr(xp, "einsum", None)
     if fn is None:
         raise NotImplementedError("einsum: this backend's namespace has no einsum")
+    low = [a.dtype for a in operands if dtype_of(a) is dt.bfloat16]
+    if low:
+        # See Note [Products of bfloat16]: ml_dtypes has no einsum loop; bfloat16 operands
+        # are multiplied as float32 and the product rounded when the result is bfloat16
+        f32 = xp.float32
+        out = fn(equation, *(xp.astype(a, f32) if dtype_of(a) is dt.bfloat16 else a
+                             for a in operands))
+        want = dt.result_type(*map(dtype_of, operands))
+        return xp.astype(out, low[0]) if want is dt.bfloat16 else out
     return fn(equation, *operands)
 
 

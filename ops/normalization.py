@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdtensor import _dtypes as dt
+
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._meta_fns import ArraySpec
+from ._promotion import dtype_of
 from ._samples import make_array
 from .elementwise import FLOATS
 
@@ -177,6 +180,35 @@ def _np_backward(xp, g, x, weight, running_mean, running_var, save_mean, save_in
     return (gx, dot * invstd if output_mask[1] else None, gb if output_mask[2] else None)
 
 
+# Note [Batch norm in low precision]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's CPU kernels take float16 and bfloat16 inputs and compute in float32 (their
+# "opmath" type), rounding the output and the saved statistics to the input's dtype.  So do
+# these: ``_in_float32`` casts every float16/bfloat16 array argument to float32, runs the
+# kernel, and rounds its results to the input's dtype (ml_dtypes' bfloat16 has no einsum
+# loop, and float16 sums would lose the statistics' precision).
+
+
+_LOW = (dt.float16, dt.bfloat16)
+
+
+def _in_float32(kernel, input_at: int):
+    """``kernel`` (``kernel(xp, *args)``) computed in float32 when its argument
+    ``input_at`` is float16 or bfloat16 (Note [Batch norm in low precision])."""
+    def run(xp, *args):
+        dtype = dtype_of(args[input_at])
+        if dtype not in _LOW:
+            return kernel(xp, *args)
+        f32 = xp.float32
+        wide = [xp.astype(a, f32) if getattr(a, "dtype", None) is not None
+                and dtype_of(a) in _LOW else a for a in args]
+        low = args[input_at].dtype
+        return tuple(None if r is None else xp.astype(r, low) for r in kernel(xp, *wide))
+
+    run.__name__ = kernel.__name__
+    return run
+
+
 # -- test data -------------------------------------------------------------------------------
 
 
@@ -236,12 +268,14 @@ def _errors():
 
 defop("_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, "
       "bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
-      impl=_forward, cpu_impl=_np_forward, meta=_forward_meta, names=(),
+      impl=_in_float32(_forward, 0), cpu_impl=_in_float32(_np_forward, 0),
+      meta=_forward_meta, names=(),
       info=OpInfo(ref=_forward_ref, dtypes=FLOATS, samples=_forward_samples, errors=_errors,
                   rtol=1e-4, atol=1e-5))
 defop("native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, "
       "Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, "
       "bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
-      impl=_backward, cpu_impl=_np_backward, meta=_backward_meta, names=(),
+      impl=_in_float32(_backward, 1), cpu_impl=_in_float32(_np_backward, 1),
+      meta=_backward_meta, names=(),
       info=OpInfo(ref=_backward_ref, dtypes=FLOATS, samples=_backward_samples,
                   rtol=1e-4, atol=1e-5))

@@ -270,3 +270,57 @@ def test_norms_and_distances(torch, bf_device):
     _close(md.linalg.vecdot(x, x), torch.linalg.vecdot(t, t), rtol=2 ** -5)
     # PyTorch's CPU cdist refuses bfloat16; mdtensor's computes it in float32 and rounds
     _close(md.cdist(x, x), torch.cdist(t.float(), t.float()).bfloat16(), rtol=2 ** -5)
+
+
+def test_einsum_multiplies_in_float32(torch, bf_device):
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    x = md.asarray(a, device=bf_device).bfloat16()
+    t = torch.tensor(a).bfloat16()
+    _close(md.einsum("ij,jk->ik", x, md.asarray(b, device=bf_device).bfloat16()),
+           torch.einsum("ij,jk->ik", t, torch.tensor(b).bfloat16()), rtol=2 ** -5)
+    assert md.einsum("ij,ij->i", x, x).dtype is md.bfloat16
+    # with a wider operand the result is that dtype, as promotion says
+    assert md.einsum("ij,jk->ik", x, md.asarray(b, device=bf_device,
+                                               dtype=md.float32)).dtype is md.float32
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_batch_norm_in_low_precision(torch, bf_device, dtype):
+    """PyTorch's CPU batch norm takes float16 and bfloat16 and computes in float32: the
+    output, the saved statistics, the running statistics and the gradients keep the
+    input's dtype (Note [Batch norm in low precision] in ops/normalization.py)."""
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((4, 3, 5)) * 2 + 1).astype(np.float32)
+    md_dtype, t_dtype = getattr(md, dtype), getattr(torch, dtype)
+    try:
+        x = md.asarray(a, device=bf_device).astype(md_dtype).requires_grad_()
+    except TypeError as e:  # the Dask backend's namespace has no float16
+        pytest.skip(str(e))
+    w = md.ones(3, dtype=md_dtype, device=bf_device, requires_grad=True)
+    rm, rv = md.zeros(3, dtype=md_dtype, device=bf_device), md.ones(3, dtype=md_dtype,
+                                                                     device=bf_device)
+    y = md.nn.functional.batch_norm(x, rm, rv, w, w, training=True)
+    (y * y).sum().backward()
+    tx = torch.tensor(a).to(t_dtype).requires_grad_()
+    tw = torch.ones(3, dtype=t_dtype, requires_grad=True)
+    trm, trv = torch.zeros(3, dtype=t_dtype), torch.ones(3, dtype=t_dtype)
+    ty = torch.nn.functional.batch_norm(tx, trm, trv, tw, tw, training=True)
+    (ty * ty).sum().backward()
+    for got, want in ((y, ty), (rm, trm), (rv, trv), (x.grad, tx.grad), (w.grad, tw.grad)):
+        assert got.dtype is md_dtype
+        _close(got.detach(), want.detach(), rtol=2 ** -5)
+    saved = md.ops.aten._native_batch_norm_legit.no_stats(x.detach(), None, None, True, 0.1,
+                                                          1e-5)
+    assert [s.dtype for s in saved] == [md_dtype] * 3
+
+
+def test_multi_output_ops_record_bfloat16(bf_device):
+    """A bfloat16 output is floating: ops with several outputs record it for backward."""
+    x = md.asarray([[0.5, 2.0], [1.5, -1.0]], dtype=md.bfloat16,
+                   device=bf_device).requires_grad_()
+    values, _ = md.topk(x, 1, dim=1)
+    assert values.grad_fn is not None
+    values.sum().backward()
+    assert x.grad.dtype is md.bfloat16
+    assert x.grad.tolist() == [[0.0, 1.0], [1.0, 0.0]]

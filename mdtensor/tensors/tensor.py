@@ -206,8 +206,8 @@ class Tensor(_Generated):
         """Floating or complex (the dtypes that can require grad)."""
         native = self._data.dtype
         kind = getattr(native, "kind", None)  # NumPy-style dtypes (NumPy, CuPy, JAX)
-        if kind is None:
-            kind = self._device.backend.dtype_from_native(native).kind
+        if kind is None or kind == "V":  # "V": ml_dtypes' bfloat16 (Note [bfloat16 through
+            kind = self._device.backend.dtype_from_native(native).kind  # ml_dtypes])
         return kind in "fc"
 
     @property
