@@ -104,6 +104,12 @@ def weights(shape, salt):
 DIFFERENCES: list[Difference] = []
 
 
+def _dims(c: Case):
+    """A reduction's ``dim`` (positional or keyword) as NumPy's axis."""
+    dim = c.args[1] if len(c.args) > 1 else c.kwargs.get("dim")
+    return tuple(dim) if isinstance(dim, (list, tuple)) else dim
+
+
 def difference(key, ops, aspects, mdtensor, pytorch, applies, expect, reference):
     aspects = (aspects,) if isinstance(aspects, str) else tuple(aspects)
     for aspect in aspects:
@@ -458,6 +464,13 @@ difference(
     "tests/test_autograd_formulas.py gradchecks it)",
     "zeros from its fast path (its create_graph path and its gradcheck give the cofactor)",
     lambda c: bool(np.any(np.linalg.det(c.args[0]) == 0)), None, "not compared")
+difference(
+    "nanmean-gradient-of-all-nan-slices", ("nanmean",), "gradient",
+    "0 across a slice of NaNs only, on every backend (the gradient of its decomposition, "
+    "nansum over the count of non-NaN elements, which no backend divides by zero)",
+    "NaN across such a slice (nansum's gradient times 1 / 0)",
+    lambda c: bool(np.any(np.all(np.isnan(c.args[0]), axis=_dims(c)))), None,
+    "not compared")
 difference(
     "arange-of-an-empty-range", ("arange",), "raises",
     "an empty range (stop before start for a positive step) gives an empty tensor (the "
