@@ -6,6 +6,8 @@ existing buffer and views share memory with their base.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ._base import Backend, BackendInfo, Capabilities
@@ -24,6 +26,25 @@ def _by_numpy():
 _BY_NUMPY = _by_numpy()
 
 
+# Note [Floating-point warnings]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch computes ``x / 0``, ``log(0)`` and ``sqrt(-1)`` silently (inf, -inf, nan); NumPy
+# warns ("RuntimeWarning: divide by zero encountered in divide").  mdtensor follows PyTorch:
+# when the NumPy backend is made, a warnings filter is *appended* that ignores NumPy's
+# floating-point RuntimeWarnings raised from mdtensor's own modules.  Appended, so a filter
+# the user sets (``-W error``, ``warnings.simplefilter("error")``) comes first and wins, and
+# NumPy calls of the user's own code warn as before.  No per-call ``np.errstate``: setting
+# and resetting NumPy's error-state context variable would cost every kernel call.
+
+_FP_WARNINGS = r"(divide by zero|invalid value|overflow|underflow) encountered"
+
+
+def _silence_floating_point_warnings() -> None:
+    """See Note [Floating-point warnings]."""
+    warnings.filterwarnings("ignore", _FP_WARNINGS, RuntimeWarning, r"mdtensor\.",
+                            append=True)
+
+
 class NumPyBackend(Backend):
     name = "numpy"
     device_type = "cpu"
@@ -39,6 +60,7 @@ class NumPyBackend(Backend):
 
         self._xp = xp
         self._dtypes = {}
+        _silence_floating_point_warnings()
         # See Note [bfloat16 through ml_dtypes] in mdtensor/_dtypes.py: the kernels name dtypes
         # as ``getattr(xp, dtype.name)``; jax.numpy has ``bfloat16``, this namespace gets
         # ml_dtypes' once it is loaded.

@@ -347,3 +347,32 @@ def _overloads(name):
     from mdtensor.ops import CATALOGUE
 
     return CATALOGUE[f"aten::{name}"].overloads
+
+
+def test_special_values_are_computed_without_numpy_warnings():
+    """As in PyTorch, ``x / 0``, ``log(0)``, ``sqrt(-1)`` give inf and nan silently; the
+    user's own NumPy calls still warn, and ``-W error`` still turns ours into errors (Note
+    [Floating-point warnings] in backends/numpy_backend.py).  In a fresh interpreter: the
+    test session's own warning filters would hide the difference."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, mdtensor as md\n"
+            "x = md.asarray([1.0, 0.0, -1.0])\n"
+            "y = (x / 0, md.log(x), md.sqrt(x), md.exp(x * 1e6), x // 0, md.remainder(x, 0),"
+            " md.asarray([0.0]) * float('inf'))\n"
+            "assert str(y[0]) == 'tensor([inf, nan, -inf])', y[0]\n"
+            "print('user', end='')\n"
+            "np.log(np.zeros(1))\n")
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env)
+    assert run.stdout == "user"
+    # exactly one warning, the user's own np.log
+    assert run.stderr.count("RuntimeWarning") == 1 and "<string>:6" in run.stderr, run.stderr
+    strict = subprocess.run([sys.executable, "-W", "error", "-c",
+                             "import mdtensor as md\nmd.asarray([1.0]) / 0"],
+                            capture_output=True, text=True, env=env)
+    assert strict.returncode != 0 and "divide by zero" in strict.stderr
