@@ -198,9 +198,11 @@ def _fast_kernel(name, impl, pos, extra, check=None):
 # concatenate.  So the unwrapper is chosen per schema when the kernel is built: the two
 # commonest layouts -- a lone ``Tensor[]`` first (``cat``, ``stack``, ``meshgrid``) and a
 # lone plain ``Tensor`` first (ops with list or tuple returns, ``max.dim``, ``unbind``) --
-# get a function that reads just that argument when it is passed positionally, and any
-# other call (a keyword, a missing argument) takes the general walk, which also gives the
-# errors.
+# get a function that reads just that argument when it is passed positionally, and so do
+# plain Tensors at fixed positions (``where(c, x, y)``, ``index_select(x, 0, i)``: read by
+# position, no schema walk); any other call (a keyword, a missing argument, a non-Tensor)
+# takes the general walk, which also gives the errors.  The walk itself reads each
+# argument's flags from a tuple made once, not from the schema's properties.
 
 
 def _unwrapper(schema: FunctionSchema, tensor_args):
@@ -209,6 +211,8 @@ def _unwrapper(schema: FunctionSchema, tensor_args):
     updated in place)."""
     name = schema.full_name
     general = _general_unwrapper(name, tensor_args)
+    if len(tensor_args) > 1:
+        return _positional_unwrapper(name, tensor_args, general)
     if len(tensor_args) != 1 or tensor_args[0][0] != 0:
         return general
     arg = tensor_args[0][1]
@@ -238,21 +242,50 @@ def _unwrapper(schema: FunctionSchema, tensor_args):
     return unwrap
 
 
+def _positional_unwrapper(name: str, tensor_args, general):
+    """The unwrapper of plain Tensors at fixed positions (Note [Unwrapping by layout]), or
+    ``general`` where the schema has another kind of Tensor argument."""
+    if any(a.kwarg_only or a.type.optional or a.type.is_tensor_list for _, a in tensor_args):
+        return general
+    positions = tuple(i for i, _ in tensor_args)
+    last = positions[-1]
+
+    def unwrap(args, kwargs):
+        if len(args) <= last:
+            return general(args, kwargs)
+        raw = list(args)
+        dev = None
+        for i in positions:
+            t = raw[i]
+            if type(t) is not Tensor:
+                return general(args, kwargs)
+            if t._device is not dev:
+                if dev is not None:
+                    raise device_mismatch(name, dev, t._device)
+                dev = t._device
+            raw[i] = t._data
+        return dev, raw, kwargs
+
+    return unwrap
+
+
 def _general_unwrapper(name: str, tensor_args):
+    flags = tuple((i, a.name, a.kwarg_only, a.type.is_tensor_list) for i, a in tensor_args)
+
     def unwrap(args, kwargs):
         dev = None
         args = list(args)
-        for i, a in tensor_args:
-            if i < len(args) and not a.kwarg_only:
+        for i, arg_name, kwarg_only, is_list in flags:
+            if i < len(args) and not kwarg_only:
                 holder, slot = args, i
-            elif a.name in kwargs:
-                holder, slot = kwargs, a.name
+            elif arg_name in kwargs:
+                holder, slot = kwargs, arg_name
             else:
                 continue
             v = holder[slot]
             if v is None:
                 continue
-            if a.type.is_tensor_list:
+            if is_list:
                 raw = []
                 for t in v:
                     if t is None:
@@ -266,7 +299,7 @@ def _general_unwrapper(name: str, tensor_args):
                 holder[slot] = raw
             else:
                 if not isinstance(v, Tensor):
-                    raise TypeError(f"{name}: argument '{a.name}' must be a Tensor, got "
+                    raise TypeError(f"{name}: argument '{arg_name}' must be a Tensor, got "
                                     f"{type(v).__name__}")
                 if dev is None:
                     dev = v._device

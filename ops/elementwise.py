@@ -640,7 +640,7 @@ def _conj(xp, a):
     return xp.conj(a) if _is_complex(a) else xp.asarray(a, copy=True)
 
 
-unary("conj", dtypes=NUMERIC, structured=False, generic=_conj, cpu_kinds="c")
+unary("conj", dtypes=NUMERIC, structured=False, generic=_conj, cpu_kinds="iufc")
 unary("bitwise_not", xp_name="bitwise_invert", dtypes=BOOL + INTS,
       names=("bitwise_not", "bitwise_invert"), methods=("bitwise_not", "bitwise_invert"),
       ref=np.invert, accepts=INT_KINDS)
