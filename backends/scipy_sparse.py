@@ -33,7 +33,18 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from numpy.lib.array_utils import normalize_axis_tuple
+from mdtensor.backends._sparse_rules import (
+    ZERO_PRESERVING,
+    matmul_shape,
+    move,
+    normalize_axes,
+    on_values,
+    permutation,
+    refusal,
+    reshape_target,
+    transpose_axes,
+    transposes,
+)
 
 from mdtensor.dispatch.kernel import Kernel
 from mdtensor.dispatch.keys import DispatchKey
@@ -45,6 +56,7 @@ from mdtensor.tensors.layout import (
     sparse_coo,
     sparse_csr,
 )
+from mdtensor.tensors.version_counter import counter
 
 __all__ = ["from_dense", "is_sparse_array", "make_coo", "make_csr"]
 
@@ -52,22 +64,12 @@ register_sparse_array(sp.coo_array, sparse_coo)
 register_sparse_array(sp.csr_array, sparse_csr)
 
 _KEY = DispatchKey.SparseCPU
+_KEY_NAME = "SparseCPU"
 _INDEX = np.int64  # PyTorch's index dtype: what indices() gives
 
 
 def is_sparse_array(a) -> bool:
     return isinstance(a, (sp.coo_array, sp.csr_array))
-
-
-def normalize_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
-    """``axis`` (an int or a tuple) as non-negative axes; the catalogue's errors, named."""
-    try:
-        return normalize_axis_tuple(axis, ndim)
-    except np.exceptions.AxisError:
-        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of dimension "
-                         f"{ndim} (expected to be in range [{-ndim}, {ndim - 1}])") from None
-    except ValueError:
-        raise ValueError(f"{op}: duplicate axes in {axis}") from None
 
 
 def _check_dtype(name: str, dtype) -> None:
@@ -188,12 +190,25 @@ def _values_op(self):
     if isinstance(a, sp.coo_array) and not a.has_canonical_format:
         raise RuntimeError("values: cannot get values on an uncoalesced tensor, please "
                            "call .coalesce() first")
-    return self._device.wrap(a.data)
+    return _raw_values(self)
+
+
+# Note [The values share the version counter]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``x.values()`` shares memory with sparse ``x``, as PyTorch's, and so shares its version
+# counter: a write through it (``x.values().mul_(2)``) bumps ``x``'s version, and a backward
+# that saved ``x`` then raises "modified by an inplace operation", as PyTorch's does.  The
+# ops are not declared as views (``Tensor(a)``): a view op gets a generated ``*_copy`` twin
+# and a replay for Functionalize, which mean nothing for a sparse base; the counter is all
+# that is shared.
 
 
 def _raw_values(self):
-    """``_values()``: the stored values, coalesced or not (PyTorch's ``_values``)."""
-    return self._device.wrap(self._data.data)
+    """``_values()``: the stored values, coalesced or not (PyTorch's ``_values``); see
+    Note [The values share the version counter]."""
+    out = self._device.wrap(self._data.data)
+    out._vc = counter(self)
+    return out
 
 
 def _raw_indices(self):
@@ -276,25 +291,10 @@ def _gather_sparse(a, m):
 def _matmul(self, other):
     a, b = self._data, other._data
     sa, sb = _is_sparse(self), _is_sparse(other)
-    for t, s, side in ((self, sa, "self"), (other, sb, "other")):
-        if s and t.ndim != 2:
-            raise ValueError(f"matmul: a sparse operand must have 2 dimensions; {side} "
-                             f"has {t.ndim}")
-    if not sa and not 1 <= a.ndim <= 2:
-        raise ValueError(f"matmul: a dense operand of a sparse product must have 1 or 2 "
-                         f"dimensions; self has {a.ndim}")
-    if not sb and not 1 <= b.ndim <= 2:
-        raise ValueError(f"matmul: a dense operand of a sparse product must have 1 or 2 "
-                         f"dimensions; other has {b.ndim}")
-    inner_a = a.shape[-1]
-    inner_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if inner_a != inner_b:
-        raise ValueError(f"matmul: self and other shapes cannot be multiplied "
-                         f"({'x'.join(map(str, a.shape))} and {'x'.join(map(str, b.shape))})")
+    shape = matmul_shape(self, other, sa, sb)
     if sa and sb:
         return self._device.wrap(_in_layout(_csr(a) @ _csr(b), a))
-    shape = a.shape[:-1] + b.shape[1:]  # SciPy gives () for a (1, 0) @ (0,) product
-    if sa:
+    if sa:  # reshaped: SciPy gives () for a (1, 0) @ (0,) product
         return self._device.wrap(np.asarray(_csr(a) @ b).reshape(shape))
     # dense @ sparse, as (sparse^T @ dense^T)^T
     r = _csr(b).T @ (a.T if a.ndim == 2 else a)
@@ -479,21 +479,11 @@ def _softmax_backward_data(grad_output, output, dim):
 
 
 def _on_values(name):
-    op = getattr(aten, name)
-
-    def kernel(self, *args, **kwargs):
-        return self._device.wrap(_like(self._data, op(_values(self), *args, **kwargs)._data))
-
-    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
-    return kernel
+    return on_values(name, _values, _rebuild, _KEY_NAME)
 
 
-def _pow(self, exponent):
-    if not (isinstance(exponent, (int, float)) and exponent > 0):
-        raise NotImplementedError(f"pow: a sparse tensor to the power {exponent!r} would "
-                                  f"not keep its zeros; SparseCPU takes positive exponents "
-                                  f"(use to_dense() first)")
-    return _on_values("pow")(self, exponent)
+def _rebuild(t, values):
+    return t._device.wrap(_like(t._data, values._data))
 
 
 def _mul_tensor(self, other):
@@ -547,29 +537,11 @@ def _add_like(name, sign):
 
 def _transpose(self, dim0, dim1):
     a = self._data
-    nd = a.ndim
-    for d in (dim0, dim1):
-        normalize_axes("transpose", d, nd)  # an IndexError naming the op when out of range
-    axes = list(range(nd))
-    axes[dim0 % nd], axes[dim1 % nd] = axes[dim1 % nd], axes[dim0 % nd]
+    axes = transpose_axes(a.shape, dim0, dim1)
     if isinstance(a, sp.csr_array):
         return self._device.wrap(a.T.tocsr() if axes != [0, 1] else _copy(a))
     r = a.transpose(tuple(axes))
     return self._device.wrap(r.tocoo() if not isinstance(r, sp.coo_array) else r)
-
-
-def _matrix_transpose(self):
-    if self.ndim < 2:
-        raise ValueError(f"matrix_transpose: expected a tensor of at least 2 dimensions, got "
-                         f"{self.ndim}")
-    return _transpose(self, -2, -1)
-
-
-def _t(self):
-    if self.ndim > 2:
-        raise ValueError(f"t: expects a tensor with <= 2 dimensions, but self is "
-                         f"{self.ndim}D")
-    return _transpose(self, 0, -1) if self.ndim == 2 else _clone(self)
 
 
 def _copy(a):
@@ -586,29 +558,21 @@ def _clone(self):
 
 def _reshape(self, shape, *, copy=None):
     a = self._data
-    shape = tuple(int(s) for s in shape)
-    total = int(np.prod(a.shape))
-    if shape.count(-1) == 1:
-        known = int(np.prod([s for s in shape if s != -1]))
-        if known and total % known == 0:
-            shape = tuple(total // known if s == -1 else s for s in shape)
-    if int(np.prod(shape)) != total or any(s < 0 for s in shape):
-        raise ValueError(f"reshape: shape {shape} is invalid for input of size {total}")
+    shape = reshape_target(a.shape, shape, isinstance(a, sp.csr_array))
     if isinstance(a, sp.csr_array):
-        if len(shape) != 2:
-            raise ValueError(f"reshape: a sparse CSR tensor has 2 dimensions; got shape "
-                             f"{shape} (convert with to_sparse() first)")
         return self._device.wrap(a.reshape(shape).tocsr())
-    r = a.reshape(shape) if shape != tuple(a.shape) else _copy(a)
-    return self._device.wrap(r if isinstance(r, sp.coo_array) else r.tocoo())
+    if shape == tuple(a.shape):
+        return self._device.wrap(_copy(a))
+    r = a.reshape(shape)
+    r = r if isinstance(r, sp.coo_array) else r.tocoo()
+    # a row-major reshape keeps the elements' order: coalesced stays coalesced
+    r.has_canonical_format = a.has_canonical_format
+    return self._device.wrap(r)
 
 
 def _permute(self, axes):
     a = self._data
-    axes = tuple(int(d) % a.ndim for d in axes)
-    if sorted(axes) != list(range(a.ndim)):
-        raise ValueError(f"permute: axes {tuple(axes)} are not a permutation of the "
-                         f"{a.ndim} dimensions")
+    axes = permutation(a.shape, axes)
     if isinstance(a, sp.csr_array):
         return self._device.wrap(a.T.tocsr() if axes == (1, 0) else _copy(a))
     return self._device.wrap(a.transpose(axes))
@@ -655,30 +619,12 @@ def _basic_index(self, key):
     return self._device.wrap(r if isinstance(r, sp.coo_array) else r.tocoo())
 
 
-def _no_sparse_kernel(name, why):
-    def kernel(self, *args, **kwargs):
-        raise NotImplementedError(f"aten::{name}: no kernel for a sparse tensor "
-                                  f"(SparseCPU): {why}")
-
-    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
-    return kernel
-
-
 def _to_device_copy(self, device):
-    if str(device) == str(self._device):
-        return _clone(self)
-    raise NotImplementedError(f"aten::to_device_copy: moving a sparse tensor from "
-                              f"{self._device} to {device} has no kernel (SparseCPU); use "
-                              f"to_dense() first")
+    return move(self, device, _KEY_NAME)
 
 
 # ---------------------------------------------------------------------------------------
 # Registration
-
-#: elementwise ops that map zero to zero (Note [Values through the dense ops])
-ZERO_PRESERVING = ("neg", "abs", "sqrt", "sin", "tanh", "relu", "sign", "square", "expm1",
-                   "log1p", "sinh", "tan", "asin", "atan", "asinh", "atanh", "trunc",
-                   "floor", "ceil", "conj", "positive")
 
 KERNELS = {
     "_to_dense": _to_dense, "_to_sparse": _to_sparse, "indices": _indices,
@@ -690,22 +636,23 @@ KERNELS = {
     "_sparse_sum.dim": _sparse_sum, "_sparse_sum_backward": _sparse_sum_backward,
     "mul.Tensor": _mul_tensor, "mul.Scalar": _on_values("mul"),
     "mul.Scalar_Tensor": lambda self, other: _on_values("mul")(other, self),
-    "div.Scalar": _on_values("div"), "pow.Scalar": _pow,
+    "div.Scalar": _on_values("div"), "pow.Scalar": _on_values("pow"),
     "add.Tensor": _add_like("add", 1), "sub.Tensor": _add_like("sub", -1),
     "softmax": _softmax, "_softmax_backward_data": _softmax_backward_data,
-    "transpose.int": _transpose, "matrix_transpose": _matrix_transpose, "t": _t,
+    "transpose.int": _transpose,
+    **dict(zip(("matrix_transpose", "t"), transposes(_transpose, _clone))),
     "clone": _clone, "basic_index": _basic_index, "reshape": _reshape, "permute": _permute,
     "astype": _on_values("astype"),
     "zeros_like": _empty_sparse_like, "empty_like": _empty_sparse_like,
     "to_device_copy": _to_device_copy,
     # the CompositeExplicitAutograd kernels below compute on dense arrays: refused here
-    "view": _no_sparse_kernel("view", "a sparse tensor has no strided view; use reshape"),
-    "ones_like": _no_sparse_kernel("ones_like", "the result would be dense; use "
+    "view": refusal("view", _KEY_NAME, "a sparse tensor has no strided view; use reshape"),
+    "ones_like": refusal("ones_like", _KEY_NAME, "the result would be dense; use "
                                    "md.ones(x.shape)"),
-    "full_like": _no_sparse_kernel("full_like", "the result would be dense; use "
+    "full_like": refusal("full_like", _KEY_NAME, "the result would be dense; use "
                                    "md.full(x.shape, value)"),
-    "masked_fill.Scalar": _no_sparse_kernel("masked_fill", "use to_dense() first"),
-    "masked_fill.Tensor": _no_sparse_kernel("masked_fill", "use to_dense() first"),
+    "masked_fill.Scalar": refusal("masked_fill", _KEY_NAME, "use to_dense() first"),
+    "masked_fill.Tensor": refusal("masked_fill", _KEY_NAME, "use to_dense() first"),
     **{name: _on_values(name) for name in ZERO_PRESERVING},
 }
 

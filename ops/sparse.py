@@ -41,6 +41,13 @@ def _backend():
     return scipy_sparse
 
 
+def _meta_backend():
+    """The SparseMeta kernels' module (registers them, once)."""
+    from mdtensor.backends import meta_sparse
+
+    return meta_sparse
+
+
 def _int_array(name: str, what: str, t) -> np.ndarray:
     a = t._data
     if a.dtype.kind not in "iu":
@@ -62,7 +69,9 @@ def _checked_size(name, size, inferred):
     return size
 
 
-def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
+def _coo_parts(indices, values):
+    """The index and value arrays of a COO constructor call, their shapes checked (no data
+    read: the meta kernel checks them too)."""
     name = "sparse_coo_tensor"
     idx = _int_array(name, "indices", indices)
     if idx.ndim != 2:
@@ -75,6 +84,12 @@ def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
     if idx.shape[1] != vals.shape[0]:
         raise ValueError(f"{name}: indices give {idx.shape[1]} elements but values "
                          f"{vals.shape[0]}")
+    return idx, vals
+
+
+def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
+    name = "sparse_coo_tensor"
+    idx, vals = _coo_parts(indices, values)
     if idx.size and idx.min() < 0:
         raise ValueError(f"{name}: indices must be non-negative")
     inferred = idx.max(axis=1) + 1 if idx.shape[1] else [0] * idx.shape[0]
@@ -85,7 +100,16 @@ def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
     return values._device.wrap(coo)
 
 
-def _csr_kernel(crow_indices, col_indices, values, size=None, *, dtype=None):
+def _coo_meta(indices, values, size=None, *, dtype=None, is_coalesced=None):
+    idx, vals = _coo_parts(indices, values)
+    if size is not None:
+        size = _checked_size("sparse_coo_tensor", size, [0] * idx.shape[0])
+    return _meta_backend().make_coo(indices, values, size,
+                                    vals.dtype if dtype is None else dtype.numpy,
+                                    is_coalesced)
+
+
+def _csr_parts(crow_indices, col_indices, values):
     name = "sparse_csr_tensor"
     crow = _int_array(name, "crow_indices", crow_indices)
     col = _int_array(name, "col_indices", col_indices)
@@ -93,9 +117,15 @@ def _csr_kernel(crow_indices, col_indices, values, size=None, *, dtype=None):
     if crow.ndim != 1 or col.ndim != 1 or vals.ndim != 1:
         raise ValueError(f"{name}: crow_indices, col_indices and values must have 1 "
                          f"dimension each")
-    if len(col) != len(vals):
-        raise ValueError(f"{name}: col_indices give {len(col)} elements but values "
-                         f"{len(vals)}")
+    if col.shape[0] != vals.shape[0]:
+        raise ValueError(f"{name}: col_indices give {col.shape[0]} elements but values "
+                         f"{vals.shape[0]}")
+    return crow, col, vals
+
+
+def _csr_kernel(crow_indices, col_indices, values, size=None, *, dtype=None):
+    name = "sparse_csr_tensor"
+    crow, col, vals = _csr_parts(crow_indices, col_indices, values)
     if len(crow) == 0 or crow[0] != 0 or crow[-1] != len(col) or np.any(np.diff(crow) < 0):
         raise ValueError(f"{name}: crow_indices must start at 0, not decrease and end at "
                          f"the number of elements ({len(col)})")
@@ -110,12 +140,20 @@ def _csr_kernel(crow_indices, col_indices, values, size=None, *, dtype=None):
     return values._device.wrap(_backend().make_csr(name, crow, col, vals, shape))
 
 
+def _csr_meta(crow_indices, col_indices, values, size=None, *, dtype=None):
+    crow, col, vals = _csr_parts(crow_indices, col_indices, values)
+    if size is not None:
+        size = _checked_size("sparse_csr_tensor", size, (0, 0))
+    return _meta_backend().make_csr(crow_indices, col_indices, values, size,
+                                    vals.dtype if dtype is None else dtype.numpy)
+
+
 defop("sparse_coo_tensor(Tensor indices, Tensor values, int[]? size=None, *, "
       "ScalarType? dtype=None, bool? is_coalesced=None) -> Tensor", names=(),
-      kernels={"CPU": _coo_kernel})
+      kernels={"CPU": _coo_kernel, "Meta": _coo_meta})
 defop("sparse_csr_tensor(Tensor crow_indices, Tensor col_indices, Tensor values, "
       "int[]? size=None, *, ScalarType? dtype=None) -> Tensor", names=(),
-      kernels={"CPU": _csr_kernel})
+      kernels={"CPU": _csr_kernel, "Meta": _csr_meta})
 
 
 def _as_tensor(v):
@@ -150,6 +188,12 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
 def _dense_to_sparse(self, layout):
     return self._device.wrap(_backend().from_dense(f"to_{_target_name(layout)}",
                                                    self._data, layout))
+
+
+def _dense_to_sparse_meta(self, layout):
+    raise NotImplementedError(f"to_{_target_name(layout)}: the number of stored elements of "
+                              f"the result depends on the data, which meta tensors do not "
+                              f"have (Meta)")
 
 
 def _target_name(layout) -> str:
@@ -188,7 +232,7 @@ def _dense_only(name):
 
 defop("_to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=())
 defop("_to_sparse(Tensor self, Layout layout) -> Tensor", names=(),
-      kernels={"CPU": _dense_to_sparse})
+      kernels={"CPU": _dense_to_sparse, "Meta": _dense_to_sparse_meta})
 defop("to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=(),
       methods=("to_dense",), composite=_to_dense_composite)
 defop("to_sparse(Tensor self, *, Layout? layout=None) -> Tensor", names=(),
