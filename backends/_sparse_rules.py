@@ -163,3 +163,215 @@ def transposes(transpose, clone):
         return transpose(self, 0, -1) if self.ndim == 2 else clone(self)
 
     return matrix_transpose, t
+
+
+# ---------------------------------------------------------------------------------------
+# Kernels every sparse backend shares, written against a few of its primitives
+
+
+def _is_sparse(t) -> bool:
+    from mdtensor.tensors.layout import SPARSE
+
+    return bool(getattr(t, "_ks", 0) & SPARSE)
+
+
+def _no_elements(t):
+    """A tensor of no elements with ``t``'s dtype (for the dense ops' dtype rules)."""
+    return t._device.wrap(t._data.data[:0])
+
+
+def layout_error(name: str, got, want: str, hint: str = "") -> TypeError:
+    return TypeError(f"{name}: expected a sparse {want} tensor, got layout {got}{hint}")
+
+
+def uncoalesced_error(name: str) -> RuntimeError:
+    return RuntimeError(f"{name}: cannot get {name} on an uncoalesced tensor, please call "
+                        f".coalesce() first")
+
+
+def check_sparse_mask(self, mask) -> None:
+    if not _is_sparse(mask):
+        raise TypeError("sparse_mask: expected mask to be a sparse tensor, got a strided "
+                        "one")
+    if tuple(self.shape) != tuple(mask.shape):
+        raise ValueError(f"sparse_mask: expected self and mask of the same shape, got "
+                         f"{tuple(self.shape)} and {tuple(mask.shape)}")
+
+
+def check_index_key(key, key_name: str) -> tuple:
+    """The parts of ``x[key]`` for a sparse ``x``: ints, slices (positive steps) and
+    ``...``; new axes have no kernel."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(k is None for k in parts):
+        raise NotImplementedError(f"__getitem__: new axes (None) of a sparse tensor have no "
+                                  f"kernel ({key_name})")
+    if any(isinstance(k, slice) and k.step is not None and k.step <= 0 for k in parts):
+        raise ValueError("__getitem__: step must be greater than zero")
+    return parts
+
+
+def kept(coords, shape, dims):
+    """The coordinates (one array per dimension) and shape without the dimensions
+    ``dims``."""
+    keep = [d for d in range(len(shape)) if d not in dims]
+    return [coords[d] for d in keep], tuple(shape[d] for d in keep)
+
+
+def check_like_device(self, device, key_name: str) -> None:
+    if device is not None and str(device) != str(self._device):
+        raise NotImplementedError(f"zeros_like: a sparse tensor on {self._device} to "
+                                  f"{device} ({key_name})")
+
+
+def add_like(name: str, sign: int, sparse_add):
+    """``add``/``sub``: sparse and dense give dense (the dense op on a dense copy), two
+    sparse tensors of one shape ``sparse_add(self, other, dtype, scale)`` (``self + scale
+    * other``), with the dense op's dtype rules."""
+    def kernel(self, other, *, alpha=1):
+        from mdtensor.dispatch.namespaces import aten_calls as aten
+
+        op = getattr(aten, name)
+        if not (_is_sparse(self) and _is_sparse(other)):  # sparse + dense is dense
+            a = aten._to_dense(self) if _is_sparse(self) else self
+            b = aten._to_dense(other) if _is_sparse(other) else other
+            return op(a, b, alpha=alpha)
+        if tuple(self.shape) != tuple(other.shape):
+            raise ValueError(f"{name}: sparse operands must have the same shape; got "
+                             f"{tuple(self.shape)} and {tuple(other.shape)}")
+        dtype = op(_no_elements(self), _no_elements(other), alpha=alpha)._data.dtype
+        return sparse_add(self, other, dtype, sign * alpha)
+
+    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
+    return kernel
+
+
+def mul_tensor(sparse_mul, picked, rebuild):
+    """``mul`` with a sparse operand: two sparse tensors of one shape ``sparse_mul(self,
+    other, dtype)``; a sparse tensor and a dense one broadcasting to its shape the dense
+    op on the stored values and ``picked(sparse_array, dense_array, shape)``, the dense
+    factor's elements at the stored positions; ``rebuild(t, values)`` makes the result."""
+    def kernel(self, other):
+        from mdtensor.dispatch.namespaces import aten_calls as aten
+
+        sa, sb = _is_sparse(self), _is_sparse(other)
+        if sa and sb:
+            if tuple(self.shape) != tuple(other.shape):
+                raise ValueError(f"mul: sparse operands must have the same shape; got "
+                                 f"{tuple(self.shape)} and {tuple(other.shape)}")
+            dtype = aten.mul(_no_elements(self), _no_elements(other))._data.dtype
+            return sparse_mul(self, other, dtype)
+        s, d = (self, other) if sa else (other, self)
+        shape = np.broadcast_shapes(tuple(s.shape), tuple(d.shape))
+        if shape != tuple(s.shape):
+            raise ValueError(f"mul: a dense factor must broadcast to the sparse tensor's "
+                             f"shape {tuple(s.shape)}; got {tuple(d.shape)}")
+        values = s._device.wrap(s._data.data)
+        vals = aten.mul(values, d._device.wrap(picked(s._data, d._data, shape)))
+        return rebuild(s, vals)
+
+    kernel.__name__ = kernel.__qualname__ = "sparse[mul]"
+    return kernel
+
+
+def matmul_backward(key_name: str, *, coalesced, coords, like, sampled, t_matmul, todense):
+    """matmul's gradients with a sparse operand: the sparse one's gradient has its
+    sparsity pattern (PyTorch's ``torch.sparse.mm``), the dense one's is dense.  The
+    backend gives ``coalesced(a)`` (no duplicates: each position's gradient once),
+    ``coords(a)``, ``like(a, values)``, ``sampled(rows, cols, left, right)`` (``left[rows[k]]
+    . right[cols[k]]``), ``t_matmul(a, d, transpose)`` (``a^T @ d`` or ``a @ d``, dense) and
+    ``todense(a)``."""
+    def kernel(g, self, other, mask):
+        if _is_sparse(self) and _is_sparse(other):
+            raise NotImplementedError(f"matmul_backward: the gradient of a product of two "
+                                      f"sparse tensors is not implemented ({key_name})")
+        gd = todense(g._data) if _is_sparse(g) else g._data
+        ga = gb = None
+        if _is_sparse(self):
+            a, b = coalesced(self._data), other._data
+            b2 = b[:, None] if b.ndim == 1 else b
+            g2 = gd[:, None] if gd.ndim == 1 else gd
+            if mask[0]:
+                rows, cols = coords(a)
+                ga = self._device.wrap(like(a, sampled(rows, cols, g2, b2).astype(a.dtype)))
+            if mask[1]:
+                gb = other._device.wrap(t_matmul(a, g2, True).reshape(b.shape))
+        else:
+            a, b = self._data, coalesced(other._data)
+            a2 = a[None, :] if a.ndim == 1 else a
+            g2 = gd[None, :] if gd.ndim == 1 else gd
+            if mask[0]:  # g @ b^T, as (b @ g^T)^T
+                ga = self._device.wrap(t_matmul(b, g2.T, False).T.reshape(a.shape))
+            if mask[1]:
+                rows, cols = coords(b)
+                gb = other._device.wrap(like(b, sampled(rows, cols, a2.T, g2.T)
+                                             .astype(b.dtype)))
+        return ga, gb
+
+    kernel.__name__ = kernel.__qualname__ = "sparse[matmul_backward]"
+    return kernel
+
+
+def common_kernels(key_name: str, on_values_kernel, transpose, clone) -> dict:
+    """The kernels every sparse backend registers alike: the ops on the stored values
+    (``on_values_kernel(name)``), ``t`` and ``matrix_transpose`` from its ``transpose``,
+    ``to_device_copy`` through the parts, and the refusals of the CompositeExplicitAutograd
+    kernels that compute on dense arrays."""
+    return {
+        "mul.Scalar": on_values_kernel("mul"),
+        "mul.Scalar_Tensor": lambda self, other: on_values_kernel("mul")(other, self),
+        "div.Scalar": on_values_kernel("div"), "pow.Scalar": on_values_kernel("pow"),
+        "astype": on_values_kernel("astype"),
+        **{name: on_values_kernel(name) for name in ZERO_PRESERVING},
+        "transpose.int": transpose,
+        **dict(zip(("matrix_transpose", "t"), transposes(transpose, clone))),
+        "clone": clone,
+        "to_device_copy": lambda self, device: move(self, device, key_name),
+        "view": refusal("view", key_name, "a sparse tensor has no strided view; use reshape"),
+        "ones_like": refusal("ones_like", key_name, "the result would be dense; use "
+                             "md.ones(x.shape)"),
+        "full_like": refusal("full_like", key_name, "the result would be dense; use "
+                             "md.full(x.shape, value)"),
+        "masked_fill.Scalar": refusal("masked_fill", key_name, "use to_dense() first"),
+        "masked_fill.Tensor": refusal("masked_fill", key_name, "use to_dense() first"),
+    }
+
+
+def register(kernels: dict, key, origin: str) -> None:
+    """Register ``kernels`` (``{overload name: fn}``) for sparse ``key``."""
+    from mdtensor.dispatch.kernel import Kernel
+    from mdtensor.dispatch.namespaces import lookup
+
+    for name, fn in kernels.items():
+        op = lookup(f"aten::{name}" if "." in name else f"aten::{name}.default")
+        op.register_kernel(Kernel(fn, key, origin=origin))
+
+
+#: overload -> the name of the function a sparse backend's module defines for it (its
+#: kernel table is ``backend_kernels(its globals())``, the same ops for every backend)
+BACKEND_KERNELS = {
+    "_to_dense": "_to_dense", "_to_sparse": "_to_sparse", "indices": "_indices",
+    "values": "_values_op", "_values": "_raw_values", "_indices": "_raw_indices",
+    "coalesce": "_coalesce",
+    "is_coalesced": "_is_coalesced", "sparse_mask": "_sparse_mask", "matmul": "_matmul",
+    "mm": "_matmul", "matmul_backward": "_matmul_backward", "sum": "_sum",
+    "_sparse_sum.dim": "_sparse_sum", "_sparse_sum_backward": "_sparse_sum_backward",
+    "mul.Tensor": "_mul_tensor",
+    "softmax": "_softmax", "_softmax_backward_data": "_softmax_backward_data",
+    "basic_index": "_basic_index", "reshape": "_reshape", "permute": "_permute",
+    "zeros_like": "_empty_sparse_like", "empty_like": "_empty_sparse_like",
+}
+
+
+def backend_kernels(namespace: dict, key_name: str) -> dict:
+    """A sparse backend's kernel table: its functions named in ``BACKEND_KERNELS`` (from
+    ``namespace``, its module's globals), the CSR parts from its ``_csr_part(name,
+    attribute)``, ``add``/``sub`` from its ``_sparse_add`` and ``common_kernels`` of its
+    ``_on_values``, ``_transpose`` and ``_clone``."""
+    table = {op: namespace[fn] for op, fn in BACKEND_KERNELS.items()}
+    table["crow_indices"] = namespace["_csr_part"]("crow_indices", "indptr")
+    table["col_indices"] = namespace["_csr_part"]("col_indices", "indices")
+    table["add.Tensor"] = add_like("add", 1, namespace["_sparse_add"])
+    table["sub.Tensor"] = add_like("sub", -1, namespace["_sparse_add"])
+    table.update(common_kernels(key_name, namespace["_on_values"], namespace["_transpose"],
+                                namespace["_clone"]))
+    return table

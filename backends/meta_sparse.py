@@ -23,22 +23,22 @@ from __future__ import annotations
 
 import numpy as np
 from mdtensor.backends._sparse_rules import (
-    ZERO_PRESERVING,
+    check_like_device,
+    check_sparse_mask,
+    common_kernels,
+    layout_error,
     matmul_shape,
     normalize_axes,
     on_values,
     permutation,
-    refusal,
+    register,
     reshape_target,
     transpose_axes,
-    transposes,
 )
 from mdtensor.backends.meta_backend import MetaArray
 
-from mdtensor.dispatch.kernel import Kernel
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls as aten
-from mdtensor.dispatch.namespaces import lookup
 from mdtensor.tensors.layout import SPARSE, register_sparse_array, sparse_coo, sparse_csr
 
 __all__ = ["MetaCOO", "MetaCSR", "meta_like"]
@@ -175,7 +175,7 @@ def _part(name, shape_of, dtype_of=lambda a: "int64", layout=None, coalesced=Fal
 
 def _coalesce(self):
     if isinstance(self._data, MetaCSR):
-        raise TypeError("coalesce: expected a sparse COO tensor, got layout md.sparse_csr")
+        raise layout_error("coalesce", sparse_csr, "COO")
     if not self._data.coalesced:
         raise _data_dependent("coalesce")
     return _same(self)
@@ -183,18 +183,12 @@ def _coalesce(self):
 
 def _is_coalesced(self):
     if isinstance(self._data, MetaCSR):
-        raise TypeError("is_coalesced: expected a sparse COO tensor, got layout "
-                        "md.sparse_csr")
+        raise layout_error("is_coalesced", sparse_csr, "COO")
     return self._data.coalesced
 
 
 def _sparse_mask(self, mask):
-    if not _is_sparse(mask):
-        raise TypeError("sparse_mask: expected mask to be a sparse tensor, got a strided "
-                        "one")
-    if tuple(self.shape) != tuple(mask.shape):
-        raise ValueError(f"sparse_mask: expected self and mask of the same shape, got "
-                         f"{tuple(self.shape)} and {tuple(mask.shape)}")
+    check_sparse_mask(self, mask)
     return _same(mask, dtype=self._data.dtype)
 
 
@@ -314,9 +308,7 @@ def _basic_index(self, key):
 
 
 def _empty_like(self, *, dtype=None, device=None, requires_grad=False):
-    if device is not None and str(device) != str(self._device):
-        raise NotImplementedError(f"zeros_like: a sparse tensor on {self._device} to "
-                                  f"{device} (SparseMeta)")
+    check_like_device(self, device, "SparseMeta")
     a = self._data
     t = self._device.wrap(type(a)(a.shape, a.dtype if dtype is None else dtype.numpy, 0,
                                   True))
@@ -344,29 +336,12 @@ KERNELS = {
     "coalesce": _coalesce, "is_coalesced": _is_coalesced, "sparse_mask": _sparse_mask,
     "matmul": _matmul, "mm": _matmul, "matmul_backward": _matmul_backward, "sum": _sum,
     "_sparse_sum.dim": _sparse_sum, "_sparse_sum_backward": _sparse_sum_backward,
-    "mul.Tensor": _mul_tensor, "mul.Scalar": _on_values("mul"),
-    "mul.Scalar_Tensor": lambda self, other: _on_values("mul")(other, self),
-    "div.Scalar": _on_values("div"), "pow.Scalar": _on_values("pow"),
-    "add.Tensor": _add_like("add"), "sub.Tensor": _add_like("sub"),
+    "mul.Tensor": _mul_tensor, "add.Tensor": _add_like("add"), "sub.Tensor": _add_like("sub"),
     "softmax": _softmax, "_softmax_backward_data": _softmax_backward_data,
-    "transpose.int": _transpose,
-    **dict(zip(("matrix_transpose", "t"), transposes(_transpose, _same))),
-    "clone": lambda self: _same(self), "basic_index": _basic_index, "reshape": _reshape,
-    "permute": _permute, "astype": _on_values("astype"),
-    "zeros_like": _empty_like, "empty_like": _empty_like, "to_device_copy": _to_device_copy,
-    "view": refusal("view", "SparseMeta", "a sparse tensor has no strided view; use reshape"),
-    "ones_like": refusal("ones_like", "SparseMeta", "the result would be dense"),
-    "full_like": refusal("full_like", "SparseMeta", "the result would be dense"),
-    "masked_fill.Scalar": refusal("masked_fill", "SparseMeta", "use to_dense() first"),
-    "masked_fill.Tensor": refusal("masked_fill", "SparseMeta", "use to_dense() first"),
-    **{name: _on_values(name) for name in ZERO_PRESERVING},
+    "basic_index": _basic_index, "reshape": _reshape, "permute": _permute,
+    "zeros_like": _empty_like, "empty_like": _empty_like,
+    **common_kernels("SparseMeta", _on_values, _transpose, lambda self: _same(self)),
+    "to_device_copy": _to_device_copy,
 }
 
-
-def _register() -> None:
-    for name, fn in KERNELS.items():
-        op = lookup(f"aten::{name}" if "." in name else f"aten::{name}.default")
-        op.register_kernel(Kernel(fn, _KEY, origin="meta_sparse"))
-
-
-_register()
+register(KERNELS, _KEY, "meta_sparse")

@@ -34,8 +34,13 @@ from ._decl import defop
 __all__ = ["sparse_coo_tensor", "sparse_csr_tensor"]
 
 
-def _backend():
-    """The SparseCPU kernels' module (imports SciPy and registers them, once)."""
+def _backend(t):
+    """The sparse kernels' module for the device of tensor ``t`` (SparseCPU: SciPy,
+    SparseJAX: ``jax.experimental.sparse``), imported and registered on first use."""
+    if t._device.type == "jax":
+        from mdtensor.backends import jax_sparse
+
+        return jax_sparse
     from mdtensor.backends import scipy_sparse
 
     return scipy_sparse
@@ -96,7 +101,7 @@ def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
     shape = _checked_size(name, size, inferred)
     if dtype is not None:
         vals = vals.astype(dtype.numpy)
-    coo = _backend().make_coo(name, idx, vals, shape, bool(is_coalesced))
+    coo = _backend(values).make_coo(name, idx, vals, shape, bool(is_coalesced))
     return values._device.wrap(coo)
 
 
@@ -137,7 +142,7 @@ def _csr_kernel(crow_indices, col_indices, values, size=None, *, dtype=None):
                          f"describe {len(crow) - 1}")
     if dtype is not None:
         vals = vals.astype(dtype.numpy)
-    return values._device.wrap(_backend().make_csr(name, crow, col, vals, shape))
+    return values._device.wrap(_backend(values).make_csr(name, crow, col, vals, shape))
 
 
 def _csr_meta(crow_indices, col_indices, values, size=None, *, dtype=None):
@@ -150,10 +155,10 @@ def _csr_meta(crow_indices, col_indices, values, size=None, *, dtype=None):
 
 defop("sparse_coo_tensor(Tensor indices, Tensor values, int[]? size=None, *, "
       "ScalarType? dtype=None, bool? is_coalesced=None) -> Tensor", names=(),
-      kernels={"CPU": _coo_kernel, "Meta": _coo_meta})
+      kernels={"CPU": _coo_kernel, "JAX": _coo_kernel, "Meta": _coo_meta})
 defop("sparse_csr_tensor(Tensor crow_indices, Tensor col_indices, Tensor values, "
       "int[]? size=None, *, ScalarType? dtype=None) -> Tensor", names=(),
-      kernels={"CPU": _csr_kernel, "Meta": _csr_meta})
+      kernels={"CPU": _csr_kernel, "JAX": _csr_kernel, "Meta": _csr_meta})
 
 
 def _as_tensor(v):
@@ -186,8 +191,8 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
 
 
 def _dense_to_sparse(self, layout):
-    return self._device.wrap(_backend().from_dense(f"to_{_target_name(layout)}",
-                                                   self._data, layout))
+    return self._device.wrap(_backend(self).from_dense(f"to_{_target_name(layout)}",
+                                                       self._data, layout))
 
 
 def _dense_to_sparse_meta(self, layout):
@@ -232,7 +237,8 @@ def _dense_only(name):
 
 defop("_to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=())
 defop("_to_sparse(Tensor self, Layout layout) -> Tensor", names=(),
-      kernels={"CPU": _dense_to_sparse, "Meta": _dense_to_sparse_meta})
+      kernels={"CPU": _dense_to_sparse, "JAX": _dense_to_sparse,
+               "Meta": _dense_to_sparse_meta})
 defop("to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=(),
       methods=("to_dense",), composite=_to_dense_composite)
 defop("to_sparse(Tensor self, *, Layout? layout=None) -> Tensor", names=(),
@@ -261,7 +267,8 @@ def _nnz(self) -> int:
     """The number of stored elements of a sparse tensor (PyTorch's ``_nnz()``)."""
     if not self._ks & SPARSE:
         raise TypeError("nnz: expected a sparse tensor, got layout md.strided")
-    return int(self._data.nnz)
+    d = self._data
+    return int(d.nse if hasattr(d, "nse") else d.nnz)  # JAX's BCOO/BCSR say nse
 
 
 Tensor.nnz = property(_nnz)  # type: ignore[attr-defined]
