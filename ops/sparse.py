@@ -161,29 +161,38 @@ defop("sparse_csr_tensor(Tensor crow_indices, Tensor col_indices, Tensor values,
       kernels={"CPU": _csr_kernel, "JAX": _csr_kernel, "Meta": _csr_meta})
 
 
-def _as_tensor(v):
-    return v if isinstance(v, Tensor) else asarray(v)
+def _as_tensor(v, device=None):
+    """``v`` as a tensor on ``device`` (None: where it is, or the default device for
+    data); tensors are moved as ``torch.sparse_coo_tensor(..., device=)`` moves them."""
+    if isinstance(v, Tensor):
+        return v if device is None else v.to(device)
+    return asarray(v, device=device)
 
 
-def sparse_coo_tensor(indices, values, size=None, *, dtype=None, is_coalesced=None):
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
+                      is_coalesced=None):
     """A sparse COO tensor: ``values[k]`` at ``indices[:, k]`` (``indices`` of shape
-    ``(ndim, nnz)``) in a tensor of ``size`` (default: just large enough), as
-    ``torch.sparse_coo_tensor``.  Lists are accepted for ``indices`` and ``values``.
+    ``(ndim, nnz)``) in a tensor of ``size`` (default: just large enough), on ``device``
+    (default: where ``values`` is), as ``torch.sparse_coo_tensor``.  Lists are accepted for
+    ``indices`` and ``values``.
 
     Examples:
         >>> x = md.sparse_coo_tensor([[0, 1], [1, 0]], [3.0, 4.0], (2, 2))
         >>> x.to_dense().tolist()
         [[0.0, 3.0], [4.0, 0.0]]
     """
-    return aten.sparse_coo_tensor(_as_tensor(indices), _as_tensor(values),
+    return aten.sparse_coo_tensor(_as_tensor(indices, device), _as_tensor(values, device),
                                   size, dtype=dtype, is_coalesced=is_coalesced)
 
 
-def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None):
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None,
+                      device=None):
     """A sparse CSR tensor (``torch.sparse_csr_tensor``): row ``i`` holds ``values[k]`` at
-    column ``col_indices[k]`` for ``crow_indices[i] <= k < crow_indices[i + 1]``."""
-    return aten.sparse_csr_tensor(_as_tensor(crow_indices), _as_tensor(col_indices),
-                                  _as_tensor(values), size, dtype=dtype)
+    column ``col_indices[k]`` for ``crow_indices[i] <= k < crow_indices[i + 1]``, on
+    ``device`` (default: where ``values`` is)."""
+    return aten.sparse_csr_tensor(_as_tensor(crow_indices, device),
+                                  _as_tensor(col_indices, device),
+                                  _as_tensor(values, device), size, dtype=dtype)
 
 
 # ---------------------------------------------------------------------------------------

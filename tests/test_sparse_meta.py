@@ -108,6 +108,9 @@ def test_meta_sparse_tensors_have_shape_layout_and_nnz():
                              md.empty(5, device="meta"), (4, 4))
     assert (c.layout, c.nnz, c.is_coalesced(), c.device) == (md.sparse_coo, 5, False,
                                                             md.Device("meta"))
+    on_meta = md.sparse_coo_tensor([[0, 1], [2, 0]], [1.0, 2.0], (3, 3), device="meta")
+    assert (on_meta.device, on_meta.nnz, on_meta.layout) == (md.Device("meta"), 2,
+                                                             md.sparse_coo)
     r = md.sparse_csr_tensor(md.empty(5, dtype=md.int64, device="meta"),
                              md.empty(7, dtype=md.int64, device="meta"),
                              md.empty(7, dtype=md.float64, device="meta"), (4, 9))
