@@ -33,18 +33,29 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from numpy.lib.array_utils import normalize_axis_tuple
+from mdtensor.backends._sparse_rules import (
+    backend_kernels,
+    check_index_key,
+    check_like_device,
+    check_sparse_mask,
+    kept,
+    layout_error,
+    matmul_backward,
+    matmul_shape,
+    mul_tensor,
+    normalize_axes,
+    on_values,
+    permutation,
+    register,
+    reshape_target,
+    transpose_axes,
+    uncoalesced_error,
+)
 
-from mdtensor.dispatch.kernel import Kernel
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls as aten
-from mdtensor.dispatch.namespaces import lookup
-from mdtensor.tensors.layout import (
-    SPARSE,
-    register_sparse_array,
-    sparse_coo,
-    sparse_csr,
-)
+from mdtensor.tensors.layout import SPARSE, register_sparse_array, sparse_coo, sparse_csr
+from mdtensor.tensors.version_counter import counter
 
 __all__ = ["from_dense", "is_sparse_array", "make_coo", "make_csr"]
 
@@ -52,22 +63,12 @@ register_sparse_array(sp.coo_array, sparse_coo)
 register_sparse_array(sp.csr_array, sparse_csr)
 
 _KEY = DispatchKey.SparseCPU
+_KEY_NAME = "SparseCPU"
 _INDEX = np.int64  # PyTorch's index dtype: what indices() gives
 
 
 def is_sparse_array(a) -> bool:
     return isinstance(a, (sp.coo_array, sp.csr_array))
-
-
-def normalize_axes(op: str, axis, ndim: int) -> tuple[int, ...]:
-    """``axis`` (an int or a tuple) as non-negative axes; the catalogue's errors, named."""
-    try:
-        return normalize_axis_tuple(axis, ndim)
-    except np.exceptions.AxisError:
-        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of dimension "
-                         f"{ndim} (expected to be in range [{-ndim}, {ndim - 1}])") from None
-    except ValueError:
-        raise ValueError(f"{op}: duplicate axes in {axis}") from None
 
 
 def _check_dtype(name: str, dtype) -> None:
@@ -175,31 +176,42 @@ def _to_sparse(self, layout):
 def _indices(self):
     a = self._data
     if not isinstance(a, sp.coo_array):
-        raise TypeError(f"indices: expected a sparse COO tensor, got layout {_layout(a)}; "
-                        f"a CSR tensor has crow_indices() and col_indices()")
+        raise layout_error("indices", _layout(a), "COO", "; a CSR tensor has crow_indices() "
+                           "and col_indices()")
     if not a.has_canonical_format:
-        raise RuntimeError("indices: cannot get indices on an uncoalesced tensor, please "
-                           "call .coalesce() first")
-    return self._device.wrap(np.stack(a.coords).astype(_INDEX).reshape(a.ndim, a.nnz))
+        raise uncoalesced_error("indices")
+    return _raw_indices(self)
 
 
 def _values_op(self):
     a = self._data
     if isinstance(a, sp.coo_array) and not a.has_canonical_format:
-        raise RuntimeError("values: cannot get values on an uncoalesced tensor, please "
-                           "call .coalesce() first")
-    return self._device.wrap(a.data)
+        raise uncoalesced_error("values")
+    return _raw_values(self)
+
+
+# Note [The values share the version counter]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``x.values()`` shares memory with sparse ``x``, as PyTorch's, and so shares its version
+# counter: a write through it (``x.values().mul_(2)``) bumps ``x``'s version, and a backward
+# that saved ``x`` then raises "modified by an inplace operation", as PyTorch's does.  The
+# ops are not declared as views (``Tensor(a)``): a view op gets a generated ``*_copy`` twin
+# and a replay for Functionalize, which mean nothing for a sparse base; the counter is all
+# that is shared.
 
 
 def _raw_values(self):
-    """``_values()``: the stored values, coalesced or not (PyTorch's ``_values``)."""
-    return self._device.wrap(self._data.data)
+    """``_values()``: the stored values, coalesced or not (PyTorch's ``_values``); see
+    Note [The values share the version counter]."""
+    out = self._device.wrap(self._data.data)
+    out._vc = counter(self)
+    return out
 
 
 def _raw_indices(self):
     a = self._data
     if not isinstance(a, sp.coo_array):
-        raise TypeError(f"_indices: expected a sparse COO tensor, got layout {_layout(a)}")
+        raise layout_error("_indices", _layout(a), "COO")
     return self._device.wrap(np.stack(a.coords).astype(_INDEX).reshape(a.ndim, a.nnz))
 
 
@@ -207,7 +219,7 @@ def _csr_part(name, attr):
     def kernel(self):
         a = self._data
         if not isinstance(a, sp.csr_array):
-            raise TypeError(f"{name}: expected a sparse CSR tensor, got layout {_layout(a)}")
+            raise layout_error(name, _layout(a), "CSR")
         return self._device.wrap(getattr(a, attr).astype(_INDEX))
     kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
     return kernel
@@ -220,7 +232,7 @@ def _layout(a):
 def _coalesce(self):
     a = self._data
     if not isinstance(a, sp.coo_array):
-        raise TypeError(f"coalesce: expected a sparse COO tensor, got layout {_layout(a)}")
+        raise layout_error("coalesce", _layout(a), "COO")
     c = _copy(a)
     c.sum_duplicates()  # nothing to do when it has the canonical format
     return self._device.wrap(c)
@@ -229,20 +241,14 @@ def _coalesce(self):
 def _is_coalesced(self):
     a = self._data
     if not isinstance(a, sp.coo_array):
-        raise TypeError(f"is_coalesced: expected a sparse COO tensor, got layout "
-                        f"{_layout(a)}")
+        raise layout_error("is_coalesced", _layout(a), "COO")
     return bool(a.has_canonical_format)
 
 
 def _sparse_mask(self, mask):
     """``self``'s values at the stored positions of sparse ``mask``, with its structure."""
-    if not _is_sparse(mask):
-        raise TypeError("sparse_mask: expected mask to be a sparse tensor, got a strided "
-                        "one")
+    check_sparse_mask(self, mask)
     m = mask._data
-    if tuple(self.shape) != tuple(m.shape):
-        raise ValueError(f"sparse_mask: expected self and mask of the same shape, got "
-                         f"{tuple(self.shape)} and {tuple(m.shape)}")
     if _is_sparse(self):
         vals = _gather_sparse(self._data, m)
     else:
@@ -276,25 +282,10 @@ def _gather_sparse(a, m):
 def _matmul(self, other):
     a, b = self._data, other._data
     sa, sb = _is_sparse(self), _is_sparse(other)
-    for t, s, side in ((self, sa, "self"), (other, sb, "other")):
-        if s and t.ndim != 2:
-            raise ValueError(f"matmul: a sparse operand must have 2 dimensions; {side} "
-                             f"has {t.ndim}")
-    if not sa and not 1 <= a.ndim <= 2:
-        raise ValueError(f"matmul: a dense operand of a sparse product must have 1 or 2 "
-                         f"dimensions; self has {a.ndim}")
-    if not sb and not 1 <= b.ndim <= 2:
-        raise ValueError(f"matmul: a dense operand of a sparse product must have 1 or 2 "
-                         f"dimensions; other has {b.ndim}")
-    inner_a = a.shape[-1]
-    inner_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if inner_a != inner_b:
-        raise ValueError(f"matmul: self and other shapes cannot be multiplied "
-                         f"({'x'.join(map(str, a.shape))} and {'x'.join(map(str, b.shape))})")
+    shape = matmul_shape(self, other, sa, sb)
     if sa and sb:
         return self._device.wrap(_in_layout(_csr(a) @ _csr(b), a))
-    shape = a.shape[:-1] + b.shape[1:]  # SciPy gives () for a (1, 0) @ (0,) product
-    if sa:
+    if sa:  # reshaped: SciPy gives () for a (1, 0) @ (0,) product
         return self._device.wrap(np.asarray(_csr(a) @ b).reshape(shape))
     # dense @ sparse, as (sparse^T @ dense^T)^T
     r = _csr(b).T @ (a.T if a.ndim == 2 else a)
@@ -330,37 +321,16 @@ def _coalesced(a):
     return a
 
 
-def _matmul_backward(g, self, other, mask):
-    """matmul's gradients with a sparse operand: the sparse one's gradient has its
-    sparsity pattern (PyTorch's ``torch.sparse.mm``), the dense one's is dense."""
-    if _is_sparse(self) and _is_sparse(other):
-        raise NotImplementedError("matmul_backward: the gradient of a product of two sparse "
-                                  "tensors is not implemented (SparseCPU)")
-    gd = g._data.toarray() if _is_sparse(g) else g._data
-    ga = gb = None
-    if _is_sparse(self):
-        a, b = _coalesced(self._data), other._data
-        b2 = b[:, None] if b.ndim == 1 else b
-        g2 = gd[:, None] if gd.ndim == 1 else gd
-        if mask[0]:
-            rows, cols = coords_of(a)
-            ga = self._device.wrap(_like(a, _sampled(rows, cols, g2, b2).astype(a.dtype)))
-        if mask[1]:
-            r = np.asarray(_csr(a).T @ g2)
-            gb = other._device.wrap(np.ascontiguousarray(r.reshape(b.shape)))
-    else:
-        a, b = self._data, _coalesced(other._data)
-        a2 = a[None, :] if a.ndim == 1 else a
-        g2 = gd[None, :] if gd.ndim == 1 else gd
-        if mask[0]:
-            r = np.asarray(_csr(b) @ g2.T).T  # g @ b^T
-            ga = self._device.wrap(np.ascontiguousarray(r.reshape(a.shape)))
-        if mask[1]:
-            rows, cols = coords_of(b)
-            vals = _sampled(rows, cols, np.ascontiguousarray(a2.T),
-                            np.ascontiguousarray(g2.T))
-            gb = other._device.wrap(_like(b, vals.astype(b.dtype)))
-    return ga, gb
+def _t_matmul(a, d, transpose):
+    """``a^T @ d`` (``transpose``) or ``a @ d`` of sparse ``a``, as a NumPy array."""
+    return np.ascontiguousarray(np.asarray((_csr(a).T if transpose else _csr(a)) @ d))
+
+
+_matmul_backward = matmul_backward(
+    _KEY_NAME, coalesced=_coalesced, coords=coords_of, like=_like,
+    sampled=lambda rows, cols, left, right: _sampled(rows, cols, np.ascontiguousarray(left),
+                                                     np.ascontiguousarray(right)),
+    t_matmul=_t_matmul, todense=lambda a: a.toarray())
 
 
 # ---------------------------------------------------------------------------------------
@@ -392,20 +362,13 @@ def _sum(self, axis=None, keepdims=False, dtype=None):
     return self._device.wrap(np.ascontiguousarray(r, dtype=want))
 
 
-def _kept(a, dims):
-    """The coordinates and shape of ``a`` without the dimensions ``dims``."""
-    keep = [d for d in range(a.ndim) if d not in dims]
-    coords = coords_of(a)
-    return [coords[d] for d in keep], tuple(a.shape[d] for d in keep)
-
-
 def _sparse_sum(self, dim):
     """``md.sparse.sum``: a sparse result over the dimensions left (dense when none is),
     whose gradient keeps the input's pattern (``torch.sparse.sum``)."""
     a = _coalesced(self._data)
     want = aten.sum(_values(self))._data.dtype  # the dense op's dtype rules
     dims = normalize_axes("sparse.sum", dim, a.ndim)
-    coords, shape = _kept(a, dims)
+    coords, shape = kept(coords_of(a), a.shape, dims)
     if not shape:
         return self._device.wrap(np.asarray(a.data.sum(dtype=want)))
     r = sp.coo_array((a.data.astype(want), tuple(coords)), shape=shape)
@@ -416,7 +379,7 @@ def _sparse_sum(self, dim):
 def _sparse_sum_backward(grad, self, dim):
     a = _coalesced(self._data)
     dims = normalize_axes("sparse.sum", dim, a.ndim)
-    coords, shape = _kept(a, dims)
+    coords, shape = kept(coords_of(a), a.shape, dims)
     g = grad._data
     if _is_sparse(grad):
         at = sp.coo_array((np.zeros(a.nnz, g.dtype), tuple(coords)), shape=shape)
@@ -479,66 +442,27 @@ def _softmax_backward_data(grad_output, output, dim):
 
 
 def _on_values(name):
-    op = getattr(aten, name)
-
-    def kernel(self, *args, **kwargs):
-        return self._device.wrap(_like(self._data, op(_values(self), *args, **kwargs)._data))
-
-    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
-    return kernel
+    return on_values(name, _values, _rebuild, _KEY_NAME)
 
 
-def _pow(self, exponent):
-    if not (isinstance(exponent, (int, float)) and exponent > 0):
-        raise NotImplementedError(f"pow: a sparse tensor to the power {exponent!r} would "
-                                  f"not keep its zeros; SparseCPU takes positive exponents "
-                                  f"(use to_dense() first)")
-    return _on_values("pow")(self, exponent)
+def _rebuild(t, values):
+    return t._device.wrap(_like(t._data, values._data))
 
 
-def _mul_tensor(self, other):
-    sa, sb = _is_sparse(self), _is_sparse(other)
-    if sa and sb:
-        if tuple(self.shape) != tuple(other.shape):
-            raise ValueError(f"mul: sparse operands must have the same shape; got "
-                             f"{tuple(self.shape)} and {tuple(other.shape)}")
-        dtype = aten.mul(_empty(self), _empty(other))._data.dtype
-        r = self._data.multiply(other._data)
-        return self._device.wrap(_in_layout(sp.coo_array(r) if r.ndim != 2 else r,
-                                            self._data).astype(dtype))
-    s, d = (self, other) if sa else (other, self)
-    a = s._data
-    dense = d._data
-    shape = np.broadcast_shapes(a.shape, dense.shape)
-    if shape != tuple(a.shape):
-        raise ValueError(f"mul: a dense factor must broadcast to the sparse tensor's shape "
-                         f"{tuple(a.shape)}; got {tuple(dense.shape)}")
-    picked = np.ascontiguousarray(np.broadcast_to(dense, shape)[coords_of(a)])
-    vals = aten.mul(_values(s), d._device.wrap(picked))
-    return s._device.wrap(_like(a, vals._data))
+def _sparse_mul(self, other, dtype):
+    r = self._data.multiply(other._data)
+    return self._device.wrap(_in_layout(sp.coo_array(r) if r.ndim != 2 else r,
+                                        self._data).astype(dtype))
 
 
-def _empty(t):
-    """A tensor of no elements with ``t``'s dtype (for the dense ops' dtype rules)."""
-    return t._device.wrap(np.empty(0, dtype=t._data.dtype))
+def _sparse_add(self, other, dtype, scale):
+    a, b = self._data.astype(dtype), other._data.astype(dtype)
+    return self._device.wrap(_in_layout(a + b * scale if scale != 1 else a + b, self._data))
 
 
-def _add_like(name, sign):
-    def kernel(self, other, *, alpha=1):
-        if not (_is_sparse(self) and _is_sparse(other)):  # sparse + dense is dense
-            a = aten._to_dense(self) if _is_sparse(self) else self
-            b = aten._to_dense(other) if _is_sparse(other) else other
-            return getattr(aten, name)(a, b, alpha=alpha)
-        if tuple(self.shape) != tuple(other.shape):
-            raise ValueError(f"{name}: sparse operands must have the same shape; got "
-                             f"{tuple(self.shape)} and {tuple(other.shape)}")
-        dtype = getattr(aten, name)(_empty(self), _empty(other), alpha=alpha)._data.dtype
-        a, b = self._data.astype(dtype), other._data.astype(dtype)
-        r = a + b * (sign * alpha) if (sign * alpha) != 1 else a + b
-        return self._device.wrap(_in_layout(r, self._data))
-
-    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
-    return kernel
+_mul_tensor = mul_tensor(
+    _sparse_mul, lambda a, dense, shape: np.ascontiguousarray(
+        np.broadcast_to(dense, shape)[coords_of(a)]), _rebuild)
 
 
 # ---------------------------------------------------------------------------------------
@@ -547,29 +471,11 @@ def _add_like(name, sign):
 
 def _transpose(self, dim0, dim1):
     a = self._data
-    nd = a.ndim
-    for d in (dim0, dim1):
-        normalize_axes("transpose", d, nd)  # an IndexError naming the op when out of range
-    axes = list(range(nd))
-    axes[dim0 % nd], axes[dim1 % nd] = axes[dim1 % nd], axes[dim0 % nd]
+    axes = transpose_axes(a.shape, dim0, dim1)
     if isinstance(a, sp.csr_array):
         return self._device.wrap(a.T.tocsr() if axes != [0, 1] else _copy(a))
     r = a.transpose(tuple(axes))
     return self._device.wrap(r.tocoo() if not isinstance(r, sp.coo_array) else r)
-
-
-def _matrix_transpose(self):
-    if self.ndim < 2:
-        raise ValueError(f"matrix_transpose: expected a tensor of at least 2 dimensions, got "
-                         f"{self.ndim}")
-    return _transpose(self, -2, -1)
-
-
-def _t(self):
-    if self.ndim > 2:
-        raise ValueError(f"t: expects a tensor with <= 2 dimensions, but self is "
-                         f"{self.ndim}D")
-    return _transpose(self, 0, -1) if self.ndim == 2 else _clone(self)
 
 
 def _copy(a):
@@ -586,29 +492,21 @@ def _clone(self):
 
 def _reshape(self, shape, *, copy=None):
     a = self._data
-    shape = tuple(int(s) for s in shape)
-    total = int(np.prod(a.shape))
-    if shape.count(-1) == 1:
-        known = int(np.prod([s for s in shape if s != -1]))
-        if known and total % known == 0:
-            shape = tuple(total // known if s == -1 else s for s in shape)
-    if int(np.prod(shape)) != total or any(s < 0 for s in shape):
-        raise ValueError(f"reshape: shape {shape} is invalid for input of size {total}")
+    shape = reshape_target(a.shape, shape, isinstance(a, sp.csr_array))
     if isinstance(a, sp.csr_array):
-        if len(shape) != 2:
-            raise ValueError(f"reshape: a sparse CSR tensor has 2 dimensions; got shape "
-                             f"{shape} (convert with to_sparse() first)")
         return self._device.wrap(a.reshape(shape).tocsr())
-    r = a.reshape(shape) if shape != tuple(a.shape) else _copy(a)
-    return self._device.wrap(r if isinstance(r, sp.coo_array) else r.tocoo())
+    if shape == tuple(a.shape):
+        return self._device.wrap(_copy(a))
+    r = a.reshape(shape)
+    r = r if isinstance(r, sp.coo_array) else r.tocoo()
+    # a row-major reshape keeps the elements' order: coalesced stays coalesced
+    r.has_canonical_format = a.has_canonical_format
+    return self._device.wrap(r)
 
 
 def _permute(self, axes):
     a = self._data
-    axes = tuple(int(d) % a.ndim for d in axes)
-    if sorted(axes) != list(range(a.ndim)):
-        raise ValueError(f"permute: axes {tuple(axes)} are not a permutation of the "
-                         f"{a.ndim} dimensions")
+    axes = permutation(a.shape, axes)
     if isinstance(a, sp.csr_array):
         return self._device.wrap(a.T.tocsr() if axes == (1, 0) else _copy(a))
     return self._device.wrap(a.transpose(axes))
@@ -618,9 +516,7 @@ def _empty_sparse_like(self, *, dtype=None, device=None, requires_grad=False):
     """``zeros_like``/``empty_like`` of a sparse tensor: no stored elements, its layout
     (as PyTorch)."""
     a = self._data
-    if device is not None and str(device) != str(self._device):
-        raise NotImplementedError(f"zeros_like: a sparse tensor on {self._device} to "
-                                  f"{device} (SparseCPU)")
+    check_like_device(self, device, _KEY_NAME)
     want = a.dtype if dtype is None else dtype.numpy
     if isinstance(a, sp.csr_array):
         out = sp.csr_array(a.shape, dtype=want)
@@ -637,12 +533,7 @@ def _basic_index(self, key):
     input's layout where it has two dimensions (COO otherwise), a dense 0-d one for a
     single element."""
     a = self._data
-    parts = key if isinstance(key, tuple) else (key,)
-    if any(k is None for k in parts):
-        raise NotImplementedError("__getitem__: new axes (None) of a sparse tensor have no "
-                                  "kernel (SparseCPU)")
-    if any(isinstance(k, slice) and k.step is not None and k.step <= 0 for k in parts):
-        raise ValueError("__getitem__: step must be greater than zero")
+    check_index_key(key, _KEY_NAME)
     try:
         r = a[key]
     except IndexError:
@@ -655,65 +546,8 @@ def _basic_index(self, key):
     return self._device.wrap(r if isinstance(r, sp.coo_array) else r.tocoo())
 
 
-def _no_sparse_kernel(name, why):
-    def kernel(self, *args, **kwargs):
-        raise NotImplementedError(f"aten::{name}: no kernel for a sparse tensor "
-                                  f"(SparseCPU): {why}")
-
-    kernel.__name__ = kernel.__qualname__ = f"sparse[{name}]"
-    return kernel
-
-
-def _to_device_copy(self, device):
-    if str(device) == str(self._device):
-        return _clone(self)
-    raise NotImplementedError(f"aten::to_device_copy: moving a sparse tensor from "
-                              f"{self._device} to {device} has no kernel (SparseCPU); use "
-                              f"to_dense() first")
-
-
 # ---------------------------------------------------------------------------------------
 # Registration
 
-#: elementwise ops that map zero to zero (Note [Values through the dense ops])
-ZERO_PRESERVING = ("neg", "abs", "sqrt", "sin", "tanh", "relu", "sign", "square", "expm1",
-                   "log1p", "sinh", "tan", "asin", "atan", "asinh", "atanh", "trunc",
-                   "floor", "ceil", "conj", "positive")
-
-KERNELS = {
-    "_to_dense": _to_dense, "_to_sparse": _to_sparse, "indices": _indices,
-    "values": _values_op, "_values": _raw_values, "_indices": _raw_indices,
-    "crow_indices": _csr_part("crow_indices", "indptr"),
-    "col_indices": _csr_part("col_indices", "indices"), "coalesce": _coalesce,
-    "is_coalesced": _is_coalesced, "sparse_mask": _sparse_mask,
-    "matmul": _matmul, "mm": _matmul, "matmul_backward": _matmul_backward, "sum": _sum,
-    "_sparse_sum.dim": _sparse_sum, "_sparse_sum_backward": _sparse_sum_backward,
-    "mul.Tensor": _mul_tensor, "mul.Scalar": _on_values("mul"),
-    "mul.Scalar_Tensor": lambda self, other: _on_values("mul")(other, self),
-    "div.Scalar": _on_values("div"), "pow.Scalar": _pow,
-    "add.Tensor": _add_like("add", 1), "sub.Tensor": _add_like("sub", -1),
-    "softmax": _softmax, "_softmax_backward_data": _softmax_backward_data,
-    "transpose.int": _transpose, "matrix_transpose": _matrix_transpose, "t": _t,
-    "clone": _clone, "basic_index": _basic_index, "reshape": _reshape, "permute": _permute,
-    "astype": _on_values("astype"),
-    "zeros_like": _empty_sparse_like, "empty_like": _empty_sparse_like,
-    "to_device_copy": _to_device_copy,
-    # the CompositeExplicitAutograd kernels below compute on dense arrays: refused here
-    "view": _no_sparse_kernel("view", "a sparse tensor has no strided view; use reshape"),
-    "ones_like": _no_sparse_kernel("ones_like", "the result would be dense; use "
-                                   "md.ones(x.shape)"),
-    "full_like": _no_sparse_kernel("full_like", "the result would be dense; use "
-                                   "md.full(x.shape, value)"),
-    "masked_fill.Scalar": _no_sparse_kernel("masked_fill", "use to_dense() first"),
-    "masked_fill.Tensor": _no_sparse_kernel("masked_fill", "use to_dense() first"),
-    **{name: _on_values(name) for name in ZERO_PRESERVING},
-}
-
-
-def _register() -> None:
-    for name, fn in KERNELS.items():
-        op = lookup(f"aten::{name}" if "." in name else f"aten::{name}.default")
-        op.register_kernel(Kernel(fn, _KEY, origin="scipy.sparse"))
-
-
-_register()
+KERNELS = backend_kernels(globals(), _KEY_NAME)
+register(KERNELS, _KEY, "scipy.sparse")

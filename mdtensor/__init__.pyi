@@ -134,6 +134,7 @@ __all__ = [
     "acos",
     "acosh",
     "add",
+    "addmm",
     "all",
     "allclose",
     "amax",
@@ -471,6 +472,15 @@ def add(self: Tensor, other: Scalar, alpha: Scalar = ...) -> Tensor: ...
 def add(self: Tensor, other: Scalar, alpha: Scalar = ..., *, out: Tensor) -> Tensor: ...
 @overload
 def add(self: Scalar, other: Tensor, alpha: Scalar = ...) -> Tensor: ...
+
+def addmm(
+    self: Tensor,
+    mat1: Tensor,
+    mat2: Tensor,
+    *,
+    beta: Scalar = ...,
+    alpha: Scalar = ...,
+) -> Tensor: ...
 
 @overload
 def all(self: Tensor, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...

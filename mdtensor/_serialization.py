@@ -20,6 +20,7 @@ from collections import OrderedDict
 import numpy as np
 
 from mdtensor.tensors.factories import asarray
+from mdtensor.tensors.layout import sparse_csr, strided
 from mdtensor.tensors.tensor import Tensor
 
 from .autograd import no_grad
@@ -47,6 +48,12 @@ __all__ = ["load", "save"]
 # value], ...]} and {"odict": [...]} (keys are values too, so int keys stay ints), and
 # {"complex": [re, im]}.  The same tensor object saved twice is one entry, and loads as one
 # object, as PyTorch's pickles do.
+#
+# A sparse tensor's entry has no storage: {"sparse": "sparse_coo" | "sparse_csr", "parts":
+# [tensor, ...], "coalesced": bool, "dtype", "shape", "requires_grad", "parameter"}, whose
+# parts are tensor entries of its dense parts (COO: indices and values; CSR: crow_indices,
+# col_indices and values); loading makes it again with ``md.sparse_coo_tensor`` /
+# ``md.sparse_csr_tensor``, which check the parts as for any caller.
 #
 # Note [Nothing runs on load]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -190,6 +197,8 @@ class _Writer:
         if t.is_meta:
             raise ValueError("save: meta tensors have no data (only a shape and a dtype); "
                              "make the tensor on a real device first")
+        if t.layout is not strided:  # Note [The file format]: its parts
+            return self._sparse(t)
         root = t._base if t._base is not None else t
         storage, root = self._storage(root)
         steps = None if t is root else _view_steps(t, root)
@@ -206,6 +215,23 @@ class _Writer:
         self.tensors.append({"storage": storage, "view": steps, "dtype": t.dtype.name,
                              "shape": list(t.shape), "requires_grad": t.requires_grad,
                              "parameter": isinstance(t, Parameter)})
+        self._tensor_ids[id(t)] = entry
+        self._keep.append(t)
+        return entry
+
+    def _sparse(self, t) -> int:
+        with no_grad():
+            if t.layout is sparse_csr:
+                parts = [aten.crow_indices(t), aten.col_indices(t), aten._values(t)]
+                coalesced = True
+            else:
+                parts = [aten._indices(t), aten._values(t)]
+                coalesced = bool(aten.is_coalesced(t))
+        refs = [self._tensor(p) for p in parts]
+        entry = len(self.tensors)
+        self.tensors.append({"sparse": t.layout.name, "parts": refs, "coalesced": coalesced,
+                             "dtype": t.dtype.name, "shape": list(t.shape),
+                             "requires_grad": t.requires_grad, "parameter": False})
         self._tensor_ids[id(t)] = entry
         self._keep.append(t)
         return entry
@@ -245,7 +271,9 @@ class _Writer:
 _STEP_ARITY = {"view": 1, "slice": 4, "permute": 1, "unsqueeze": 1, "expand": 1}
 _FIELDS = {"storage": {"file": str, "dtype": str, "shape": list, "device": str},
            "tensor": {"storage": int, "view": (list, type(None)), "dtype": str,
-                      "shape": list, "requires_grad": bool, "parameter": bool}}
+                      "shape": list, "requires_grad": bool, "parameter": bool},
+           "sparse": {"sparse": str, "parts": list, "coalesced": bool, "dtype": str,
+                      "shape": list, "requires_grad": bool}}
 
 
 def _view_steps(t, root):
@@ -488,11 +516,12 @@ class _Reader:
         if hit is not None:
             return hit
         rec = self._record("tensor", i)
-        root = self._storage(rec["storage"])
-        if rec["view"] is None:  # the storage's own tensor (registered by _storage)
-            t = self.tensors.setdefault(i, root)
+        if "sparse" in rec:
+            t = self._sparse(i, rec)
+        elif rec["view"] is None:  # the storage's own tensor (registered by _storage)
+            t = self.tensors.setdefault(i, self._storage(rec["storage"]))
         else:
-            t = self._view(i, root, rec)
+            t = self._view(i, self._storage(rec["storage"]), rec)
             if rec["requires_grad"] and not t.requires_grad and t.is_leaf:
                 t.requires_grad_(True)
         if list(t.shape) != rec["shape"] or t.dtype.name != rec["dtype"]:
@@ -506,15 +535,33 @@ class _Reader:
         records = self.manifest[f"{kind}s"]
         if not 0 <= i < len(records):
             raise self._error(f"{kind} {i} is not in the manifest ({len(records)} {kind}s)")
-        fields = _FIELDS[kind]
         rec = records[i]
         if not isinstance(rec, dict):
             raise self._error(f"{kind} {i}: expected an object, got {_short(rec)}")
+        fields = _FIELDS["sparse" if kind == "tensor" and "sparse" in rec else kind]
         for key, types in fields.items():
             value = rec.get(key)
             if not isinstance(value, types) or (types is int and isinstance(value, bool)):
                 raise self._error(f"{kind} {i}: field {key!r} is {_short(value)}")
         return rec
+
+    def _sparse(self, i: int, rec: dict):
+        """Sparse tensor entry ``i``, made from its parts (Note [The file format])."""
+        want = {"sparse_coo": 2, "sparse_csr": 3}.get(rec["sparse"])
+        if want is None or len(rec["parts"]) != want or not all(
+                type(k) is int and k != i for k in rec["parts"]):
+            raise self._error(f"tensor {i}: bad sparse tensor {_short(rec)}")
+        parts = [self._tensor(k) for k in rec["parts"]]
+        try:
+            if want == 3:
+                t = aten.sparse_csr_tensor(*parts, rec["shape"])
+            else:
+                t = aten.sparse_coo_tensor(*parts, rec["shape"],
+                                           is_coalesced=rec["coalesced"])
+        except (ValueError, TypeError) as e:
+            raise self._error(f"tensor {i}: its parts do not make a sparse tensor ({e})"
+                              ) from None
+        return t.requires_grad_(True) if rec["requires_grad"] else t
 
     def _view(self, i: int, root, rec: dict):
         steps = rec["view"]

@@ -115,6 +115,14 @@ class TensorMethods:
     def add_(self, other: Tensor, alpha: Scalar = ...) -> Tensor: ...
     @overload
     def add_(self, other: Scalar, alpha: Scalar = ...) -> Tensor: ...
+    def addmm(
+        self,
+        mat1: Tensor,
+        mat2: Tensor,
+        *,
+        beta: Scalar = ...,
+        alpha: Scalar = ...,
+    ) -> Tensor: ...
     @overload
     def all(self, axis: IntList | None = ..., keepdims: Bool = ...) -> Tensor: ...
     @overload

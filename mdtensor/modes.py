@@ -22,6 +22,7 @@ from collections import defaultdict
 from mdtensor.backends.meta_backend import MetaArray
 from mdtensor.layers.python_dispatch import mode_stack, push_mode
 from mdtensor.tensors.device import Device, as_device
+from mdtensor.tensors.layout import SPARSE, layout_of, sparse_csr, sparse_keys
 from mdtensor.tensors.tensor import Tensor
 
 from ._pytree import tree_map
@@ -80,6 +81,8 @@ def active_modes() -> tuple:
 
 def _describe(v) -> str:
     if isinstance(v, Tensor):
+        if v._ks & SPARSE:  # the layout, as PyTorch's LoggingTensor shows it
+            return f"{v.dtype.name}{list(v.shape)}({layout_of(v).name})"
         return f"{v.dtype.name}{list(v.shape)}"
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_describe(x) for x in v) + "]"
@@ -143,8 +146,9 @@ class FakeTensor(Tensor):
         return self.fake_device
 
     def __repr__(self) -> str:
+        sparse = f", layout={layout_of(self)!r}, nnz={self.nnz}" if self._ks & SPARSE else ""
         return (f"FakeTensor(size={self.shape}, dtype=md.{self.dtype.name}, "
-                f"device='{self.fake_device}')")
+                f"device='{self.fake_device}'{sparse})")
 
     __str__ = __repr__
 
@@ -152,8 +156,10 @@ class FakeTensor(Tensor):
 def _to_fake(t: Tensor, device) -> FakeTensor:
     meta = Device("meta")
     f = object.__new__(FakeTensor)
-    f._data = MetaArray(t.shape, t.dtype.numpy)
-    f._ks = meta.ks
+    if t._ks & SPARSE:  # shape, layout and nnz (backends/meta_sparse.py)
+        f._data, f._ks = _fake_sparse(t), sparse_keys(meta.ks)
+    else:
+        f._data, f._ks = MetaArray(t.shape, t.dtype.numpy), meta.ks
     f._device = meta
     f._vc = None
     f._view = None
@@ -162,6 +168,15 @@ def _to_fake(t: Tensor, device) -> FakeTensor:
     if t.requires_grad and t.is_leaf:  # a leaf's requires_grad is part of what it is
         f.requires_grad_(True)
     return f
+
+
+def _fake_sparse(t: Tensor):
+    """The meta array of sparse ``t``: its shape, dtype, layout, nnz and coalescedness."""
+    from mdtensor.backends.meta_sparse import meta_like
+
+    layout = layout_of(t)
+    coalesced = layout is sparse_csr or bool(t.is_coalesced())
+    return meta_like(t.shape, t.dtype.numpy, t.nnz, layout, coalesced)
 
 
 class FakeTensorMode(DispatchMode):

@@ -50,16 +50,22 @@ def sum(input, axis=None, dtype=None):  # noqa: A001  (torch.sparse.sum's name)
 
 def _dense(v):
     if isinstance(v, Tensor) and v._ks & SPARSE:
-        return v._device.wrap(v._data.toarray())
+        d = v._data  # SciPy's arrays have toarray(), JAX's todense()
+        return v._device.wrap(d.toarray() if hasattr(d, "toarray") else d.todense())
     if isinstance(v, (list, tuple)):
         return type(v)(_dense(x) for x in v)
     return v
 
 
+#: the sparse keys with kernels (and so dense copies): the CPU's and JAX's
+_KEYS = ("SparseCPU", "SparseJAX")
+
+
 @contextlib.contextmanager
-def densify_fallback(key: str = "SparseCPU") -> Iterator[None]:
-    """Run ops that have no ``key`` kernel on dense copies of their sparse arguments
-    (Note [The densify fallback]), warning once per op.
+def densify_fallback(key: str | None = None) -> Iterator[None]:
+    """Run ops that have no kernel for a sparse key (``key``, default: ``SparseCPU`` and
+    ``SparseJAX``) on dense copies of their sparse arguments (Note [The densify
+    fallback]), warning once per op.
 
     Examples:
         >>> x = md.asarray([[0.0, 1.0]]).to_sparse()
@@ -71,16 +77,20 @@ def densify_fallback(key: str = "SparseCPU") -> Iterator[None]:
 
     warned: set[str] = set()
 
-    def densify(op, ks, args, kwargs):
-        if op.name not in warned:
-            warned.add(op.name)
-            warnings.warn(f"{op.name}: no {key} kernel; running the dense kernel on dense "
-                          f"copies of its sparse arguments (md.sparse.densify_fallback)",
-                          UserWarning, stacklevel=3)
-        args = [_dense(a) for a in args]
-        kwargs = {k: _dense(v) for k, v in kwargs.items()}
-        return op.redispatch((ks & ~SPARSE) | DENSE, *args, **kwargs)
+    def fallback(name):
+        def densify(op, ks, args, kwargs):
+            if op.name not in warned:
+                warned.add(op.name)
+                warnings.warn(f"{op.name}: no {name} kernel; running the dense kernel on "
+                              f"dense copies of its sparse arguments "
+                              f"(md.sparse.densify_fallback)", UserWarning, stacklevel=3)
+            args = [_dense(a) for a in args]
+            kwargs = {k: _dense(v) for k, v in kwargs.items()}
+            return op.redispatch((ks & ~SPARSE) | DENSE, *args, **kwargs)
+
+        return densify
 
     with Library("aten", "FRAGMENT") as lib:
-        lib.fallback(densify, key)
+        for name in _KEYS if key is None else (key,):
+            lib.fallback(fallback(name), name)
         yield

@@ -1100,6 +1100,44 @@ defop("dot(Tensor self, Tensor tensor) -> Tensor", impl=_dot, meta=_dot_meta, me
       info=OpInfo(ref=np.dot, dtypes=FLOATS, samples=_pair((3,), (3,))))
 
 
+
+def _addmm(self, mat1, mat2, *, beta=1, alpha=1):
+    """``torch.addmm``: ``beta * self + alpha * (mat1 @ mat2)``, ``self`` broadcasting to
+    the product's shape.  ``mat1`` or ``mat2`` may be sparse (the product is then
+    ``mm``'s sparse kernel, docs/SPARSE.md); with ``beta == 0`` ``self``'s values are not
+    read (NaN included), as PyTorch's."""
+    from mdtensor.dispatch.namespaces import aten_calls as aten
+
+    prod = aten.mm(mat1, mat2)
+    shape = tuple(prod.shape)
+    try:
+        fits = np.broadcast_shapes(tuple(self.shape), shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"addmm: self of shape {tuple(self.shape)} does not broadcast to "
+                         f"the product's shape {shape}")
+    if alpha != 1:
+        prod = aten.mul(prod, alpha)
+    if beta == 0:
+        return prod
+    return aten.add(self if beta == 1 else aten.mul(self, beta), prod)
+
+
+def _addmm_samples(dtype, rng):
+    a, b = make_array((2, 3), dtype, rng), make_array((3, 4), dtype, rng)
+    return [SampleInput((make_array((2, 4), dtype, rng), a, b)),
+            SampleInput((make_array((4,), dtype, rng), a, b), {"beta": 0.5, "alpha": 2.0},
+                        name="broadcast self, beta and alpha"),
+            SampleInput((make_array((2, 4), dtype, rng), a, b), {"beta": 0},
+                        name="beta 0")]
+
+
+defop("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) "
+      "-> Tensor", composite=_addmm, methods=("addmm",),
+      info=OpInfo(ref=lambda s, a, b, beta=1, alpha=1: (beta * s if beta else 0)
+                  + alpha * np.matmul(a, b), dtypes=FLOATS, samples=_addmm_samples))
+
 # Note [mm, bmm and dot on NumPy]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # The CPU kernels of the fixed-rank products (Note [NumPy fast impls]), hand-written as

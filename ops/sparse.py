@@ -34,11 +34,23 @@ from ._decl import defop
 __all__ = ["sparse_coo_tensor", "sparse_csr_tensor"]
 
 
-def _backend():
-    """The SparseCPU kernels' module (imports SciPy and registers them, once)."""
+def _backend(t):
+    """The sparse kernels' module for the device of tensor ``t`` (SparseCPU: SciPy,
+    SparseJAX: ``jax.experimental.sparse``), imported and registered on first use."""
+    if t._device.type == "jax":
+        from mdtensor.backends import jax_sparse
+
+        return jax_sparse
     from mdtensor.backends import scipy_sparse
 
     return scipy_sparse
+
+
+def _meta_backend():
+    """The SparseMeta kernels' module (registers them, once)."""
+    from mdtensor.backends import meta_sparse
+
+    return meta_sparse
 
 
 def _int_array(name: str, what: str, t) -> np.ndarray:
@@ -62,7 +74,9 @@ def _checked_size(name, size, inferred):
     return size
 
 
-def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
+def _coo_parts(indices, values):
+    """The index and value arrays of a COO constructor call, their shapes checked (no data
+    read: the meta kernel checks them too)."""
     name = "sparse_coo_tensor"
     idx = _int_array(name, "indices", indices)
     if idx.ndim != 2:
@@ -75,17 +89,32 @@ def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
     if idx.shape[1] != vals.shape[0]:
         raise ValueError(f"{name}: indices give {idx.shape[1]} elements but values "
                          f"{vals.shape[0]}")
+    return idx, vals
+
+
+def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
+    name = "sparse_coo_tensor"
+    idx, vals = _coo_parts(indices, values)
     if idx.size and idx.min() < 0:
         raise ValueError(f"{name}: indices must be non-negative")
     inferred = idx.max(axis=1) + 1 if idx.shape[1] else [0] * idx.shape[0]
     shape = _checked_size(name, size, inferred)
     if dtype is not None:
         vals = vals.astype(dtype.numpy)
-    coo = _backend().make_coo(name, idx, vals, shape, bool(is_coalesced))
+    coo = _backend(values).make_coo(name, idx, vals, shape, bool(is_coalesced))
     return values._device.wrap(coo)
 
 
-def _csr_kernel(crow_indices, col_indices, values, size=None, *, dtype=None):
+def _coo_meta(indices, values, size=None, *, dtype=None, is_coalesced=None):
+    idx, vals = _coo_parts(indices, values)
+    if size is not None:
+        size = _checked_size("sparse_coo_tensor", size, [0] * idx.shape[0])
+    return _meta_backend().make_coo(indices, values, size,
+                                    vals.dtype if dtype is None else dtype.numpy,
+                                    is_coalesced)
+
+
+def _csr_parts(crow_indices, col_indices, values):
     name = "sparse_csr_tensor"
     crow = _int_array(name, "crow_indices", crow_indices)
     col = _int_array(name, "col_indices", col_indices)
@@ -93,9 +122,15 @@ def _csr_kernel(crow_indices, col_indices, values, size=None, *, dtype=None):
     if crow.ndim != 1 or col.ndim != 1 or vals.ndim != 1:
         raise ValueError(f"{name}: crow_indices, col_indices and values must have 1 "
                          f"dimension each")
-    if len(col) != len(vals):
-        raise ValueError(f"{name}: col_indices give {len(col)} elements but values "
-                         f"{len(vals)}")
+    if col.shape[0] != vals.shape[0]:
+        raise ValueError(f"{name}: col_indices give {col.shape[0]} elements but values "
+                         f"{vals.shape[0]}")
+    return crow, col, vals
+
+
+def _csr_kernel(crow_indices, col_indices, values, size=None, *, dtype=None):
+    name = "sparse_csr_tensor"
+    crow, col, vals = _csr_parts(crow_indices, col_indices, values)
     if len(crow) == 0 or crow[0] != 0 or crow[-1] != len(col) or np.any(np.diff(crow) < 0):
         raise ValueError(f"{name}: crow_indices must start at 0, not decrease and end at "
                          f"the number of elements ({len(col)})")
@@ -107,40 +142,57 @@ def _csr_kernel(crow_indices, col_indices, values, size=None, *, dtype=None):
                          f"describe {len(crow) - 1}")
     if dtype is not None:
         vals = vals.astype(dtype.numpy)
-    return values._device.wrap(_backend().make_csr(name, crow, col, vals, shape))
+    return values._device.wrap(_backend(values).make_csr(name, crow, col, vals, shape))
+
+
+def _csr_meta(crow_indices, col_indices, values, size=None, *, dtype=None):
+    crow, col, vals = _csr_parts(crow_indices, col_indices, values)
+    if size is not None:
+        size = _checked_size("sparse_csr_tensor", size, (0, 0))
+    return _meta_backend().make_csr(crow_indices, col_indices, values, size,
+                                    vals.dtype if dtype is None else dtype.numpy)
 
 
 defop("sparse_coo_tensor(Tensor indices, Tensor values, int[]? size=None, *, "
       "ScalarType? dtype=None, bool? is_coalesced=None) -> Tensor", names=(),
-      kernels={"CPU": _coo_kernel})
+      kernels={"CPU": _coo_kernel, "JAX": _coo_kernel, "Meta": _coo_meta})
 defop("sparse_csr_tensor(Tensor crow_indices, Tensor col_indices, Tensor values, "
       "int[]? size=None, *, ScalarType? dtype=None) -> Tensor", names=(),
-      kernels={"CPU": _csr_kernel})
+      kernels={"CPU": _csr_kernel, "JAX": _csr_kernel, "Meta": _csr_meta})
 
 
-def _as_tensor(v):
-    return v if isinstance(v, Tensor) else asarray(v)
+def _as_tensor(v, device=None):
+    """``v`` as a tensor on ``device`` (None: where it is, or the default device for
+    data); tensors are moved as ``torch.sparse_coo_tensor(..., device=)`` moves them."""
+    if isinstance(v, Tensor):
+        return v if device is None else v.to(device)
+    return asarray(v, device=device)
 
 
-def sparse_coo_tensor(indices, values, size=None, *, dtype=None, is_coalesced=None):
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
+                      is_coalesced=None):
     """A sparse COO tensor: ``values[k]`` at ``indices[:, k]`` (``indices`` of shape
-    ``(ndim, nnz)``) in a tensor of ``size`` (default: just large enough), as
-    ``torch.sparse_coo_tensor``.  Lists are accepted for ``indices`` and ``values``.
+    ``(ndim, nnz)``) in a tensor of ``size`` (default: just large enough), on ``device``
+    (default: where ``values`` is), as ``torch.sparse_coo_tensor``.  Lists are accepted for
+    ``indices`` and ``values``.
 
     Examples:
         >>> x = md.sparse_coo_tensor([[0, 1], [1, 0]], [3.0, 4.0], (2, 2))
         >>> x.to_dense().tolist()
         [[0.0, 3.0], [4.0, 0.0]]
     """
-    return aten.sparse_coo_tensor(_as_tensor(indices), _as_tensor(values),
+    return aten.sparse_coo_tensor(_as_tensor(indices, device), _as_tensor(values, device),
                                   size, dtype=dtype, is_coalesced=is_coalesced)
 
 
-def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None):
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None,
+                      device=None):
     """A sparse CSR tensor (``torch.sparse_csr_tensor``): row ``i`` holds ``values[k]`` at
-    column ``col_indices[k]`` for ``crow_indices[i] <= k < crow_indices[i + 1]``."""
-    return aten.sparse_csr_tensor(_as_tensor(crow_indices), _as_tensor(col_indices),
-                                  _as_tensor(values), size, dtype=dtype)
+    column ``col_indices[k]`` for ``crow_indices[i] <= k < crow_indices[i + 1]``, on
+    ``device`` (default: where ``values`` is)."""
+    return aten.sparse_csr_tensor(_as_tensor(crow_indices, device),
+                                  _as_tensor(col_indices, device),
+                                  _as_tensor(values, device), size, dtype=dtype)
 
 
 # ---------------------------------------------------------------------------------------
@@ -148,8 +200,14 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
 
 
 def _dense_to_sparse(self, layout):
-    return self._device.wrap(_backend().from_dense(f"to_{_target_name(layout)}",
-                                                   self._data, layout))
+    return self._device.wrap(_backend(self).from_dense(f"to_{_target_name(layout)}",
+                                                       self._data, layout))
+
+
+def _dense_to_sparse_meta(self, layout):
+    raise NotImplementedError(f"to_{_target_name(layout)}: the number of stored elements of "
+                              f"the result depends on the data, which meta tensors do not "
+                              f"have (Meta)")
 
 
 def _target_name(layout) -> str:
@@ -188,7 +246,8 @@ def _dense_only(name):
 
 defop("_to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=())
 defop("_to_sparse(Tensor self, Layout layout) -> Tensor", names=(),
-      kernels={"CPU": _dense_to_sparse})
+      kernels={"CPU": _dense_to_sparse, "JAX": _dense_to_sparse,
+               "Meta": _dense_to_sparse_meta})
 defop("to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=(),
       methods=("to_dense",), composite=_to_dense_composite)
 defop("to_sparse(Tensor self, *, Layout? layout=None) -> Tensor", names=(),
@@ -217,7 +276,8 @@ def _nnz(self) -> int:
     """The number of stored elements of a sparse tensor (PyTorch's ``_nnz()``)."""
     if not self._ks & SPARSE:
         raise TypeError("nnz: expected a sparse tensor, got layout md.strided")
-    return int(self._data.nnz)
+    d = self._data
+    return int(d.nse if hasattr(d, "nse") else d.nnz)  # JAX's BCOO/BCSR say nse
 
 
 Tensor.nnz = property(_nnz)  # type: ignore[attr-defined]

@@ -1098,6 +1098,24 @@ ref("outer", lambda lib, a, b: lib.outer(a, b), lambda lib, a, b: lib.outer(a, b
 
 
 @st.composite
+def _addmm_sample(draw):
+    """``addmm(self, mat1, mat2, beta=, alpha=)``: one floating dtype, ``self`` of the
+    product's shape or broadcasting to it."""
+    d = np.dtype(draw(st.sampled_from(FLOATS)))
+    m, k, n = (draw(st.integers(0, 3)) for _ in range(3))
+    shape = draw(st.sampled_from([(m, n), (n,), (1, n), ()]))
+    arrays = [draw(hnp.arrays(d, sh, elements=elements(d.name, special=False)))
+              for sh in (shape, (m, k), (k, n))]
+    kwargs = {"beta": draw(st.sampled_from([1, 0, 0.5])),
+              "alpha": draw(st.sampled_from([1, -2.0]))}
+    return Sample(tuple(arrays), kwargs)
+
+
+ref("addmm", lambda lib, s, a, b, **kw: lib.addmm(s, a, b, **kw),
+    lambda lib, s, a, b, **kw: lib.addmm(s, a, b, **kw), _addmm_sample())
+
+
+@st.composite
 def _vecdot_sample(draw):
     s = draw(pairs(ALL, special=False, scalars=False))
     a, b = s.args

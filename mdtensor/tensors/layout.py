@@ -23,6 +23,7 @@ __all__ = ["Layout", "layout_of", "register_sparse_array", "sparse_coo", "sparse
 
 DENSE = DispatchKey.Dense.value
 SPARSE = DispatchKey.Sparse.value
+_FUNCTIONALIZE = DispatchKey.Functionalize.value
 
 
 class Layout:
@@ -65,8 +66,11 @@ def register_sparse_array(cls: type, layout: Layout) -> None:
 
 
 def sparse_keys(ks: int) -> int:
-    """The key set of a sparse tensor on the device whose tensors have key set ``ks``."""
-    return (ks & ~DENSE) | SPARSE
+    """The key set of a sparse tensor on the device whose tensors have key set ``ks``:
+    Sparse for Dense, and no Functionalize (Note [Immutable backends] in
+    mdtensor/tensors/device.py): the sparse kernels make no views and mutate nothing, so a
+    sparse tensor on JAX dispatches as one on the CPU."""
+    return (ks & ~(DENSE | _FUNCTIONALIZE)) | SPARSE
 
 
 def layout_of(t) -> Layout:
