@@ -85,6 +85,57 @@ def task_counts(*arrays) -> tuple[int, int]:
     return tasks(arrays), tasks(dask.optimize(*arrays))
 
 
+def chunk_work(arrays, chunk_bytes: int, reuse: bool) -> tuple[int, int]:
+    """What the tasks of ``arrays``' graph do, counted while Dask computes it on the
+    synchronous scheduler, as optimised by Dask (``reuse``: then rewritten as mdtensor
+    computes it, Note [Temporaries in fused Dask tasks] in backends/dask_buffers.py): the
+    calls of the tasks' functions (NumPy's, mostly), and how many of them returned a fresh
+    array of ``chunk_bytes`` or more, sharing no memory with their arguments.  Counts,
+    not times: the same on a loaded machine."""
+    import contextlib
+
+    import dask
+    import dask.array as da
+    import numpy as np
+    from dask._task_spec import Task, _execute_subgraph
+    from mdtensor.backends.dask_buffers import reusing_buffers
+
+    counts = [0, 0]
+
+    def arrays_in(v):
+        if isinstance(v, np.ndarray):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                yield from arrays_in(x)
+
+    def counted(fn):
+        def call(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            counts[0] += 1
+            counts[1] += any(o.nbytes >= chunk_bytes
+                             and not any(np.shares_memory(o, a) for a in arrays_in(args))
+                             for o in arrays_in(out))
+            return out
+        return call
+
+    def instrumented(node):
+        if type(node) is not Task:
+            return node
+        if node.func is _execute_subgraph:
+            inner, *rest = node.args
+            return Task(node.key, _execute_subgraph,
+                        {k: instrumented(v) for k, v in inner.items()}, *rest)
+        return Task(node.key, counted(node.func), *node.args, **node.kwargs)
+
+    with reusing_buffers() if reuse else contextlib.nullcontext():
+        optimize = da.Array.__dask_optimize__
+    with dask.config.set(array_optimize=lambda dsk, keys, **kw: {
+            k: instrumented(v) for k, v in optimize(dsk, keys, **kw).items()}):
+        dask.compute(*arrays, scheduler="sync")
+    return counts[0], counts[1]
+
+
 def cpu_timed(record: dict, name: str, fn):
     """``fn``, recording the CPU time of every call (all the process's threads: less
     sensitive than wall time to other processes on a shared machine)."""
@@ -143,6 +194,12 @@ def step(rows: int, repeats: int) -> int:
     dask_counts = task_counts(*dask_step(da, X, y))
     print(f"# tasks (as built / as run): mdtensor {md_counts[0]} / {md_counts[1]}, "
           f"dask.array {dask_counts[0]} / {dask_counts[1]}")
+    n, size = len(X.chunks[0]), X.chunksize[0] * np.dtype(np.float32).itemsize
+    md_work = chunk_work([md.dask.to_dask(t) for t in md_step(md, Xt, yt)], size, True)
+    dask_work = chunk_work(dask_step(da, X, y), size, False)
+    print(f"# per chunk, in the tasks Dask runs: calls / fresh chunk-sized arrays (of "
+          f"{size / 2**20:.0f} MiB): mdtensor {md_work[0] / n:.1f} / {md_work[1] / n:.1f}, "
+          f"dask.array {dask_work[0] / n:.1f} / {dask_work[1] / n:.1f}")
 
     cpu: dict[str, list[float]] = {}
     case = Case(f"logistic step [{rows}x{COLS} f32]", "dask", impls={
