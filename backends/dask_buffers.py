@@ -48,7 +48,7 @@ import functools
 import dask
 import dask.array as da
 import numpy as np
-from dask._task_spec import Task, TaskRef, _execute_subgraph
+from dask._task_spec import DataNode, Task, TaskRef, _execute_subgraph
 from dask.array.core import _enforce_dtype
 
 __all__ = ["IntoOperand", "reusing_buffers"]
@@ -80,7 +80,7 @@ def _rewritten(node):
     inner, outkey, inkeys, *deps = node.args
     if not isinstance(inner, dict):
         return node
-    inner = {k: _rewritten(v) for k, v in inner.items()}
+    inner = {k: _rewritten(v) for k, v in _inlined(inner).items()}
     readers: dict = {}
     for v in inner.values():
         for d in v.dependencies:
@@ -93,6 +93,35 @@ def _rewritten(node):
                       and a.key != outkey) if k in calls else ()
         out[k] = Task(k, IntoOperand(*calls[k], slots), *v.args) if slots else v
     return Task(node.key, _execute_subgraph, out, outkey, inkeys, *deps)
+
+
+def _inlined(inner: dict) -> dict:
+    """``inner`` with the graphs of the fused tasks nested in it spliced in: a nested
+    task's nodes under new keys, its result under the nested task's own key, its inputs
+    read from where the nested task read them (Note [Temporaries in fused Dask tasks]).
+    One graph runs where several did, and its temporaries are seen whole."""
+    out = {}
+    for k, v in inner.items():
+        if not (type(v) is Task and v.func is _execute_subgraph and not v.kwargs):
+            out[k] = v
+            continue
+        sub, sub_out, sub_in, *deps = v.args
+        if not (isinstance(sub, dict) and sub_out in sub
+                and all(isinstance(d, (TaskRef, DataNode)) for d in deps)):
+            out[k] = v
+            continue
+        sub = _inlined(sub)
+        names = {sk: k if sk == sub_out else f"{k!r}/{sk!r}" for sk in sub}
+        subs = dict(names)
+        for ik, d in zip(sub_in, deps, strict=True):
+            if isinstance(d, TaskRef):
+                subs[ik] = d.key
+            else:
+                subs[ik] = name = f"{k!r}/{ik!r}"
+                out[name] = DataNode(name, d.value)
+        for sk, sv in sub.items():
+            out[names[sk]] = sv.substitute(subs, key=names[sk])
+    return out
 
 
 def _ufunc_call(node):
