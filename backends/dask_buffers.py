@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 
 import dask
 import dask.array as da
@@ -95,6 +96,11 @@ def _rewritten(node):
     return Task(node.key, _execute_subgraph, out, outkey, inkeys, *deps)
 
 
+#: names for the nodes spliced into a fused task's graph, unique in the process (a
+#: nested task's own keys may repeat its parent's)
+_NAMES = itertools.count()
+
+
 def _inlined(inner: dict) -> dict:
     """``inner`` with the graphs of the fused tasks nested in it spliced in: a nested
     task's nodes under new keys, its result under the nested task's own key, its inputs
@@ -111,13 +117,13 @@ def _inlined(inner: dict) -> dict:
             out[k] = v
             continue
         sub = _inlined(sub)
-        names = {sk: k if sk == sub_out else f"{k!r}/{sk!r}" for sk in sub}
+        names = {sk: k if sk == sub_out else f"inlined-{next(_NAMES)}" for sk in sub}
         subs = dict(names)
         for ik, d in zip(sub_in, deps, strict=True):
             if isinstance(d, TaskRef):
                 subs[ik] = d.key
             else:
-                subs[ik] = name = f"{k!r}/{ik!r}"
+                subs[ik] = name = f"inlined-{next(_NAMES)}"
                 out[name] = DataNode(name, d.value)
         for sk, sv in sub.items():
             out[names[sk]] = sv.substitute(subs, key=names[sk])
