@@ -173,3 +173,9 @@ def test_a_chain_on_a_chunk_holds_one_temporary_instead_of_two():
         reused = _numpy_peak(lambda: md.dask.compute(s))
     fresh = _numpy_peak(lambda: plain(s))
     assert reused < 1.5 * 8 * n <= fresh, (reused, fresh)
+
+
+def test_deeply_nested_fused_tasks_are_spliced_with_the_same_bits():
+    x = md.asarray(np.linspace(0.5, 5.0, 12).reshape(3, 4), device="dask", chunks=2)
+    y = md.digamma(x)  # a composite: fused tasks nested some 26 deep
+    assert_bitwise(reusing(y), plain(y))
