@@ -136,15 +136,19 @@ def chunk_work(arrays, chunk_bytes: int, reuse: bool) -> tuple[int, int]:
     return counts[0], counts[1]
 
 
-def cpu_timed(record: dict, name: str, fn):
+def cpu_timed(record: dict, name: str, fn, faults: dict | None = None):
     """``fn``, recording the CPU time of every call (all the process's threads: less
-    sensitive than wall time to other processes on a shared machine)."""
+    sensitive than wall time to other processes on a shared machine), and in ``faults``
+    the page faults it took (minor: fresh memory the kernel maps and zeroes)."""
     times = record.setdefault(name, [])
+    minflt = (faults if faults is not None else {}).setdefault(name, [])
 
     def run():
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.process_time()
         fn()
         times.append(time.process_time() - t0)
+        minflt.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
 
     return run
 
@@ -202,11 +206,13 @@ def step(rows: int, repeats: int) -> int:
           f"dask.array {dask_work[0] / n:.1f} / {dask_work[1] / n:.1f}")
 
     cpu: dict[str, list[float]] = {}
+    faults: dict[str, list[int]] = {}
     case = Case(f"logistic step [{rows}x{COLS} f32]", "dask", impls={
-        "dask": cpu_timed(cpu, "dask", lambda: dask.compute(*dask_step(da, X, y))),
-        "mdtensor": cpu_timed(cpu, "mdtensor", lambda: md.dask.compute(*md_step(md, Xt, yt))),
+        "dask": cpu_timed(cpu, "dask", lambda: dask.compute(*dask_step(da, X, y)), faults),
+        "mdtensor": cpu_timed(cpu, "mdtensor", lambda: md.dask.compute(*md_step(md, Xt, yt)),
+                              faults),
         "numpy": cpu_timed(cpu, "numpy", lambda: [t.item() if t.ndim == 0 else t.numpy()
-                                                  for t in md_step(md, Xc, yc)]),
+                                                  for t in md_step(md, Xc, yc)], faults),
     })
     run_case(case, repeats, target=0.0)
     print(table([case], impls=("dask", "mdtensor", "numpy"), refs=("dask", "numpy")))
@@ -216,6 +222,10 @@ def step(rows: int, repeats: int) -> int:
     print("CPU time per step (all threads, median): " + ", ".join(
         f"{k} {fmt(v)}" for k, v in med.items())
         + f"; mdtensor/dask.array {med['mdtensor'] / med['dask']:.2f}x")
+    rounds = zip(cpu["mdtensor"][-repeats:], cpu["dask"][-repeats:])
+    print("per-round CPU mdtensor/dask.array: " + " ".join(f"{a / b:.2f}" for a, b in rounds))
+    print("page faults per step (median): " + ", ".join(
+        f"{k} {statistics.median(v):.0f}" for k, v in faults.items()))
     print(f"\nmdtensor/dask.array {fmt_ratio(case.ratio('mdtensor', 'dask'))}; "
           f"NumPy backend {fmt(case.medians['numpy'])}; peak RSS {peak_rss_gb():.2f} GB; "
           f"{load()}")
