@@ -12,8 +12,11 @@ One full-batch gradient step of logistic regression -- the mean binary cross-ent
   Dask's threaded scheduler over the same chunks, in interleaved rounds (Note [Paired
   ratios] in benchmarks/harness.py), wall and CPU time; the number of tasks in each graph,
   as built and as Dask runs it (after its optimisation, which fuses chains of blockwise
-  tasks); and the NumPy backend (``device="cpu"``, autograd) on the same data as one
-  NumPy array.
+  tasks); mdtensor's graph run by ``dask.compute`` itself, without the buffer reuse of
+  ``md.dask.compute`` (Note [Temporaries in fused Dask tasks] in
+  backends/dask_buffers.py); the calls and fresh chunk-sized arrays per chunk in each
+  graph's tasks (counted, not timed); and the NumPy backend (``device="cpu"``, autograd)
+  on the same data as one NumPy array.
 * ``out-of-core [--rows 100000000]``: the step on 100,000,000 x 32 float32 (12.8 GB) made
   chunk by chunk on the Dask device (``md.rand``), never whole in memory, on this
   machine's cores: the wall time and the peak resident memory (``ru_maxrss`` of the
@@ -211,6 +214,9 @@ def step(rows: int, repeats: int) -> int:
         "dask": cpu_timed(cpu, "dask", lambda: dask.compute(*dask_step(da, X, y)), faults),
         "mdtensor": cpu_timed(cpu, "mdtensor", lambda: md.dask.compute(*md_step(md, Xt, yt)),
                               faults),
+        # mdtensor's graph run as Dask runs it, without the buffer reuse of md.dask.compute
+        "md_graph_by_dask": cpu_timed(cpu, "md_graph_by_dask", lambda: dask.compute(
+            *(md.dask.to_dask(t) for t in md_step(md, Xt, yt))), faults),
         "numpy": cpu_timed(cpu, "numpy", lambda: [t.item() if t.ndim == 0 else t.numpy()
                                                   for t in md_step(md, Xc, yc)], faults),
     })
@@ -222,8 +228,12 @@ def step(rows: int, repeats: int) -> int:
     print("CPU time per step (all threads, median): " + ", ".join(
         f"{k} {fmt(v)}" for k, v in med.items())
         + f"; mdtensor/dask.array {med['mdtensor'] / med['dask']:.2f}x")
-    rounds = zip(cpu["mdtensor"][-repeats:], cpu["dask"][-repeats:])
-    print("per-round CPU mdtensor/dask.array: " + " ".join(f"{a / b:.2f}" for a, b in rounds))
+    for name in ("mdtensor", "md_graph_by_dask"):
+        ratios = sorted(a / b for a, b in zip(case.samples[name], case.samples["dask"]))
+        cpus = sorted(a / b for a, b in zip(cpu[name][-repeats:], cpu["dask"][-repeats:]))
+        print(f"{name}/dask.array per round, median (range): wall "
+              f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}), CPU "
+              f"{statistics.median(cpus):.2f}x ({cpus[0]:.2f}-{cpus[-1]:.2f})")
     print("page faults per step (median): " + ", ".join(
         f"{k} {statistics.median(v):.0f}" for k, v in faults.items()))
     print(f"\nmdtensor/dask.array {fmt_ratio(case.ratio('mdtensor', 'dask'))}; "
