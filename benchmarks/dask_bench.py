@@ -12,8 +12,11 @@ One full-batch gradient step of logistic regression -- the mean binary cross-ent
   Dask's threaded scheduler over the same chunks, in interleaved rounds (Note [Paired
   ratios] in benchmarks/harness.py), wall and CPU time; the number of tasks in each graph,
   as built and as Dask runs it (after its optimisation, which fuses chains of blockwise
-  tasks); and the NumPy backend (``device="cpu"``, autograd) on the same data as one
-  NumPy array.
+  tasks); mdtensor's graph run by ``dask.compute`` itself, without the buffer reuse of
+  ``md.dask.compute`` (Note [Temporaries in fused Dask tasks] in
+  backends/dask_buffers.py); the calls and fresh chunk-sized arrays per chunk in each
+  graph's tasks (counted, not timed); and the NumPy backend (``device="cpu"``, autograd)
+  on the same data as one NumPy array.
 * ``out-of-core [--rows 100000000]``: the step on 100,000,000 x 32 float32 (12.8 GB) made
   chunk by chunk on the Dask device (``md.rand``), never whole in memory, on this
   machine's cores: the wall time and the peak resident memory (``ru_maxrss`` of the
@@ -85,15 +88,70 @@ def task_counts(*arrays) -> tuple[int, int]:
     return tasks(arrays), tasks(dask.optimize(*arrays))
 
 
-def cpu_timed(record: dict, name: str, fn):
+def chunk_work(arrays, chunk_bytes: int, reuse: bool) -> tuple[int, int]:
+    """What the tasks of ``arrays``' graph do, counted while Dask computes it on the
+    synchronous scheduler, as optimised by Dask (``reuse``: then rewritten as mdtensor
+    computes it, Note [Temporaries in fused Dask tasks] in backends/dask_buffers.py): the
+    calls of the tasks' functions (NumPy's, mostly), and how many of them returned a fresh
+    array of ``chunk_bytes`` or more, sharing no memory with their arguments.  Counts,
+    not times: the same on a loaded machine."""
+    import contextlib
+
+    import dask
+    import dask.array as da
+    import numpy as np
+    from dask._task_spec import Task, _execute_subgraph
+    from mdtensor.backends.dask_buffers import reusing_buffers
+
+    counts = [0, 0]
+
+    def arrays_in(v):
+        if isinstance(v, np.ndarray):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                yield from arrays_in(x)
+
+    def counted(fn):
+        def call(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            counts[0] += 1
+            counts[1] += any(o.nbytes >= chunk_bytes
+                             and not any(np.shares_memory(o, a) for a in arrays_in(args))
+                             for o in arrays_in(out))
+            return out
+        return call
+
+    def instrumented(node):
+        if type(node) is not Task:
+            return node
+        if node.func is _execute_subgraph:
+            inner, *rest = node.args
+            return Task(node.key, _execute_subgraph,
+                        {k: instrumented(v) for k, v in inner.items()}, *rest)
+        return Task(node.key, counted(node.func), *node.args, **node.kwargs)
+
+    with reusing_buffers() if reuse else contextlib.nullcontext():
+        optimize = da.Array.__dask_optimize__
+    with dask.config.set(array_optimize=lambda dsk, keys, **kw: {
+            k: instrumented(v) for k, v in optimize(dsk, keys, **kw).items()}):
+        dask.compute(*arrays, scheduler="sync")
+    return counts[0], counts[1]
+
+
+def cpu_timed(record: dict, name: str, fn, faults: dict | None = None):
     """``fn``, recording the CPU time of every call (all the process's threads: less
-    sensitive than wall time to other processes on a shared machine)."""
+    sensitive than wall time to other processes on a shared machine), and in ``faults``
+    the page faults it took (minor: fresh memory the kernel maps and zeroes)."""
     times = record.setdefault(name, [])
+    minflt = (faults if faults is not None else {}).setdefault(name, [])
 
     def run():
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.process_time()
         fn()
         times.append(time.process_time() - t0)
+        minflt.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
 
     return run
 
@@ -143,13 +201,24 @@ def step(rows: int, repeats: int) -> int:
     dask_counts = task_counts(*dask_step(da, X, y))
     print(f"# tasks (as built / as run): mdtensor {md_counts[0]} / {md_counts[1]}, "
           f"dask.array {dask_counts[0]} / {dask_counts[1]}")
+    n, size = len(X.chunks[0]), X.chunksize[0] * np.dtype(np.float32).itemsize
+    md_work = chunk_work([md.dask.to_dask(t) for t in md_step(md, Xt, yt)], size, True)
+    dask_work = chunk_work(dask_step(da, X, y), size, False)
+    print(f"# per chunk, in the tasks Dask runs: calls / fresh chunk-sized arrays (of "
+          f"{size / 2**20:.0f} MiB): mdtensor {md_work[0] / n:.1f} / {md_work[1] / n:.1f}, "
+          f"dask.array {dask_work[0] / n:.1f} / {dask_work[1] / n:.1f}")
 
     cpu: dict[str, list[float]] = {}
+    faults: dict[str, list[int]] = {}
     case = Case(f"logistic step [{rows}x{COLS} f32]", "dask", impls={
-        "dask": cpu_timed(cpu, "dask", lambda: dask.compute(*dask_step(da, X, y))),
-        "mdtensor": cpu_timed(cpu, "mdtensor", lambda: md.dask.compute(*md_step(md, Xt, yt))),
+        "dask": cpu_timed(cpu, "dask", lambda: dask.compute(*dask_step(da, X, y)), faults),
+        "mdtensor": cpu_timed(cpu, "mdtensor", lambda: md.dask.compute(*md_step(md, Xt, yt)),
+                              faults),
+        # mdtensor's graph run as Dask runs it, without the buffer reuse of md.dask.compute
+        "md_graph_by_dask": cpu_timed(cpu, "md_graph_by_dask", lambda: dask.compute(
+            *(md.dask.to_dask(t) for t in md_step(md, Xt, yt))), faults),
         "numpy": cpu_timed(cpu, "numpy", lambda: [t.item() if t.ndim == 0 else t.numpy()
-                                                  for t in md_step(md, Xc, yc)]),
+                                                  for t in md_step(md, Xc, yc)], faults),
     })
     run_case(case, repeats, target=0.0)
     print(table([case], impls=("dask", "mdtensor", "numpy"), refs=("dask", "numpy")))
@@ -159,6 +228,14 @@ def step(rows: int, repeats: int) -> int:
     print("CPU time per step (all threads, median): " + ", ".join(
         f"{k} {fmt(v)}" for k, v in med.items())
         + f"; mdtensor/dask.array {med['mdtensor'] / med['dask']:.2f}x")
+    for name in ("mdtensor", "md_graph_by_dask"):
+        ratios = sorted(a / b for a, b in zip(case.samples[name], case.samples["dask"]))
+        cpus = sorted(a / b for a, b in zip(cpu[name][-repeats:], cpu["dask"][-repeats:]))
+        print(f"{name}/dask.array per round, median (range): wall "
+              f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}), CPU "
+              f"{statistics.median(cpus):.2f}x ({cpus[0]:.2f}-{cpus[-1]:.2f})")
+    print("page faults per step (median): " + ", ".join(
+        f"{k} {statistics.median(v):.0f}" for k, v in faults.items()))
     print(f"\nmdtensor/dask.array {fmt_ratio(case.ratio('mdtensor', 'dask'))}; "
           f"NumPy backend {fmt(case.medians['numpy'])}; peak RSS {peak_rss_gb():.2f} GB; "
           f"{load()}")

@@ -107,7 +107,10 @@ def compute_arrays(*arrays) -> list:
     import dask
     import numpy as np
 
-    values = dask.compute(*arrays, scheduler=_scheduler.get())
+    from mdtensor.backends.dask_buffers import reusing_buffers
+
+    with reusing_buffers():
+        values = dask.compute(*arrays, scheduler=_scheduler.get())
     return [np.asarray(v) for v in values]
 
 
@@ -166,8 +169,11 @@ def persist(*tensors):
     """
     import dask
 
+    from mdtensor.backends.dask_buffers import reusing_buffers
+
     tensors = _dask_tensors("persist", tensors)
-    arrays = dask.persist(*(t._data for t in tensors), scheduler=_scheduler.get())
+    with reusing_buffers():
+        arrays = dask.persist(*(t._data for t in tensors), scheduler=_scheduler.get())
     for t, a in zip(tensors, arrays):
         t._data = a
     return tensors[0] if len(tensors) == 1 else tuple(tensors)
