@@ -209,6 +209,11 @@ class Recorder(DispatchMode):
         self.broken: str | None = None
         self.ran_backward = False
         self.names: dict[int, tuple] = {}  # id(tensor) -> (name, its array when named)
+        #: name -> (device, ndim, size) of each value named (Note [Replaying on arrays] in
+        #: mdtensor/compiler/arrays.py)
+        self.meta: dict[str, tuple] = {}
+        #: call index -> the (args, kwargs) of that op call, as the recorder got them
+        self.examples: dict[int, tuple] = {}
         self.by_array: dict[int, str] = {}  # id(tensor._data) -> name (Note [Tracing backward])
         #: name -> (tensor, version, array, guard) when an input or constant was named
         self.external: dict[str, tuple] = {}
@@ -228,6 +233,11 @@ class Recorder(DispatchMode):
         if isinstance(t, Tensor):
             self.by_array[id(data)] = name
             self.keep.append(data)
+            shape = data.shape
+            size = 1
+            for n in shape:
+                size *= n if type(n) is int else 0
+            self.meta[name] = (t._device, len(shape), size)
         self.keep.append(t)
 
     def name_of(self, v) -> str | None:
@@ -354,6 +364,7 @@ class Recorder(DispatchMode):
                     self.graph_break(f"{func.name} returns a Python value "
                                      f"({type(r).__name__})")
                 names.append(None)
+        self.examples[len(self.graph.calls)] = (args, kwargs)
         self.graph.calls.append(Call(func, rargs, rkwargs, names, ks, multi))
         return out
 
