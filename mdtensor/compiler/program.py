@@ -26,7 +26,6 @@ replayed forward.
 
 from __future__ import annotations
 
-import functools
 import keyword
 
 from mdtensor._pytree import tree_flatten, tree_unflatten
@@ -122,10 +121,6 @@ class _Source:
         return f"{fn_name}({', '.join(parts)})"
 
 
-def _call_global(ns: dict, name: str, *args, **kwargs):
-    return ns[name](*args, **kwargs)
-
-
 def _names(v, into: set) -> set:
     """The names of the ``Ref``s in ``v`` (a pytree), added to ``into``."""
     if isinstance(v, Ref):
@@ -195,8 +190,9 @@ class Program:
         self._leaf = out_spec.is_leaf()  # the result is one value, not a container
         self._effects = effects
         #: (meta, examples) of a replay on arrays (Note [Replaying on arrays]), else None
-        self._arrays = None if differentiable or lower_to_jax else arrays
+        self._arrays = None if differentiable else arrays
         self.on_arrays = self._arrays is not None
+        self._lower = lower_to_jax and self.on_arrays
         calls = [call if isinstance(call.op, Step) or differentiable
                  else call._replace(**dict(zip(("args", "kwargs"),
                                                _compact(call.op, call.args, call.kwargs))))
@@ -206,7 +202,7 @@ class Program:
             self._build_on_arrays(specialize=True)
             self._arrays = (arrays[0], {})  # the examples are no longer needed
         else:
-            self._build(lower_to_jax)
+            self._build()
 
     def _exec(self, src: _Source) -> None:
         self.source = "\n".join(src.lines)
@@ -223,18 +219,14 @@ class Program:
             for name, delta in versions:
                 src.lines.append(f"    _counter({name}).value += {delta}")
 
-    def _build(self, lower_to_jax: bool) -> None:
+    def _build(self) -> None:
         """The replay on Tensors (Note [Replaying kernels])."""
         graph, calls = self.graph, self._calls
         src = _Source()
         src.ns.update(graph.constants)
-        regions = _regions(calls, graph, self._effects[1]) if lower_to_jax else {}
         src.lines.append(f"def replay({', '.join(graph.inputs)}):")
         i = 0
         while i < len(calls):
-            if i in regions:
-                i = self._region(src, calls, i, *regions[i])
-                continue
             call = calls[i]
             expr = src.call(self._callable(src, i, call), call)
             kept = [o or "_" for o in call.outs]
@@ -276,9 +268,16 @@ class Program:
             freed.setdefault(i, []).append(n)
         src.lines.append(f"def replay({', '.join(graph.inputs)}):")
         self._checks = []
+        self.regions = []
+        regions = _regions(calls, graph, self._effects[1]) if self._lower else {}
+        region_end = 0
         for i, call in enumerate(calls):
             op = call.op
-            if isinstance(op, Step):
+            if i in regions:
+                region_end = self._region(src, arr, calls, i, *regions[i])
+            if i < region_end:
+                pass
+            elif isinstance(op, Step):
                 arr.emit_step(call, src.const(op.fn, "s"))
             else:
                 name = f"e{i}"
@@ -297,20 +296,31 @@ class Program:
         self._fresh = list({(id(op.table), mk): (op.table, mk, entry)
                             for op, mk, entry, _, _ in self._checks}.values())
 
-    def _region(self, src: _Source, calls, start: int, end: int, live_in, live_out) -> int:
-        """Emit calls ``start:end`` as one ``JitRegion``; returns ``end``."""
+    def _region(self, src: _Source, arr, calls, start: int, end: int, live_in,
+                live_out) -> int:
+        """Emit calls ``start:end`` as one ``JitRegion`` on arrays; returns ``end``."""
         from .jax_lowering import JitRegion
 
-        ns = src.ns
         members = []
         for i in range(start, end):
-            name = self._callable(src, i, calls[i])
-            members.append((functools.partial(_call_global, ns, name), calls[i]))
-        region = JitRegion(members, live_in, live_out)
+            call = calls[i]
+            op = call.op
+            if isinstance(op, Step):  # a detach: the value itself
+                members.append((_identity, call))
+                continue
+            mk = call.ks & op.mask
+            entry = op.table.get(mk) or op.fill_entry(mk)
+            self._checks.append([op, mk, entry, None, call.ks])
+            members.append((entry, call))
+        meta = self._arrays[0]
+        region = JitRegion(members, live_in, live_out, [meta[n][0] for n in live_in])
         self.regions.append(region)
         fn = src.const(region, "r")
         target = ", ".join(live_out) + "," if live_out else "_"
-        src.lines.append(f"    {target} = {fn}({', '.join(live_in)})")
+        args = ", ".join(arr.array_of(n) for n in live_in)
+        src.lines.append(f"    {target} = {fn}({args})")
+        for o in live_out:
+            arr.array_forms[o] = o
         return end
 
     def _callable(self, src: _Source, i: int, call: Call) -> str:
@@ -332,8 +342,6 @@ class Program:
             self._build_on_arrays(specialize=False)  # are gone)
             return
         ns = self._ns
-        for region in self.regions:
-            region.reset()
         for check in self._checks:
             op, mk, entry, name, ks = check
             if op.table.get(mk) is entry:
