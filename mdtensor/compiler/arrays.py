@@ -36,7 +36,7 @@ from mdtensor.tensors.tensor import Tensor
 
 from .capture import ACCUMULATE, DETACH, GET_GRAD, SET_GRAD, Call, Ref, Step
 
-__all__ = ["ArraySource", "adapted"]
+__all__ = ["ArraySource", "accumulate", "adapted", "explain_failure"]
 
 #: intermediates at least this large are freed after their last use (Note [Replaying on
 #: arrays]); smaller ones cost a ``del`` more than their memory is worth
@@ -60,6 +60,47 @@ def accumulate(pairs, held, create_graph: bool) -> None:
         wrapped = device.wrap(g)
         accumulate_grads(((t, wrapped),), (wrapped,), create_graph)
         taken.add(id(t._ag.grad._data))
+
+
+def _ref_names(v) -> list:
+    if isinstance(v, Ref):
+        return [v.name]
+    if isinstance(v, (list, tuple)):
+        return [n for x in v for n in _ref_names(x)]
+    if isinstance(v, dict):
+        return [n for x in v.values() for n in _ref_names(x)]
+    return []
+
+
+def explain_failure(error: BaseException, code, specialized: dict, devices: dict):
+    """The op's own error for ``error``, raised by a specialized call of the replay whose
+    code is ``code`` (Note [Replaying on arrays]): that op's kernel called on Tensors
+    around the same arrays.  Returns None where the failure was elsewhere or the kernel
+    does not raise."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_frame.f_code is not code:
+        tb = tb.tb_next
+    if tb is None or tb.tb_lineno not in specialized:
+        return None
+    entry, call, variables = specialized[tb.tb_lineno]
+    local = tb.tb_frame.f_locals
+    try:
+        arrays = {n: local[v] for n, v in variables.items()}
+    except KeyError:
+        return None
+
+    def value(v):
+        if isinstance(v, Ref):
+            return devices[v.name].wrap(arrays[v.name])
+        if isinstance(v, (list, tuple)):
+            return type(v)(map(value, v))
+        return v
+
+    try:
+        entry(*value(call.args), **{k: value(v) for k, v in call.kwargs.items()})
+    except Exception as own:  # noqa: BLE001 - the op's error, as an eager call raises it
+        return own
+    return None
 
 
 def _unwrap(r):
@@ -128,6 +169,8 @@ class ArraySource:
         self.src, self.graph, self.calls = src, graph, calls
         self.meta, self.externals, self.examples = meta, set(externals), examples
         self.tensor_forms: dict[str, str] = {n: n for n in externals}
+        #: line number -> (entry, call, {value name: variable}) of the specialized calls
+        self.specialized: dict[int, tuple] = {}
         self.array_forms: dict[str, str] = {}
         self.lines = src.lines
 
@@ -208,10 +251,13 @@ class ArraySource:
         except LookupError:
             return None
 
-    def emit_op(self, i: int, call: Call, fn_name: str, spec) -> None:
+    def emit_op(self, i: int, call: Call, fn_name: str, spec, entry) -> None:
         if spec is not None:
             fn, args, kwargs = spec
             self.src.ns[fn_name] = fn
+            # what explain_failure needs of this line: the call and its values' variables
+            self.specialized[len(self.lines) + 1] = (entry, call, {
+                n: self.array_of(n) for n in _ref_names((call.args, call.kwargs))})
         else:
             args, kwargs = call.args, call.kwargs
         expr = self.call_expr(fn_name, args, kwargs)

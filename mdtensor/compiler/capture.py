@@ -26,7 +26,8 @@ on the host (``item()``, ``bool(t)`` in an ``if``, printing: the Python that fol
 depends on the data), an op whose output shape depends on the data, an op returning a
 Python value, a tensor subclass with its own dispatch, another dispatch mode, a backward
 with ``create_graph``, ``requires_grad_`` inside the function, and a value replaced below
-the dispatcher (Note [Writes that swap arrays]).  The recorder stops recording and the
+the dispatcher (Note [Writes that swap arrays]), random numbers drawn on the host
+(``md.randn``: drawn once, they would be replayed).  The recorder stops recording and the
 function runs on, eagerly; ``broken`` says why.  ``md.func.trace`` and
 ``md.compile(fullgraph=True)`` raise ``GraphBreak`` instead, at the break.
 """
@@ -292,6 +293,11 @@ class Recorder(DispatchMode):
             self.graph_break(f"{what} reads a tensor's value on the host (the Python that "
                              f"follows depends on the data)")
 
+    def random_draw(self, what: str) -> None:
+        if self.recording:
+            self.graph_break(f"random numbers drawn on the host ({what}): a replay would "
+                             f"reuse the capture's numbers")
+
     def set_requires_grad(self, t) -> None:
         if self.recording:
             self.graph_break("requires_grad_() changes what autograd records")
@@ -384,7 +390,15 @@ class Recorder(DispatchMode):
         """Name the function's result ``out`` as the graph's outputs."""
         if self.broken is None:
             self.graph.outputs = tree_map(
-                lambda v: self._ref(v) if isinstance(v, Tensor) else v, out)
+                lambda v: self._out_ref(v) if isinstance(v, Tensor) else v, out)
+
+    def _out_ref(self, v: Tensor) -> Ref:
+        """A result's name: a tensor of the function's own is itself, even where its array
+        was swapped by an in-place write (Note [Writes that swap arrays])."""
+        hit = self.names.get(id(v))
+        if hit is not None and hit[0] in self.external and self.external[hit[0]][0] is v:
+            return Ref(hit[0])
+        return self._ref(v)
 
 
 def trace(f, *example_args) -> Graph:

@@ -254,6 +254,7 @@ class Program:
         if specialize:
             examples = {i: _compact(calls[i].op, *examples[i]) for i in examples}
         arr = ArraySource(src, graph, calls, meta, externals, examples if specialize else {})
+        devices = {n: m[0] for n, m in meta.items()}
         root: dict = {}  # a detached value's array is its source's (Note [Replaying on arrays])
         last_use: dict = {}
         for i, call in enumerate(calls):
@@ -286,13 +287,14 @@ class Program:
                 self._checks.append([op, mk, entry, name, call.ks])
                 spec = arr.specialize(i, call, entry)
                 if spec is None:
-                    src.ns[name] = adapted(entry, call, {n: m[0] for n, m in meta.items()})
-                arr.emit_op(i, call, name, spec)
+                    src.ns[name] = adapted(entry, call, devices)
+                arr.emit_op(i, call, name, spec, entry)
             arr.free(i, freed)
         self._effect_lines(src, arr.array_of)
         out = arr.render(tuple(graph.outputs), tensors=True)
         src.lines.append(f"    return {out}")
         self._exec(src)
+        self._specialized, self._devices = arr.specialized, devices
         self._fresh = list({(id(op.table), mk): (op.table, mk, entry)
                             for op, mk, entry, _, _ in self._checks}.values())
 
@@ -361,9 +363,18 @@ class Program:
                     self._refresh()
                     break
             self._generation = dispatcher.generation
-        if self._leaf:
-            return self._replay(*leaves)[0]
-        return tree_unflatten(self._replay(*leaves), self.out_spec)
+        try:
+            out = self._replay(*leaves)
+        except Exception as e:
+            if self.on_arrays:  # the op's own error, not NumPy's (Note [Replaying on arrays])
+                from .arrays import explain_failure
+
+                own = explain_failure(e, self._replay.__code__, self._specialized,
+                                      self._devices)
+                if own is not None:
+                    raise own from None
+            raise
+        return out[0] if self._leaf else tree_unflatten(out, self.out_spec)
 
     def __str__(self) -> str:
         return str(self.graph)
