@@ -34,7 +34,7 @@ from mdtensor.dispatch.kernel import array_call
 from mdtensor.layers.autograd.graph import accumulate_grads
 from mdtensor.tensors.tensor import Tensor
 
-from .capture import ACCUMULATE, DETACH, GET_GRAD, SET_GRAD, Call, Ref, Step
+from .capture import ACCUMULATE, DETACH, GET_GRAD, HOST_READ, SET_GRAD, Call, Ref, Step
 
 __all__ = ["ArraySource", "accumulate", "adapted", "explain_failure"]
 
@@ -284,6 +284,12 @@ class ArraySource:
             return
         if op is ACCUMULATE:
             self.emit_accumulate(call)
+            return
+        if op is HOST_READ:  # Note [Values read on the host] in mdtensor/compiler/capture.py
+            t, value = call.args
+            backend = self.src.const(self.meta[t.name][0].backend, "b")
+            self.lines.append(f"    {self.src.const(value, 'h')}.check({self.array_of(t.name)}, "
+                              f"{backend})")
             return
         if op is SET_GRAD and call.args[1] is None:  # the setter's ``None`` branch
             (t, _) = call.args

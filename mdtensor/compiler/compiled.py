@@ -19,7 +19,11 @@ device -- and looks it up in the function's cache:
    ``fullgraph=True``;
 3. later calls replay the program, after checking the guards of the tensors the capture
    met outside the arguments (closure parameters: their shape, dtype, device,
-   ``requires_grad`` and ``.grad`` presence); a failed guard captures again.
+   ``requires_grad`` and ``.grad`` presence); a failed guard captures again.  A program
+   that read values on the host stops where the call's values differ (Note [Values read
+   on the host] in mdtensor/compiler/capture.py): the next capture of the signature is
+   tried, or, up to ``_VARIANTS`` of them, one is made; past that the signature runs
+   eagerly.
 
 The cache holds ``cache_size_limit`` signatures (8, as ``torch.compile``'s recompile
 limit); past it, new signatures run eagerly with one warning.  A compiled function called
@@ -43,7 +47,7 @@ from mdtensor.tensors.device import default_device
 from mdtensor.tensors.tensor import Tensor, capture_hooks
 from mdtensor.tensors.version_counter import new_counter
 
-from .capture import Graph, GraphBreak, Recorder, tensor_guard
+from .capture import Diverged, Graph, GraphBreak, Recorder, tensor_guard
 from .program import Program
 
 __all__ = ["CompiledFunction", "compile"]
@@ -73,15 +77,26 @@ def _context() -> tuple:
             default_device())
 
 
-class _Entry:
-    """One signature's state: warmed up, captured (``program``) or eager (``reason``)."""
+#: captures kept per signature that differ by the values they read on the host (Note
+#: [Values read on the host] in mdtensor/compiler/capture.py): the two ways of an ``if``,
+#: a few more
+_VARIANTS = 4
 
-    __slots__ = ("check", "program", "reason")
+
+class _Entry:
+    """One signature's state: warmed up, captured (``variants``: ``(program, check)`` --
+    ``check()`` tells whether the constants still match their guards) or eager
+    (``reason``)."""
+
+    __slots__ = ("reason", "variants")
 
     def __init__(self):
-        self.program: Program | None = None
+        self.variants: list = []
         self.reason: str | None = None
-        self.check = _no_guards  # whether the constants still match their guards
+
+    @property
+    def program(self) -> Program | None:
+        return self.variants[0][0] if self.variants else None
 
 
 def _no_guards() -> bool:
@@ -143,14 +158,8 @@ class CompiledFunction:
         leaves, key = self._key(args, kwargs)
         entry = self._cache.get(key)
         if entry is not None:
-            program = entry.program
-            if program is not None:
-                if not entry.check():
-                    return self._capture(entry, leaves, args, kwargs,
-                                         "a tensor the function reads changed")
-                if dispatcher.trace:
-                    print(f"[compile] replay {self.__name__}", file=sys.stderr)
-                return program(leaves)
+            if entry.variants:
+                return self._replay(entry, leaves, args, kwargs)
             if entry.reason is None:
                 return self._capture(entry, leaves, args, kwargs)
             self._note("eager", entry.reason)
@@ -167,6 +176,29 @@ class CompiledFunction:
         self._note("warm-up", "first call with this signature")
         return self.fn(*args, **kwargs)
 
+    def _replay(self, entry: _Entry, leaves, args, kwargs):
+        """Replay the first capture of ``entry`` whose values read on the host are the
+        call's (Note [Values read on the host] in mdtensor/compiler/capture.py)."""
+        for program, check in entry.variants:
+            if not check():
+                entry.variants = []
+                return self._capture(entry, leaves, args, kwargs,
+                                     "a tensor the function reads changed")
+            if dispatcher.trace:
+                print(f"[compile] replay {self.__name__}", file=sys.stderr)
+            try:
+                return program(leaves)
+            except Diverged:
+                continue
+        if len(entry.variants) < _VARIANTS:
+            return self._capture(entry, leaves, args, kwargs,
+                                 "a value read on the host differs from the captures'")
+        entry.variants = []
+        entry.reason = (f"the values read on the host differ from those of its last "
+                        f"{_VARIANTS} captures (item() of a changing value?)")
+        self._note("eager", entry.reason)
+        return self.fn(*args, **kwargs)
+
     def _note(self, what: str, why: str) -> None:
         if dispatcher.trace:
             print(f"[compile] {what} {self.__name__}: {why}", file=sys.stderr)
@@ -174,25 +206,27 @@ class CompiledFunction:
     def _capture(self, entry: _Entry, leaves, args, kwargs, why: str = "second call"):
         self._note("capture", why)
         graph = Graph()
-        rec = Recorder(graph, leaves, strict=self.fullgraph)
+        rec = Recorder(graph, leaves, strict=self.fullgraph,
+                       guard_host_reads=not self.fullgraph)
         with rec:
             out = self.fn(*args, **kwargs)
         out_leaves, out_spec = tree_flatten(out)
         rec.finish(tuple(out_leaves))
         effects = _effects(rec)
         if rec.broken is not None:
-            entry.program, entry.reason = None, rec.broken
+            entry.variants, entry.reason = [], rec.broken
             self._note("eager", rec.broken)
             return out
         differentiable = (is_grad_enabled() and not rec.ran_backward
                           and any(isinstance(o, Tensor) and o.grad_fn is not None
                                   for o in out_leaves))
-        entry.program = Program(graph, effects, out_spec, differentiable=differentiable,
-                                lower_to_jax=(self.backend is None and not differentiable
-                                              and _on_jax(rec)),
-                                arrays=(rec.meta, rec.examples))
-        entry.check = _guard_function([(t, guard) for t, _, _, guard in
-                                       (rec.external[n] for n in graph.constants)])
+        program = Program(graph, effects, out_spec, differentiable=differentiable,
+                          lower_to_jax=(self.backend is None and not differentiable
+                                        and _on_jax(rec)),
+                          arrays=(rec.meta, rec.examples))
+        check = _guard_function([(t, guard) for t, _, _, guard in
+                                 (rec.external[n] for n in graph.constants)])
+        entry.variants.append((program, check))
         return out
 
     def graph(self, *args, **kwargs) -> Graph:
@@ -227,6 +261,9 @@ class CompiledFunction:
                     jitted = sum(r.jitted is True for r in regions)
                     kind += (f", {len(regions)} region(s) lowered to jax.jit "
                              f"({jitted} traced)")
+                if len(entry.variants) > 1:
+                    kind += (f", {len(entry.variants)} captures by the values read on the "
+                             f"host")
                 lines.append(f"replay of {len(g.calls)} recorded calls, {kind}")
             elif entry.reason is not None:
                 lines.append(f"eager: {entry.reason}")
