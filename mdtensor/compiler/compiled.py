@@ -47,7 +47,7 @@ from mdtensor.tensors.device import default_device
 from mdtensor.tensors.tensor import Tensor, capture_hooks
 from mdtensor.tensors.version_counter import new_counter
 
-from .capture import Diverged, Graph, GraphBreak, Recorder, tensor_guard
+from .capture import Diverged, Graph, GraphBreak, Recorder
 from .program import Program
 
 __all__ = ["CompiledFunction", "compile"]
@@ -56,8 +56,10 @@ _BACKENDS = (None, "replay", "eager")
 
 
 def _leaf_guard(v):
-    if isinstance(v, Tensor):
-        return tensor_guard(v)
+    if isinstance(v, Tensor):  # tensor_guard's, the device by id (its hash is Python's)
+        ag, data = v._ag, v._data
+        return (type(v), data.shape, data.dtype, id(v._device),
+                ag is not None and ag.requires_grad, ag is None or ag.grad is None)
     try:
         hash(v)
     except TypeError:
@@ -74,7 +76,7 @@ def _aliases(leaves) -> tuple:
 
 def _context() -> tuple:
     return (dispatch_tls.get(), tuple(map(id, active_modes())), new_counter(),
-            default_device())
+            id(default_device()))  # devices are canonical: one object per device
 
 
 #: captures kept per signature that differ by the values they read on the host (Note
@@ -106,17 +108,19 @@ def _no_guards() -> bool:
 def _guard_function(guards):
     """A function telling whether each ``(tensor, tensor_guard(tensor))`` of ``guards``
     still holds, in one generated function (a replay checks it first: a ``tensor_guard``
-    call per closure tensor cost 0.3 us)."""
+    call per closure tensor cost 0.3 us).  An array already checked is not again (an
+    array's shape and dtype do not change): on JAX, reading them costs a property each."""
     if not guards:
         return _no_guards
-    ns: dict = {}
+    ns: dict = {"seen": [None] * len(guards)}
     lines = ["def check():"]
     for i, (t, (typ, shape, dtype, device, requires_grad, no_grad)) in enumerate(guards):
         ns.update({f"t{i}": t, f"T{i}": typ, f"S{i}": shape, f"D{i}": dtype, f"V{i}": device})
-        lines += [f"    if type(t{i}) is not T{i}: return False",
+        lines += [f"    if type(t{i}) is not T{i} or t{i}._device is not V{i}: return False",
                   f"    a = t{i}._data",
-                  f"    if a.shape != S{i} or a.dtype != D{i} or t{i}._device != V{i}:",
-                  "        return False",
+                  f"    if a is not seen[{i}]:",
+                  f"        if a.shape != S{i} or a.dtype != D{i}: return False",
+                  f"        seen[{i}] = a",
                   f"    ag = t{i}._ag"]
         lines.append("    if ag is None or not ag.requires_grad: return False" if requires_grad
                      else "    if ag is not None and ag.requires_grad: return False")
@@ -146,10 +150,15 @@ class CompiledFunction:
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
 
     def _key(self, args, kwargs):
-        if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
-            leaves, spec = list(args), len(args)  # flat positional arguments: no TreeSpec
-        else:
-            leaves, spec = tree_flatten((args, kwargs))
+        if not kwargs:
+            for a in args:
+                if isinstance(a, (list, tuple, dict)):
+                    break
+            else:  # flat positional arguments: no TreeSpec
+                if not args:
+                    return args, (0, _context())
+                return args, (len(args), _context(), _aliases(args), *map(_leaf_guard, args))
+        leaves, spec = tree_flatten((args, kwargs))
         return leaves, (spec, _context(), _aliases(leaves), *map(_leaf_guard, leaves))
 
     def __call__(self, *args, **kwargs):
