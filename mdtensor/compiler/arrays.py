@@ -36,30 +36,19 @@ from mdtensor.tensors.tensor import Tensor
 
 from .capture import ACCUMULATE, DETACH, GET_GRAD, HOST_READ, SET_GRAD, Call, Ref, Step
 
-__all__ = ["ArraySource", "accumulate", "adapted", "explain_failure"]
+__all__ = ["ArraySource", "accumulate_one", "adapted", "explain_failure"]
 
 #: intermediates at least this large are freed after their last use (Note [Replaying on
 #: arrays]); smaller ones cost a ``del`` more than their memory is worth
 _FREE_AT = 4096
 
 
-def accumulate(pairs, held, create_graph: bool) -> None:
-    """``accumulate_grads`` of gradients given as arrays: ``pairs`` of ``(tensor, array,
-    device)``; ``held``: arrays the caller keeps (Note [Leaf gradients] in
-    mdtensor/layers/autograd/graph.py).  A first gradient nothing else holds becomes the
-    ``.grad`` around its array; any other takes ``accumulate_grads`` itself."""
-    taken = {id(a) for a in held}
-    for t, g, device in pairs:
-        if g is None:
-            continue
-        ag = t._ag
-        if ag.grad is None and id(g) not in taken and device.backend.owns_dense(g):
-            taken.add(id(g))
-            ag.grad = device.wrap(g)
-            continue
-        wrapped = device.wrap(g)
-        accumulate_grads(((t, wrapped),), (wrapped,), create_graph)
-        taken.add(id(t._ag.grad._data))
+def accumulate_one(t, g, device, create_graph: bool) -> None:
+    """``accumulate_grads`` of one gradient ``g`` (an array) that cannot become ``t.grad``
+    as it is: ``t`` has a ``.grad`` to add to, or ``g`` is held elsewhere (Note [Leaf
+    gradients] in mdtensor/layers/autograd/graph.py)."""
+    wrapped = device.wrap(g)
+    accumulate_grads(((t, wrapped),), (wrapped,), create_graph)
 
 
 def _ref_names(v) -> list:
@@ -309,23 +298,34 @@ class ArraySource:
             self.lines.append(f"    {expr}")
 
     def emit_accumulate(self, call: Call) -> None:
-        """``accumulate_grads`` on arrays (``accumulate``); the results are held too (a
-        gradient that is also a result stays the result's own)."""
+        """``accumulate_grads`` on arrays, inline (Note [Leaf gradients] in
+        mdtensor/layers/autograd/graph.py): a first gradient nothing else holds -- not a
+        root gradient, another leaf's, a result (a gradient that is also a result stays
+        the result's own), nor a view -- becomes ``.grad`` around its array; any other
+        takes ``accumulate_one``."""
         pairs, held, create_graph = call.args
-        items = []
-        for t, g in pairs:
-            if g is None:
-                continue
-            device = self.src.const(self.meta[g.name][0], "d")
-            items.append(f"({self.tensor_of(t.name)}, {self.array_of(g.name)}, {device})")
         outputs = [o.name for o in self.graph.outputs
                    if isinstance(o, Ref) and o.name in self.array_forms]
         held_forms = [self.array_of(h.name) for h in held] + [
             self.array_forms[o] for o in outputs]
-        acc = self.src.const(accumulate, "s")
-        self.lines.append(f"    {acc}(({', '.join(items)}{',' if len(items) == 1 else ''}), "
-                          f"({', '.join(held_forms)}{',' if len(held_forms) == 1 else ''}), "
-                          f"{create_graph!r})")
+        self.lines.append(f"    taken = {{{', '.join(f'id({h})' for h in held_forms)}}}"
+                          if held_forms else "    taken = set()")
+        slow = self.src.const(accumulate_one, "s")
+        for t, g in pairs:
+            if g is None:
+                continue
+            device = self.meta[g.name][0]
+            tensor, array = self.tensor_of(t.name), self.array_of(g.name)
+            wrap, d = self.src.const(device.wrap, "w"), self.src.const(device, "d")
+            owned = ""
+            if device.backend.capabilities.inplace:  # else: nothing to protect
+                owned = f" and {self.src.const(device.backend.owns_dense, 'o')}({array})"
+            self.lines += [f"    ag = {tensor}._ag",
+                           f"    if ag.grad is None and id({array}) not in taken{owned}:",
+                           f"        taken.add(id({array}))",
+                           f"        ag.grad = {wrap}({array})",
+                           "    else:",
+                           f"        {slow}({tensor}, {array}, {d}, {create_graph!r})"]
 
     def free(self, start: int, last_use: dict) -> None:
         """``del`` the large intermediates whose last use was call ``start``."""
