@@ -244,19 +244,12 @@ class ArraySource:
         if spec is not None:
             fn, args, kwargs = spec
             self.src.ns[fn_name] = fn
-            # what explain_failure needs of this line: the call and its values' variables
-            self.specialized[len(self.lines) + 1] = (entry, call, {
-                n: self.array_of(n) for n in _ref_names((call.args, call.kwargs))})
+            # what explain_failure needs of the call's line: the call and its variables
+            variables = {n: self.array_of(n) for n in _ref_names((call.args, call.kwargs))}
+            self.specialized[len(self.lines) + 1] = (entry, call, variables)
         else:
             args, kwargs = call.args, call.kwargs
-        expr = self.call_expr(fn_name, args, kwargs)
-        kept = [o or "_" for o in call.outs]
-        if call.multi and any(call.outs):
-            self.lines.append(f"    {', '.join(kept)}, = {expr}")
-        elif call.outs and call.outs[0]:
-            self.lines.append(f"    {call.outs[0]} = {expr}")
-        else:
-            self.lines.append(f"    {expr}")
+        self.src.assign(call, self.call_expr(fn_name, args, kwargs))
         for o in call.outs:
             if o:
                 self.array_forms[o] = o

@@ -111,6 +111,16 @@ class _Source:
             return f"{self.const(type(v))}({', '.join(self.render(x) for x in v)})"
         return self.const(v)
 
+    def assign(self, call: Call, expr: str) -> None:
+        """The line running ``expr`` and naming the results of ``call``."""
+        kept = [o or "_" for o in call.outs]
+        if call.multi and any(call.outs):
+            self.lines.append(f"    {', '.join(kept)}, = {expr}")
+        elif call.outs and call.outs[0]:
+            self.lines.append(f"    {call.outs[0]} = {expr}")
+        else:
+            self.lines.append(f"    {expr}")
+
     def call(self, fn_name: str, call: Call) -> str:
         parts = [self.render(a) for a in call.args]
         for k, v in call.kwargs.items():
@@ -228,14 +238,7 @@ class Program:
         i = 0
         while i < len(calls):
             call = calls[i]
-            expr = src.call(self._callable(src, i, call), call)
-            kept = [o or "_" for o in call.outs]
-            if call.multi and any(call.outs):
-                src.lines.append(f"    {', '.join(kept)}, = {expr}")
-            elif call.outs and call.outs[0]:
-                src.lines.append(f"    {call.outs[0]} = {expr}")
-            else:
-                src.lines.append(f"    {expr}")
+            src.assign(call, src.call(self._callable(src, i, call), call))
             i += 1
         self._effect_lines(src, lambda name: f"{name}._data")
         src.lines.append(f"    return {src.render(tuple(graph.outputs))}")
