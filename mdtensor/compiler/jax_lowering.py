@@ -10,10 +10,12 @@ reads and writes, ``accumulate_grads``) is a pure function of the arrays it read
 ``JitRegion`` runs those ops' kernels on tensors wrapping JAX tracers under ``jax.jit``,
 once, and every later replay calls the one XLA executable with the live arrays (the
 function's inputs, its constants such as closure parameters, values made before the
-region) and wraps the arrays it returns that anything after the region reads.  The steps
-stay in Python between regions; a training step (clear the grads, forward, backward,
-accumulate) is one region.  A region whose kernels cannot be traced (one reads a value on
-the host) runs its kernels one by one, as on the other backends, from then on.
+region) and hands on the arrays it returns that anything after the region reads: the
+region is one call in the replay on arrays (Note [Replaying on arrays] in
+mdtensor/compiler/arrays.py), whose ``.grad`` steps, write-backs and results stay in
+Python around it; a training step (clear the grads, forward, backward, accumulate) is one
+region.  A region whose kernels cannot be traced runs its kernels one by one, on tensors
+around the arrays, from then on.
 """
 
 from __future__ import annotations
