@@ -15,6 +15,7 @@ import numpy as _np
 
 from mdtensor.tensors.device import as_device
 from mdtensor.tensors.factories import asarray, check_size
+from mdtensor.tensors.tensor import capture_hooks
 
 from ._dtypes import as_dtype, get_default_dtype, int64
 
@@ -127,6 +128,9 @@ def _draw(generator, device, method: str, shape: tuple, dtype, params: dict):
     backend draws its own way, e.g. Dask chunk by chunk).  Inside ``vmap``, one draw per
     batch element with ``randomness="different"`` (``_finish`` wraps them), an error with
     ``"error"`` (mdtensor/layers/vmap.py)."""
+    hooks = capture_hooks.get()
+    if hooks is not None:  # Note [Capture hooks] in mdtensor/tensors/tensor.py
+        hooks.random_draw(method)
     lead, levels = _under_vmap[0]() if _under_vmap else ((), ())
     gen = _gen(generator, device)
     arr = as_device(device).backend.random(gen._rng, method, (*lead, *shape), dtype.numpy,

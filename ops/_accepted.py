@@ -151,4 +151,5 @@ def with_accepted_kinds(fn, schema, accepts: str | None, offset: int = 1):
 
     checked.__name__ = getattr(fn, "__name__", "impl")
     checked.__qualname__ = checked.__name__
+    checked.__wrapped__ = fn  # for a call whose kinds were accepted (Note [Array calls])
     return checked

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from mdtensor._dtypes import can_cast
 from mdtensor.dispatch.callers import _NO
-from mdtensor.dispatch.kernel import named
+from mdtensor.dispatch.kernel import named, with_array_call
 from mdtensor.dispatch.schema import FunctionSchema
 from mdtensor.tensors.tensor import Tensor
 
@@ -187,7 +187,24 @@ def _fast_kernel(name, impl, pos, extra, check=None):
         # that fuses it into its own kernel (Note [Fused view kernels] in
         # mdtensor/layers/inplace_or_view.py)
         kernel.array_impl = impl
-    return kernel
+    return with_array_call(kernel, _impl_call(impl, pos))
+
+
+def _impl_call(impl, pos):
+    """The fast kernels' specialization (Note [Array calls] in
+    mdtensor/dispatch/kernel.py): ``impl`` on the device's namespace and the arrays."""
+    def specialize(args, kwargs):
+        tensors = [args[i] for i in pos if i < len(args)]
+        if len(tensors) != len(pos) or any(type(t) is not Tensor for t in tensors):
+            return None
+        d = tensors[0]._device
+        if any(t._device is not d for t in tensors):
+            return None
+        return unchecked, (d.xp, *args), kwargs
+
+    # the kinds of the capture's operands were accepted when it ran; so are the replay's
+    unchecked = getattr(impl, "__wrapped__", impl)
+    return specialize
 
 
 # Note [Unwrapping by layout]

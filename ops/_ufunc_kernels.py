@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mdtensor.dispatch.kernel import named
+import numpy as np
+
+from mdtensor.dispatch.kernel import named, with_array_call
 from mdtensor.dispatch.schema import FunctionSchema
 from mdtensor.tensors.tensor import Tensor
 
@@ -151,7 +153,57 @@ def ufunc_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Call
     else:
         raise ValueError(f"{name}: Ufunc kernels take one or two operands")
     kernel = named(kernel, f"ufunc[{name}]")
-    return kernel
+    arity = 1 if pos == (0,) and len(schema.arguments) == 1 else 2
+    return with_array_call(kernel, _array_call(uf, pos, arity, floats and kinds, False))
+
+
+def _fits(uf, operands, out: bool) -> bool:
+    """Whether NumPy takes ``uf`` on arrays of the dtypes of ``operands`` (arrays; Python
+    scalars as they are), writing into the first when ``out``: an int out of its dtype's
+    range, a cast ``same_kind`` refuses, raise."""
+    probe = [np.ones(1, x.dtype) if hasattr(x, "dtype") else x for x in operands]
+    try:
+        with np.errstate(all="ignore"):
+            uf(*probe, probe[0]) if out else uf(*probe)
+    except Exception:  # noqa: BLE001 - the kernel takes its generic path for this call
+        return False
+    return True
+
+
+def _array_call(uf, pos, arity: int, kinds, inplace: bool):
+    """The ufunc kernels' specialization (Note [Array calls] in
+    mdtensor/dispatch/kernel.py): the calls of ``arity`` positional arguments (Tensors at
+    ``pos``) that the kernel computes with the ufunc; ``kinds``: a float function's dtype
+    kinds (else falsy); ``inplace``: the kernel writes into its first operand."""
+    def specialize(args, kwargs):
+        if kwargs or len(args) != arity or any(type(args[i]) is not Tensor for i in pos):
+            return None
+        tensors = [args[i] for i in pos]
+        arrays = [t._data for t in tensors]
+        d = tensors[0]._device
+        if any(t._device is not d for t in tensors):
+            return None
+        if kinds and any(x.dtype.kind not in kinds for x in arrays):
+            return None
+        if len(arrays) == 2 and arrays[0].dtype is not arrays[1].dtype and _mixed_bfloat16(
+                *arrays):
+            return None
+        operands = [a._data if isinstance(a, Tensor) else a for a in args]
+        if len(pos) < arity:  # one Tensor and a Scalar
+            k = arrays[0].dtype.kind
+            if not inplace and k in _HIGHER.get(type(args[1 - pos[0]]), ""):
+                return None
+            if not _fits(uf, operands, inplace):
+                return None
+        if inplace:
+            x = arrays[0]
+            if (np.broadcast_shapes(*(np.shape(o) for o in operands)) != x.shape
+                    or not _fits(uf, operands, True)):
+                return None
+            return uf, (*args, args[0]), {}
+        return uf, args, {}
+
+    return specialize
 
 
 def _positional_out(uf):
@@ -210,7 +262,8 @@ def ufunc_inplace_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable)
     else:
         return generic
     kernel = named(kernel, f"ufunc_inplace[{name}]")
-    return kernel
+    arity = 1 if pos == (0,) and len(schema.arguments) == 1 else 2
+    return with_array_call(kernel, _array_call(uf, pos, arity, floats and kinds, True))
 
 
 def ufunc_out_kernel(schema: FunctionSchema, spec: Ufunc, generic: Callable) -> Callable:

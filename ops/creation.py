@@ -17,6 +17,7 @@ import math
 import numpy as np_
 
 from mdtensor import _dtypes as dt
+from mdtensor.dispatch.kernel import with_array_call
 from mdtensor.dispatch.namespaces import namespaces as md_ops
 
 from ._factory import deffactory
@@ -267,8 +268,18 @@ def _np_like(factory):
             a.fill(factory == "ones")
         return x._device.wrap(a)
 
+    def filled_like(x):
+        a = empty_like(x)
+        a.fill(factory == "ones")
+        return a
+
+    def specialize(args, kwargs):  # Note [Array calls] in mdtensor/dispatch/kernel.py
+        if kwargs or len(args) != 1:
+            return None
+        return (empty_like if factory == "empty" else filled_like), args, {}
+
     kernel.__name__ = f"np_{factory}_like"
-    return kernel
+    return with_array_call(kernel, specialize)
 
 
 for _f in ("zeros", "ones", "empty"):

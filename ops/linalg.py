@@ -9,6 +9,7 @@ import numpy as np
 from numpy.linalg import _umath_linalg
 
 from mdtensor import _dtypes as dt
+from mdtensor.dispatch.kernel import with_array_call
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.tensors.tensor import Tensor
 
@@ -116,8 +117,21 @@ def _cpu_matmul(generic):
         except (ValueError, TypeError) as e:  # Note [Errors from the backend]
             raise_from_backend(name, e, (x, y))
 
+    def specialize(args, kwargs):  # Note [Array calls] in mdtensor/dispatch/kernel.py
+        if kwargs or len(args) != 2 or any(type(t) is not Tensor for t in args):
+            return None
+        a, b = args
+        x, y = a._data, b._data
+        if (a._device is not b._device or x.dtype is _BOOL and y.dtype is _BOOL
+                or x.dtype.kind == "V" or y.dtype.kind == "V"):
+            return None
+        if (0 < x.ndim <= 2 and 0 < y.ndim <= 2 and x.shape[-1] == y.shape[0]
+                and not (x.ndim == 2 and y.ndim == 2 and x.shape[0] * y.shape[1] >= _LARGE)):
+            return dot, args, {}
+        return matmul, args, {}
+
     kernel.__qualname__ = kernel.__name__ = "cpu[aten::matmul]"
-    return kernel
+    return with_array_call(kernel, specialize)
 
 
 _op = CATALOGUE["aten::matmul"].functional[0]
@@ -249,8 +263,34 @@ def _cpu_matmul_backward(generic):
             return ga, gb
         return generic(g, a, b, mask)
 
+    def specialize(args, kwargs):  # Note [Array calls] in mdtensor/dispatch/kernel.py
+        if kwargs or len(args) != 4 or any(type(t) is not Tensor for t in args[:3]):
+            return None
+        g, a, b, mask = args
+        ad, bd, gd = a._data, b._data, g._data
+        d = g._device
+        if not (len(mask) == 2 and ad.ndim == 2 and bd.ndim == 2 and ad.dtype.kind == "f"
+                and bd.dtype.kind == "f" and a._device is d and b._device is d
+                and gd.shape == (ad.shape[0], bd.shape[1]) and ad.shape[1] == bd.shape[0]):
+            return None
+        fa = (_np_matmul if ad.size >= _LARGE else _np_dot) if mask[0] else None
+        fb = (_np_matmul if bd.size >= _LARGE else _np_dot) if mask[1] else None
+        return _matmul_grads(fa, fb), (g, a, b), {}
+
     kernel.__qualname__ = kernel.__name__ = "cpu[aten::matmul_backward]"
-    return kernel
+    return with_array_call(kernel, specialize)
+
+
+def _matmul_grads(fa, fb):
+    """``(g, a, b) -> (ga, gb)`` of two matrices, ``fa``/``fb`` the products of the
+    gradients computed (None: not computed)."""
+    if fa is not None and fb is not None:
+        return lambda g, a, b: (fa(g, b.T), fb(a.T, g))
+    if fa is not None:
+        return lambda g, a, b: (fa(g, b.T), None)
+    if fb is not None:
+        return lambda g, a, b: (None, fb(a.T, g))
+    return lambda g, a, b: (None, None)
 
 
 def _matmul_backward_meta(g, a, b, mask):

@@ -14,8 +14,10 @@ import math
 import numpy as np
 
 from mdtensor import _dtypes as dt
+from mdtensor.dispatch.kernel import with_array_call
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls
+from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from ._bools import as_numbers, is_bool, with_bools_as_numbers
@@ -102,8 +104,28 @@ def _cpu_sum():
                 raise
         return a._device.wrap(r)
 
+    def specialize(args, kwargs):  # Note [Array calls] in mdtensor/dispatch/kernel.py
+        if not 1 <= len(args) <= 3 or set(kwargs) - {"dtype"} or kwargs.get("dtype"):
+            return None
+        a, axis, keepdims = (*args, None, False)[:3]
+        x = getattr(a, "_data", None)
+        if type(a) is not Tensor or x.dtype.kind == "V":
+            return None
+        if axis is None and x.size <= _SMALL_SUM and x.dtype.char in "fd" and not keepdims:
+            return _small_sum, (a,), {}  # Note [Small sums]
+        if axis is not None and (type(axis) is not int or not x.ndim):
+            axis = _axis("sum", x.ndim, axis)
+        if keepdims:
+            return add_reduce, (a, axis, None, None, True), {}
+        return add_reduce, (a, axis), {}
+
     kernel.__qualname__ = kernel.__name__ = "cpu[aten::sum]"
-    return kernel
+    return with_array_call(kernel, specialize)
+
+
+def _small_sum(x):
+    """``sum`` of a small float array (Note [Small sums])."""
+    return np.array(sum((x if x.ndim == 1 else x.reshape(-1)).tolist()), x.dtype)
 
 
 # Note [Small sums]

@@ -240,17 +240,43 @@ def test_a_dispatch_mode_sees_the_ops_and_leaving_it_replays_again():
     assert body.runs == runs  # outside the mode: the capture from before
 
 
-def test_graph_breaks_run_eagerly_with_the_reason():
-    def f(x):
-        if x.sum() > 0:  # data-dependent Python
-            return x * 2
-        return x - 1
-
-    compiled = md.compile(f)
-    for sign in (1, -1, 1, -1, 1, -1):
+def test_a_branch_on_a_value_read_on_the_host_replays_each_way():
+    # Note [Values read on the host]: one capture per way the branch went
+    body = Counted(lambda x: x * 2 if x.sum() > 0 else x - 1)
+    compiled = md.compile(body)
+    for sign in (1, -1, 1, -1, 1, -1, 1, -1):
         x = md.abs(rand(3)) * sign
-        close(compiled(x), f(x))
-    assert "item()" in compiled.explain()[0] and compiled.explain()[0].startswith("eager")
+        close(compiled(x), body.fn(x))
+    assert body.runs == 3  # warm-up, capture, capture of the other way; five replays
+    assert compiled.explain() == [
+        "replay of 4 recorded calls, kernels, 2 captures by the values read on the host"]
+
+
+def test_a_value_read_after_a_change_of_state_is_a_graph_break():
+    w = rand(3, requires_grad=True)
+
+    def step(x):
+        w.grad = None
+        loss = (x * w).sum()
+        loss.backward()
+        if loss > 0:  # after the backward wrote .grad: the replay could not stop here
+            return loss.detach() * 2
+        return loss.detach()
+
+    compiled = md.compile(step)
+    for _ in range(4):
+        x = rand(3)
+        close(compiled(x), step(x))
+    assert compiled.explain()[0].startswith("eager") and "item()" in compiled.explain()[0]
+
+
+def test_a_value_that_changes_on_every_call_ends_in_eager_calls():
+    body = Counted(lambda x: x * x.sum().item())
+    compiled = md.compile(body)
+    for _ in range(8):
+        x = rand(3)
+        close(compiled(x), body.fn(x))
+    assert compiled.explain()[0].startswith("eager: the values read on the host differ")
 
 
 @pytest.mark.parametrize("body, cause", [

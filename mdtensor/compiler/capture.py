@@ -19,6 +19,18 @@ no op, reach the recorder through the engine's gradient sink (Note [Gradient sin
 become an ``accumulate_grads`` step of the graph; reading and assigning ``.grad`` become
 ``get_grad``/``set_grad`` steps (Note [Capture hooks] in mdtensor/tensors/tensor.py).
 
+Note [Values read on the host]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A value read on the host (``if x.sum() > 0``, ``item()``, ``tolist()``) makes the Python
+that follows depend on the data.  ``md.compile`` (without ``fullgraph``) records the read
+as a ``host_value`` step holding the value read: a replay reads the same tensor and, where
+it holds the same value, the Python would have done what it did at the capture, so the
+replay goes on; where it differs the replay stops (``Diverged``) and the call runs another
+capture of the function for this signature, or captures one (Note [Compiled functions] in
+mdtensor/compiler/compiled.py).  So a replay must be able to stop there as if it had not
+run: a read after a recorded call that changed state (an in-place op, a ``.grad`` write, a
+backward) is a graph break, as is printing (the print would be lost).
+
 Note [Graph breaks]
 ~~~~~~~~~~~~~~~~~~~
 What a replay of recorded kernels cannot reproduce ends the capture: a tensor's value read
@@ -26,7 +38,8 @@ on the host (``item()``, ``bool(t)`` in an ``if``, printing: the Python that fol
 depends on the data), an op whose output shape depends on the data, an op returning a
 Python value, a tensor subclass with its own dispatch, another dispatch mode, a backward
 with ``create_graph``, ``requires_grad_`` inside the function, and a value replaced below
-the dispatcher (Note [Writes that swap arrays]).  The recorder stops recording and the
+the dispatcher (Note [Writes that swap arrays]), random numbers drawn on the host
+(``md.randn``: drawn once, they would be replayed).  The recorder stops recording and the
 function runs on, eagerly; ``broken`` says why.  ``md.func.trace`` and
 ``md.compile(fullgraph=True)`` raise ``GraphBreak`` instead, at the break.
 """
@@ -44,11 +57,40 @@ from mdtensor.layers.autograd.graph import accumulate_grads, grad_sink
 from mdtensor.modes import DispatchMode, active_modes, tree_map
 from mdtensor.tensors.tensor import Tensor, capture_hooks
 
-__all__ = ["Call", "Graph", "GraphBreak", "Recorder", "Ref", "Step", "tensor_guard", "trace"]
+__all__ = ["Call", "Diverged", "Graph", "GraphBreak", "HostValue", "Recorder", "Ref", "Step",
+           "tensor_guard", "trace"]
 
 
 class GraphBreak(RuntimeError):
     """A function did something a capture cannot record (Note [Graph breaks])."""
+
+
+class Diverged(Exception):
+    """A replay read a value on the host that differs from the capture's (Note [Values
+    read on the host])."""
+
+
+class HostValue:
+    """The value a capture read on the host from a tensor (Note [Values read on the
+    host]): ``check(array, backend)`` raises ``Diverged`` where a replay's differs."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def check(self, array, backend) -> None:
+        v, e = backend.to_numpy(array), self.value
+        if v.shape != e.shape or v.dtype != e.dtype or not np.array_equal(
+                v, e, equal_nan=e.dtype.kind in "fc"):
+            raise Diverged
+
+    def __repr__(self) -> str:
+        return f"<read on the host: {np.array2string(self.value, threshold=6)}>"
+
+
+def _check_host_value(t, expected: HostValue) -> None:
+    expected.check(t._data, t._device.backend)
 
 
 class Ref:
@@ -148,6 +190,7 @@ ACCUMULATE = Step(accumulate_grads, "autograd::accumulate_grads",
 DETACH = Step(Tensor.detach, "autograd::detach", "md.Tensor.detach")
 GET_GRAD = Step(_get_grad, "autograd::get_grad", "md.Tensor.grad.fget")
 SET_GRAD = Step(_set_grad, "autograd::set_grad", "md.Tensor.grad.fset")
+HOST_READ = Step(_check_host_value, "compile::host_value", "mdtensor.compiler.host_value")
 
 
 # Note [Writes that swap arrays]
@@ -203,12 +246,20 @@ class Recorder(DispatchMode):
         strict: raise ``GraphBreak`` at a break (else stop recording, Note [Graph breaks]).
     """
 
-    def __init__(self, graph: Graph, inputs, *, strict: bool = True):
+    def __init__(self, graph: Graph, inputs, *, strict: bool = True,
+                 guard_host_reads: bool = False):
         self.graph = graph
         self.strict = strict
+        self.guard_host_reads = guard_host_reads
+        self.effects = False  # a recorded call changed state (Note [Values read on the host])
         self.broken: str | None = None
         self.ran_backward = False
         self.names: dict[int, tuple] = {}  # id(tensor) -> (name, its array when named)
+        #: name -> (device, ndim, size) of each value named (Note [Replaying on arrays] in
+        #: mdtensor/compiler/arrays.py)
+        self.meta: dict[str, tuple] = {}
+        #: call index -> the (args, kwargs) of that op call, as the recorder got them
+        self.examples: dict[int, tuple] = {}
         self.by_array: dict[int, str] = {}  # id(tensor._data) -> name (Note [Tracing backward])
         #: name -> (tensor, version, array, guard) when an input or constant was named
         self.external: dict[str, tuple] = {}
@@ -228,6 +279,11 @@ class Recorder(DispatchMode):
         if isinstance(t, Tensor):
             self.by_array[id(data)] = name
             self.keep.append(data)
+            shape = data.shape
+            size = 1
+            for n in shape:
+                size *= n if type(n) is int else 0
+            self.meta[name] = (t._device, len(shape), size)
         self.keep.append(t)
 
     def name_of(self, v) -> str | None:
@@ -278,9 +334,20 @@ class Recorder(DispatchMode):
 
     # -- the capture hooks (Note [Capture hooks] in mdtensor/tensors/tensor.py) ----------
     def host_read(self, t, what: str) -> None:
+        if not self.recording:
+            return
+        if self.guard_host_reads and not self.effects and what != "printing a tensor":
+            ref = self._ref(t)  # Note [Values read on the host]
+            value = HostValue(t._device.backend.to_numpy(t._data).copy())
+            self.graph.calls.append(Call(HOST_READ, (ref, value), {}, []))
+            return
+        self.graph_break(f"{what} reads a tensor's value on the host (the Python that "
+                         f"follows depends on the data)")
+
+    def random_draw(self, what: str) -> None:
         if self.recording:
-            self.graph_break(f"{what} reads a tensor's value on the host (the Python that "
-                             f"follows depends on the data)")
+            self.graph_break(f"random numbers drawn on the host ({what}): a replay would "
+                             f"reuse the capture's numbers")
 
     def set_requires_grad(self, t) -> None:
         if self.recording:
@@ -289,6 +356,7 @@ class Recorder(DispatchMode):
     def backward(self, create_graph: bool) -> None:
         if not self.recording:
             return
+        self.effects = True
         if create_graph:
             self.graph_break("a backward with create_graph=True (its gradients have history)")
         self.ran_backward = True
@@ -302,11 +370,13 @@ class Recorder(DispatchMode):
 
     def set_grad(self, t, g) -> None:
         if self.recording:
+            self.effects = True
             self.graph.calls.append(Call(SET_GRAD, (self._ref(t), self._ref(g)), {}, []))
 
     def sink(self, pairs, held, create_graph) -> None:
         """The engine's gradient sink while tracing (Note [Tracing backward])."""
         if self.recording:
+            self.effects = True
             args = (tuple(tree_map(self._ref, pairs)), tuple(map(self._ref, held)),
                     create_graph)
             self.graph.calls.append(Call(ACCUMULATE, args, {}, []))
@@ -335,6 +405,8 @@ class Recorder(DispatchMode):
             return func(*args, **kwargs)
         rargs = tree_map(self._ref, args)
         rkwargs = tree_map(self._ref, kwargs)
+        if func.schema.is_mutable:
+            self.effects = True
         inc, keep = dispatch_tls.get()
         ks = (_tensor_keys(args, kwargs) | inc) & keep & AFTER_PYTHON
         out = func(*args, **kwargs)
@@ -354,6 +426,7 @@ class Recorder(DispatchMode):
                     self.graph_break(f"{func.name} returns a Python value "
                                      f"({type(r).__name__})")
                 names.append(None)
+        self.examples[len(self.graph.calls)] = (args, kwargs)
         self.graph.calls.append(Call(func, rargs, rkwargs, names, ks, multi))
         return out
 
@@ -373,7 +446,15 @@ class Recorder(DispatchMode):
         """Name the function's result ``out`` as the graph's outputs."""
         if self.broken is None:
             self.graph.outputs = tree_map(
-                lambda v: self._ref(v) if isinstance(v, Tensor) else v, out)
+                lambda v: self._out_ref(v) if isinstance(v, Tensor) else v, out)
+
+    def _out_ref(self, v: Tensor) -> Ref:
+        """A result's name: a tensor of the function's own is itself, even where its array
+        was swapped by an in-place write (Note [Writes that swap arrays])."""
+        hit = self.names.get(id(v))
+        if hit is not None and hit[0] in self.external and self.external[hit[0]][0] is v:
+            return Ref(hit[0])
+        return self._ref(v)
 
 
 def trace(f, *example_args) -> Graph:

@@ -19,7 +19,11 @@ device -- and looks it up in the function's cache:
    ``fullgraph=True``;
 3. later calls replay the program, after checking the guards of the tensors the capture
    met outside the arguments (closure parameters: their shape, dtype, device,
-   ``requires_grad`` and ``.grad`` presence); a failed guard captures again.
+   ``requires_grad`` and ``.grad`` presence); a failed guard captures again.  A program
+   that read values on the host stops where the call's values differ (Note [Values read
+   on the host] in mdtensor/compiler/capture.py): the next capture of the signature is
+   tried, or, up to ``_VARIANTS`` of them, one is made; past that the signature runs
+   eagerly.
 
 The cache holds ``cache_size_limit`` signatures (8, as ``torch.compile``'s recompile
 limit); past it, new signatures run eagerly with one warning.  A compiled function called
@@ -29,6 +33,7 @@ while another capture runs (a compiled function inside a compiled function, or i
 
 from __future__ import annotations
 
+import builtins
 import functools
 import sys
 import warnings
@@ -42,7 +47,7 @@ from mdtensor.tensors.device import default_device
 from mdtensor.tensors.tensor import Tensor, capture_hooks
 from mdtensor.tensors.version_counter import new_counter
 
-from .capture import Graph, GraphBreak, Recorder, tensor_guard
+from .capture import Diverged, Graph, GraphBreak, Recorder
 from .program import Program
 
 __all__ = ["CompiledFunction", "compile"]
@@ -51,8 +56,10 @@ _BACKENDS = (None, "replay", "eager")
 
 
 def _leaf_guard(v):
-    if isinstance(v, Tensor):
-        return tensor_guard(v)
+    if isinstance(v, Tensor):  # tensor_guard's, the device by id (its hash is Python's)
+        ag, data = v._ag, v._data
+        return (type(v), data.shape, data.dtype, id(v._device),
+                ag is not None and ag.requires_grad, ag is None or ag.grad is None)
     try:
         hash(v)
     except TypeError:
@@ -69,18 +76,59 @@ def _aliases(leaves) -> tuple:
 
 def _context() -> tuple:
     return (dispatch_tls.get(), tuple(map(id, active_modes())), new_counter(),
-            default_device())
+            id(default_device()))  # devices are canonical: one object per device
+
+
+#: captures kept per signature that differ by the values they read on the host (Note
+#: [Values read on the host] in mdtensor/compiler/capture.py): the two ways of an ``if``,
+#: a few more
+_VARIANTS = 4
 
 
 class _Entry:
-    """One signature's state: warmed up, captured (``program``) or eager (``reason``)."""
+    """One signature's state: warmed up, captured (``variants``: ``(program, check)`` --
+    ``check()`` tells whether the constants still match their guards) or eager
+    (``reason``)."""
 
-    __slots__ = ("guards", "program", "reason")
+    __slots__ = ("reason", "variants")
 
     def __init__(self):
-        self.program: Program | None = None
+        self.variants: list = []
         self.reason: str | None = None
-        self.guards: tuple = ()  # ((tensor, guard), ...) of the constants
+
+    @property
+    def program(self) -> Program | None:
+        return self.variants[0][0] if self.variants else None
+
+
+def _no_guards() -> bool:
+    return True
+
+
+def _guard_function(guards):
+    """A function telling whether each ``(tensor, tensor_guard(tensor))`` of ``guards``
+    still holds, in one generated function (a replay checks it first: a ``tensor_guard``
+    call per closure tensor cost 0.3 us).  An array already checked is not again (an
+    array's shape and dtype do not change): on JAX, reading them costs a property each."""
+    if not guards:
+        return _no_guards
+    ns: dict = {"seen": [None] * len(guards)}
+    lines = ["def check():"]
+    for i, (t, (typ, shape, dtype, device, requires_grad, no_grad)) in enumerate(guards):
+        ns.update({f"t{i}": t, f"T{i}": typ, f"S{i}": shape, f"D{i}": dtype, f"V{i}": device})
+        lines += [f"    if type(t{i}) is not T{i} or t{i}._device is not V{i}: return False",
+                  f"    a = t{i}._data",
+                  f"    if a is not seen[{i}]:",
+                  f"        if a.shape != S{i} or a.dtype != D{i}: return False",
+                  f"        seen[{i}] = a",
+                  f"    ag = t{i}._ag"]
+        lines.append("    if ag is None or not ag.requires_grad: return False" if requires_grad
+                     else "    if ag is not None and ag.requires_grad: return False")
+        lines.append("    if ag is not None and ag.grad is not None: return False" if no_grad
+                     else "    if ag is None or ag.grad is None: return False")
+    lines.append("    return True")
+    exec(builtins.compile("\n".join(lines), "<mdtensor.compile guards>", "exec"), ns)
+    return ns["check"]
 
 
 class CompiledFunction:
@@ -102,10 +150,15 @@ class CompiledFunction:
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
 
     def _key(self, args, kwargs):
-        if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
-            leaves, spec = list(args), len(args)  # flat positional arguments: no TreeSpec
-        else:
-            leaves, spec = tree_flatten((args, kwargs))
+        if not kwargs:
+            for a in args:
+                if isinstance(a, (list, tuple, dict)):
+                    break
+            else:  # flat positional arguments: no TreeSpec
+                if not args:
+                    return args, (0, _context())
+                return args, (len(args), _context(), _aliases(args), *map(_leaf_guard, args))
+        leaves, spec = tree_flatten((args, kwargs))
         return leaves, (spec, _context(), _aliases(leaves), *map(_leaf_guard, leaves))
 
     def __call__(self, *args, **kwargs):
@@ -114,15 +167,8 @@ class CompiledFunction:
         leaves, key = self._key(args, kwargs)
         entry = self._cache.get(key)
         if entry is not None:
-            program = entry.program
-            if program is not None:
-                for t, guard in entry.guards:
-                    if tensor_guard(t) != guard:
-                        return self._capture(entry, leaves, args, kwargs,
-                                             "a tensor the function reads changed")
-                if dispatcher.trace:
-                    print(f"[compile] replay {self.__name__}", file=sys.stderr)
-                return program(leaves)
+            if entry.variants:
+                return self._replay(entry, leaves, args, kwargs)
             if entry.reason is None:
                 return self._capture(entry, leaves, args, kwargs)
             self._note("eager", entry.reason)
@@ -139,6 +185,29 @@ class CompiledFunction:
         self._note("warm-up", "first call with this signature")
         return self.fn(*args, **kwargs)
 
+    def _replay(self, entry: _Entry, leaves, args, kwargs):
+        """Replay the first capture of ``entry`` whose values read on the host are the
+        call's (Note [Values read on the host] in mdtensor/compiler/capture.py)."""
+        for program, check in entry.variants:
+            if not check():
+                entry.variants = []
+                return self._capture(entry, leaves, args, kwargs,
+                                     "a tensor the function reads changed")
+            if dispatcher.trace:
+                print(f"[compile] replay {self.__name__}", file=sys.stderr)
+            try:
+                return program(leaves)
+            except Diverged:
+                continue
+        if len(entry.variants) < _VARIANTS:
+            return self._capture(entry, leaves, args, kwargs,
+                                 "a value read on the host differs from the captures'")
+        entry.variants = []
+        entry.reason = (f"the values read on the host differ from those of its last "
+                        f"{_VARIANTS} captures (item() of a changing value?)")
+        self._note("eager", entry.reason)
+        return self.fn(*args, **kwargs)
+
     def _note(self, what: str, why: str) -> None:
         if dispatcher.trace:
             print(f"[compile] {what} {self.__name__}: {why}", file=sys.stderr)
@@ -146,24 +215,27 @@ class CompiledFunction:
     def _capture(self, entry: _Entry, leaves, args, kwargs, why: str = "second call"):
         self._note("capture", why)
         graph = Graph()
-        rec = Recorder(graph, leaves, strict=self.fullgraph)
+        rec = Recorder(graph, leaves, strict=self.fullgraph,
+                       guard_host_reads=not self.fullgraph)
         with rec:
             out = self.fn(*args, **kwargs)
         out_leaves, out_spec = tree_flatten(out)
         rec.finish(tuple(out_leaves))
         effects = _effects(rec)
         if rec.broken is not None:
-            entry.program, entry.reason = None, rec.broken
+            entry.variants, entry.reason = [], rec.broken
             self._note("eager", rec.broken)
             return out
         differentiable = (is_grad_enabled() and not rec.ran_backward
                           and any(isinstance(o, Tensor) and o.grad_fn is not None
                                   for o in out_leaves))
-        entry.program = Program(graph, effects, out_spec, differentiable=differentiable,
-                                lower_to_jax=(self.backend is None and not differentiable
-                                              and _on_jax(rec)))
-        entry.guards = tuple((t, guard) for t, _, _, guard in
-                             (rec.external[n] for n in graph.constants))
+        program = Program(graph, effects, out_spec, differentiable=differentiable,
+                          lower_to_jax=(self.backend is None and not differentiable
+                                        and _on_jax(rec)),
+                          arrays=(rec.meta, rec.examples))
+        check = _guard_function([(t, guard) for t, _, _, guard in
+                                 (rec.external[n] for n in graph.constants)])
+        entry.variants.append((program, check))
         return out
 
     def graph(self, *args, **kwargs) -> Graph:
@@ -198,6 +270,9 @@ class CompiledFunction:
                     jitted = sum(r.jitted is True for r in regions)
                     kind += (f", {len(regions)} region(s) lowered to jax.jit "
                              f"({jitted} traced)")
+                if len(entry.variants) > 1:
+                    kind += (f", {len(entry.variants)} captures by the values read on the "
+                             f"host")
                 lines.append(f"replay of {len(g.calls)} recorded calls, {kind}")
             elif entry.reason is not None:
                 lines.append(f"eager: {entry.reason}")

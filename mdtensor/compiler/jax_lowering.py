@@ -10,10 +10,12 @@ reads and writes, ``accumulate_grads``) is a pure function of the arrays it read
 ``JitRegion`` runs those ops' kernels on tensors wrapping JAX tracers under ``jax.jit``,
 once, and every later replay calls the one XLA executable with the live arrays (the
 function's inputs, its constants such as closure parameters, values made before the
-region) and wraps the arrays it returns that anything after the region reads.  The steps
-stay in Python between regions; a training step (clear the grads, forward, backward,
-accumulate) is one region.  A region whose kernels cannot be traced (one reads a value on
-the host) runs its kernels one by one, as on the other backends, from then on.
+region) and hands on the arrays it returns that anything after the region reads: the
+region is one call in the replay on arrays (Note [Replaying on arrays] in
+mdtensor/compiler/arrays.py), whose ``.grad`` steps, write-backs and results stay in
+Python around it; a training step (clear the grads, forward, backward, accumulate) is one
+region.  A region whose kernels cannot be traced runs its kernels one by one, on tensors
+around the arrays, from then on.
 """
 
 from __future__ import annotations
@@ -26,18 +28,20 @@ __all__ = ["JitRegion"]
 
 
 class JitRegion:
-    """Recorded calls ``[(fn, call)]`` as one jitted function of the arrays of ``live_in``
-    returning those of ``live_out`` (Note [Lowering to jax.jit])."""
+    """Recorded calls ``[(entry, call)]`` as one jitted function of the arrays of
+    ``live_in`` (on ``devices``) returning those of ``live_out`` (Note [Lowering to
+    jax.jit])."""
 
-    def __init__(self, calls, live_in: list[str], live_out: list[str]):
+    def __init__(self, calls, live_in: list[str], live_out: list[str], devices):
         self.calls = calls
         self.live_in = live_in
         self.live_out = live_out
+        self.wraps = [d.wrap for d in devices]
         self._run = None
         self.jitted = None  # True once traced, False where tracing failed
 
-    def _pure(self, wraps):
-        calls, live_in, live_out = self.calls, self.live_in, self.live_out
+    def _pure(self):
+        calls, live_in, live_out, wraps = self.calls, self.live_in, self.live_out, self.wraps
 
         def pure(*arrays):
             env = {n: w(a) for n, w, a in zip(live_in, wraps, arrays)}
@@ -55,30 +59,18 @@ class JitRegion:
 
         return pure
 
-    def reset(self) -> None:
-        """Trace again on the next call (the kernels changed)."""
-        self._run = self.jitted = None
-
-    def __call__(self, *tensors):
+    def __call__(self, *arrays):
         run = self._run
-        arrays = [t._data for t in tensors]
-        if run is None:
-            import jax
+        if run is not None:
+            return run(*arrays)
+        import jax
 
-            pure = self._pure([t._device.wrap for t in tensors])
-            try:
-                jitted = jax.jit(pure)
-                outs = jitted(*arrays)
-                self._run, self.jitted = jitted, True
-            except Exception:  # noqa: BLE001 - an untraceable kernel: run them one by one
-                self._run, self.jitted = pure, False
-                outs = pure(*arrays)
-            self._wraps = [self._device_of(tensors).wrap] * len(self.live_out)
-        else:
-            outs = run(*arrays)
-        wrap = self._wraps[0] if self._wraps else None
-        return tuple(wrap(o) for o in outs)
-
-    @staticmethod
-    def _device_of(tensors):
-        return tensors[0]._device
+        pure = self._pure()
+        try:
+            jitted = jax.jit(pure)
+            outs = jitted(*arrays)
+            self._run, self.jitted = jitted, True
+        except Exception:  # noqa: BLE001 - an untraceable kernel: run them one by one
+            self._run, self.jitted = pure, False
+            outs = pure(*arrays)
+        return outs

@@ -26,10 +26,10 @@ replayed forward.
 
 from __future__ import annotations
 
-import functools
 import keyword
 
 from mdtensor._pytree import tree_flatten, tree_unflatten
+from mdtensor.dispatch.operators import dispatcher
 from mdtensor.dispatch.schema import NO_DEFAULT, Symbol
 from mdtensor.tensors.tensor import Tensor
 from mdtensor.tensors.version_counter import counter
@@ -111,6 +111,16 @@ class _Source:
             return f"{self.const(type(v))}({', '.join(self.render(x) for x in v)})"
         return self.const(v)
 
+    def assign(self, call: Call, expr: str) -> None:
+        """The line running ``expr`` and naming the results of ``call``."""
+        kept = [o or "_" for o in call.outs]
+        if call.multi and any(call.outs):
+            self.lines.append(f"    {', '.join(kept)}, = {expr}")
+        elif call.outs and call.outs[0]:
+            self.lines.append(f"    {call.outs[0]} = {expr}")
+        else:
+            self.lines.append(f"    {expr}")
+
     def call(self, fn_name: str, call: Call) -> str:
         parts = [self.render(a) for a in call.args]
         for k, v in call.kwargs.items():
@@ -119,10 +129,6 @@ class _Source:
             else:
                 parts.append(f"**{{{k!r}: {self.render(v)}}}")
         return f"{fn_name}({', '.join(parts)})"
-
-
-def _call_global(ns: dict, name: str, *args, **kwargs):
-    return ns[name](*args, **kwargs)
 
 
 def _names(v, into: set) -> set:
@@ -183,63 +189,143 @@ class Program:
     """
 
     def __init__(self, graph: Graph, effects, out_spec, *, differentiable: bool = False,
-                 lower_to_jax: bool = False):
+                 lower_to_jax: bool = False, arrays=None):
         self.graph = graph
         self.differentiable = differentiable
         self.out_spec = out_spec
         self._checks: list = []  # [op, masked key set, entry, global name, key set]
         self._fresh: list = [({}, -1, _UNSET)]  # filled by _refresh on the first call
         self.regions: list = []  # JitRegions (Note [Lowering to jax.jit])
-        src = _Source()
-        src.ns.update(graph.constants)
+        self._generation = -1  # dispatcher.generation when the entries were last checked
+        self._leaf = out_spec.is_leaf()  # the result is one value, not a container
+        self._effects = effects
+        #: (meta, examples) of a replay on arrays (Note [Replaying on arrays]), else None
+        self._arrays = None if differentiable else arrays
+        self.on_arrays = self._arrays is not None
+        self._lower = lower_to_jax and self.on_arrays
         calls = [call if isinstance(call.op, Step) or differentiable
                  else call._replace(**dict(zip(("args", "kwargs"),
                                                _compact(call.op, call.args, call.kwargs))))
                  for call in graph.calls]
-        versions, writes = effects
-        regions = _regions(calls, graph, writes) if lower_to_jax else {}
-        src.lines.append(f"def replay({', '.join(graph.inputs)}):")
-        i = 0
-        while i < len(calls):
-            if i in regions:
-                i = self._region(src, calls, i, *regions[i])
-                continue
-            call = calls[i]
-            expr = src.call(self._callable(src, i, call), call)
-            kept = [o or "_" for o in call.outs]
-            if call.multi and any(call.outs):
-                src.lines.append(f"    {', '.join(kept)}, = {expr}")
-            elif call.outs and call.outs[0]:
-                src.lines.append(f"    {call.outs[0]} = {expr}")
-            else:
-                src.lines.append(f"    {expr}")
-            i += 1
-        for name, new in writes:
-            src.lines.append(f"    {name}._data = {new}._data")
-        if versions and not differentiable:
-            src.ns["_counter"] = counter
-            for name, delta in versions:
-                src.lines.append(f"    _counter({name}).value += {delta}")
-        src.lines.append(f"    return {src.render(tuple(graph.outputs))}")
+        self._calls = calls
+        if self.on_arrays:
+            self._build_on_arrays(specialize=True)
+            self._arrays = (arrays[0], {})  # the examples are no longer needed
+        else:
+            self._build()
+
+    def _exec(self, src: _Source) -> None:
         self.source = "\n".join(src.lines)
         self._ns = src.ns
         exec(compile(self.source, f"<mdtensor.compile replay {id(self):x}>", "exec"), src.ns)
         self._replay = src.ns["replay"]
 
-    def _region(self, src: _Source, calls, start: int, end: int, live_in, live_out) -> int:
-        """Emit calls ``start:end`` as one ``JitRegion``; returns ``end``."""
+    def _effect_lines(self, src: _Source, array_of) -> None:
+        versions, writes = self._effects
+        for name, new in writes:
+            src.lines.append(f"    {name}._data = {array_of(new)}")
+        if versions and not self.differentiable:
+            src.ns["_counter"] = counter
+            for name, delta in versions:
+                src.lines.append(f"    _counter({name}).value += {delta}")
+
+    def _build(self) -> None:
+        """The replay on Tensors (Note [Replaying kernels])."""
+        graph, calls = self.graph, self._calls
+        src = _Source()
+        src.ns.update(graph.constants)
+        src.lines.append(f"def replay({', '.join(graph.inputs)}):")
+        i = 0
+        while i < len(calls):
+            call = calls[i]
+            src.assign(call, src.call(self._callable(src, i, call), call))
+            i += 1
+        self._effect_lines(src, lambda name: f"{name}._data")
+        src.lines.append(f"    return {src.render(tuple(graph.outputs))}")
+        self._exec(src)
+
+    def _build_on_arrays(self, specialize: bool) -> None:
+        """The replay on arrays (Note [Replaying on arrays] in mdtensor/compiler/arrays.py);
+        ``specialize``: take the kernels' specializations (else every op is ``adapted``)."""
+        from .arrays import ArraySource, adapted
+
+        graph, calls = self.graph, self._calls
+        meta, examples = self._arrays
+        src = _Source()
+        src.ns.update(graph.constants)
+        externals = [*graph.inputs, *graph.constants]
+        if specialize:
+            examples = {i: _compact(calls[i].op, *examples[i]) for i in examples}
+        arr = ArraySource(src, graph, calls, meta, externals, examples if specialize else {})
+        devices = {n: m[0] for n, m in meta.items()}
+        root: dict = {}  # a detached value's array is its source's (Note [Replaying on arrays])
+        last_use: dict = {}
+        for i, call in enumerate(calls):
+            if call.op is DETACH:
+                root[call.outs[0]] = root.get(call.args[0].name, call.args[0].name)
+            for n in _names((call.args, call.kwargs), set()):
+                last_use[root.get(n, n)] = i
+        for n in _names(tuple(graph.outputs), set()) | {n for w in self._effects[1] for n in w}:
+            last_use[root.get(n, n)] = len(calls)
+        freed: dict = {}
+        for n, i in last_use.items():
+            freed.setdefault(i, []).append(n)
+        src.lines.append(f"def replay({', '.join(graph.inputs)}):")
+        self._checks = []
+        self.regions = []
+        regions = _regions(calls, graph, self._effects[1]) if self._lower else {}
+        region_end = 0
+        for i, call in enumerate(calls):
+            op = call.op
+            if i in regions:
+                region_end = self._region(src, arr, calls, i, *regions[i])
+            if i < region_end:
+                pass
+            elif isinstance(op, Step):
+                arr.emit_step(call, src.const(op.fn, "s"))
+            else:
+                name = f"e{i}"
+                mk = call.ks & op.mask
+                entry = op.table.get(mk) or op.fill_entry(mk)
+                self._checks.append([op, mk, entry, name, call.ks])
+                spec = arr.specialize(i, call, entry)
+                if spec is None:
+                    src.ns[name] = adapted(entry, call, devices)
+                arr.emit_op(i, call, name, spec, entry)
+            arr.free(i, freed)
+        self._effect_lines(src, arr.array_of)
+        out = arr.render(tuple(graph.outputs), tensors=True)
+        src.lines.append(f"    return {out}")
+        self._exec(src)
+        self._specialized, self._devices = arr.specialized, devices
+        self._fresh = list({(id(op.table), mk): (op.table, mk, entry)
+                            for op, mk, entry, _, _ in self._checks}.values())
+
+    def _region(self, src: _Source, arr, calls, start: int, end: int, live_in,
+                live_out) -> int:
+        """Emit calls ``start:end`` as one ``JitRegion`` on arrays; returns ``end``."""
         from .jax_lowering import JitRegion
 
-        ns = src.ns
         members = []
         for i in range(start, end):
-            name = self._callable(src, i, calls[i])
-            members.append((functools.partial(_call_global, ns, name), calls[i]))
-        region = JitRegion(members, live_in, live_out)
+            call = calls[i]
+            op = call.op
+            if isinstance(op, Step):  # a detach: the value itself
+                members.append((_identity, call))
+                continue
+            mk = call.ks & op.mask
+            entry = op.table.get(mk) or op.fill_entry(mk)
+            self._checks.append([op, mk, entry, None, call.ks])
+            members.append((entry, call))
+        meta = self._arrays[0]
+        region = JitRegion(members, live_in, live_out, [meta[n][0] for n in live_in])
         self.regions.append(region)
         fn = src.const(region, "r")
         target = ", ".join(live_out) + "," if live_out else "_"
-        src.lines.append(f"    {target} = {fn}({', '.join(live_in)})")
+        args = ", ".join(arr.array_of(n) for n in live_in)
+        src.lines.append(f"    {target} = {fn}({args})")
+        for o in live_out:
+            arr.array_forms[o] = o
         return end
 
     def _callable(self, src: _Source, i: int, call: Call) -> str:
@@ -257,9 +343,10 @@ class Program:
 
     def _refresh(self) -> None:
         """Point the replay at the current table entries (Note [Replaying kernels])."""
+        if self.on_arrays:  # every op called as its entry now is (the capture's examples
+            self._build_on_arrays(specialize=False)  # are gone)
+            return
         ns = self._ns
-        for region in self.regions:
-            region.reset()
         for check in self._checks:
             op, mk, entry, name, ks = check
             if op.table.get(mk) is entry:
@@ -273,11 +360,24 @@ class Program:
                             for op, mk, entry, _, _ in self._checks}.values())
 
     def __call__(self, leaves):
-        for table, mk, entry in self._fresh:
-            if table.get(mk) is not entry:
-                self._refresh()
-                break
-        return tree_unflatten(self._replay(*leaves), self.out_spec)
+        if dispatcher.generation != self._generation:  # a table changed: ours too?
+            for table, mk, entry in self._fresh:
+                if table.get(mk) is not entry:
+                    self._refresh()
+                    break
+            self._generation = dispatcher.generation
+        try:
+            out = self._replay(*leaves)
+        except Exception as e:
+            if self.on_arrays:  # the op's own error, not NumPy's (Note [Replaying on arrays])
+                from .arrays import explain_failure
+
+                own = explain_failure(e, self._replay.__code__, self._specialized,
+                                      self._devices)
+                if own is not None:
+                    raise own from None
+            raise
+        return out[0] if self._leaf else tree_unflatten(out, self.out_spec)
 
     def __str__(self) -> str:
         return str(self.graph)

@@ -8,7 +8,8 @@ key), with how the table entry calls it; ``fallthrough_kernel`` marks a key the 
 
 from __future__ import annotations
 
-__all__ = ["LEAF_KERNELS", "Kernel", "fallthrough_kernel", "named", "own_code"]
+__all__ = ["LEAF_KERNELS", "Kernel", "array_call", "fallthrough_kernel", "named", "own_code",
+           "with_array_call"]
 
 
 #: Kernel functions that compute on raw arrays and call no op (the catalogue's backend
@@ -68,6 +69,35 @@ def named(fn, name: str):
     tables: ``"ufunc[aten::exp]"``."""
     fn.__name__ = fn.__qualname__ = name
     return fn
+
+
+# Note [Array calls]
+# ~~~~~~~~~~~~~~~~~~
+# A backend kernel computes on its tensors' arrays and wraps the result.  ``md.compile``'s
+# replay on NumPy-like backends (Note [Replaying on arrays] in mdtensor/compiler/arrays.py)
+# works on the arrays themselves, so a kernel may say what its call comes to on arrays:
+# ``with_array_call(kernel, specialize)`` attaches ``specialize(args, kwargs)``, which for
+# one call of the kernel (its Tensors and other arguments) returns ``(fn, args2,
+# kwargs2)``: ``fn(*args2, **kwargs2)``, with each Tensor among them (they are the call's
+# own) replaced by its array, computes the kernel's result's arrays -- an array (or a 0-d
+# NumPy scalar) for a Tensor, a tuple with None for an undefined result -- for every call
+# whose Tensors have the same shapes, dtypes and devices and whose other arguments are
+# equal; or None where the kernel cannot promise that (it would take its generic path).
+# The specialization is done once, at the capture; the checks the kernel makes on every
+# call are made then, and ``fn`` is often the NumPy function itself (``np.add``).
+
+
+def with_array_call(kernel, specialize):
+    """Attach ``specialize`` to ``kernel`` (Note [Array calls]); returns ``kernel``."""
+    kernel.array_call = specialize
+    return kernel
+
+
+def array_call(kernel, args: tuple, kwargs: dict):
+    """``(fn, args, kwargs)`` computing ``kernel(*args, **kwargs)`` on arrays, or None
+    (Note [Array calls])."""
+    specialize = getattr(kernel, "array_call", None)
+    return None if specialize is None else specialize(args, kwargs)
 
 
 def fallthrough_kernel(*args, **kwargs):

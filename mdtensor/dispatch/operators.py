@@ -70,6 +70,10 @@ class _Dispatcher:
         # Backend component -> the type of its devices ("CPU" -> "cpu"), for error messages:
         # each Device records its own when it is made (mdtensor/tensors/device.py).
         self.device_types: dict[str, str] = {"Meta": "meta"}
+        #: counts the changes of table entries (a registration, the trace turned on, a
+        #: gate flipped): a caller holding entries across calls (md.compile's replay)
+        #: looks again only when it moved
+        self.generation = 0
 
     def invalidate_all(self) -> None:
         for op in self.overloads.values():
@@ -316,6 +320,7 @@ class OpOverload:
         self._dirty = False
 
     def _invalidate(self) -> None:
+        dispatcher.generation += 1
         self._resolved.clear()
         self.table.clear()
         self.mask = FULL
@@ -385,6 +390,7 @@ def flip_gates(gate: list) -> None:
     """Point every table entry made by a kernel gated on ``gate`` at what ``gate[0]``
     selects now (Note [Gated kernels])."""
     on = bool(gate[0])
+    dispatcher.generation += 1
     for (op, ks), (g, active, below) in list(_GATED.items()):
         if g is not gate:
             continue

@@ -70,7 +70,8 @@ __all__ = ["Tensor", "ViewInfo", "capture_hooks", "make_wrap", "new_like", "requ
 # ``capture_hooks`` holds its recorder and these methods tell it (``host_read(t, what)``,
 # ``get_grad(t, g)``, ``set_grad(t, g)``, ``set_requires_grad(t)``); outside one they pay
 # a ContextVar read.  The autograd engine tells it of a backward pass the same way
-# (``backward(create_graph)``, mdtensor/layers/autograd/graph.py).
+# (``backward(create_graph)``, mdtensor/layers/autograd/graph.py), and ``md.random`` of
+# numbers drawn on the host (``random_draw(what)``: a replay would reuse them).
 
 #: None, or the recorder of the capture running in this context (Note [Capture hooks]).
 capture_hooks: ContextVar = ContextVar("mdtensor_capture_hooks", default=None)
