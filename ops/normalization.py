@@ -30,7 +30,8 @@ from ._promotion import dtype_of
 from ._samples import make_array
 from .elementwise import FLOATS
 
-__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+#: the low-precision wrapper other chapters' kernels use (ops/conv.py)
+__all__ = ["in_float32"]
 
 
 def _check(op: str, x, weight=None, bias=None) -> tuple:
@@ -184,7 +185,7 @@ def _np_backward(xp, g, x, weight, running_mean, running_var, save_mean, save_in
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # PyTorch's CPU kernels take float16 and bfloat16 inputs and compute in float32 (their
 # "opmath" type), rounding the output and the saved statistics to the input's dtype.  So do
-# these: ``_in_float32`` casts every float16/bfloat16 array argument to float32, runs the
+# these: ``in_float32`` casts every float16/bfloat16 array argument to float32, runs the
 # kernel, and rounds its results to the input's dtype (ml_dtypes' bfloat16 has no einsum
 # loop, and float16 sums would lose the statistics' precision).
 
@@ -192,7 +193,7 @@ def _np_backward(xp, g, x, weight, running_mean, running_var, save_mean, save_in
 _LOW = (dt.float16, dt.bfloat16)
 
 
-def _in_float32(kernel, input_at: int):
+def in_float32(kernel, input_at: int):
     """``kernel`` (``kernel(xp, *args)``) computed in float32 when its argument
     ``input_at`` is float16 or bfloat16 (Note [Batch norm in low precision])."""
     def run(xp, *args):
@@ -203,7 +204,10 @@ def _in_float32(kernel, input_at: int):
         wide = [xp.astype(a, f32) if getattr(a, "dtype", None) is not None
                 and dtype_of(a) in _LOW else a for a in args]
         low = args[input_at].dtype
-        return tuple(None if r is None else xp.astype(r, low) for r in kernel(xp, *wide))
+        result = kernel(xp, *wide)
+        if not isinstance(result, tuple):
+            return xp.astype(result, low)
+        return tuple(None if r is None else xp.astype(r, low) for r in result)
 
     run.__name__ = kernel.__name__
     return run
@@ -268,14 +272,14 @@ def _errors():
 
 defop("_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, "
       "bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
-      impl=_in_float32(_forward, 0), cpu_impl=_in_float32(_np_forward, 0),
+      impl=in_float32(_forward, 0), cpu_impl=in_float32(_np_forward, 0),
       meta=_forward_meta, names=(),
       info=OpInfo(ref=_forward_ref, dtypes=FLOATS, samples=_forward_samples, errors=_errors,
                   rtol=1e-4, atol=1e-5))
 defop("native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, "
       "Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, "
       "bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
-      impl=_in_float32(_backward, 1), cpu_impl=_in_float32(_np_backward, 1),
+      impl=in_float32(_backward, 1), cpu_impl=in_float32(_np_backward, 1),
       meta=_backward_meta, names=(),
       info=OpInfo(ref=_backward_ref, dtypes=FLOATS, samples=_backward_samples,
                   rtol=1e-4, atol=1e-5))
