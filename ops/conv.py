@@ -205,8 +205,9 @@ def _convolution_backward(xp, g, x, weight, bias_sizes, stride, padding, dilatio
 # runs of ``bw * N`` contiguous values (with stride 1 along the width; ``N`` otherwise).
 # The columns are ``(C * kh * kw, bh * bw * N)`` -- one strided copy of the padded input --
 # and the forward is one GEMM per group, ``weight (O, C * kh * kw) @ cols``, whose
-# ``(O, bh, bw, N)`` result goes back to ``(N, O, bh, bw)`` in the one pass that adds the
-# bias.  The backward takes ``grad`` to ``(O, bh * bw * N)`` once; the weight's gradient is
+# ``(O, bh, bw, N)`` result goes back to ``(N, O, bh, bw)`` in one copy.  The bias is one
+# more column of the weight against a row of ones in the columns (an add of a ``(O, 1)``
+# operand along the rows would be buffered by NumPy, at twice the add's cost).  The backward takes ``grad`` to ``(O, bh * bw * N)`` once; the weight's gradient is
 # ``grad @ cols^T``, the bias's a contiguous row sum, and the input's the adjoint of the
 # copy: ``weight^T @ grad`` added window position by window position (``kh * kw`` additions
 # of ``C * bh`` runs each) into a ``(C, Hp, Wp, N)`` canvas, cut and transposed back.
@@ -230,12 +231,16 @@ def _window_view(chwn, k, d, s, blocks):
     return np.lib.stride_tricks.as_strided(chwn, shape, strides, writeable=False)
 
 
-def _chwn_cols(x4, k, d, p, s, blocks):
-    """The columns ``(C * kh * kw, bh * bw * N)`` (Note [Convolution in CHWN])."""
+def _chwn_cols(x4, k, d, p, s, blocks, ones: bool = False):
+    """The columns ``(C * kh * kw, bh * bw * N)`` (Note [Convolution in CHWN]); with
+    ``ones``, one more row of ones (the bias's factor)."""
     view = _window_view(_chwn(x4, p), k, d, s, blocks)
-    cols = np.empty(view.shape, x4.dtype)
-    np.copyto(cols, view)
-    return cols.reshape((view.shape[0] * k[0] * k[1], -1))
+    rows, width = view.shape[0] * k[0] * k[1], view[0, 0, 0].size
+    cols = np.empty((rows + ones, width), x4.dtype)
+    np.copyto(cols[:rows].reshape(view.shape), view)
+    if ones:
+        cols[rows] = 1
+    return cols
 
 
 def _grouped_product(a, b, groups):
@@ -264,14 +269,17 @@ def _np_convolution(xp, x, weight, bias, stride, padding, dilation, transposed,
     k, d, p, s, blocks = geometry("convolution", x, weight, stride, padding, dilation,
                                   transposed, output_padding, groups)
     n, out_channels = x.shape[0], weight.shape[0]
-    cols = _chwn_cols(_as_4d(np, x), k, d, p, s, blocks)
-    out = _grouped_product(weight.reshape((out_channels, -1)), cols, groups)
+    w2 = weight.reshape((out_channels, -1))
+    fold = bias is not None and groups == 1  # the bias as one more column of the weight
+    cols = _chwn_cols(_as_4d(np, x), k, d, p, s, blocks, ones=fold)
+    if fold:
+        w2 = np.concatenate([w2, bias.reshape((out_channels, 1))], axis=1)
+    out = _grouped_product(w2, cols, groups)
+    if bias is not None and not fold:
+        out += np.repeat(bias, out.shape[1]).reshape(out.shape)
     out = out.reshape((out_channels, blocks[0] * blocks[1], n)).transpose(2, 0, 1)
     result = np.empty((n, out_channels, blocks[0] * blocks[1]), out.dtype)
-    if bias is None:
-        np.copyto(result, out)
-    else:
-        np.add(out, bias.reshape((out_channels, 1)), out=result)
+    np.copyto(result, out)
     return result.reshape(shape)
 
 

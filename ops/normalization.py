@@ -83,7 +83,17 @@ def _forward(xp, x, weight, bias, training, momentum, eps):
 # one pass without a temporary.  The centered input is computed once and reused: the
 # forward scales it in place into the output (``(x - mean) * scale + bias``, PyTorch's
 # order), the backward takes ``sum(g * (x - mean))`` from it and then scales it in place
-# into the input gradient's ``xhat`` term.  Empty inputs take the generic impl.
+# into the input gradient's ``xhat`` term.  The per-channel operands are repeated to
+# ``(C, L)`` first: NumPy 2 buffers a ``(C, 1)`` operand broadcast along the inner axis
+# (copying it into a buffer, value by value), twice the cost of the operation itself,
+# while a ``(C, L)`` one broadcasts along ``N`` alone and runs unbuffered.  Empty inputs take
+# the generic impl.
+
+
+def _tiled(values, x3):
+    """Per-channel ``values`` repeated along ``(C, L)``: an operand that broadcasts along
+    ``N`` only (Note [Batch norm on NumPy])."""
+    return np.repeat(values, x3.shape[2]).reshape(x3.shape[1:])
 
 
 def _channel_sums(x3):
@@ -101,12 +111,12 @@ def _np_forward(xp, x, weight, bias, training, momentum, eps):
     x3 = _as_ncl(x)
     count = x3.shape[0] * x3.shape[2]
     mean = _channel_sums(x3) / count
-    centered = x3 - mean[:, None]
+    centered = x3 - _tiled(mean, x3)
     invstd = 1.0 / np.sqrt(np.einsum("ncl,ncl->c", centered, centered) / count + eps)
     scale = invstd if weight is None else invstd * weight
-    np.multiply(centered, scale[:, None], centered)
+    np.multiply(centered, _tiled(scale, x3), centered)
     if bias is not None:
-        np.add(centered, bias[:, None], centered)
+        np.add(centered, _tiled(bias, x3), centered)
     return centered.reshape(x.shape), mean, invstd
 
 
@@ -166,17 +176,17 @@ def _np_backward(xp, g, x, weight, running_mean, running_var, save_mean, save_in
     x3, g3 = _as_ncl(x), _as_ncl(g)
     count = x3.shape[0] * x3.shape[2]
     gb = _channel_sums(g3)
-    centered = x3 - mean[:, None]
+    centered = x3 - _tiled(mean, x3)
     dot = np.einsum("ncl,ncl->c", centered, g3)  # sum(g * (x - mean))
     scale = invstd if weight is None else invstd * weight
     gx = None
     if output_mask[0]:
-        gx = g3 * scale[:, None]
+        gx = g3 * _tiled(scale, x3)
         if train:  # (g - gb / n - (x - mean) * invstd^2 * dot / n) * scale
-            np.multiply(centered, (dot * (invstd * invstd) * (-scale / count))[:, None],
+            np.multiply(centered, _tiled(dot * (invstd * invstd) * (-scale / count), x3),
                         centered)
             gx += centered
-            gx += (gb * (-scale / count))[:, None]
+            gx += _tiled(gb * (-scale / count), x3)
         gx = gx.reshape(x.shape)
     return (gx, dot * invstd if output_mask[1] else None, gb if output_mask[2] else None)
 
