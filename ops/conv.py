@@ -207,7 +207,8 @@ def _convolution_backward(xp, g, x, weight, bias_sizes, stride, padding, dilatio
 # and the forward is one GEMM per group, ``weight (O, C * kh * kw) @ cols``, whose
 # ``(O, bh, bw, N)`` result goes back to ``(N, O, bh, bw)`` in one copy.  The bias is one
 # more column of the weight against a row of ones in the columns (an add of a ``(O, 1)``
-# operand along the rows would be buffered by NumPy, at twice the add's cost).  The backward takes ``grad`` to ``(O, bh * bw * N)`` once; the weight's gradient is
+# operand along the rows would be buffered by NumPy, at twice the add's cost).  The
+# backward takes ``grad`` to ``(O, bh * bw * N)`` once; the weight's gradient is
 # ``grad @ cols^T``, the bias's a contiguous row sum, and the input's the adjoint of the
 # copy: ``weight^T @ grad`` added window position by window position (``kh * kw`` additions
 # of ``C * bh`` runs each) into a ``(C, Hp, Wp, N)`` canvas, cut and transposed back.
