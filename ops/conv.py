@@ -218,9 +218,14 @@ def _chwn(x4, p):
     """``x4`` ``(N, C, H, W)`` zero-padded by ``p`` and laid out ``(C, Hp, Wp, N)``."""
     n, c, h, w = x4.shape
     ph, pw = p
-    out = np.zeros((c, h + 2 * ph, w + 2 * pw, n), x4.dtype) if ph or pw else \
-        np.empty((c, h, w, n), x4.dtype)
+    out = np.empty((c, h + 2 * ph, w + 2 * pw, n), x4.dtype)
     out[:, ph:ph + h, pw:pw + w, :] = x4.transpose(1, 2, 3, 0)
+    if ph:  # zeros around the input only, not under it
+        out[:, :ph] = 0
+        out[:, ph + h:] = 0
+    if pw:
+        out[:, ph:ph + h, :pw] = 0
+        out[:, ph:ph + h, pw + w:] = 0
     return out
 
 
@@ -337,8 +342,10 @@ def _input_gradient(x, w2, gt, groups, k, d, p, s, blocks):
         for j in range(k[1]):
             canvas[:, i * dh:i * dh + sh * (bh - 1) + 1:sh,
                    j * dw:j * dw + sw * (bw - 1) + 1:sw] += gcols[:, i, j]
-    image = canvas[:, ph:ph + h, pw:pw + w, :].transpose(3, 0, 1, 2)
-    return np.ascontiguousarray(image).reshape(x.shape)
+    # the interior (runs of w * N values), then one transpose of (C * h * w, N): two copies
+    # with long inner loops rather than one whose rows are w values
+    image = np.ascontiguousarray(canvas[:, ph:ph + h, pw:pw + w, :]).reshape((-1, n))
+    return np.ascontiguousarray(image.T).reshape(x.shape)
 
 
 # -- test data -------------------------------------------------------------------------------
