@@ -157,8 +157,8 @@ def _convolution(xp, x, weight, bias, stride, padding, dilation, transposed, out
     shape, _ = _forward_meta(ArraySpec(x), ArraySpec(weight), None if bias is None else
                              ArraySpec(bias), stride, padding, dilation, transposed,
                              output_padding, groups)
-    k, d, p, s, blocks = geometry("convolution", x, weight, stride, padding, dilation,
-                                  transposed, output_padding, groups)
+    k, d, p, s, blocks = geometry("convolution", ArraySpec(x), ArraySpec(weight), stride,
+                                  padding, dilation, transposed, output_padding, groups)
     n, out_channels = x.shape[0], weight.shape[0]
     cols = im2col_array(xp, _as_4d(xp, x), k, d, p, s)  # (N, C * kh * kw, L)
     cols = xp.reshape(cols, (n, groups, -1, blocks[0] * blocks[1]))
@@ -173,8 +173,8 @@ def _convolution_backward(xp, g, x, weight, bias_sizes, stride, padding, dilatio
                           transposed, output_padding, groups, output_mask):
     _backward_meta(ArraySpec(g), ArraySpec(x), ArraySpec(weight), bias_sizes, stride,
                    padding, dilation, transposed, output_padding, groups, output_mask)
-    k, d, p, s, blocks = geometry("convolution_backward", x, weight, stride, padding,
-                                  dilation, transposed, output_padding, groups)
+    k, d, p, s, blocks = geometry("convolution_backward", ArraySpec(x), ArraySpec(weight),
+                                  stride, padding, dilation, transposed, output_padding, groups)
     n, out_channels = x.shape[0], weight.shape[0]
     g4 = xp.reshape(g, (n, groups, out_channels // groups, blocks[0] * blocks[1]))
     w3 = xp.reshape(weight, (groups, out_channels // groups, -1))
