@@ -14,6 +14,7 @@ from mdtensor.layers import functionalize as _functionalize
 from . import (  # noqa: F401  (imported for their declarations)
     _decl,
     closeness,
+    conv,
     convolution,
     creation,
     diagonals,

@@ -2,13 +2,13 @@
 
 Note [Convolution through im2col]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-Convolutions and pooling (``md.nn.functional.conv1d``/``conv2d``/``max_pool2d``/
-``avg_pool2d``) are compositions of these two kernels with ops the catalogue already has:
-a convolution is ``im2col`` then one ``matmul`` with the flattened weight, max pooling a
-``max.dim`` over the window axis of ``im2col``'s columns.  The two kernels are each other's
-adjoints -- ``col2im`` sums every column entry back into the pixel it was read from -- so
-each is the other's derivative (ops/convolution_derivatives.py) and every derivative order
-of a convolution or a pooling comes from ``im2col``, ``col2im``, ``matmul`` and ``max.dim``.
+A convolution is ``im2col`` then one ``matmul`` with the flattened weight: the generic
+kernels of the ``convolution`` op and its higher derivatives are that composition (Note
+[Convolution kernels] in ops/conv.py); average pooling sums the window axis of ``im2col``'s
+columns.  The two kernels are each other's adjoints -- ``col2im`` sums every column entry
+back into the pixel it was read from -- so each is the other's derivative
+(ops/convolution_derivatives.py) and every derivative order of these compositions comes
+from ``im2col``, ``col2im`` and the ops composed with them.
 
 The layout is PyTorch's: ``im2col`` of an ``(N, C, H, W)`` input (or ``(C, H, W)``) is
 ``(N, C * kh * kw, L)``, the channel slowest, then the kernel row, then the kernel column;
@@ -34,8 +34,8 @@ from ._meta_fns import ArraySpec
 from ._samples import make_array
 from .elementwise import FLOATS
 
-#: the raw-array helpers other chapters' kernels use (ops/pooling.py)
-__all__ = ["col2im_array", "int_pair", "pad_array"]
+#: the raw-array helpers other chapters' kernels use (ops/pooling.py, ops/conv.py)
+__all__ = ["col2im_array", "im2col_array", "int_pair", "pad_array"]
 
 
 # -- shapes and checks -----------------------------------------------------------------------
@@ -144,7 +144,8 @@ def pad_array(xp, x, pads: tuple, value: float = 0.0):
 # -- im2col ----------------------------------------------------------------------------------
 
 
-def _im2col(xp, x, kernel_size, dilation, padding, stride):
+def im2col_array(xp, x, kernel_size, dilation, padding, stride):
+    """``im2col`` on a raw array with Array API functions (the generic kernel)."""
     out_shape, _ = _im2col_meta(ArraySpec(x), kernel_size, dilation, padding, stride)
     (kh, kw), (dh, dw), (ph, pw), (sh, sw), (bh, bw) = _windows(
         "im2col", x.shape[-2:], kernel_size, dilation, padding, stride)
@@ -341,7 +342,7 @@ def _col2im_errors():
 
 
 defop("im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, "
-      "int[2] stride) -> Tensor", impl=_im2col, cpu_impl=_np_im2col, meta=_im2col_meta,
+      "int[2] stride) -> Tensor", impl=im2col_array, cpu_impl=_np_im2col, meta=_im2col_meta,
       names=(), info=OpInfo(ref=_im2col_ref, dtypes=FLOATS, samples=_im2col_samples,
                             errors=_im2col_errors))
 defop("col2im(Tensor self, int[2] output_size, int[2] kernel_size, int[2] dilation, "

@@ -44,7 +44,7 @@ NONDIFFERENTIABLE = frozenset({
 # Importing a chapter registers its rules in ``DERIVATIVES`` (by module path: a plain name
 # would be read as an operator namespace, ``md.ops.<ns>``).  A new catalogue chapter
 # ``ops/<chapter>.py`` puts its rules in ``ops/<chapter>_derivatives.py`` and its name here.
-_CHAPTERS = ("convolution", "diagonals", "distances", "elementwise", "fft", "filling",
+_CHAPTERS = ("conv", "convolution", "diagonals", "distances", "elementwise", "fft", "filling",
              "float_values", "histograms", "indexing", "least_squares", "linalg", "losses",
              "manipulation", "nn", "normalization", "pooling", "products", "reductions",
              "scatter", "searching", "special_functions", "statistics")

@@ -30,7 +30,8 @@ from ._promotion import dtype_of
 from ._samples import make_array
 from .elementwise import FLOATS
 
-__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+#: the low-precision wrapper other chapters' kernels use (ops/conv.py)
+__all__ = ["in_float32"]
 
 
 def _check(op: str, x, weight=None, bias=None) -> tuple:
@@ -82,7 +83,17 @@ def _forward(xp, x, weight, bias, training, momentum, eps):
 # one pass without a temporary.  The centered input is computed once and reused: the
 # forward scales it in place into the output (``(x - mean) * scale + bias``, PyTorch's
 # order), the backward takes ``sum(g * (x - mean))`` from it and then scales it in place
-# into the input gradient's ``xhat`` term.  Empty inputs take the generic impl.
+# into the input gradient's ``xhat`` term.  The per-channel operands are repeated to
+# ``(C, L)`` first: NumPy 2 buffers a ``(C, 1)`` operand broadcast along the inner axis
+# (copying it into a buffer, value by value), twice the cost of the operation itself,
+# while a ``(C, L)`` one broadcasts along ``N`` alone and runs unbuffered.  Empty inputs take
+# the generic impl.
+
+
+def _tiled(values, x3):
+    """Per-channel ``values`` repeated along ``(C, L)``: an operand that broadcasts along
+    ``N`` only (Note [Batch norm on NumPy])."""
+    return np.repeat(values, x3.shape[2]).reshape(x3.shape[1:])
 
 
 def _channel_sums(x3):
@@ -100,12 +111,12 @@ def _np_forward(xp, x, weight, bias, training, momentum, eps):
     x3 = _as_ncl(x)
     count = x3.shape[0] * x3.shape[2]
     mean = _channel_sums(x3) / count
-    centered = x3 - mean[:, None]
+    centered = x3 - _tiled(mean, x3)
     invstd = 1.0 / np.sqrt(np.einsum("ncl,ncl->c", centered, centered) / count + eps)
     scale = invstd if weight is None else invstd * weight
-    np.multiply(centered, scale[:, None], centered)
+    np.multiply(centered, _tiled(scale, x3), centered)
     if bias is not None:
-        np.add(centered, bias[:, None], centered)
+        np.add(centered, _tiled(bias, x3), centered)
     return centered.reshape(x.shape), mean, invstd
 
 
@@ -165,17 +176,17 @@ def _np_backward(xp, g, x, weight, running_mean, running_var, save_mean, save_in
     x3, g3 = _as_ncl(x), _as_ncl(g)
     count = x3.shape[0] * x3.shape[2]
     gb = _channel_sums(g3)
-    centered = x3 - mean[:, None]
+    centered = x3 - _tiled(mean, x3)
     dot = np.einsum("ncl,ncl->c", centered, g3)  # sum(g * (x - mean))
     scale = invstd if weight is None else invstd * weight
     gx = None
     if output_mask[0]:
-        gx = g3 * scale[:, None]
+        gx = g3 * _tiled(scale, x3)
         if train:  # (g - gb / n - (x - mean) * invstd^2 * dot / n) * scale
-            np.multiply(centered, (dot * (invstd * invstd) * (-scale / count))[:, None],
+            np.multiply(centered, _tiled(dot * (invstd * invstd) * (-scale / count), x3),
                         centered)
             gx += centered
-            gx += (gb * (-scale / count))[:, None]
+            gx += _tiled(gb * (-scale / count), x3)
         gx = gx.reshape(x.shape)
     return (gx, dot * invstd if output_mask[1] else None, gb if output_mask[2] else None)
 
@@ -184,7 +195,7 @@ def _np_backward(xp, g, x, weight, running_mean, running_var, save_mean, save_in
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # PyTorch's CPU kernels take float16 and bfloat16 inputs and compute in float32 (their
 # "opmath" type), rounding the output and the saved statistics to the input's dtype.  So do
-# these: ``_in_float32`` casts every float16/bfloat16 array argument to float32, runs the
+# these: ``in_float32`` casts every float16/bfloat16 array argument to float32, runs the
 # kernel, and rounds its results to the input's dtype (ml_dtypes' bfloat16 has no einsum
 # loop, and float16 sums would lose the statistics' precision).
 
@@ -192,7 +203,7 @@ def _np_backward(xp, g, x, weight, running_mean, running_var, save_mean, save_in
 _LOW = (dt.float16, dt.bfloat16)
 
 
-def _in_float32(kernel, input_at: int):
+def in_float32(kernel, input_at: int):
     """``kernel`` (``kernel(xp, *args)``) computed in float32 when its argument
     ``input_at`` is float16 or bfloat16 (Note [Batch norm in low precision])."""
     def run(xp, *args):
@@ -203,7 +214,10 @@ def _in_float32(kernel, input_at: int):
         wide = [xp.astype(a, f32) if getattr(a, "dtype", None) is not None
                 and dtype_of(a) in _LOW else a for a in args]
         low = args[input_at].dtype
-        return tuple(None if r is None else xp.astype(r, low) for r in kernel(xp, *wide))
+        result = kernel(xp, *wide)
+        if not isinstance(result, tuple):
+            return xp.astype(result, low)
+        return tuple(None if r is None else xp.astype(r, low) for r in result)
 
     run.__name__ = kernel.__name__
     return run
@@ -268,14 +282,14 @@ def _errors():
 
 defop("_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, "
       "bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
-      impl=_in_float32(_forward, 0), cpu_impl=_in_float32(_np_forward, 0),
+      impl=in_float32(_forward, 0), cpu_impl=in_float32(_np_forward, 0),
       meta=_forward_meta, names=(),
       info=OpInfo(ref=_forward_ref, dtypes=FLOATS, samples=_forward_samples, errors=_errors,
                   rtol=1e-4, atol=1e-5))
 defop("native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, "
       "Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, "
       "bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
-      impl=_in_float32(_backward, 1), cpu_impl=_in_float32(_np_backward, 1),
+      impl=in_float32(_backward, 1), cpu_impl=in_float32(_np_backward, 1),
       meta=_backward_meta, names=(),
       info=OpInfo(ref=_backward_ref, dtypes=FLOATS, samples=_backward_samples,
                   rtol=1e-4, atol=1e-5))

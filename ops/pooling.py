@@ -16,6 +16,7 @@ the same indices (ops/pooling_derivatives.py), so every order differentiates.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -141,7 +142,8 @@ def _max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=Fa
 def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     k, s, p, d, size, out, _ = _params("max_pool2d", ArraySpec(x), kernel_size, stride,
                                        padding, dilation, ceil_mode)
-    nan = x.dtype.kind == "f" and bool(np.isnan(x).any())  # one pass, not one per position
+    # one reduction (NaN propagates through max), not one pass per position
+    nan = x.dtype.kind == "f" and bool(np.isnan(np.max(x)))
     if not nan and k == s == (2, 2) and p == (0, 0) and d == (1, 1) and \
             size == (2 * out[0], 2 * out[1]):
         return _np_max_pool_2x2(x, out)
@@ -165,31 +167,48 @@ def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # The common ``MaxPool2d(2)`` of planes of even size.  Each window position of the loop in
 # ``_np_max_pool`` is a strided slice whose rows are ``W / 2`` values long, so its
-# elementwise ops run NumPy's inner loop once per short row, and that overhead, not the
-# arithmetic, is their cost.  Here the horizontal pairs come first, as two 1-D views of the
-# whole input (one inner loop each); only the vertical step between a window's two rows
-# takes short rows.  PyTorch's order is kept: the first maximum of the row-major scan wins
-# (the left of a horizontal tie, then the upper row); NaN inputs take the loop, which
-# applies PyTorch's NaN rule.
+# elementwise ops run NumPy's inner loop once per short row, and NumPy 2 copies such
+# operands into buffers before each op.  Here the input's window rows -- a window's upper
+# and lower rows side by side, ``2 * W`` values -- are transposed in one copy to
+# ``(2 * W, planes * Ho)``, where each of the four window positions is a ``(Wo, planes *
+# Ho)`` block whose rows are long and contiguous; every comparison and maximum runs on
+# them, and the maxima and their indices are transposed back.  PyTorch's order is kept:
+# the first maximum of the row-major scan wins (the left of a horizontal tie, then the
+# upper row); NaN inputs take the loop, which applies PyTorch's NaN rule.
 
 
 def _np_max_pool_2x2(x, out):
     (oh, ow), w = out, x.shape[-1]
     lead = tuple(x.shape[:-2])
-    pairs = np.ascontiguousarray(x).reshape(-1, 2)
-    left, right = pairs[:, 0], pairs[:, 1]
-    col = np.greater(right, left).view(np.int8).reshape(-1, 2, ow)  # right of the pair
-    half = np.maximum(left, right).reshape(-1, 2, ow)
-    lower = np.greater(half[:, 1], half[:, 0])  # the lower row
-    best = np.maximum(half[:, 0], half[:, 1])
-    upper_col, lower_col = col[:, 0], col[:, 1]
+    rows = math.prod(lead) * oh
+    columns = np.empty((2 * w, rows), x.dtype)
+    np.copyto(columns, np.ascontiguousarray(x).reshape((rows, 2 * w)).T)
+    (ul, ur), (ll, lr) = columns.reshape((2, ow, 2, rows)).transpose(0, 2, 1, 3)
+    upper_col = np.greater(ur, ul).view(np.int8)  # the right of the upper pair
+    lower_col = np.greater(lr, ll).view(np.int8)
+    upper, lower_half = np.maximum(ul, ur), np.maximum(ll, lr)
+    lower = np.greater(lower_half, upper)  # the lower row
+    best = np.maximum(upper, lower_half, out=upper)
     offset = lower_col - upper_col  # the chosen row's column: a select without branches
     offset *= lower.view(np.int8)
     offset += upper_col
+    where = lower * w
+    where += offset
+    shape = lead + out
+    values = np.empty(shape, x.dtype)
+    np.copyto(values.reshape((-1, oh, ow)), best.reshape((ow, -1, oh)).transpose(1, 2, 0))
+    index = np.empty(shape, np.int64)
+    np.copyto(index.reshape((-1, oh, ow)), where.reshape((ow, -1, oh)).transpose(1, 2, 0))
+    index += _corners(oh, ow, w)
+    return values, index
+
+
+@functools.lru_cache(maxsize=32)
+def _corners(oh: int, ow: int, w: int):
+    """The flat input index of each 2x2 window's upper left corner."""
     corners = np.arange(oh).reshape(-1, 1) * (2 * w) + np.arange(ow) * 2
-    index = lower.reshape(-1, oh, ow) * w + offset.reshape(-1, oh, ow)
-    index += corners
-    return best.reshape(lead + out), index.reshape(lead + out)
+    corners.flags.writeable = False
+    return corners
 
 
 def _backward_meta(g, x, kernel_size, stride, padding, dilation, ceil_mode, indices):

@@ -1421,6 +1421,56 @@ ref("col2im", lambda lib, x, *a: lib.ops.aten.col2im(x, *a),
     lambda lib, x, *a: lib.ops.aten.col2im(x, *a), _col2im_sample())
 
 
+def _outputs_in_mask(fn):
+    def call(lib, *a):
+        return [o for o, m in zip(fn(lib, *a), a[-1]) if m]
+    return call
+
+
+@st.composite
+def _convolution_sample(draw):
+    spatial, groups = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+
+    def ints(lo, hi):
+        return list(draw(st.lists(st.integers(lo, hi), min_size=spatial, max_size=spatial)))
+
+    n, per_group, out_per_group = draw(st.integers(1, 2)), draw(st.integers(1, 2)), \
+        draw(st.integers(1, 2))
+    x = draw(arrays(FLOATS, shape=(n, per_group * groups, *ints(1, 5)), special=False))
+    w = draw(arrays((x.dtype.name,), shape=(out_per_group * groups, per_group, *ints(1, 3)),
+                    special=False))
+    b = draw(arrays((x.dtype.name,), shape=(w.shape[0],), special=False)) \
+        if draw(st.booleans()) else None
+    # kernels larger than the padded input sometimes: both raise
+    return Sample((x, w, b, ints(1, 2), ints(0, 2), ints(1, 2), False, [0] * spatial, groups))
+
+
+ref("convolution", lambda lib, *a: lib.ops.aten.convolution(*a),
+    lambda lib, *a: lib.ops.aten.convolution(*a), _convolution_sample(), tol=10.0)
+
+
+@st.composite
+def _convolution_backward_sample(draw):
+    import torch
+
+    x, w, b, *params = draw(_convolution_sample()).args
+    try:
+        shape = tuple(torch.ops.aten.convolution(torch.tensor(x), torch.tensor(w), None,
+                                                 *params).shape)
+    except RuntimeError:
+        shape = (1,) * x.ndim
+    g = draw(arrays((x.dtype.name,), shape=shape, special=False))
+    mask = draw(st.sampled_from([(True, True, True), (True, False, False),
+                                 (False, True, True)]))
+    return Sample((g, x, w, None if b is None else list(b.shape), *params, mask))
+
+
+ref("convolution_backward",
+    _outputs_in_mask(lambda lib, *a: lib.ops.aten.convolution_backward(*a)),
+    _outputs_in_mask(lambda lib, *a: lib.ops.aten.convolution_backward(*a)),
+    _convolution_backward_sample(), tol=10.0)
+
+
 @st.composite
 def _max_pool_sample(draw):
     lead = draw(st.sampled_from([(), (1,), (2,)]))
@@ -1492,12 +1542,6 @@ def _batch_norm_backward_sample(draw):
     mask = draw(st.sampled_from([(True, True, True), (True, False, True), (False, True,
                                                                           False)]))
     return Sample((g, x, w, None, None, mean.numpy(), invstd.numpy(), True, eps, mask))
-
-
-def _outputs_in_mask(fn):
-    def call(lib, *a):
-        return [o for o, m in zip(fn(lib, *a), a[-1]) if m]
-    return call
 
 
 # The gradients differ on purpose: mdtensor differentiates the op as the function of its

@@ -1,11 +1,13 @@
 """Convolution, pooling and sliding windows of ``md.nn.functional``: ``conv1d``, ``conv2d``,
 ``max_pool1d``/``max_pool2d``, ``avg_pool1d``/``avg_pool2d``, ``unfold``, ``fold``.
 
-Each is a composition of the catalogue's ``im2col``/``col2im`` kernels with ``matmul``,
-``max.dim`` and ``sum`` (Note [Convolution through im2col] in ops/convolution.py), so
-autograd (every order), modes and every backend get them.  Padding the kernel cannot express
--- the right-hand side of ``padding="same"`` with an even kernel, ``ceil_mode``'s extra
-rows, max pooling's ``-inf`` -- is a ``concat`` with constant blocks (``_pad2d``).
+The convolutions call the catalogue's ``convolution`` op (Note [Convolution kernels] in
+ops/conv.py), max pooling ``max_pool2d_with_indices`` (Note [Max pooling kernels]
+in ops/pooling.py); average pooling, ``unfold`` and ``fold`` are compositions of the
+``im2col``/``col2im`` kernels with ``sum`` (Note [Convolution through im2col] in
+ops/convolution.py).  So autograd (every order), modes and every backend get them.  Padding
+the kernels cannot express -- the right-hand side of ``padding="same"`` with an even kernel,
+``ceil_mode``'s extra rows -- is the catalogue's ``pad``.
 """
 
 from __future__ import annotations
@@ -118,35 +120,17 @@ def _conv(op, input, weight, bias, stride, padding, dilation, groups, spatial):
     if bias is not None and tuple(bias.shape) != (out_channels,):
         raise ValueError(f"{op}: expected bias of shape [{out_channels}], got "
                          f"{list(bias.shape)}")
-    if spatial == 1:  # a 2-D convolution of height 1
-        x, weight = md.unsqueeze(x, 2), md.unsqueeze(weight, 2)
-        kernel, stride, dilation = (1, *kernel), (1, *stride), (1, *dilation)
-        pads = ((0, 0), *pads)
-    (top, bottom), (left, right) = pads
     effective = [(k - 1) * d + 1 for k, d in zip(kernel, dilation)]
-    padded = [x.shape[2 + i] + sum(pads[i]) for i in range(2)]
+    padded = [x.shape[2 + i] + sum(pads[i]) for i in range(spatial)]
     if any(p < e for p, e in zip(padded, effective)):
-        size = [x.shape[2 + i] for i in range(spatial == 1, 2)]
-        raise ValueError(f"{op}: calculated padded input size per channel: "
-                         f"{padded[spatial == 1:]}; kernel size: {effective[spatial == 1:]}; "
-                         f"kernel size can't be greater than actual input size {size}")
-    symmetric = top == bottom and left == right
-    if not symmetric:
-        x = _pad2d(x, top, bottom, left, right, 0.0)
-    sym = (top, left) if symmetric else (0, 0)
-    cols = _aten().im2col(x, kernel, dilation, sym, stride)
-    n = x.shape[0]
-    out_h = (padded[0] - effective[0]) // stride[0] + 1
-    out_w = (padded[1] - effective[1]) // stride[1] + 1
-    if groups == 1:
-        out = md.matmul(weight.reshape((out_channels, -1)), cols)
-    else:
-        cols = cols.reshape((n, groups, -1, out_h * out_w))
-        out = md.matmul(weight.reshape((groups, out_channels // groups, -1)), cols)
-    out = out.reshape((n, out_channels, out_h, out_w) if spatial == 2
-                      else (n, out_channels, out_w))
-    if bias is not None:
-        out = out + bias.reshape((out_channels,) + (1,) * spatial)
+        raise ValueError(f"{op}: calculated padded input size per channel: {padded}; "
+                         f"kernel size: {effective}; kernel size can't be greater than "
+                         f"actual input size {list(x.shape[2:])}")
+    if any(before != after for before, after in pads):
+        # "same" with an even kernel: the extra row/column after, the rest in the op
+        x = md.pad(x, tuple(v for before, after in reversed(pads) for v in (0, after - before)))
+    out = _aten().convolution(x, weight, bias, stride, tuple(before for before, _ in pads),
+                              dilation, False, (0,) * spatial, groups)
     return out if batched else md.squeeze(out, 0)
 
 

@@ -402,7 +402,9 @@ def _functional_factory(op, plan):
                 # the second
                 save = save_bits[(e is not None) | (f is not None) << 1]
             elif many:
-                edges = [e, *map(gradient_edge, args[1:n_tensors])]
+                # an omitted ``Tensor?`` argument (convolution's bias): no edge
+                edges = [e, *[None if a is None else gradient_edge(a)
+                              for a in args[1:n_tensors]]]
                 save = -1
             else:
                 edges = [e]
