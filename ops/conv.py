@@ -33,7 +33,7 @@ import numpy as np
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._meta_fns import ArraySpec
 from ._samples import make_array
-from .convolution import col2im_array, im2col_array
+from .convolution import col2im_array, im2col_array, int_tuple
 from .elementwise import FLOATS
 from .normalization import in_float32
 
@@ -42,20 +42,6 @@ __all__ = ["geometry"]
 
 
 # -- shapes and checks -----------------------------------------------------------------------
-
-
-def _ints(op: str, name: str, value, n: int, minimum: int) -> tuple[int, ...]:
-    """``value`` (one int or ``n`` ints) as ``n`` ints of at least ``minimum``, checked
-    (PyTorch expands a one-element list to every spatial dimension)."""
-    seq = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-    if len(seq) == 1:
-        seq = seq * n
-    if len(seq) != n or not all(isinstance(v, int) and not isinstance(v, bool) for v in seq):
-        raise ValueError(f"{op}: expected {name} to be {n} ints, got {list(seq)}")
-    if any(v < minimum for v in seq):
-        which = "greater than zero" if minimum else "non-negative"
-        raise ValueError(f"{op}: {name} should be {which}, but got {name}: {list(seq)}")
-    return seq
 
 
 def geometry(op, x, weight, stride, padding, dilation, transposed, output_padding, groups):
@@ -75,10 +61,10 @@ def geometry(op, x, weight, stride, padding, dilation, transposed, output_paddin
                          f"weight of as many dimensions, got input of shape "
                          f"{list(x.shape)} and weight of shape {list(weight.shape)}")
     spatial = x.ndim - 2
-    s = _ints(op, "stride", stride, spatial, 1)
-    p = _ints(op, "padding", padding, spatial, 0)
-    d = _ints(op, "dilation", dilation, spatial, 1)
-    if any(_ints(op, "output_padding", output_padding or 0, spatial, 0)):
+    s = int_tuple(op, "stride", stride, spatial, 1)
+    p = int_tuple(op, "padding", padding, spatial, 0)
+    d = int_tuple(op, "dilation", dilation, spatial, 1)
+    if any(int_tuple(op, "output_padding", output_padding or 0, spatial, 0)):
         raise ValueError(f"{op}: output_padding is only for transposed convolutions, got "
                          f"{list(output_padding)}")
     if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:

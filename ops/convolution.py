@@ -35,26 +35,32 @@ from ._samples import make_array
 from .elementwise import FLOATS
 
 #: the raw-array helpers other chapters' kernels use (ops/pooling.py, ops/conv.py)
-__all__ = ["col2im_array", "im2col_array", "int_pair", "pad_array"]
+__all__ = ["col2im_array", "im2col_array", "int_pair", "int_tuple", "pad_array"]
 
 
 # -- shapes and checks -----------------------------------------------------------------------
 
 
-def int_pair(op: str, name: str, value, minimum: int) -> tuple[int, int]:
-    """``value`` (an int or one or two ints) as two ints of at least ``minimum``, checked
-    (the window parameters of this chapter's and ops/pooling.py's ops)."""
+def int_tuple(op: str, name: str, value, n: int, minimum: int) -> tuple[int, ...]:
+    """``value`` (an int, or one or ``n`` ints) as ``n`` ints of at least ``minimum``,
+    checked (the window parameters of this chapter's, ops/pooling.py's and ops/conv.py's
+    ops; PyTorch expands one int to every spatial dimension)."""
     value = tuple(value) if isinstance(value, (list, tuple)) else (value,)
     if len(value) == 1:
-        value = value * 2
-    if len(value) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
+        value = value * n
+    if len(value) != n or not all(isinstance(v, int) and not isinstance(v, bool)
                                   for v in value):
-        raise ValueError(f"{op}: expected {name} to be two ints, got {list(value)}")
+        raise ValueError(f"{op}: expected {name} to be {n} ints, got {list(value)}")
     if any(v < minimum for v in value):
         which = "greater than zero" if minimum else "non-negative"
         raise ValueError(f"{op}: {name} should be {which}, but got {name}: "
                          f"{list(value)}")
     return value
+
+
+def int_pair(op: str, name: str, value, minimum: int) -> tuple[int, int]:
+    """``int_tuple`` of two ints."""
+    return int_tuple(op, name, value, 2, minimum)
 
 
 def _windows(op, spatial, kernel_size, dilation, padding, stride):
