@@ -336,6 +336,56 @@ def test_compile_of_a_transformed_function():
         close(compiled(w, x), md.func.grad(loss)(w, x))
 
 
+def test_compile_of_a_vmapped_function():
+    W = rand(3, 3)
+
+    def per_row(r):
+        return md.tanh(W @ r).sum()
+
+    counted = Counted(md.func.vmap(per_row))
+    compiled = md.compile(counted)
+    for _ in range(5):
+        x = rand(6, 3)
+        close(compiled(x), md.func.vmap(per_row)(x))
+    assert counted.runs == 2  # warm-up and capture; the other three calls replayed
+
+
+def test_a_custom_op_is_replayed_with_its_kernel_and_its_gradient():
+    @md.library.custom_op("test_compile::scale", mutates_args=())
+    def scale(x: md.Tensor, k: float) -> md.Tensor:
+        return x * k
+
+    @scale.register_fake
+    def _(x, k):
+        return md.empty_like(x)
+
+    def setup_context(ctx, inputs, output):
+        ctx.k = inputs[1]
+
+    scale.register_autograd(lambda ctx, g: (g * ctx.k, None), setup_context=setup_context)
+
+    w = rand(4, requires_grad=True)
+    w_eager = md.asarray(to_numpy(w.detach()), requires_grad=True)
+
+    def step(x, w):
+        w.grad = None
+        loss = md.tanh(scale(x * w, 3.0)).sum()
+        loss.backward()
+        return loss.detach(), w.grad
+
+    counted = Counted(step)
+    compiled = md.compile(counted)
+    for _ in range(5):
+        x = rand(4)
+        loss, grad = compiled(x, w)
+        eager_loss, eager_grad = step(x, w_eager)
+        close(loss, eager_loss)
+        close(grad, eager_grad)
+    # the first call's signature has no w.grad, the later calls' one: a warm-up of each
+    # and a capture; calls 4 and 5 replayed
+    assert counted.runs == 3
+
+
 def test_inside_a_trace_the_compiled_function_is_recorded():
     compiled = md.compile(lambda x: md.exp(x) * 3)
     x = rand(3)
