@@ -93,7 +93,7 @@ def _forward(xp, x, weight, bias, training, momentum, eps):
 def _tiled(values, x3):
     """Per-channel ``values`` repeated along ``(C, L)``: an operand that broadcasts along
     ``N`` only (Note [Batch norm on NumPy])."""
-    return np.repeat(values, x3.shape[2]).reshape(x3.shape[1:])
+    return values.repeat(x3.shape[2]).reshape(x3.shape[1:])  # (np.repeat: 2 us more)
 
 
 def _channel_sums(x3):

@@ -142,11 +142,14 @@ def _max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=Fa
 def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     k, s, p, d, size, out, _ = _params("max_pool2d", ArraySpec(x), kernel_size, stride,
                                        padding, dilation, ceil_mode)
+    tiled = k == s == (2, 2) and p == (0, 0) and d == (1, 1) and \
+        size == (2 * out[0], 2 * out[1])
+    if tiled:
+        pooled = _np_max_pool_2x2(x, out)
+        if pooled is not None:
+            return pooled
     # one reduction (NaN propagates through max), not one pass per position
-    nan = x.dtype.kind == "f" and bool(np.isnan(np.max(x)))
-    if not nan and k == s == (2, 2) and p == (0, 0) and d == (1, 1) and \
-            size == (2 * out[0], 2 * out[1]):
-        return _np_max_pool_2x2(x, out)
+    nan = x.dtype.kind == "f" and bool(np.isnan(np.maximum.reduce(x, axis=None)))
     params, lowest, windows = _windows_of(np, x, kernel_size, stride, padding, dilation,
                                           ceil_mode)
     best = np.full(windows[0].shape, lowest, x.dtype)
@@ -174,10 +177,14 @@ def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode
 # Ho)`` block whose rows are long and contiguous; every comparison and maximum runs on
 # them, and the maxima and their indices are transposed back.  PyTorch's order is kept:
 # the first maximum of the row-major scan wins (the left of a horizontal tie, then the
-# upper row); NaN inputs take the loop, which applies PyTorch's NaN rule.
+# upper row); NaN inputs take the loop, which applies PyTorch's NaN rule.  The windows tile
+# the input and ``np.maximum`` propagates NaN, so the maxima hold a NaN exactly when the
+# input does: the test reads the maxima, a quarter of the input.
 
 
 def _np_max_pool_2x2(x, out):
+    """The maxima and indices, or None when the input holds a NaN (Note [2x2 max pooling on
+    NumPy])."""
     (oh, ow), w = out, x.shape[-1]
     lead = tuple(x.shape[:-2])
     rows = math.prod(lead) * oh
@@ -189,6 +196,8 @@ def _np_max_pool_2x2(x, out):
     upper, lower_half = np.maximum(ul, ur), np.maximum(ll, lr)
     lower = np.greater(lower_half, upper)  # the lower row
     best = np.maximum(upper, lower_half, out=upper)
+    if x.dtype.kind == "f" and np.isnan(np.maximum.reduce(best, axis=None)):
+        return None
     offset = lower_col - upper_col  # the chosen row's column: a select without branches
     offset *= lower.view(np.int8)
     offset += upper_col
@@ -255,7 +264,7 @@ def _np_max_pool_backward(xp, g, x, kernel_size, stride, padding, dilation, ceil
     plane = x.shape[-2] * x.shape[-1]
     base = np.arange(planes, dtype=np.int64).reshape((planes, 1)) * plane
     indices, g = indices.reshape((planes, -1)), g.reshape((planes, -1))
-    if indices.size and (indices.min() < 0 or indices.max() >= plane):
+    if indices.size and _outside_plane(indices, plane):
         outside = (indices < 0) | (indices >= plane)  # windows of padding only: dropped
         g, indices = np.where(outside, 0, g).astype(g.dtype), np.where(outside, 0, indices)
     flat = (indices + base).ravel()
@@ -266,6 +275,14 @@ def _np_max_pool_backward(xp, g, x, kernel_size, stride, padding, dilation, ceil
         return total.reshape(x.shape)
     total = np.bincount(flat, weights=g.reshape(-1), minlength=planes * plane)
     return total.astype(g.dtype, copy=False).reshape(x.shape)
+
+
+def _outside_plane(indices, plane: int) -> bool:
+    """Whether an index lies outside ``[0, plane)``; for int64 indices in one reduction (a
+    negative index is a large unsigned one), not ``min`` and ``max``."""
+    if indices.dtype == np.int64:
+        return bool(np.maximum.reduce(indices.view(np.uint64), axis=None) >= plane)
+    return bool(indices.min() < 0 or indices.max() >= plane)
 
 
 # -- test data -------------------------------------------------------------------------------

@@ -188,6 +188,19 @@ def test_max_pool_ties_nan_and_inf_pick_what_torch_picks(torch):
     _compare(torch, "max_pool2d", [np.ones((1, 1, 4, 4), np.float32)], {"kernel_size": 2})
 
 
+def test_max_pool_2x2_tiling_with_nan_and_ties_picks_what_torch_picks(torch):
+    # the NumPy kernel's 2x2 path (Note [2x2 max pooling on NumPy]) hands NaN inputs to the
+    # general loop; ties and NaN windows among ordinary ones
+    x = np.array([[[[1.0, 1.0, 0.0, 3.0], [1.0, 1.0, np.nan, 2.0],
+                    [-np.inf, -np.inf, 5.0, 4.0], [-np.inf, -np.inf, 4.0, 5.0]]]], np.float32)
+    for a in (x, np.nan_to_num(x, nan=2.0)):
+        m, im = F.max_pool2d(md.asarray(a, device=TEST_DEVICE), 2, return_indices=True)
+        t, it = torch.nn.functional.max_pool2d(torch.tensor(a), 2, return_indices=True)
+        np.testing.assert_array_equal(to_numpy(m), t.numpy())
+        np.testing.assert_array_equal(to_numpy(im), it.numpy())
+        _compare(torch, "max_pool2d", [a], {"kernel_size": 2})
+
+
 def test_max_pool1d_matches_torch(torch):
     _compare(torch, "max_pool1d", [_rand(2, 3, 11)], {"kernel_size": 3, "stride": 2,
                                                       "padding": 1, "ceil_mode": True,
