@@ -268,9 +268,9 @@ def _generic_only(x, weight):
 
 def _np_convolution(xp, x, weight, bias, stride, padding, dilation, transposed,
                     output_padding, groups):
+    # NumPy arrays answer the checks themselves (their dtypes have a kind and a name)
     shape, (k, d, p, s, blocks) = _checked_forward(
-        ArraySpec(x), ArraySpec(weight), None if bias is None else ArraySpec(bias), stride,
-        padding, dilation, transposed, output_padding, groups)
+        x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     if _generic_only(x, weight):
         return _convolution(np, x, weight, bias, stride, padding, dilation, transposed,
                             output_padding, groups)
@@ -293,8 +293,8 @@ def _np_convolution(xp, x, weight, bias, stride, padding, dilation, transposed,
 def _np_convolution_backward(xp, g, x, weight, bias_sizes, stride, padding, dilation,
                              transposed, output_padding, groups, output_mask):
     _, (k, d, p, s, blocks) = _checked_backward(
-        ArraySpec(g), ArraySpec(x), ArraySpec(weight), bias_sizes, stride, padding, dilation,
-        transposed, output_padding, groups, output_mask)
+        g, x, weight, bias_sizes, stride, padding, dilation, transposed, output_padding,
+        groups, output_mask)
     if _generic_only(x, weight) or g.dtype != x.dtype:
         return _convolution_backward(np, g, x, weight, bias_sizes, stride, padding, dilation,
                                      transposed, output_padding, groups, output_mask)

@@ -45,6 +45,9 @@ def int_tuple(op: str, name: str, value, n: int, minimum: int) -> tuple[int, ...
     """``value`` (an int, or one or ``n`` ints) as ``n`` ints of at least ``minimum``,
     checked (the window parameters of this chapter's, ops/pooling.py's and ops/conv.py's
     ops; PyTorch expands one int to every spatial dimension)."""
+    if type(value) is tuple and len(value) == n and \
+            all([type(v) is int and v >= minimum for v in value]):
+        return value  # the common case, without the checks' generators (a kernel's hot path)
     value = tuple(value) if isinstance(value, (list, tuple)) else (value,)
     if len(value) == 1:
         value = value * n
