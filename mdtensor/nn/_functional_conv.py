@@ -32,6 +32,11 @@ def _aten():
 
 def _ints(op: str, name: str, value, n: int, minimum: int) -> tuple[int, ...]:
     """``value`` (an int or a sequence of 1 or ``n`` ints) as ``n`` ints, checked."""
+    if type(value) is int and value >= minimum:
+        return (value,) * n  # the common cases first, without the checks' generators
+    if type(value) is tuple and len(value) == n and \
+            all([type(v) is int and v >= minimum for v in value]):
+        return value
     seq = tuple(value) if isinstance(value, (list, tuple)) else (value,)
     if len(seq) == 1:
         seq = seq * n
