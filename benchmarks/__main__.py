@@ -28,7 +28,10 @@ from .harness import compile_table, fmt, run_case, table, write_json  # noqa: E4
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     p.add_argument("--quick", action="store_true", help="fewer repeats, shorter runs")
-    p.add_argument("--json", default="benchmarks/results/latest.json")
+    p.add_argument("--json", default=None,
+                   help="where to write the record (default: benchmarks/results/latest.json "
+                        "for a full run, benchmarks/results/partial/latest.json for a "
+                        "--filter or --quick one)")
     p.add_argument("--filter", default="", help="only cases whose name contains TEXT")
     p.add_argument("--check", action="store_true",
                    help="check the hand-written NumPy MLP gradients against torch first")
@@ -37,6 +40,11 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
                    help="cpu: the CPU cases; cuda: the GPU cases (needs CuPy and a GPU)")
     args = p.parse_args(argv)
+    if args.json is None:
+        # Only a full run replaces the committed record; a filtered or quick one (made while
+        # working on a few cases) goes to an untracked folder beside it.
+        folder = "partial/" if args.filter or args.quick else ""
+        args.json = f"benchmarks/results/{folder}latest.json"
     if args.device == "cuda":
         return _main_gpu(args)
     if args.sweep:
