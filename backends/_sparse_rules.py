@@ -180,6 +180,14 @@ def _no_elements(t):
     return t._device.wrap(t._data.data[:0])
 
 
+def data_dependent(op: str) -> NotImplementedError:
+    """The error of an op on a sparse meta tensor whose result's number of stored elements
+    is data (Note [Stored elements of meta results] in backends/meta_sparse.py)."""
+    return NotImplementedError(
+        f"{op}: the number of stored elements of the result depends on the data, which "
+        f"sparse meta tensors do not have (SparseMeta)")
+
+
 def layout_error(name: str, got, want: str, hint: str = "") -> TypeError:
     return TypeError(f"{name}: expected a sparse {want} tensor, got layout {got}{hint}")
 
@@ -337,12 +345,16 @@ def common_kernels(key_name: str, on_values_kernel, transpose, clone) -> dict:
 
 
 def register(kernels: dict, key, origin: str) -> None:
-    """Register ``kernels`` (``{overload name: fn}``) for sparse ``key``."""
+    """Register ``kernels`` (``{overload name: fn}``) for sparse ``key``, each routing a
+    hybrid operand to the hybrid kernels (Note [One hybrid COO for every backend] in
+    backends/hybrid_sparse.py)."""
+    from mdtensor.backends.hybrid_sparse import route
     from mdtensor.dispatch.kernel import Kernel
     from mdtensor.dispatch.namespaces import lookup
 
     for name, fn in kernels.items():
         op = lookup(f"aten::{name}" if "." in name else f"aten::{name}.default")
+        fn = route(name, fn, name in ZERO_PRESERVING)
         op.register_kernel(Kernel(fn, key, origin=origin))
 
 

@@ -57,7 +57,7 @@ from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.tensors.layout import SPARSE, register_sparse_array, sparse_coo, sparse_csr
 from mdtensor.tensors.version_counter import counter
 
-__all__ = ["from_dense", "is_sparse_array", "make_coo", "make_csr"]
+__all__ = ["check_dtype", "from_dense", "is_sparse_array", "make_coo", "make_csr"]
 
 register_sparse_array(sp.coo_array, sparse_coo)
 register_sparse_array(sp.csr_array, sparse_csr)
@@ -71,7 +71,7 @@ def is_sparse_array(a) -> bool:
     return isinstance(a, (sp.coo_array, sp.csr_array))
 
 
-def _check_dtype(name: str, dtype) -> None:
+def check_dtype(name: str, dtype) -> None:
     if np.dtype(dtype).kind not in "biufc" or np.dtype(dtype).itemsize < 4 and \
             np.dtype(dtype).kind == "f":
         raise TypeError(f"{name}: sparse tensors on the CPU take bool, integer, float32, "
@@ -84,7 +84,7 @@ def _check_dtype(name: str, dtype) -> None:
 
 def make_coo(name: str, indices, values, shape, coalesced: bool):
     """A ``coo_array`` of ``values`` at ``indices`` (a (ndim, nnz) array) in ``shape``."""
-    _check_dtype(name, values.dtype)
+    check_dtype(name, values.dtype)
     coo = sp.coo_array((values, tuple(indices)), shape=tuple(shape))
     if coalesced:
         coo.has_canonical_format = True
@@ -92,13 +92,13 @@ def make_coo(name: str, indices, values, shape, coalesced: bool):
 
 
 def make_csr(name: str, crow, col, values, shape):
-    _check_dtype(name, values.dtype)
+    check_dtype(name, values.dtype)
     return sp.csr_array((values, col, crow), shape=tuple(shape))
 
 
 def from_dense(name: str, array, layout):
     """The sparse array of layout ``layout`` holding the non-zeros of NumPy ``array``."""
-    _check_dtype(name, array.dtype)
+    check_dtype(name, array.dtype)
     if layout is sparse_csr:
         if array.ndim != 2:
             raise ValueError(f"{name}: a sparse CSR tensor has 2 dimensions; got a tensor "
@@ -169,7 +169,7 @@ def _to_dense(self, dtype=None):
     return self._device.wrap(d)
 
 
-def _to_sparse(self, layout):
+def _to_sparse(self, layout, sparse_dim=None):
     return self._device.wrap(convert(self._data, layout))
 
 

@@ -83,9 +83,9 @@ def _coo_parts(indices, values):
         raise ValueError(f"{name}: indices must have 2 dimensions (ndim, nnz), got "
                          f"{idx.ndim}")
     vals = values._data
-    if vals.ndim != 1:
-        raise ValueError(f"{name}: values must have 1 dimension (nnz,), got {vals.ndim} "
-                         f"(hybrid sparse tensors are not supported yet)")
+    if vals.ndim < 1:
+        raise ValueError(f"{name}: values must have at least 1 dimension (nnz, "
+                         f"*dense_shape), got a 0-d tensor")
     if idx.shape[1] != vals.shape[0]:
         raise ValueError(f"{name}: indices give {idx.shape[1]} elements but values "
                          f"{vals.shape[0]}")
@@ -98,20 +98,51 @@ def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
     if idx.size and idx.min() < 0:
         raise ValueError(f"{name}: indices must be non-negative")
     inferred = idx.max(axis=1) + 1 if idx.shape[1] else [0] * idx.shape[0]
-    shape = _checked_size(name, size, inferred)
+    backend = _backend(values)
     if dtype is not None:
         vals = vals.astype(dtype.numpy)
-    coo = _backend(values).make_coo(name, idx, vals, shape, bool(is_coalesced))
+    if vals.ndim > 1:  # hybrid: dense trailing dimensions
+        backend.check_dtype(name, vals.dtype)
+        shape = _hybrid_size(size, idx, vals, inferred)
+        return _hybrid().make(values._device, idx.astype(np.int64), vals, shape,
+                              bool(is_coalesced))
+    shape = _checked_size(name, size, inferred)
+    coo = backend.make_coo(name, idx, vals, shape, bool(is_coalesced))
     return values._device.wrap(coo)
+
+
+def _hybrid():
+    """The hybrid COO kernels (Note [One hybrid COO for every backend] in
+    backends/hybrid_sparse.py)."""
+    from mdtensor.backends import hybrid_sparse
+
+    return hybrid_sparse
+
+
+def _hybrid_size(size, idx, vals, inferred):
+    """The size of a hybrid tensor: checked sparse sizes, then the values' dense ones."""
+    name = "sparse_coo_tensor"
+    dense = tuple(vals.shape[1:])
+    if size is None:
+        return _checked_size(name, None, inferred) + dense
+    size = tuple(int(s) for s in size)
+    _hybrid().check_shape(name, idx.shape[0], vals.shape, size)
+    return _checked_size(name, size[:idx.shape[0]], inferred) + dense
 
 
 def _coo_meta(indices, values, size=None, *, dtype=None, is_coalesced=None):
     idx, vals = _coo_parts(indices, values)
+    want = vals.dtype if dtype is None else dtype.numpy
+    if vals.ndim > 1:
+        meta = _meta_backend()  # the SparseMeta kernels
+        if size is None:
+            raise meta.data_dependent("sparse_coo_tensor: size")
+        size = _hybrid_size(size, idx, vals, [0] * idx.shape[0])
+        return _hybrid().make(values._device, idx, meta.MetaArray(vals.shape, want), size,
+                              bool(is_coalesced))
     if size is not None:
         size = _checked_size("sparse_coo_tensor", size, [0] * idx.shape[0])
-    return _meta_backend().make_coo(indices, values, size,
-                                    vals.dtype if dtype is None else dtype.numpy,
-                                    is_coalesced)
+    return _meta_backend().make_coo(indices, values, size, want, is_coalesced)
 
 
 def _csr_parts(crow_indices, col_indices, values):
@@ -199,12 +230,16 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
 # Conversions (Note [Sparse ops in the catalogue])
 
 
-def _dense_to_sparse(self, layout):
-    return self._device.wrap(_backend(self).from_dense(f"to_{_target_name(layout)}",
-                                                       self._data, layout))
+def _dense_to_sparse(self, layout, sparse_dim=None):
+    backend = _backend(self)
+    if sparse_dim is not None and sparse_dim != self.ndim:  # hybrid
+        backend.check_dtype("to_sparse", self._data.dtype)
+        return _hybrid().from_dense(self, sparse_dim)
+    return self._device.wrap(backend.from_dense(f"to_{_target_name(layout)}", self._data,
+                                                layout))
 
 
-def _dense_to_sparse_meta(self, layout):
+def _dense_to_sparse_meta(self, layout, sparse_dim=None):
     raise NotImplementedError(f"to_{_target_name(layout)}: the number of stored elements of "
                               f"the result depends on the data, which meta tensors do not "
                               f"have (Meta)")
@@ -220,13 +255,24 @@ def _to_dense_composite(self, dtype=None):
     return aten._to_dense(self, dtype)
 
 
-def _to_sparse_composite(self, *, layout=None):
+def _to_sparse_composite(self, sparse_dim=None, *, layout=None):
     layout = sparse_coo if layout is None else layout
     if layout is strided:
         return aten.to_dense(self)
     if layout not in (sparse_coo, sparse_csr):
         raise ValueError(f"to_sparse: expected layout md.sparse_coo or md.sparse_csr, got "
                          f"{layout!r}")
+    if sparse_dim is not None:
+        if layout is sparse_csr:
+            raise ValueError("to_sparse: sparse_dim makes a (hybrid) COO tensor; a CSR "
+                             "tensor has no dense dimensions")
+        if self._ks & SPARSE:
+            if sparse_dim != _sparse_dim(self):
+                raise NotImplementedError(
+                    f"to_sparse: a sparse tensor of sparse_dim {_sparse_dim(self)} to "
+                    f"sparse_dim {sparse_dim} (as PyTorch, only the dense tensor converts)")
+            return self
+        return aten._to_sparse(self, layout, sparse_dim)
     if layout_of(self) is layout:
         return self
     return aten._to_sparse(self, layout)
@@ -245,12 +291,13 @@ def _dense_only(name):
 
 
 defop("_to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=())
-defop("_to_sparse(Tensor self, Layout layout) -> Tensor", names=(),
+defop("_to_sparse(Tensor self, Layout layout, int? sparse_dim=None) -> Tensor", names=(),
       kernels={"CPU": _dense_to_sparse, "JAX": _dense_to_sparse,
                "Meta": _dense_to_sparse_meta})
 defop("to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=(),
       methods=("to_dense",), composite=_to_dense_composite)
-defop("to_sparse(Tensor self, *, Layout? layout=None) -> Tensor", names=(),
+defop("to_sparse(Tensor self, int? sparse_dim=None, *, Layout? layout=None) -> Tensor",
+      names=(),
       methods=("to_sparse",), composite=_to_sparse_composite)
 defop("to_sparse_csr(Tensor self) -> Tensor", names=(), methods=("to_sparse_csr",),
       composite=_to_sparse_csr_composite)
@@ -281,6 +328,24 @@ def _nnz(self) -> int:
 
 
 Tensor.nnz = property(_nnz)  # type: ignore[attr-defined]
+
+
+def _sparse_dim(self) -> int:
+    """The number of sparse dimensions (PyTorch's ``sparse_dim()``): a hybrid COO tensor's
+    indices' rows, every dimension of another sparse tensor, none of a strided one."""
+    if not self._ks & SPARSE:
+        return 0
+    return int(getattr(self._data, "sparse_dim", self.ndim))
+
+
+def _dense_dim(self) -> int:
+    """The number of dense trailing dimensions (PyTorch's ``dense_dim()``): those of a
+    hybrid COO tensor's values, every dimension of a strided tensor."""
+    return self.ndim - _sparse_dim(self)
+
+
+Tensor.sparse_dim = _sparse_dim  # type: ignore[attr-defined]
+Tensor.dense_dim = _dense_dim  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------------------
