@@ -233,7 +233,7 @@ def _to_dense(self, dtype=None):
     return out if dtype is None else aten.astype(out, dtype)
 
 
-def _to_sparse(self, layout, sparse_dim=None):
+def _to_sparse(self, layout):
     a = self._data
     raise NotImplementedError(f"to_sparse_csr: a hybrid sparse COO tensor (sparse_dim="
                               f"{a.sparse_dim}, dense_dim={a.dense_dim}) has no CSR form "

@@ -201,7 +201,7 @@ def _to_dense(self, dtype=None):
     return self._device.wrap(d if dtype is None else d.astype(dtype.numpy))
 
 
-def _to_sparse(self, layout, sparse_dim=None):
+def _to_sparse(self, layout):
     a = self._data
     if layout is sparse_csr:
         if a.ndim != 2:

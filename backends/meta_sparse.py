@@ -147,7 +147,7 @@ def _to_dense(self, dtype=None):
                                        self._data.dtype if dtype is None else dtype.numpy))
 
 
-def _to_sparse(self, layout, sparse_dim=None):
+def _to_sparse(self, layout):
     a = self._data
     if layout is sparse_csr:
         if a.ndim != 2:

@@ -169,7 +169,7 @@ def _to_dense(self, dtype=None):
     return self._device.wrap(d)
 
 
-def _to_sparse(self, layout, sparse_dim=None):
+def _to_sparse(self, layout):
     return self._device.wrap(convert(self._data, layout))
 
 

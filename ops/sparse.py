@@ -230,16 +230,22 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
 # Conversions (Note [Sparse ops in the catalogue])
 
 
-def _dense_to_sparse(self, layout, sparse_dim=None):
+def _dense_to_sparse(self, layout):
+    return self._device.wrap(_backend(self).from_dense(f"to_{_target_name(layout)}",
+                                                       self._data, layout))
+
+
+def _dense_to_hybrid(self, sparse_dim):
+    """``x.to_sparse(sparse_dim)``: COO with dense trailing dimensions, or without when
+    ``sparse_dim`` is every dimension."""
     backend = _backend(self)
-    if sparse_dim is not None and sparse_dim != self.ndim:  # hybrid
-        backend.check_dtype("to_sparse", self._data.dtype)
-        return _hybrid().from_dense(self, sparse_dim)
-    return self._device.wrap(backend.from_dense(f"to_{_target_name(layout)}", self._data,
-                                                layout))
+    if sparse_dim == self.ndim:
+        return _dense_to_sparse(self, sparse_coo)
+    backend.check_dtype("to_sparse", self._data.dtype)
+    return _hybrid().from_dense(self, sparse_dim)
 
 
-def _dense_to_sparse_meta(self, layout, sparse_dim=None):
+def _dense_to_sparse_meta(self, layout):
     raise NotImplementedError(f"to_{_target_name(layout)}: the number of stored elements of "
                               f"the result depends on the data, which meta tensors do not "
                               f"have (Meta)")
@@ -272,7 +278,7 @@ def _to_sparse_composite(self, sparse_dim=None, *, layout=None):
                     f"to_sparse: a sparse tensor of sparse_dim {_sparse_dim(self)} to "
                     f"sparse_dim {sparse_dim} (as PyTorch, only the dense tensor converts)")
             return self
-        return aten._to_sparse(self, layout, sparse_dim)
+        return aten._to_sparse(self, sparse_dim)
     if layout_of(self) is layout:
         return self
     return aten._to_sparse(self, layout)
@@ -291,9 +297,13 @@ def _dense_only(name):
 
 
 defop("_to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=())
-defop("_to_sparse(Tensor self, Layout layout, int? sparse_dim=None) -> Tensor", names=(),
-      kernels={"CPU": _dense_to_sparse, "JAX": _dense_to_sparse,
-               "Meta": _dense_to_sparse_meta})
+_TO_SPARSE = defop("_to_sparse(Tensor self, Layout layout) -> Tensor", names=(),
+                   kernels={"CPU": _dense_to_sparse, "JAX": _dense_to_sparse,
+                            "Meta": _dense_to_sparse_meta})
+defop("_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor", names=(),
+      kernels={"CPU": _dense_to_hybrid, "JAX": _dense_to_hybrid,
+               "Meta": lambda self, sparse_dim: _dense_to_sparse_meta(self, sparse_coo)},
+      decl=_TO_SPARSE)
 defop("to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=(),
       methods=("to_dense",), composite=_to_dense_composite)
 defop("to_sparse(Tensor self, int? sparse_dim=None, *, Layout? layout=None) -> Tensor",
