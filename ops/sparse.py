@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdtensor import _dtypes as dt
 from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.layers.autograd.formulas import register_formulas
 from mdtensor.tensors.factories import asarray
 from mdtensor.tensors.layout import SPARSE, layout_of, sparse_coo, sparse_csr, strided
 from mdtensor.tensors.tensor import Tensor
 
-from ._decl import defop
+from ._decl import OpInfo, SampleInput, SparseInput, defop
 
 __all__ = ["sparse_coo_tensor", "sparse_csr_tensor"]
 
@@ -304,13 +305,58 @@ defop("_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor", names=(),
       kernels={"CPU": _dense_to_hybrid, "JAX": _dense_to_hybrid,
                "Meta": lambda self, sparse_dim: _dense_to_sparse_meta(self, sparse_coo)},
       decl=_TO_SPARSE)
+# OpInfo data: the sweep compares a sparse result's dense copy with the reference, and
+# gradchecks dense inputs only -- tests/test_sparse.py gradchecks the conversions through
+# the constructors instead (differentiable=False here).
+_SPARSE_DTYPES = tuple(getattr(dt, n) for n in ("float32", "float64", "int64", "complex128",
+                                                 "bool_"))
+
+
+def _arrays(dtype, rng, shapes):
+    """Arrays of ``shapes`` with none, some and all of their elements non-zero."""
+    for shape in shapes:
+        for density in (0.0, 0.4, 1.0):
+            a = (rng.standard_normal(shape) + 2).astype(dtype.numpy)
+            a[rng.random(shape) >= density] = 0
+            yield a, f"{shape} density {density}"
+
+
+def _to_sparse_samples(dtype, rng):
+    for a, name in _arrays(dtype, rng, [(3, 4), (0, 3), (5,), (2, 3, 2)]):
+        yield SampleInput((a,), name=name)
+        if a.ndim > 1:  # hybrid: dense trailing dimensions
+            yield SampleInput((a, 1), name=name + " sparse_dim 1")
+
+
+def _to_sparse_csr_samples(dtype, rng):
+    for a, name in _arrays(dtype, rng, [(3, 4), (0, 3), (1, 1)]):
+        yield SampleInput((a,), name=name)
+
+
+def _to_dense_samples(dtype, rng):
+    for a, name in _arrays(dtype, rng, [(3, 4), (0, 2), (2, 3, 2)]):
+        yield SampleInput((SparseInput.of(a),), name=name + " COO")
+        if a.ndim == 2:
+            yield SampleInput((SparseInput.of(a, "sparse_csr"),), name=name + " CSR")
+        yield SampleInput((a,), name=name + " strided")
+
+
+def _same(a, *args, **kwargs):
+    return np.asarray(a)
+
+
 defop("to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=(),
-      methods=("to_dense",), composite=_to_dense_composite)
+      methods=("to_dense",), composite=_to_dense_composite,
+      info=OpInfo(ref=_same, dtypes=_SPARSE_DTYPES, samples=_to_dense_samples,
+                  differentiable=False))
 defop("to_sparse(Tensor self, int? sparse_dim=None, *, Layout? layout=None) -> Tensor",
-      names=(),
-      methods=("to_sparse",), composite=_to_sparse_composite)
+      names=(), methods=("to_sparse",), composite=_to_sparse_composite,
+      info=OpInfo(ref=_same, dtypes=_SPARSE_DTYPES, samples=_to_sparse_samples,
+                  differentiable=False))
 defop("to_sparse_csr(Tensor self) -> Tensor", names=(), methods=("to_sparse_csr",),
-      composite=_to_sparse_csr_composite)
+      composite=_to_sparse_csr_composite,
+      info=OpInfo(ref=_same, dtypes=_SPARSE_DTYPES, samples=_to_sparse_csr_samples,
+                  differentiable=False))
 
 # Access to the parts of a sparse tensor; on a strided tensor a TypeError (CEA: every
 # backend's dense key; a sparse key's own kernel comes first).
