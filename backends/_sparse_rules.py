@@ -349,6 +349,7 @@ def register(kernels: dict, key, origin: str) -> None:
     hybrid operand to the hybrid kernels (Note [One hybrid COO for every backend] in
     backends/hybrid_sparse.py)."""
     from mdtensor.backends.hybrid_sparse import route
+
     from mdtensor.dispatch.kernel import Kernel
     from mdtensor.dispatch.namespaces import lookup
 

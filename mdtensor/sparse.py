@@ -63,8 +63,8 @@ def _dense(v):
     return v
 
 
-#: the sparse keys with kernels (and so dense copies): the CPU's and JAX's
-_KEYS = ("SparseCPU", "SparseJAX")
+#: the sparse keys with kernels (and so dense copies): the CPU's, JAX's and CUDA's
+_KEYS = ("SparseCPU", "SparseJAX", "SparseCUDA")
 
 
 @contextlib.contextmanager

@@ -42,6 +42,10 @@ def _backend(t):
         from mdtensor.backends import jax_sparse
 
         return jax_sparse
+    if t._device.type == "cuda":  # CuPy, imported here (Note [One source for SciPy and CuPy])
+        from mdtensor.backends import cupyx_sparse
+
+        return cupyx_sparse
     from mdtensor.backends import scipy_sparse
 
     return scipy_sparse
@@ -187,10 +191,12 @@ def _csr_meta(crow_indices, col_indices, values, size=None, *, dtype=None):
 
 defop("sparse_coo_tensor(Tensor indices, Tensor values, int[]? size=None, *, "
       "ScalarType? dtype=None, bool? is_coalesced=None) -> Tensor", names=(),
-      kernels={"CPU": _coo_kernel, "JAX": _coo_kernel, "Meta": _coo_meta})
+      kernels={"CPU": _coo_kernel, "JAX": _coo_kernel, "CUDA": _coo_kernel,
+               "Meta": _coo_meta})
 defop("sparse_csr_tensor(Tensor crow_indices, Tensor col_indices, Tensor values, "
       "int[]? size=None, *, ScalarType? dtype=None) -> Tensor", names=(),
-      kernels={"CPU": _csr_kernel, "JAX": _csr_kernel, "Meta": _csr_meta})
+      kernels={"CPU": _csr_kernel, "JAX": _csr_kernel, "CUDA": _csr_kernel,
+               "Meta": _csr_meta})
 
 
 def _as_tensor(v, device=None):
@@ -300,9 +306,9 @@ def _dense_only(name):
 defop("_to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=())
 _TO_SPARSE = defop("_to_sparse(Tensor self, Layout layout) -> Tensor", names=(),
                    kernels={"CPU": _dense_to_sparse, "JAX": _dense_to_sparse,
-                            "Meta": _dense_to_sparse_meta})
+                            "CUDA": _dense_to_sparse, "Meta": _dense_to_sparse_meta})
 defop("_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor", names=(),
-      kernels={"CPU": _dense_to_hybrid, "JAX": _dense_to_hybrid,
+      kernels={"CPU": _dense_to_hybrid, "JAX": _dense_to_hybrid, "CUDA": _dense_to_hybrid,
                "Meta": lambda self, sparse_dim: _dense_to_sparse_meta(self, sparse_coo)},
       decl=_TO_SPARSE)
 # OpInfo data: the sweep compares a sparse result's dense copy with the reference, and
