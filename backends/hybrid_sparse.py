@@ -43,7 +43,7 @@ from mdtensor.backends._sparse_rules import (
     uncoalesced_error,
 )
 
-from mdtensor.tensors.layout import register_sparse_array, sparse_coo
+from mdtensor.tensors.layout import SPARSE, register_sparse_array, sparse_coo
 from mdtensor.tensors.version_counter import counter
 
 __all__ = ["HybridCOO", "KERNELS", "from_dense", "make", "route"]
@@ -359,8 +359,8 @@ def _mul_tensor(self, other):
     from mdtensor.dispatch.namespaces import aten_calls as aten
 
     s, d = (self, other) if is_hybrid(self) else (other, self)
-    if d._ks & s._ks & _sparse_bit():
-        raise _refusal("mul", s, "of two sparse tensors")
+    if d._ks & SPARSE:
+        raise _refusal("mul", s, "times a sparse tensor ")
     shape = np.broadcast_shapes(tuple(s.shape), tuple(d.shape))
     if shape != tuple(s.shape):
         raise ValueError(f"mul: a dense factor must broadcast to the sparse tensor's shape "
@@ -368,12 +368,6 @@ def _mul_tensor(self, other):
     full = aten.broadcast_to(d, shape) if tuple(d.shape) != shape else d
     picked = aten.index_select(_rows(s, full), 0, _flat(s))
     return _rebuild(s, aten.mul(_vals(s), picked))
-
-
-def _sparse_bit() -> int:
-    from mdtensor.tensors.layout import SPARSE
-
-    return SPARSE
 
 
 def _sparse_add(self, other, dtype, scale):
