@@ -345,17 +345,14 @@ def common_kernels(key_name: str, on_values_kernel, transpose, clone) -> dict:
 
 
 def register(kernels: dict, key, origin: str) -> None:
-    """Register ``kernels`` (``{overload name: fn}``) for sparse ``key``, each routing a
-    hybrid operand to the hybrid kernels (Note [One hybrid COO for every backend] in
-    backends/hybrid_sparse.py)."""
-    from mdtensor.backends.hybrid_sparse import route
-
+    """Register ``kernels`` (``{overload name: fn}``) for sparse ``key`` (a backend's
+    table passes through ``hybrid_sparse.routed`` first: Note [One hybrid COO for every
+    backend] in backends/hybrid_sparse.py)."""
     from mdtensor.dispatch.kernel import Kernel
     from mdtensor.dispatch.namespaces import lookup
 
     for name, fn in kernels.items():
         op = lookup(f"aten::{name}" if "." in name else f"aten::{name}.default")
-        fn = route(name, fn, name in ZERO_PRESERVING)
         op.register_kernel(Kernel(fn, key, origin=origin))
 
 

@@ -18,11 +18,11 @@ import cupyx.scipy.sparse as csp
 __all__ = ["check_dtype", "from_dense", "make_coo", "make_csr"]
 
 _spec = importlib.util.find_spec("mdtensor.backends.scipy_sparse")
-_kernels = importlib.util.module_from_spec(_spec)  # a module object of its own
-_kernels._LIBRARY = (cupy, csp, "SparseCUDA", "CUDA", "cupyx.scipy.sparse")
-_spec.loader.exec_module(_kernels)
+_cuda = importlib.util.module_from_spec(_spec)  # a module object of its own
+_cuda.LIBRARY = (cupy, csp, "SparseCUDA", "CUDA", "cupyx.scipy.sparse")
+_spec.loader.exec_module(_cuda)
 
-check_dtype = _kernels.check_dtype
-from_dense = _kernels.from_dense
-make_coo = _kernels.make_coo
-make_csr = _kernels.make_csr
+check_dtype = _cuda.check_dtype
+from_dense = _cuda.from_dense
+make_coo = _cuda.make_coo
+make_csr = _cuda.make_csr

@@ -19,7 +19,7 @@ coordinates whose result size is data (``coalesce``: which positions repeat; den
 sparse: which rows are non-zero; masks) runs with NumPy on the host, as Note [Coordinates
 on the host] in backends/jax_sparse.py does, and on meta raises the data-dependent error.
 
-Each sparse backend's kernel table is wrapped by ``route`` (``_sparse_rules.register``):
+Each sparse backend's kernel table passes through ``routed`` before it registers:
 a call with a hybrid operand runs the kernel of ``KERNELS`` below, and an op not in it
 raises ``NotImplementedError`` naming the op, the layout and the key.  A hybrid tensor has
 the ``sparse_coo`` layout, as in PyTorch; ``sparse_dim()`` and ``dense_dim()`` tell it
@@ -33,6 +33,7 @@ import math
 
 import numpy as np
 from mdtensor.backends._sparse_rules import (
+    ZERO_PRESERVING,
     add_like,
     check_like_device,
     check_sparse_mask,
@@ -43,10 +44,11 @@ from mdtensor.backends._sparse_rules import (
     uncoalesced_error,
 )
 
+from mdtensor import _dtypes as dt
 from mdtensor.tensors.layout import SPARSE, register_sparse_array, sparse_coo
 from mdtensor.tensors.version_counter import counter
 
-__all__ = ["HybridCOO", "KERNELS", "from_dense", "make", "route"]
+__all__ = ["HybridCOO", "KERNELS", "from_dense", "make", "route", "routed"]
 
 
 class HybridCOO:
@@ -396,15 +398,9 @@ def _empty_like(self, *, dtype=None, device=None, requires_grad=False):
     a = self._data
     values = aten.zeros((0, *a.shape[a.sparse_dim:]), dtype=dtype or self.dtype,
                         device=self._device)
-    idx = aten.zeros((a.sparse_dim, 0), dtype=_int64(), device=self._device)
+    idx = aten.zeros((a.sparse_dim, 0), dtype=dt.int64, device=self._device)
     t = _new(self, idx, values, coalesced=True)
     return t.requires_grad_(True) if requires_grad else t
-
-
-def _int64():
-    from mdtensor import int64
-
-    return int64
 
 
 #: the ops a hybrid tensor has (Note [One hybrid COO for every backend]); every other op
@@ -450,3 +446,8 @@ def route(name: str, kernel, zero_preserving: bool):
         return kernel(*args, **kwargs)
 
     return routed
+
+
+def routed(kernels: dict) -> dict:
+    """A sparse backend's kernel table with every kernel ``route``d."""
+    return {name: route(name, fn, name in ZERO_PRESERVING) for name, fn in kernels.items()}

@@ -43,6 +43,7 @@ from mdtensor.backends._sparse_rules import (
     transpose_axes,
     uncoalesced_error,
 )
+from mdtensor.backends.hybrid_sparse import routed
 
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls as aten
@@ -559,4 +560,4 @@ def _basic_index(self, key):
 # Registration
 
 KERNELS = backend_kernels(globals(), _KEY_NAME)
-register(KERNELS, _KEY, "jax.experimental.sparse")
+register(routed(KERNELS), _KEY, "jax.experimental.sparse")

@@ -36,6 +36,7 @@ from mdtensor.backends._sparse_rules import (
     reshape_target,
     transpose_axes,
 )
+from mdtensor.backends.hybrid_sparse import routed
 from mdtensor.backends.meta_backend import MetaArray
 
 from mdtensor.dispatch.keys import DispatchKey
@@ -347,4 +348,4 @@ KERNELS = {
     "to_device_copy": _to_device_copy,
 }
 
-register(KERNELS, _KEY, "meta_sparse")
+register(routed(KERNELS), _KEY, "meta_sparse")

@@ -49,6 +49,7 @@ from mdtensor.backends._sparse_rules import (
     transpose_axes,
     uncoalesced_error,
 )
+from mdtensor.backends.hybrid_sparse import routed
 
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls as aten
@@ -62,17 +63,17 @@ __all__ = ["check_dtype", "from_dense", "is_sparse_array", "make_coo", "make_csr
 # ``cupyx.scipy.sparse`` mirrors ``scipy.sparse`` (``coo_array``, ``csr_array``, their
 # methods) and CuPy mirrors NumPy, so the SparseCUDA kernels are this module's source run a
 # second time with CuPy's modules in place of SciPy's and NumPy's: backends/cupyx_sparse.py
-# executes it as a separate module object whose ``_LIBRARY`` names ``(numpy-like module,
+# executes it as a separate module object whose ``LIBRARY`` names ``(numpy-like module,
 # sparse module, key name, where, origin)``.  The CPU tests exercise the one code path;
 # what CuPy does differently (its COO arrays have one or two dimensions, not n) only a GPU
 # shows (tests/test_cupy.py).  Imported as itself, the module computes with SciPy.
-_LIBRARY = globals().get("_LIBRARY")
-if _LIBRARY is None:
+LIBRARY = globals().get("LIBRARY")
+if LIBRARY is None:
     import numpy as np
     import scipy.sparse as sp
 
-    _LIBRARY = (np, sp, "SparseCPU", "the CPU", "scipy.sparse")
-np, sp, _KEY_NAME, _WHERE, _ORIGIN = _LIBRARY
+    LIBRARY = (np, sp, "SparseCPU", "the CPU", "scipy.sparse")
+np, sp, _KEY_NAME, _WHERE, _ORIGIN = LIBRARY
 
 register_sparse_array(sp.coo_array, sparse_coo)
 register_sparse_array(sp.csr_array, sparse_csr)
@@ -570,4 +571,4 @@ def _basic_index(self, key):
 # Registration
 
 KERNELS = backend_kernels(globals(), _KEY_NAME)
-register(KERNELS, _KEY, _ORIGIN)
+register(routed(KERNELS), _KEY, _ORIGIN)
