@@ -163,6 +163,8 @@ def _scatter(t, flat, values, rows: int):
     at row ``flat[k]``."""
     from mdtensor.dispatch.namespaces import aten_calls as aten
 
+    if values.dtype is dt.bool_:  # summed as integers (JAX's index_add takes no bools)
+        return aten.astype(_scatter(t, flat, aten.astype(values, dt.int64), rows), dt.bool_)
     zeros = aten.zeros((rows, *values.shape[1:]), dtype=values.dtype, device=t._device)
     return aten.index_add(zeros, 0, flat, values)
 

@@ -235,3 +235,18 @@ def test_matches_pytorchs_hybrid_tensors():
     assert t.values().tolist() == h.values().tolist()
     assert (t * 3).to_dense().tolist() == (h * 3).to_dense().tolist()
     assert (t + t).coalesce().values().tolist() == (h + h).values().tolist()
+
+
+@pytest.mark.parametrize("dtype", [md.bool, md.int64, md.complex128])
+def test_duplicates_add_up_in_every_dtype(dtype):
+    # bool duplicates add as PyTorch's do (True + True is True); JAX's index_add takes no
+    # bools, so the hybrid kernels sum them as integers on every backend
+    idx = dense([[1, 0, 1]], md.int64)
+    vals = dense([[1, 0], [0, 1], [1, 1]], dtype)
+    h = md.sparse_coo_tensor(idx, vals, (2, 2))
+    want = np.array([[0, 1], [2, 1]]).astype(dtype.numpy)
+    assert h.to_dense().dtype == dtype
+    np.testing.assert_array_equal(h.to_dense().numpy(force=True), want)
+    c = h.coalesce()
+    assert c.nnz == 2 and c.indices().tolist() == [[0, 1]]
+    np.testing.assert_array_equal(c.values().numpy(force=True), want)
