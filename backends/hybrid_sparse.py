@@ -41,6 +41,9 @@ from mdtensor.backends._sparse_rules import (
     move,
     normalize_axes,
     on_values,
+    permutation,
+    transpose_axes,
+    transposes,
     uncoalesced_error,
 )
 
@@ -405,6 +408,40 @@ def _empty_like(self, *, dtype=None, device=None, requires_grad=False):
     return t.requires_grad_(True) if requires_grad else t
 
 
+def _permuted(self, axes, name: str):
+    """``self`` with its dimensions in the order ``axes``: sparse ones among themselves (the
+    index rows), dense ones among themselves (the values'); as PyTorch, a sparse and a dense
+    dimension do not trade places."""
+    from mdtensor.dispatch.namespaces import aten_calls as aten
+
+    a = self._data
+    sd = a.sparse_dim
+    axes = [int(d) for d in axes]
+    if any((d < sd) != (i < sd) for i, d in enumerate(axes)):
+        raise NotImplementedError(f"{name}: a sparse and a dense dimension of a hybrid sparse "
+                                  f"COO tensor do not trade places (sparse_dim={sd}, "
+                                  f"dense_dim={a.dense_dim}; {_key(self)})")
+    idx, vals = _idx(self), _vals(self)
+    moved = axes[:sd] != list(range(sd))
+    if moved:
+        idx = aten.index_select(idx, 0, _to_device(self, np.asarray(axes[:sd], np.int64)))
+    if axes[sd:] != list(range(sd, a.ndim)):
+        vals = aten.permute(vals, (0, *(d - sd + 1 for d in axes[sd:])))
+    return _new(self, idx, vals, shape=tuple(a.shape[d] for d in axes),
+                coalesced=a.coalesced and not moved)
+
+
+def _transpose(self, dim0, dim1):
+    return _permuted(self, transpose_axes(self.shape, dim0, dim1), "transpose")
+
+
+def _permute(self, axes):
+    return _permuted(self, permutation(self.shape, axes), "permute")
+
+
+_matrix_transpose, _t = transposes(_transpose, lambda self: _clone(self))
+
+
 #: the ops a hybrid tensor has (Note [One hybrid COO for every backend]); every other op
 #: of a sparse backend's table refuses it by name
 KERNELS = {
@@ -419,7 +456,8 @@ KERNELS = {
     "mul.Scalar_Tensor": lambda self, other: _on_values("mul")(other, self),
     "div.Scalar": _on_values("div"), "pow.Scalar": _on_values("pow"),
     "astype": _on_values("astype"), "clone": _clone,
-    "zeros_like": _empty_like, "empty_like": _empty_like,
+    "zeros_like": _empty_like, "empty_like": _empty_like, "transpose.int": _transpose,
+    "permute": _permute, "matrix_transpose": _matrix_transpose, "t": _t,
     "to_device_copy": lambda self, device: move(self, device, _key(self)),
 }
 

@@ -156,6 +156,27 @@ def test_add_and_sub_match_dense(case, seed):
     assert (x + dense(b)).layout is md.strided
 
 
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(hybrid_arrays(), st.data())
+def test_transposes_within_the_sparse_or_the_dense_dimensions_match_dense(case, data):
+    a, k = case
+    h = dense(a).to_sparse(k)
+    group = data.draw(st.sampled_from([list(range(k)), list(range(k, a.ndim))]))
+    axes = list(range(a.ndim))
+    axes[group[0]:group[-1] + 1] = data.draw(st.permutations(group))
+    p = h.permute(axes)
+    assert p.sparse_dim() == k and p.is_coalesced() == (axes[:k] == list(range(k)))
+    close(p, np.transpose(a, axes))
+    if len(group) > 1:
+        close(h.transpose(group[0], group[-1]), np.swapaxes(a, group[0], group[-1]))
+    if a.ndim == 3 and k == 1:
+        close(h.mT, np.swapaxes(a, 1, 2))
+    if k == 1:
+        with pytest.raises(NotImplementedError, match="transpose: a sparse and a dense "
+                                                      f"dimension .*{KEY}"):
+            h.transpose(0, 1)
+
+
 def test_gradients_match_dense_and_gradcheck():
     idx = dense([[0, 2, 2], [1, 0, 1]], md.int64)
     w = dense(np.arange(24.0).reshape(3, 2, 4) / 10, md.float64)
@@ -176,7 +197,7 @@ def test_gradients_match_dense_and_gradcheck():
 def test_ops_without_a_hybrid_kernel_name_the_op_the_layout_and_the_key():
     h = dense([[1.0, 0.0], [0.0, 0.0]]).to_sparse(1)
     for call, op in ((lambda: h @ dense([[1.0], [2.0]]), "matmul"),
-                     (lambda: h.mT, "transpose"), (lambda: h.reshape(4), "reshape"),
+                     (lambda: h.reshape(4), "reshape"),
                      (lambda: h[0], "basic_index"), (lambda: md.softmax(h, 0), "softmax"),
                      (lambda: h * h, "mul"), (lambda: md.sparse.sum(h, 0), "_sparse_sum")):
         with pytest.raises(NotImplementedError, match=f"{op}: no kernel for a hybrid sparse "
@@ -210,6 +231,7 @@ def test_files_devices_meta_and_fakes_keep_the_dense_dimensions():
     assert (m.values().shape, m.indices().shape, m.to_dense().shape) == ((2, 2), (2, 2),
                                                                          (4, 3, 2))
     assert (md.sum(m, axis=(1, 2)).shape, (m * 2).nnz, (-m).sparse_dim()) == ((4,), 2, 2)
+    assert m.permute((1, 0, 2)).shape == (3, 4, 2) and not m.permute((1, 0, 2)).is_coalesced()
     mm = md.sparse_coo_tensor(md.empty((2, 7), dtype=md.int64, device="meta"),
                               md.empty((7, 5), device="meta"), (10, 10, 5))
     assert (mm.nnz, mm.dense_dim(), mm.to_dense().shape) == (7, 1, (10, 10, 5))
