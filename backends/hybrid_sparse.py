@@ -48,6 +48,7 @@ from mdtensor.backends._sparse_rules import (
 )
 
 from mdtensor import _dtypes as dt
+from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.tensors.layout import SPARSE, register_sparse_array, sparse_coo
 from mdtensor.tensors.version_counter import counter
 
@@ -145,8 +146,6 @@ def _host_indices(t, op: str) -> np.ndarray:
 def _flat(t, indices=None):
     """The row-major positions of ``t``'s stored elements among its sparse positions, as a
     tensor on its device (computed there: on meta a shape)."""
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     a = t._data
     idx = _idx(t) if indices is None else indices
     sizes = a.shape[:idx.shape[0]]
@@ -164,8 +163,6 @@ def _flat_host(indices: np.ndarray, sizes) -> np.ndarray:
 def _scatter(t, flat, values, rows: int):
     """A dense tensor of ``rows`` rows (and ``values``' trailing shape), ``values[k]`` added
     at row ``flat[k]``."""
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     if values.dtype is dt.bool_:  # summed as integers (JAX's index_add takes no bools)
         return aten.astype(_scatter(t, flat, aten.astype(values, dt.int64), rows), dt.bool_)
     zeros = aten.zeros((rows, *values.shape[1:]), dtype=values.dtype, device=t._device)
@@ -209,8 +206,6 @@ def check_shape(name: str, sparse_dim: int, values_shape, size) -> None:
 def from_dense(t, sparse_dim: int):
     """``t.to_sparse(sparse_dim)`` of dense ``t``: the positions of its first
     ``sparse_dim`` dimensions whose dense block has a non-zero, in row-major order."""
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     if not 1 <= sparse_dim <= t.ndim:
         raise ValueError(f"to_sparse: sparse_dim must be between 1 and the number of "
                          f"dimensions ({t.ndim}); got {sparse_dim}")
@@ -232,8 +227,6 @@ def from_dense(t, sparse_dim: int):
 
 
 def _to_dense(self, dtype=None):
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     a = self._data
     sizes = a.shape[:a.sparse_dim]
     out = aten.reshape(_scatter(self, _flat(self), _vals(self), math.prod(sizes)), a.shape)
@@ -267,8 +260,6 @@ def _values(self):
 
 
 def _coalesce(self):
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     if self._data.coalesced:
         return _new(self, _idx(self), aten.clone(_vals(self)))
     return _merged(self, _idx(self), _vals(self), "coalesce")
@@ -288,8 +279,6 @@ def _csr_only(name):
 
 def _rows(t, dense):
     """Dense ``dense`` (``t``'s shape) as one row per sparse position."""
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     a = t._data
     return aten.reshape(dense, (math.prod(a.shape[:a.sparse_dim]), *a.shape[a.sparse_dim:]))
 
@@ -297,8 +286,6 @@ def _rows(t, dense):
 def _sparse_mask(self, mask):
     """``self``'s values at ``mask``'s stored positions (zero where a sparse ``self``
     stores nothing)."""
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     check_sparse_mask(self, mask)
     if not is_hybrid(mask) or is_hybrid(self) and \
             self._data.sparse_dim != mask._data.sparse_dim:
@@ -327,8 +314,6 @@ def _sparse_mask(self, mask):
 def _sum(self, axis=None, keepdims=False, dtype=None):
     """A dense result, as for every sparse layout: the dense dimensions summed on the
     values, then the sparse ones scattered into the dimensions left."""
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     a = self._data
     v = _vals(self)
     total = aten.sum(v, dtype=dtype)  # the dense op's dtype rules
@@ -363,8 +348,6 @@ def _on_values(name):
 def _mul_tensor(self, other):
     """``mul`` by a dense tensor broadcasting to the hybrid one's shape (its elements at
     the stored positions); two sparse factors have no hybrid kernel."""
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     s, d = (self, other) if is_hybrid(self) else (other, self)
     if d._ks & SPARSE:
         raise _refusal("mul", s, "times a sparse tensor ")
@@ -378,8 +361,6 @@ def _mul_tensor(self, other):
 
 
 def _sparse_add(self, other, dtype, scale):
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     if not (is_hybrid(self) and is_hybrid(other)) or \
             self._data.sparse_dim != other._data.sparse_dim:
         raise ValueError(f"add: sparse operands must have the same sparse dimensions; got "
@@ -391,14 +372,10 @@ def _sparse_add(self, other, dtype, scale):
 
 
 def _clone(self):
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     return _new(self, aten.clone(_idx(self)), aten.clone(_vals(self)))
 
 
 def _empty_like(self, *, dtype=None, device=None, requires_grad=False):
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     check_like_device(self, device, _key(self))
     a = self._data
     values = aten.zeros((0, *a.shape[a.sparse_dim:]), dtype=dtype or self.dtype,
@@ -412,8 +389,6 @@ def _permuted(self, axes, name: str):
     """``self`` with its dimensions in the order ``axes``: sparse ones among themselves (the
     index rows), dense ones among themselves (the values'); as PyTorch, a sparse and a dense
     dimension do not trade places."""
-    from mdtensor.dispatch.namespaces import aten_calls as aten
-
     a = self._data
     sd = a.sparse_dim
     axes = [int(d) for d in axes]
