@@ -180,6 +180,14 @@ def _no_elements(t):
     return t._device.wrap(t._data.data[:0])
 
 
+def data_dependent(op: str) -> NotImplementedError:
+    """The error of an op on a sparse meta tensor whose result's number of stored elements
+    is data (Note [Stored elements of meta results] in backends/meta_sparse.py)."""
+    return NotImplementedError(
+        f"{op}: the number of stored elements of the result depends on the data, which "
+        f"sparse meta tensors do not have (SparseMeta)")
+
+
 def layout_error(name: str, got, want: str, hint: str = "") -> TypeError:
     return TypeError(f"{name}: expected a sparse {want} tensor, got layout {got}{hint}")
 
@@ -337,7 +345,9 @@ def common_kernels(key_name: str, on_values_kernel, transpose, clone) -> dict:
 
 
 def register(kernels: dict, key, origin: str) -> None:
-    """Register ``kernels`` (``{overload name: fn}``) for sparse ``key``."""
+    """Register ``kernels`` (``{overload name: fn}``) for sparse ``key`` (a backend's
+    table passes through ``hybrid_sparse.routed`` first: Note [One hybrid COO for every
+    backend] in backends/hybrid_sparse.py)."""
     from mdtensor.dispatch.kernel import Kernel
     from mdtensor.dispatch.namespaces import lookup
 

@@ -43,13 +43,14 @@ from mdtensor.backends._sparse_rules import (
     transpose_axes,
     uncoalesced_error,
 )
+from mdtensor.backends.hybrid_sparse import routed
 
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.tensors.layout import SPARSE, register_sparse_array, sparse_coo, sparse_csr
 from mdtensor.tensors.version_counter import counter
 
-__all__ = ["from_dense", "make_coo", "make_csr"]
+__all__ = ["check_dtype", "from_dense", "make_coo", "make_csr"]
 
 register_sparse_array(js.BCOO, sparse_coo)
 register_sparse_array(js.BCSR, sparse_csr)
@@ -59,7 +60,7 @@ _KEY_NAME = "SparseJAX"
 _INDEX = jnp.int64
 
 
-def _check_dtype(name: str, dtype) -> None:
+def check_dtype(name: str, dtype) -> None:
     dtype = np.dtype(dtype)
     if dtype.kind not in "biufc" or dtype.kind == "f" and dtype.itemsize < 4:
         raise TypeError(f"{name}: sparse tensors on JAX take bool, integer, float32, "
@@ -124,18 +125,18 @@ def _unflat(flat, shape):
 
 
 def make_coo(name: str, indices, values, shape, coalesced: bool):
-    _check_dtype(name, values.dtype)
+    check_dtype(name, values.dtype)
     return _coo(jnp.asarray(indices, _INDEX).T, values, shape, coalesced)
 
 
 def make_csr(name: str, crow, col, values, shape):
-    _check_dtype(name, values.dtype)
+    check_dtype(name, values.dtype)
     return js.BCSR((values, jnp.asarray(col, _INDEX), jnp.asarray(crow, _INDEX)),
                    shape=tuple(shape))
 
 
 def from_dense(name: str, array, layout):
-    _check_dtype(name, array.dtype)
+    check_dtype(name, array.dtype)
     if layout is sparse_csr:
         if array.ndim != 2:
             raise ValueError(f"{name}: a sparse CSR tensor has 2 dimensions; got a tensor "
@@ -559,4 +560,4 @@ def _basic_index(self, key):
 # Registration
 
 KERNELS = backend_kernels(globals(), _KEY_NAME)
-register(KERNELS, _KEY, "jax.experimental.sparse")
+register(routed(KERNELS), _KEY, "jax.experimental.sparse")

@@ -26,6 +26,7 @@ from mdtensor.backends._sparse_rules import (
     check_like_device,
     check_sparse_mask,
     common_kernels,
+    data_dependent,
     layout_error,
     matmul_shape,
     normalize_axes,
@@ -35,13 +36,14 @@ from mdtensor.backends._sparse_rules import (
     reshape_target,
     transpose_axes,
 )
+from mdtensor.backends.hybrid_sparse import routed
 from mdtensor.backends.meta_backend import MetaArray
 
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.tensors.layout import SPARSE, register_sparse_array, sparse_coo, sparse_csr
 
-__all__ = ["MetaCOO", "MetaCSR", "meta_like"]
+__all__ = ["MetaArray", "MetaCOO", "MetaCSR", "data_dependent", "meta_like"]
 
 _KEY = DispatchKey.SparseMeta
 
@@ -79,17 +81,19 @@ register_sparse_array(MetaCOO, sparse_coo)
 register_sparse_array(MetaCSR, sparse_csr)
 
 
-def meta_like(shape, dtype, nnz: int, layout, coalesced: bool = True) -> MetaSparse:
-    """The meta array of a sparse tensor of ``layout`` (a CSR one is always coalesced)."""
+def meta_like(shape, dtype, nnz: int, layout, coalesced: bool = True, dense_dim: int = 0):
+    """The meta array of a sparse tensor of ``layout`` (a CSR one is always coalesced); a
+    hybrid COO one's parts are meta arrays (Note [One hybrid COO for every backend] in
+    backends/hybrid_sparse.py)."""
+    if dense_dim:
+        from mdtensor.backends.hybrid_sparse import HybridCOO
+
+        sd = len(shape) - dense_dim
+        return HybridCOO(MetaArray((sd, nnz), np.dtype(np.int64)),
+                         MetaArray((nnz, *shape[sd:]), dtype), shape, coalesced)
     if layout is sparse_csr:
         return MetaCSR(shape, dtype, nnz, True)
     return MetaCOO(shape, dtype, nnz, coalesced)
-
-
-def _data_dependent(op: str):
-    return NotImplementedError(
-        f"{op}: the number of stored elements of the result depends on the data, which "
-        f"sparse meta tensors do not have (SparseMeta)")
 
 
 def _is_sparse(t) -> bool:
@@ -121,7 +125,7 @@ def make_coo(indices, values, size, dtype, is_coalesced):
     """``sparse_coo_tensor`` of meta index and value tensors: ``size`` is needed (the
     largest index is data)."""
     if size is None:
-        raise _data_dependent("sparse_coo_tensor: size")
+        raise data_dependent("sparse_coo_tensor: size")
     nnz = values._data.shape[0]
     if indices._data.shape != (len(size), nnz):
         raise ValueError(f"sparse_coo_tensor: indices of shape {indices._data.shape} do not "
@@ -132,7 +136,7 @@ def make_coo(indices, values, size, dtype, is_coalesced):
 
 def make_csr(crow, col, values, size, dtype):
     if size is None:
-        raise _data_dependent("sparse_csr_tensor: size")
+        raise data_dependent("sparse_csr_tensor: size")
     if len(size) != 2 or crow._data.shape != (size[0] + 1,):
         raise ValueError(f"sparse_csr_tensor: size {tuple(size)} has {size[0]} rows but "
                          f"crow_indices describe {crow._data.shape[0] - 1}")
@@ -151,9 +155,9 @@ def _to_sparse(self, layout):
             raise ValueError(f"to_sparse_csr: a sparse CSR tensor has 2 dimensions; got a "
                              f"tensor of {a.ndim}")
         if not a.coalesced:
-            raise _data_dependent("to_sparse_csr of an uncoalesced tensor")
+            raise data_dependent("to_sparse_csr of an uncoalesced tensor")
     elif not a.coalesced:
-        raise _data_dependent("to_sparse of an uncoalesced tensor")
+        raise data_dependent("to_sparse of an uncoalesced tensor")
     return self._device.wrap(meta_like(a.shape, a.dtype, a.nnz, layout))
 
 
@@ -177,7 +181,7 @@ def _coalesce(self):
     if isinstance(self._data, MetaCSR):
         raise layout_error("coalesce", sparse_csr, "COO")
     if not self._data.coalesced:
-        raise _data_dependent("coalesce")
+        raise data_dependent("coalesce")
     return _same(self)
 
 
@@ -200,7 +204,7 @@ def _matmul(self, other):
     sa, sb = _is_sparse(self), _is_sparse(other)
     shape = matmul_shape(self, other, sa, sb)
     if sa and sb:
-        raise _data_dependent("matmul of two sparse tensors")
+        raise data_dependent("matmul of two sparse tensors")
     dtype = aten.matmul(_dense(self) if sa else self, _dense(other) if sb else other)
     return self._device.wrap(MetaArray(shape, dtype._data.dtype))
 
@@ -215,7 +219,7 @@ def _matmul_backward(g, self, other, mask):
             out.append(None)
         elif _is_sparse(t):  # the gradient keeps the pattern (Note [Stored elements ...])
             if not t._data.coalesced:
-                raise _data_dependent("matmul_backward of an uncoalesced tensor")
+                raise data_dependent("matmul_backward of an uncoalesced tensor")
             out.append(_same(t))
         else:
             out.append(t._device.wrap(MetaArray(t._data.shape, t._data.dtype)))
@@ -230,7 +234,7 @@ def _sparse_sum(self, dim):
     dims = normalize_axes("sparse.sum", dim, self.ndim)
     want = aten.sum(_values(self))._data.dtype
     if len(dims) != self.ndim:
-        raise _data_dependent("sparse.sum over some of the dimensions")
+        raise data_dependent("sparse.sum over some of the dimensions")
     return self._device.wrap(MetaArray((), want))
 
 
@@ -246,7 +250,7 @@ def _mul_tensor(self, other):
     sa, sb = _is_sparse(self), _is_sparse(other)
     dtype = aten.mul(_dense(self) if sa else self, _dense(other) if sb else other)
     if sa and sb:
-        raise _data_dependent("mul of two sparse tensors")
+        raise data_dependent("mul of two sparse tensors")
     s = self if sa else other
     if tuple(dtype.shape) != tuple(s.shape):
         raise ValueError(f"mul: a dense factor must broadcast to the sparse tensor's shape "
@@ -257,7 +261,7 @@ def _mul_tensor(self, other):
 def _add_like(name):
     def kernel(self, other, *, alpha=1):
         if _is_sparse(self) and _is_sparse(other):
-            raise _data_dependent(f"{name} of two sparse tensors")
+            raise data_dependent(f"{name} of two sparse tensors")
         return getattr(aten, name)(_dense(self) if _is_sparse(self) else self,
                                    _dense(other) if _is_sparse(other) else other,
                                    alpha=alpha)
@@ -272,7 +276,7 @@ def _softmax(self, dim=-1):
                         f"{self.dtype.name}")
     normalize_axes("softmax", dim, self.ndim)
     if not self._data.coalesced:
-        raise _data_dependent("softmax of an uncoalesced tensor")
+        raise data_dependent("softmax of an uncoalesced tensor")
     return _same(self)
 
 
@@ -304,7 +308,7 @@ def _reshape(self, shape, *, copy=None):
 
 
 def _basic_index(self, key):
-    raise _data_dependent("__getitem__")
+    raise data_dependent("__getitem__")
 
 
 def _empty_like(self, *, dtype=None, device=None, requires_grad=False):
@@ -344,4 +348,4 @@ KERNELS = {
     "to_device_copy": _to_device_copy,
 }
 
-register(KERNELS, _KEY, "meta_sparse")
+register(routed(KERNELS), _KEY, "meta_sparse")

@@ -31,8 +31,6 @@ are then exactly the dense op's.  A dispatch mode sees the sparse op, not the in
 
 from __future__ import annotations
 
-import numpy as np
-import scipy.sparse as sp
 from mdtensor.backends._sparse_rules import (
     backend_kernels,
     check_index_key,
@@ -51,19 +49,36 @@ from mdtensor.backends._sparse_rules import (
     transpose_axes,
     uncoalesced_error,
 )
+from mdtensor.backends.hybrid_sparse import routed
 
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.tensors.layout import SPARSE, register_sparse_array, sparse_coo, sparse_csr
 from mdtensor.tensors.version_counter import counter
 
-__all__ = ["from_dense", "is_sparse_array", "make_coo", "make_csr"]
+__all__ = ["check_dtype", "from_dense", "is_sparse_array", "make_coo", "make_csr"]
+
+# Note [One source for SciPy and CuPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``cupyx.scipy.sparse`` mirrors ``scipy.sparse`` (``coo_array``, ``csr_array``, their
+# methods) and CuPy mirrors NumPy, so the SparseCUDA kernels are this module's source run a
+# second time with CuPy's modules in place of SciPy's and NumPy's: backends/cupyx_sparse.py
+# executes it as a separate module object whose ``LIBRARY`` names ``(numpy-like module,
+# sparse module, key name, where, origin)``.  The CPU tests exercise the one code path;
+# what CuPy does differently (its COO arrays have one or two dimensions, not n) only a GPU
+# shows (tests/test_cupy.py).  Imported as itself, the module computes with SciPy.
+LIBRARY = globals().get("LIBRARY")
+if LIBRARY is None:
+    import numpy as np
+    import scipy.sparse as sp
+
+    LIBRARY = (np, sp, "SparseCPU", "the CPU", "scipy.sparse")
+np, sp, _KEY_NAME, _WHERE, _ORIGIN = LIBRARY
 
 register_sparse_array(sp.coo_array, sparse_coo)
 register_sparse_array(sp.csr_array, sparse_csr)
 
-_KEY = DispatchKey.SparseCPU
-_KEY_NAME = "SparseCPU"
+_KEY = DispatchKey[_KEY_NAME]
 _INDEX = np.int64  # PyTorch's index dtype: what indices() gives
 
 
@@ -71,10 +86,10 @@ def is_sparse_array(a) -> bool:
     return isinstance(a, (sp.coo_array, sp.csr_array))
 
 
-def _check_dtype(name: str, dtype) -> None:
+def check_dtype(name: str, dtype) -> None:
     if np.dtype(dtype).kind not in "biufc" or np.dtype(dtype).itemsize < 4 and \
             np.dtype(dtype).kind == "f":
-        raise TypeError(f"{name}: sparse tensors on the CPU take bool, integer, float32, "
+        raise TypeError(f"{name}: sparse tensors on {_WHERE} take bool, integer, float32, "
                         f"float64 and complex dtypes; got {np.dtype(dtype).name}")
 
 
@@ -84,7 +99,7 @@ def _check_dtype(name: str, dtype) -> None:
 
 def make_coo(name: str, indices, values, shape, coalesced: bool):
     """A ``coo_array`` of ``values`` at ``indices`` (a (ndim, nnz) array) in ``shape``."""
-    _check_dtype(name, values.dtype)
+    check_dtype(name, values.dtype)
     coo = sp.coo_array((values, tuple(indices)), shape=tuple(shape))
     if coalesced:
         coo.has_canonical_format = True
@@ -92,13 +107,13 @@ def make_coo(name: str, indices, values, shape, coalesced: bool):
 
 
 def make_csr(name: str, crow, col, values, shape):
-    _check_dtype(name, values.dtype)
+    check_dtype(name, values.dtype)
     return sp.csr_array((values, col, crow), shape=tuple(shape))
 
 
 def from_dense(name: str, array, layout):
     """The sparse array of layout ``layout`` holding the non-zeros of NumPy ``array``."""
-    _check_dtype(name, array.dtype)
+    check_dtype(name, array.dtype)
     if layout is sparse_csr:
         if array.ndim != 2:
             raise ValueError(f"{name}: a sparse CSR tensor has 2 dimensions; got a tensor "
@@ -129,7 +144,7 @@ def _like(a, values):
     """A sparse array with ``a``'s structure and ``values`` (NumPy, one per stored element)."""
     if isinstance(a, sp.csr_array):
         return sp.csr_array((values, a.indices, a.indptr), shape=a.shape)
-    out = sp.coo_array((values, a.coords), shape=a.shape)
+    out = sp.coo_array((values, _coords(a)), shape=a.shape)
     out.has_canonical_format = a.has_canonical_format
     return out
 
@@ -146,7 +161,13 @@ def coords_of(a):
     if isinstance(a, sp.csr_array):
         rows = np.repeat(np.arange(a.shape[0], dtype=a.indices.dtype), np.diff(a.indptr))
         return (rows, a.indices)
-    return a.coords
+    return _coords(a)
+
+
+def _coords(coo):
+    """A COO array's coordinates, one array per dimension (CuPy's have ``row`` and
+    ``col``, SciPy's any number as ``coords``)."""
+    return coo.coords if hasattr(coo, "coords") else (coo.row, coo.col)
 
 
 def _values(t):
@@ -212,7 +233,7 @@ def _raw_indices(self):
     a = self._data
     if not isinstance(a, sp.coo_array):
         raise layout_error("_indices", _layout(a), "COO")
-    return self._device.wrap(np.stack(a.coords).astype(_INDEX).reshape(a.ndim, a.nnz))
+    return self._device.wrap(np.stack(_coords(a)).astype(_INDEX).reshape(a.ndim, a.nnz))
 
 
 def _csr_part(name, attr):
@@ -264,8 +285,8 @@ def _gather_sparse(a, m):
         c = _copy(c)
         c.sum_duplicates()
     shape = a.shape
-    have = np.ravel_multi_index(c.coords, shape) if c.nnz else np.zeros(0, np.int64)
-    order = np.argsort(have, kind="stable")
+    have = np.ravel_multi_index(_coords(c), shape) if c.nnz else np.zeros(0, np.int64)
+    order = np.argsort(have)  # the positions are distinct
     have, vals = have[order], c.data[order]
     want = np.ravel_multi_index(coords_of(m), shape) if m.nnz else np.zeros(0, np.int64)
     pos = np.minimum(np.searchsorted(have, want), max(len(have) - 1, 0))
@@ -550,4 +571,4 @@ def _basic_index(self, key):
 # Registration
 
 KERNELS = backend_kernels(globals(), _KEY_NAME)
-register(KERNELS, _KEY, "scipy.sparse")
+register(routed(KERNELS), _KEY, _ORIGIN)

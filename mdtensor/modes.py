@@ -176,7 +176,7 @@ def _fake_sparse(t: Tensor):
 
     layout = layout_of(t)
     coalesced = layout is sparse_csr or bool(t.is_coalesced())
-    return meta_like(t.shape, t.dtype.numpy, t.nnz, layout, coalesced)
+    return meta_like(t.shape, t.dtype.numpy, t.nnz, layout, coalesced, t.dense_dim())
 
 
 class FakeTensorMode(DispatchMode):

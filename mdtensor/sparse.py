@@ -50,15 +50,21 @@ def sum(input, axis=None, dtype=None):  # noqa: A001  (torch.sparse.sum's name)
 
 def _dense(v):
     if isinstance(v, Tensor) and v._ks & SPARSE:
-        d = v._data  # SciPy's arrays have toarray(), JAX's todense()
-        return v._device.wrap(d.toarray() if hasattr(d, "toarray") else d.todense())
+        d = v._data  # SciPy's arrays have toarray(), JAX's todense(); a hybrid its kernel
+        if hasattr(d, "toarray"):
+            return v._device.wrap(d.toarray())
+        if hasattr(d, "todense"):
+            return v._device.wrap(d.todense())
+        from mdtensor.dispatch.namespaces import aten_calls as aten
+
+        return aten._to_dense(v)
     if isinstance(v, (list, tuple)):
         return type(v)(_dense(x) for x in v)
     return v
 
 
-#: the sparse keys with kernels (and so dense copies): the CPU's and JAX's
-_KEYS = ("SparseCPU", "SparseJAX")
+#: the sparse keys with kernels (and so dense copies): the CPU's, JAX's and CUDA's
+_KEYS = ("SparseCPU", "SparseJAX", "SparseCUDA")
 
 
 @contextlib.contextmanager

@@ -33,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from mdtensor.dispatch.kernel import Kernel
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import define
@@ -54,6 +56,7 @@ __all__ = [
     "OpDecl",
     "OpInfo",
     "SampleInput",
+    "SparseInput",
     "Ufunc",
     "defop",
     "impl_kernel",
@@ -72,6 +75,19 @@ class SampleInput:
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
     name: str = ""
+
+
+class SparseInput(np.ndarray):
+    """A sample argument the OpInfo sweep passes as a sparse tensor of ``layout`` (the
+    reference receives the dense NumPy array): ``SparseInput.of(array, layout_name)``."""
+
+    layout: str = "sparse_coo"
+
+    @classmethod
+    def of(cls, array, layout: str = "sparse_coo") -> SparseInput:
+        out = np.asarray(array).view(cls)
+        out.layout = layout
+        return out
 
 
 @dataclass

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdtensor import _dtypes as dt
 from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.layers.autograd.formulas import register_formulas
 from mdtensor.tensors.factories import asarray
 from mdtensor.tensors.layout import SPARSE, layout_of, sparse_coo, sparse_csr, strided
 from mdtensor.tensors.tensor import Tensor
 
-from ._decl import defop
+from ._decl import OpInfo, SampleInput, SparseInput, defop
 
 __all__ = ["sparse_coo_tensor", "sparse_csr_tensor"]
 
@@ -41,6 +42,10 @@ def _backend(t):
         from mdtensor.backends import jax_sparse
 
         return jax_sparse
+    if t._device.type == "cuda":  # CuPy, imported here (Note [One source for SciPy and CuPy])
+        from mdtensor.backends import cupyx_sparse
+
+        return cupyx_sparse
     from mdtensor.backends import scipy_sparse
 
     return scipy_sparse
@@ -83,9 +88,9 @@ def _coo_parts(indices, values):
         raise ValueError(f"{name}: indices must have 2 dimensions (ndim, nnz), got "
                          f"{idx.ndim}")
     vals = values._data
-    if vals.ndim != 1:
-        raise ValueError(f"{name}: values must have 1 dimension (nnz,), got {vals.ndim} "
-                         f"(hybrid sparse tensors are not supported yet)")
+    if vals.ndim < 1:
+        raise ValueError(f"{name}: values must have at least 1 dimension (nnz, "
+                         f"*dense_shape), got a 0-d tensor")
     if idx.shape[1] != vals.shape[0]:
         raise ValueError(f"{name}: indices give {idx.shape[1]} elements but values "
                          f"{vals.shape[0]}")
@@ -98,20 +103,51 @@ def _coo_kernel(indices, values, size=None, *, dtype=None, is_coalesced=None):
     if idx.size and idx.min() < 0:
         raise ValueError(f"{name}: indices must be non-negative")
     inferred = idx.max(axis=1) + 1 if idx.shape[1] else [0] * idx.shape[0]
-    shape = _checked_size(name, size, inferred)
+    backend = _backend(values)
     if dtype is not None:
         vals = vals.astype(dtype.numpy)
-    coo = _backend(values).make_coo(name, idx, vals, shape, bool(is_coalesced))
+    if vals.ndim > 1:  # hybrid: dense trailing dimensions
+        backend.check_dtype(name, vals.dtype)
+        shape = _hybrid_size(size, idx, vals, inferred)
+        return _hybrid().make(values._device, idx.astype(np.int64), vals, shape,
+                              bool(is_coalesced))
+    shape = _checked_size(name, size, inferred)
+    coo = backend.make_coo(name, idx, vals, shape, bool(is_coalesced))
     return values._device.wrap(coo)
+
+
+def _hybrid():
+    """The hybrid COO kernels (Note [One hybrid COO for every backend] in
+    backends/hybrid_sparse.py)."""
+    from mdtensor.backends import hybrid_sparse
+
+    return hybrid_sparse
+
+
+def _hybrid_size(size, idx, vals, inferred):
+    """The size of a hybrid tensor: checked sparse sizes, then the values' dense ones."""
+    name = "sparse_coo_tensor"
+    dense = tuple(vals.shape[1:])
+    if size is None:
+        return _checked_size(name, None, inferred) + dense
+    size = tuple(int(s) for s in size)
+    _hybrid().check_shape(name, idx.shape[0], vals.shape, size)
+    return _checked_size(name, size[:idx.shape[0]], inferred) + dense
 
 
 def _coo_meta(indices, values, size=None, *, dtype=None, is_coalesced=None):
     idx, vals = _coo_parts(indices, values)
+    want = vals.dtype if dtype is None else dtype.numpy
+    if vals.ndim > 1:
+        meta = _meta_backend()  # the SparseMeta kernels
+        if size is None:
+            raise meta.data_dependent("sparse_coo_tensor: size")
+        size = _hybrid_size(size, idx, vals, [0] * idx.shape[0])
+        return _hybrid().make(values._device, idx, meta.MetaArray(vals.shape, want), size,
+                              bool(is_coalesced))
     if size is not None:
         size = _checked_size("sparse_coo_tensor", size, [0] * idx.shape[0])
-    return _meta_backend().make_coo(indices, values, size,
-                                    vals.dtype if dtype is None else dtype.numpy,
-                                    is_coalesced)
+    return _meta_backend().make_coo(indices, values, size, want, is_coalesced)
 
 
 def _csr_parts(crow_indices, col_indices, values):
@@ -155,10 +191,12 @@ def _csr_meta(crow_indices, col_indices, values, size=None, *, dtype=None):
 
 defop("sparse_coo_tensor(Tensor indices, Tensor values, int[]? size=None, *, "
       "ScalarType? dtype=None, bool? is_coalesced=None) -> Tensor", names=(),
-      kernels={"CPU": _coo_kernel, "JAX": _coo_kernel, "Meta": _coo_meta})
+      kernels={"CPU": _coo_kernel, "JAX": _coo_kernel, "CUDA": _coo_kernel,
+               "Meta": _coo_meta})
 defop("sparse_csr_tensor(Tensor crow_indices, Tensor col_indices, Tensor values, "
       "int[]? size=None, *, ScalarType? dtype=None) -> Tensor", names=(),
-      kernels={"CPU": _csr_kernel, "JAX": _csr_kernel, "Meta": _csr_meta})
+      kernels={"CPU": _csr_kernel, "JAX": _csr_kernel, "CUDA": _csr_kernel,
+               "Meta": _csr_meta})
 
 
 def _as_tensor(v, device=None):
@@ -204,6 +242,16 @@ def _dense_to_sparse(self, layout):
                                                        self._data, layout))
 
 
+def _dense_to_hybrid(self, sparse_dim):
+    """``x.to_sparse(sparse_dim)``: COO with dense trailing dimensions, or without when
+    ``sparse_dim`` is every dimension."""
+    backend = _backend(self)
+    if sparse_dim == self.ndim:
+        return _dense_to_sparse(self, sparse_coo)
+    backend.check_dtype("to_sparse", self._data.dtype)
+    return _hybrid().from_dense(self, sparse_dim)
+
+
 def _dense_to_sparse_meta(self, layout):
     raise NotImplementedError(f"to_{_target_name(layout)}: the number of stored elements of "
                               f"the result depends on the data, which meta tensors do not "
@@ -220,13 +268,24 @@ def _to_dense_composite(self, dtype=None):
     return aten._to_dense(self, dtype)
 
 
-def _to_sparse_composite(self, *, layout=None):
+def _to_sparse_composite(self, sparse_dim=None, *, layout=None):
     layout = sparse_coo if layout is None else layout
     if layout is strided:
         return aten.to_dense(self)
     if layout not in (sparse_coo, sparse_csr):
         raise ValueError(f"to_sparse: expected layout md.sparse_coo or md.sparse_csr, got "
                          f"{layout!r}")
+    if sparse_dim is not None:
+        if layout is sparse_csr:
+            raise ValueError("to_sparse: sparse_dim makes a (hybrid) COO tensor; a CSR "
+                             "tensor has no dense dimensions")
+        if self._ks & SPARSE:
+            if sparse_dim != _sparse_dim(self):
+                raise NotImplementedError(
+                    f"to_sparse: a sparse tensor of sparse_dim {_sparse_dim(self)} to "
+                    f"sparse_dim {sparse_dim} (as PyTorch, only the dense tensor converts)")
+            return self
+        return aten._to_sparse(self, sparse_dim)
     if layout_of(self) is layout:
         return self
     return aten._to_sparse(self, layout)
@@ -245,15 +304,65 @@ def _dense_only(name):
 
 
 defop("_to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=())
-defop("_to_sparse(Tensor self, Layout layout) -> Tensor", names=(),
-      kernels={"CPU": _dense_to_sparse, "JAX": _dense_to_sparse,
-               "Meta": _dense_to_sparse_meta})
+_TO_SPARSE = defop("_to_sparse(Tensor self, Layout layout) -> Tensor", names=(),
+                   kernels={"CPU": _dense_to_sparse, "JAX": _dense_to_sparse,
+                            "CUDA": _dense_to_sparse, "Meta": _dense_to_sparse_meta})
+defop("_to_sparse.sparse_dim(Tensor self, int sparse_dim) -> Tensor", names=(),
+      kernels={"CPU": _dense_to_hybrid, "JAX": _dense_to_hybrid, "CUDA": _dense_to_hybrid,
+               "Meta": lambda self, sparse_dim: _dense_to_sparse_meta(self, sparse_coo)},
+      decl=_TO_SPARSE)
+# OpInfo data: the sweep compares a sparse result's dense copy with the reference, and
+# gradchecks dense inputs only -- tests/test_sparse.py gradchecks the conversions through
+# the constructors instead (differentiable=False here).
+_SPARSE_DTYPES = tuple(getattr(dt, n) for n in ("float32", "float64", "int64", "complex128",
+                                                 "bool_"))
+
+
+def _arrays(dtype, rng, shapes):
+    """Arrays of ``shapes`` with none, some and all of their elements non-zero."""
+    for shape in shapes:
+        for density in (0.0, 0.4, 1.0):
+            a = (rng.standard_normal(shape) + 2).astype(dtype.numpy)
+            a[rng.random(shape) >= density] = 0
+            yield a, f"{shape} density {density}"
+
+
+def _to_sparse_samples(dtype, rng):
+    for a, name in _arrays(dtype, rng, [(3, 4), (0, 3), (5,), (2, 3, 2)]):
+        yield SampleInput((a,), name=name)
+        if a.ndim > 1:  # hybrid: dense trailing dimensions
+            yield SampleInput((a, 1), name=name + " sparse_dim 1")
+
+
+def _to_sparse_csr_samples(dtype, rng):
+    for a, name in _arrays(dtype, rng, [(3, 4), (0, 3), (1, 1)]):
+        yield SampleInput((a,), name=name)
+
+
+def _to_dense_samples(dtype, rng):
+    for a, name in _arrays(dtype, rng, [(3, 4), (0, 2), (2, 3, 2)]):
+        yield SampleInput((SparseInput.of(a),), name=name + " COO")
+        if a.ndim == 2:
+            yield SampleInput((SparseInput.of(a, "sparse_csr"),), name=name + " CSR")
+        yield SampleInput((a,), name=name + " strided")
+
+
+def _same(a, *args, **kwargs):
+    return np.asarray(a)
+
+
 defop("to_dense(Tensor self, ScalarType? dtype=None) -> Tensor", names=(),
-      methods=("to_dense",), composite=_to_dense_composite)
-defop("to_sparse(Tensor self, *, Layout? layout=None) -> Tensor", names=(),
-      methods=("to_sparse",), composite=_to_sparse_composite)
+      methods=("to_dense",), composite=_to_dense_composite,
+      info=OpInfo(ref=_same, dtypes=_SPARSE_DTYPES, samples=_to_dense_samples,
+                  differentiable=False))
+defop("to_sparse(Tensor self, int? sparse_dim=None, *, Layout? layout=None) -> Tensor",
+      names=(), methods=("to_sparse",), composite=_to_sparse_composite,
+      info=OpInfo(ref=_same, dtypes=_SPARSE_DTYPES, samples=_to_sparse_samples,
+                  differentiable=False))
 defop("to_sparse_csr(Tensor self) -> Tensor", names=(), methods=("to_sparse_csr",),
-      composite=_to_sparse_csr_composite)
+      composite=_to_sparse_csr_composite,
+      info=OpInfo(ref=_same, dtypes=_SPARSE_DTYPES, samples=_to_sparse_csr_samples,
+                  differentiable=False))
 
 # Access to the parts of a sparse tensor; on a strided tensor a TypeError (CEA: every
 # backend's dense key; a sparse key's own kernel comes first).
@@ -281,6 +390,24 @@ def _nnz(self) -> int:
 
 
 Tensor.nnz = property(_nnz)  # type: ignore[attr-defined]
+
+
+def _sparse_dim(self) -> int:
+    """The number of sparse dimensions (PyTorch's ``sparse_dim()``): a hybrid COO tensor's
+    indices' rows, every dimension of another sparse tensor, none of a strided one."""
+    if not self._ks & SPARSE:
+        return 0
+    return int(getattr(self._data, "sparse_dim", self.ndim))
+
+
+def _dense_dim(self) -> int:
+    """The number of dense trailing dimensions (PyTorch's ``dense_dim()``): those of a
+    hybrid COO tensor's values, every dimension of a strided tensor."""
+    return self.ndim - _sparse_dim(self)
+
+
+Tensor.sparse_dim = _sparse_dim  # type: ignore[attr-defined]
+Tensor.dense_dim = _dense_dim  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------------------

@@ -30,6 +30,9 @@ SKIP = {
     "linalg_svd": "signs are implementation-defined",
     "einsum": "not in the Array API standard",
 }
+#: ops without a kernel on some backends, by design (docs/SPARSE.md: sparse layouts have
+#: kernels on the CPU, CUDA and JAX; tests/test_dask.py checks the missing-kernel error)
+_NO_KERNEL_ON = {name: ("loopback", "dask") for name in ("to_sparse", "to_sparse_csr")}
 # Ops whose in-place/mutating forms JAX runs through Functionalize (not implemented yet).
 _MUTATING_ON_IMMUTABLE = {"index_put_"}
 
@@ -47,6 +50,8 @@ def _decls():
 
 
 def _host(x):
+    if isinstance(x, md.Tensor) and x.layout is not md.strided:  # sparse: its dense copy
+        x = x.to_dense()
     if isinstance(x, md.Tensor):
         return np.asarray(x.to("cpu").numpy(force=True))
     if isinstance(x, (tuple, list)):
@@ -73,6 +78,8 @@ def _compare(a, b, what):
 @pytest.mark.parametrize("device", BACKENDS)
 @pytest.mark.parametrize("decl", _decls())
 def test_op_matches_numpy_backend(decl, device):
+    if device in _NO_KERNEL_ON.get(decl.name, ()):
+        pytest.skip(f"{decl.name} has no kernel on {device} (docs/SPARSE.md)")
     packet = decl.functional[0].overloadpacket
     rng = np.random.default_rng(0)
     checked = 0

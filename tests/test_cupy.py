@@ -365,3 +365,37 @@ def test_a_user_kernel_for_cuda_wins_over_the_backends_own():
             lib.impl("exp", lambda t: md.from_dlpack(t._data * 0 + 42), "CUDA")
         assert md.exp(x).to("cpu").tolist() == [42.0, 42.0]
     assert md.exp(md.asarray([0.0], device="cuda")).to("cpu").tolist() == [1.0]
+
+
+# -- sparse tensors: the SparseCUDA kernels (Note [One source for SciPy and CuPy] in
+# backends/scipy_sparse.py), against the CPU's --------------------------------------------
+
+
+def test_sparse_tensors_match_the_cpus():
+    pytest.importorskip("cupyx.scipy.sparse")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((5, 4))
+    a[rng.random((5, 4)) > 0.4] = 0
+    w = rng.standard_normal((4, 3))
+    for how in ("to_sparse", "to_sparse_csr"):
+        c = getattr(md.asarray(a, device="cpu"), how)()
+        g = getattr(md.asarray(a, device="cuda"), how)()
+        assert md.DispatchKey.SparseCUDA in g.keyset and g.layout is c.layout
+        assert g.nnz == c.nnz
+        for f in (lambda s, d: s @ d, lambda s, d: md.sum(s, 0),
+                  lambda s, d: (s * 2 + s).to_dense(),
+                  lambda s, d: md.sin(s).to_dense(), lambda s, d: s.mT.to_dense(),
+                  lambda s, d: md.addmm(md.ones((5, 3), device=d.device), s, d)):
+            want = f(c, md.asarray(w, device="cpu"))
+            got = f(g, md.asarray(w, device="cuda"))
+            np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-12)
+        moved = c.to("cuda")
+        assert moved.device.type == "cuda" and moved.layout is c.layout
+    v = md.asarray(a[a != 0], device="cuda", requires_grad=True)
+    idx = md.asarray(np.stack(np.nonzero(a)), device="cuda")
+    s = md.sparse_coo_tensor(idx, v, a.shape)
+    md.sum(s @ md.asarray(w, device="cuda")).backward()
+    np.testing.assert_allclose(v.grad.to("cpu").numpy(), (np.ones((5, 3)) @ w.T)[a != 0])
+    h = md.asarray(a, device="cuda").to_sparse(1)  # hybrid: the parts on the GPU
+    assert h.dense_dim() == 1
+    np.testing.assert_allclose(md.sum(h * 3, 1).to("cpu").numpy(), 3 * a.sum(1))

@@ -18,6 +18,7 @@ from _helpers import (
     writes_in_place,
 )
 from mdtensor.ops import CATALOGUE
+from mdtensor.ops._decl import SparseInput
 
 import mdtensor as md
 
@@ -25,9 +26,12 @@ RNG_SEED = 1234
 
 # Known bugs and limits of one backend, by op: {op name: marks} per test.
 
+_NO_SPARSE = skip_on("dask", "loopback", "cuda",
+                     reason="sparse layouts have kernels on the CPU and JAX only")
 MARKS = {
     "test_matches_reference": {
         "einsum": skip_on("loopback", reason=NO_EINSUM),
+        "to_sparse": _NO_SPARSE, "to_sparse_csr": _NO_SPARSE, "to_dense": _NO_SPARSE,
     },
 }
 
@@ -47,6 +51,9 @@ def _decls(need_ref=True, test=None):
 
 
 def _to_md(v, device=None):
+    if isinstance(v, SparseInput):  # a sparse tensor (the reference gets the array)
+        return md.asarray(np.asarray(v).copy(), device=device).to_sparse(
+            layout=getattr(md, v.layout))
     if isinstance(v, np.ndarray):
         return md.asarray(v.copy(), device=device)
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, np.ndarray) for x in v):
@@ -83,6 +90,8 @@ def _tolerances(decl, dtype):
 
 
 def _as_numpy(x):
+    if isinstance(x, md.Tensor) and x.layout is not md.strided:  # sparse: its dense copy
+        x = x.to_dense()
     if isinstance(x, md.Tensor):
         return np.asarray(x.numpy(force=True) if x.requires_grad else to_numpy(x))
     return np.asarray(x)

@@ -78,13 +78,15 @@ def test_import_mdtensor_imports_no_sparse_library():
     code = """
         import sys, mdtensor as md
         (md.asarray([1.0]) + 1).tolist()
-        print([m for m in ("scipy", "sparse") if m in sys.modules])
+        print([m for m in ("scipy", "sparse", "cupy", "cupyx") if m in sys.modules])
         x = md.sparse_coo_tensor([[0]], [1.0], (2,))
-        print("scipy.sparse" in sys.modules, x.layout)
+        h = md.sparse_coo_tensor([[0]], [[1.0, 2.0]], (2, 2))  # hybrid
+        print("scipy.sparse" in sys.modules, x.layout, h.layout, "cupy" in sys.modules)
     """
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                        text=True, timeout=120)
-    assert r.stdout.split() == ["[]", "True", "md.sparse_coo"], r.stderr
+    assert r.stdout.split() == ["[]", "True", "md.sparse_coo", "md.sparse_coo", "False"], \
+        r.stderr
 
 
 def test_layouts_and_key_sets():
