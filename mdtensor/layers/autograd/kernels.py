@@ -288,8 +288,10 @@ def _recording_kernel(op, plan):
         if single:
             if not out._is_floating():
                 return out
-        elif not any(isinstance(o, Tensor) and o._is_floating() for o in out):
-            return out
+        else:
+            floating = [o for o in out if isinstance(o, Tensor) and o._is_floating()]
+            if not floating:
+                return out
         if simple:
             edges = []
             saved = []
@@ -326,6 +328,8 @@ def _recording_kernel(op, plan):
             _rebase(args[0], node)
         elif single:
             attach(out, node, 0)
+        elif len(floating) == len(out):  # a Tensor list (split's pieces): no test per piece
+            _attach_all(out, node)
         else:
             for k, o in enumerate(out):
                 if isinstance(o, Tensor) and o._is_floating():
@@ -335,6 +339,27 @@ def _recording_kernel(op, plan):
     autograd_kernel = own_code(autograd_kernel)  # Note [Own code objects]
     autograd_kernel.__qualname__ = f"autograd[{op.name}]"
     return autograd_kernel
+
+
+def _attach_all(outs, node) -> None:
+    """``attach(o, node, k)`` for each output ``o``, the k-th, inlined for the fresh ones
+    (split's and unbind's pieces: a frame or two per piece saved, Note [Recording])."""
+    k = 0
+    for o in outs:
+        if o._ag is None:
+            meta = AutogradMeta()
+            meta.requires_grad = True
+            meta.grad = None
+            meta.grad_fn = node
+            meta.output_nr = k
+            meta.retains_grad = False
+            meta.hooks = None
+            meta.leaf_edge = None
+            o._ag = meta
+            o._ks |= AUTOGRAD_FUNCTIONALITY
+        else:
+            attach(o, node, k)
+        k += 1
 
 
 def _functional_factory(op, plan):
