@@ -718,7 +718,8 @@ def _np_split(xp, x, split_size_or_sections, axis=0):
 
 
 defop("split(Tensor(a -> *) self, int[] split_size_or_sections, int axis=0) -> Tensor(a)[]",
-      impl=_split, cpu_impl=_np_split, meta=mf.view_meta(lambda a, s, axis=0: _split(np, a, s, axis)),
+      impl=_split, cpu_impl=_np_split,
+      meta=mf.view_meta(lambda a, s, axis=0: _split(np, a, s, axis)),
       methods=("split",), kwarg_aliases={"dim": "axis", "split_size": "split_size_or_sections"},
       info=OpInfo(ref=lambda x, s, axis=0: _split(np, x, s, axis), dtypes=ALL,
                   samples=_s(((5, 2), (2,), {}), ((5, 2), ([1, 4],), {}))))
