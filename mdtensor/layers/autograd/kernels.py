@@ -117,8 +117,6 @@ def _is_float(t) -> bool:
 # instead of a copy of its old value.
 
 
-new_node = Node.new
-new_list_node = ListNode.new
 INF = INFERENCE  # Note [Inference tensors]: the version counter that cannot be saved
 _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 
@@ -289,7 +287,7 @@ def _recording_kernel(op, plan):
             if not out._is_floating():
                 return out
         else:
-            floating = [o for o in out if isinstance(o, Tensor) and o._is_floating()]
+            floating = _n_floating(out)
             if not floating:
                 return out
         if simple:
@@ -321,14 +319,21 @@ def _recording_kernel(op, plan):
             else:
                 saved_out = tuple(_alias(o) if isinstance(o, Tensor) else o for o in out)
                 saved.extend((o, o._vc.value) for o in saved_out if isinstance(o, Tensor))
-        node = (new_node if single else new_list_node)(
-            name, flat_formula, saved_args, kwargs, saved_out, saved, edges,
-            1 if single else len(out))
+        node = Node() if single else ListNode()  # Node.new, inlined (Note [Class calls])
+        node._name = name
+        node.formula = flat_formula
+        node.args = saved_args
+        node.kwargs = kwargs
+        node.out = saved_out
+        node.saved = saved
+        node.next_functions = edges
+        node.n_outputs = 1 if single else len(out)
+        node.seq = next_seq()
         if is_inplace:
             _rebase(args[0], node)
         elif single:
             attach(out, node, 0)
-        elif len(floating) == len(out):  # a Tensor list (split's pieces): no test per piece
+        elif floating == len(out):  # a Tensor list (split's pieces): no test per piece
             _attach_all(out, node)
         else:
             for k, o in enumerate(out):
@@ -339,6 +344,19 @@ def _recording_kernel(op, plan):
     autograd_kernel = own_code(autograd_kernel)  # Note [Own code objects]
     autograd_kernel.__qualname__ = f"autograd[{op.name}]"
     return autograd_kernel
+
+
+def _n_floating(outs) -> int:
+    """How many of ``outs`` are floating Tensors (``_is_floating``, inlined for dtypes with
+    NumPy's ``kind`` as in the functional kernel: one frame for the list)."""
+    n = 0
+    for o in outs:
+        if isinstance(o, Tensor):
+            try:
+                n += o._data.dtype.kind in "fcV"
+            except AttributeError:
+                n += o._is_floating()
+    return n
 
 
 def _attach_all(outs, node) -> None:
