@@ -661,7 +661,8 @@ def _np_narrow(xp, x, dim, start, length):
 
 
 defop("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)",
-      impl=_narrow, cpu_impl=_np_narrow, meta=mf.view_meta(lambda a, *r: _narrow(np, a, *r)), methods=("narrow",),
+      impl=_narrow, cpu_impl=_np_narrow, meta=mf.view_meta(lambda a, *r: _narrow(np, a, *r)),
+      methods=("narrow",),
       info=OpInfo(ref=lambda x, *r: _narrow(np, x, *r), dtypes=ALL,
                   samples=_s(((4, 3), (0, 1, 2), {}))))
 
