@@ -423,7 +423,10 @@ def _functional_factory(op, plan):
             ag = v._ag
             if ag is None or not ag.requires_grad:
                 e = None
-            elif ag.grad_fn is not None and v._view is None:  # Note [Stale views]
+            elif ag.grad_fn is not None and (
+                    (view := v._view) is None  # a view read at its history's version is
+                    or ((vc := v._vc) is not None  # current (Note [Stale views]): inline
+                        and view.ag_version == vc.value)):
                 e = (ag.grad_fn, ag.output_nr)
             elif ag.leaf_edge is not None:
                 e = ag.leaf_edge
@@ -434,7 +437,9 @@ def _functional_factory(op, plan):
                 ag = w._ag
                 if ag is None or not ag.requires_grad:
                     f = None
-                elif ag.grad_fn is not None and w._view is None:
+                elif ag.grad_fn is not None and (
+                        (view := w._view) is None
+                        or ((vc := w._vc) is not None and view.ag_version == vc.value)):
                     f = (ag.grad_fn, ag.output_nr)
                 elif ag.leaf_edge is not None:
                     f = ag.leaf_edge
