@@ -361,19 +361,12 @@ def _n_floating(outs) -> int:
 
 def _attach_all(outs, node) -> None:
     """``attach(o, node, k)`` for each output ``o``, the k-th, inlined for the fresh ones
-    (split's and unbind's pieces: a frame or two per piece saved, Note [Recording])."""
+    (split's and unbind's pieces: a frame per piece saved, Note [Recording])."""
     k = 0
+    make = AutogradMeta.make
     for o in outs:
         if o._ag is None:
-            meta = AutogradMeta()
-            meta.requires_grad = True
-            meta.grad = None
-            meta.grad_fn = node
-            meta.output_nr = k
-            meta.retains_grad = False
-            meta.hooks = None
-            meta.leaf_edge = None
-            o._ag = meta
+            o._ag = make(True, node, k)
             o._ks |= AUTOGRAD_FUNCTIONALITY
         else:
             attach(o, node, k)
