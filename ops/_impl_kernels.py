@@ -369,6 +369,13 @@ def _generic_kernel(schema, impl, kind, tensor_args):
         return wrap(r)
 
     kernel = named(kernel, f"array_api[{name}]")
+    if kind == "list" and [i for i, a in tensor_args] == [0] and not (
+            tensor_args[0][1].kwarg_only or tensor_args[0][1].type.is_tensor_list
+            or tensor_args[0][1].type.optional):
+        # ``impl(xp, array, *rest, **kwargs)`` returning a list of arrays, for a layer that
+        # fuses it into its own kernel (Note [Fused view kernels] in
+        # mdtensor/layers/inplace_or_view.py: split, chunk, unbind)
+        kernel.list_impl = impl
     return kernel
 
 

@@ -13,7 +13,6 @@ from ._derivative_helpers import (
     is_complex,
     reads,
     rule,
-    uses_out,
 )
 
 __all__: list[str] = []
@@ -112,28 +111,58 @@ def _stack(g, out, tensors, axis=0):
             zip(aten.unbind(g, axis % (tensors[0].ndim + 1)), tensors)], None
 
 
-def _list_grads(g, out, x, *rest, axis=0):
-    grads = [gi if gi is not None else aten.mul(o, 0.0) for gi, o in zip(g, out)]
-    return aten.cat(grads, axis)
+# Note [Gradients of the pieces]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``split``, ``chunk`` and ``unbind`` save nothing (PyTorch's SplitBackward0 keeps the sizes
+# and the dim): a piece that got no gradient contributes zeros of its shape, which the
+# formula works out from ``x``'s shape and the op's arguments.  Saving the pieces (to make
+# ``zeros_like`` of them) cost an alias and a version per piece on every recorded call.
+
+
+def _piece_lengths(n, size):
+    """The lengths of the pieces of ``size`` of a dimension of ``n`` (the last shorter)."""
+    return [min(size, n - b) for b in range(0, n, size)] if n else [0]
+
+
+def _pieces_grad(g, x, lengths, a):
+    """``x``'s gradient from its pieces' (``lengths`` along axis ``a``): Note [Gradients of
+    the pieces]."""
+    shape = list(x.shape)
+    grads = []
+    for gi, n in zip(g, lengths):
+        if gi is None:
+            shape[a] = n
+            gi = aten.zeros(tuple(shape), dtype=x.dtype, device=x.device)
+        grads.append(gi)
+    return aten.cat(grads, a)
 
 
 @rule("split")
-@uses_out
+@reads()
 def _split(g, out, x, sizes, axis=0):
-    return _list_grads(g, out, x, axis=axis), None, None
+    a = axis % x.ndim
+    n = x.shape[a]
+    lengths = _piece_lengths(n, int(sizes)) if isinstance(sizes, int) else list(sizes)
+    return _pieces_grad(g, x, lengths, a), None, None
 
 
 @rule("chunk")
-@uses_out
+@reads()
 def _chunk(g, out, x, chunks, axis=0):
-    return _list_grads(g, out, x, axis=axis), None, None
+    a = axis % x.ndim
+    n = x.shape[a]
+    lengths = _piece_lengths(n, -(-n // chunks)) if n else [0] * chunks
+    return _pieces_grad(g, x, lengths, a), None, None
 
 
 @rule("unbind")
-@uses_out
+@reads()
 def _unbind(g, out, x, axis=0):
-    grads = [gi if gi is not None else aten.mul(o, 0.0) for gi, o in zip(g, out)]
-    return aten.stack(grads, axis), None
+    a = axis % x.ndim
+    shape = tuple(x.shape[:a]) + tuple(x.shape[a + 1:])
+    grads = [gi if gi is not None else aten.zeros(shape, dtype=x.dtype, device=x.device)
+             for gi in g]
+    return aten.stack(grads, a), None
 
 
 @rule("astype")

@@ -41,8 +41,10 @@ def _np_copying(impl):
     ops/_decl.py), then ``ndarray.copy`` (row-major, as PyTorch's ``*_copy`` results)."""
     def impl_copy(xp, *args, **kwargs):
         r = impl(xp, *args, **kwargs)
-        if isinstance(r, (list, tuple)):
-            return type(r)(a.copy() for a in r)
+        if type(r) is list:  # (a list comprehension: no generator frame per piece)
+            return [a.copy() for a in r]
+        if isinstance(r, tuple):
+            return tuple(a.copy() for a in r)
         return r.copy()
 
     impl_copy.__name__ = impl_copy.__qualname__ = f"{impl.__name__}_copy"
@@ -51,10 +53,11 @@ def _np_copying(impl):
 
 def _cpu_impl(op, generic):
     """The CPU impl of the ``_copy`` of view overload ``op``: its NumPy impl where it
-    declared one whose kernel exposes it (one Tensor first: ``array_impl``), else its
+    declared one whose kernel exposes it (one Tensor first: ``array_impl``, or
+    ``list_impl`` for a list of views), else its
     ``generic`` impl, followed by ``ndarray.copy``."""
     for k in op.kernels_for(DispatchKey.CPU):
-        impl = getattr(k.fn, "array_impl", None)
+        impl = getattr(k.fn, "array_impl", None) or getattr(k.fn, "list_impl", None)
         if impl is not None:
             return _np_copying(impl)
     return _np_copying(generic)

@@ -223,9 +223,19 @@ def ref(op, md, torch, sample, **kw):
 
 def view_ref(op, md, torch, sample, **kw):
     """``ref`` for a view op and for its ``<op>_copy`` (the copying op Functionalize
-    rewrites it to), which are called alike and compared with the same PyTorch call."""
+    rewrites it to), which are called alike; the copy is compared with the PyTorch call
+    followed by ``clone`` (a copy, as ``<op>_copy`` makes: the sweep times the same work)."""
     ref(op, md, torch, sample, **kw)
-    ref(f"{op}_copy", _fn(f"ops.aten.{op}_copy"), torch, sample, **kw)
+    ref(f"{op}_copy", _fn(f"ops.aten.{op}_copy"), _cloned(torch), sample, **kw)
+
+
+def _cloned(torch):
+    """``torch(lib, ...)`` followed by ``clone`` of its result (each piece of a list)."""
+    def call(lib, *a, **k):
+        r = torch(lib, *a, **k)
+        return type(r)(t.clone() for t in r) if isinstance(r, (tuple, list)) else r.clone()
+
+    return call
 
 
 def _fn(name):

@@ -117,8 +117,6 @@ def _is_float(t) -> bool:
 # instead of a copy of its old value.
 
 
-new_node = Node.new
-new_list_node = ListNode.new
 INF = INFERENCE  # Note [Inference tensors]: the version counter that cannot be saved
 _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 
@@ -288,8 +286,10 @@ def _recording_kernel(op, plan):
         if single:
             if not out._is_floating():
                 return out
-        elif not any(isinstance(o, Tensor) and o._is_floating() for o in out):
-            return out
+        else:
+            floating = _n_floating(out)
+            if not floating:
+                return out
         if simple:
             edges = []
             saved = []
@@ -319,13 +319,22 @@ def _recording_kernel(op, plan):
             else:
                 saved_out = tuple(_alias(o) if isinstance(o, Tensor) else o for o in out)
                 saved.extend((o, o._vc.value) for o in saved_out if isinstance(o, Tensor))
-        node = (new_node if single else new_list_node)(
-            name, flat_formula, saved_args, kwargs, saved_out, saved, edges,
-            1 if single else len(out))
+        node = Node() if single else ListNode()  # Node.new, inlined (Note [Class calls])
+        node._name = name
+        node.formula = flat_formula
+        node.args = saved_args
+        node.kwargs = kwargs
+        node.out = saved_out
+        node.saved = saved
+        node.next_functions = edges
+        node.n_outputs = 1 if single else len(out)
+        node.seq = next_seq()
         if is_inplace:
             _rebase(args[0], node)
         elif single:
             attach(out, node, 0)
+        elif floating == len(out):  # a Tensor list (split's pieces): no test per piece
+            _attach_all(out, node)
         else:
             for k, o in enumerate(out):
                 if isinstance(o, Tensor) and o._is_floating():
@@ -335,6 +344,33 @@ def _recording_kernel(op, plan):
     autograd_kernel = own_code(autograd_kernel)  # Note [Own code objects]
     autograd_kernel.__qualname__ = f"autograd[{op.name}]"
     return autograd_kernel
+
+
+def _n_floating(outs) -> int:
+    """How many of ``outs`` are floating Tensors (``_is_floating``, inlined for dtypes with
+    NumPy's ``kind`` as in the functional kernel: one frame for the list)."""
+    n = 0
+    for o in outs:
+        if isinstance(o, Tensor):
+            try:
+                n += o._data.dtype.kind in "fcV"
+            except AttributeError:
+                n += o._is_floating()
+    return n
+
+
+def _attach_all(outs, node) -> None:
+    """``attach(o, node, k)`` for each output ``o``, the k-th, inlined for the fresh ones
+    (split's and unbind's pieces: a frame per piece saved, Note [Recording])."""
+    k = 0
+    make = AutogradMeta.make
+    for o in outs:
+        if o._ag is None:
+            o._ag = make(True, node, k)
+            o._ks |= AUTOGRAD_FUNCTIONALITY
+        else:
+            attach(o, node, k)
+        k += 1
 
 
 def _functional_factory(op, plan):
@@ -380,7 +416,10 @@ def _functional_factory(op, plan):
             ag = v._ag
             if ag is None or not ag.requires_grad:
                 e = None
-            elif ag.grad_fn is not None and v._view is None:  # Note [Stale views]
+            elif ag.grad_fn is not None and (
+                    (view := v._view) is None  # a view read at its history's version is
+                    or ((vc := v._vc) is not None  # current (Note [Stale views]): inline
+                        and view.ag_version == vc.value)):
                 e = (ag.grad_fn, ag.output_nr)
             elif ag.leaf_edge is not None:
                 e = ag.leaf_edge
@@ -391,7 +430,9 @@ def _functional_factory(op, plan):
                 ag = w._ag
                 if ag is None or not ag.requires_grad:
                     f = None
-                elif ag.grad_fn is not None and w._view is None:
+                elif ag.grad_fn is not None and (
+                        (view := w._view) is None
+                        or ((vc := w._vc) is not None and view.ag_version == vc.value)):
                     f = (ag.grad_fn, ag.output_nr)
                 elif ag.leaf_edge is not None:
                     f = ag.leaf_edge
