@@ -21,7 +21,7 @@ from mdtensor.layers.functionalize import track_view
 from mdtensor.tensors.tensor import Tensor, ViewInfo
 from mdtensor.tensors.version_counter import INFERENCE, counter, new_counter
 
-__all__ = ["bump_version", "check_inference_inplace", "install", "mark_view"]
+__all__ = ["bump_version", "check_inference_inplace", "install"]
 
 _new = object.__new__
 
@@ -42,24 +42,6 @@ def check_inference_inplace(op, t: Tensor) -> None:
             f"{op.name}: Inplace update to inference tensor outside InferenceMode is not "
             f"allowed. You can make a clone to get a normal tensor before doing inplace "
             f"update.")
-
-
-def mark_view(out: Tensor, src: Tensor, replay) -> None:
-    """Record that ``out`` is a view of ``src`` made by ``replay(src)``."""
-    if out is src:  # a view kernel may return its input itself (e.g. contiguous)
-        return
-    parent = src._view
-    if parent is None:
-        base, full = src, replay
-    else:
-        base, prev = parent.base, parent.replay
-
-        def full(b, _prev=prev, _replay=replay):
-            return _replay(_prev(b))
-    vc = out._vc = base._vc or counter(base)
-    out._view = ViewInfo.of(base, full, vc.value)
-    if base._ks & _FZ:
-        track_view(base, out)
 
 
 # Note [Cell variables]
@@ -283,9 +265,10 @@ def _fused_views_kernel(op, impl, kernel, name):
 # A view records its base (always a non-view) and how to replay it from that base.  For a
 # view of a view the replay is the parent's, then the op: recorded as ``_replay_on`` with
 # the parent's ViewInfo among its arguments, and built only when used, like a view of a
-# base's (``ViewInfo.replay``).  Composing closures on every view of a view (``mark_view``)
-# cost two function objects, their cells and three frames: ``md.squeeze(x[None], 0)``
-# went from 36.0K to 27.3K instructions (``x[1:3].T``: 30.0K -> 22.3K).
+# base's (``ViewInfo.replay``).  Composing closures on every view of a view (as the
+# removed ``mark_view`` did) cost two function objects, their cells and three frames:
+# ``md.squeeze(x[None], 0)`` went from 36.0K to 27.3K instructions (``x[1:3].T``: 30.0K ->
+# 22.3K).
 
 
 def _replay_on(b, parent, op, rest, /, **kwargs):
