@@ -130,3 +130,26 @@ def test_expansions_are_cached_beside_the_bytecode(tmp_path):
     stale.write_bytes(b"0 0 0 0 0\n" + first[stale][1].partition(b"\n")[2])
     third = run()
     assert third[stale][1] == first[stale][1]  # rebuilt under the right key
+
+
+@pytest.mark.parametrize("call, overload", [
+    (lambda x: md.exp(x), "exp"),                                 # one Tensor
+    (lambda x: md.sum(x, 0), "sum"),                               # a Tensor and a value
+    (lambda x: md.transpose(x, 0, 1), "transpose.int"),           # a Tensor and two values
+])
+def test_the_learned_overloads_see_later_registrations(call, overload):
+    # The packet function calls the overload a call's types resolved to inline (Note
+    # [Inline dispatch]); a kernel registered afterwards is used, and once it is removed
+    # the built-in one again.
+    x = md.asarray([[1.0, 2.0], [3.0, 4.0]])
+    before = call(x).tolist()
+    assert call(x).tolist() == before  # learned by now
+    lib = md.library.Library("aten", "IMPL")
+    with pytest.warns(UserWarning, match="Overriding"):
+        handle = lib.impl(overload, lambda *args, **kwargs: md.zeros(()), "CPU")
+    try:
+        if x.device.type == "cpu":
+            assert call(x).tolist() == 0.0
+    finally:
+        handle.remove()
+    assert call(x).tolist() == before
