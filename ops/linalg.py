@@ -686,7 +686,13 @@ def _np_pinv(x, rtol=None):
 def _np_norm2(x, axes, keepdims):
     """Note [Scaled norms]'s 2-norm of ``x`` (floating or complex, non-empty) over
     ``axes`` (None: all), as the generic ``_scaled_norm`` computes it, with NumPy's C
-    reductions; the one scale of a full reduction checked in Python."""
+    reductions; the one scale of a full reduction checked in Python.  float32 sums its
+    squares in double instead, where none can overflow or underflow (as the whole-tensor
+    norm below): the same norm, rounded once."""
+    if x.dtype == _F32 and axes is not None:
+        d = x.astype(np.float64)
+        d *= d
+        return np.sqrt(_sum(d, axes, None, None, keepdims)).astype(_F32)
     a = np.abs(x)
     s = _largest(a, axes, None, None, True)
     if s.size == 1:
@@ -729,9 +735,20 @@ def _np_vector_norm(x, axis=None, keepdims=False, ord=2):  # noqa: A002 (the Arr
                 r = x.dtype.type(math.sqrt(t))  # sqrt in double, rounded once: exact
                 return np.full((1,) * nd, r) if keepdims else r
         return _np_norm2(x, None, keepdims)
-    if type(axis) is not int or not -nd <= axis < nd:
+    if type(axis) is tuple and len(axis) == 1:
+        axis = axis[0]
+    if type(axis) is int:
+        if not -nd <= axis < nd:
+            return None
+        return _np_norm2(x, (axis % nd,), keepdims)
+    # several axes (distinct, in range): the scaled norm over them; anything else is the
+    # generic kernel's to refuse
+    if type(axis) is not tuple or not all(type(a) is int and -nd <= a < nd for a in axis):
         return None
-    return _np_norm2(x, (axis % nd,), keepdims)
+    axes = tuple(sorted({a % nd for a in axis}))
+    if len(axes) != len(axis):
+        return None
+    return _np_norm2(x, axes, keepdims)
 
 
 def _np_matrix_norm(x, keepdims=False, ord="fro"):  # noqa: A002
@@ -768,6 +785,7 @@ def _np_diagonal(x, offset=0):
 
 
 _largest, _sum = np.maximum.reduce, np.add.reduce
+_F32 = np.dtype(np.float32)
 
 
 _CROSS_1, _CROSS_2 = np.array([1, 2, 0]), np.array([2, 0, 1])
