@@ -230,7 +230,12 @@ def make_caller(op: OpOverload) -> Callable:
 # resolution also records ``(overload, table, keyword names)`` under the call's key
 # (``packet._by_keywords``), and the packet function dispatches inline and calls the kernel
 # with the keywords' values in parameter order.  One keyword naming the next parameter
-# (``md.sum(x, axis=0)``) has its own, cheaper path above (``_by_position``).
+# (``md.sum(x, axis=0)``) has its own, cheaper path above (``_by_position``), and so has one
+# keyword-only argument after the Tensor (``md.tril(x, k=1)``, the standard's
+# ``vector_norm(x, axis=1)``): resolution records ``(overload, table)`` under the call's key
+# (``packet._by_keyword_only``) and the packet function calls the kernel with the call's
+# own kwargs, skipping the overload's caller and its star call (30.6K -> 28.2K
+# instructions for ``md.tril(x, k=0)``).
 
 
 @inline_dispatch
@@ -244,6 +249,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     cache = packet.resolution_cache  # all three cleared in place, never replaced
     by_position = packet._by_position
     by_keywords = packet._by_keywords
+    by_keyword_only = packet._by_keyword_only
 
     # See Note [Inline dispatch] in inline.py: the overloads that one Tensor and a pair of
     # Tensors resolved to; the types stay None (matching no argument) until then, and again
@@ -324,6 +330,11 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                     if caller is not None:
                         return caller(a, b)
                     kwargs[k] = b
+                    plan = by_keyword_only.get(key)
+                    if plan is not None:  # See Note [Keyword calls]
+                        op, table = plan
+                        kernel = dispatch_kernel(op, table, a)
+                        return kernel(a, **kwargs)
                     caller = cache.get(key)
                     if caller is not None:
                         return caller(a, **kwargs)

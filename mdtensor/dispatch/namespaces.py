@@ -45,6 +45,10 @@ class OpOverloadPacket:
         #: leading Tensor: ``(overload, its table, the keyword names in parameter order)``
         #: (Note [Keyword calls] in callers.py)
         self._by_keywords: dict = {}
+        #: keys (Tensor type, keyword name, value type) of calls of an overload with one
+        #: leading Tensor whose one keyword is keyword-only (``md.tril(x, k=1)``): ``(overload,
+        #: its table)``, for the packet function to dispatch inline (Note [Keyword calls])
+        self._by_keyword_only: dict = {}
         self._kwarg_aliases: dict[str, str] = {}
         #: the call as a plain function: ``md.<name>``, ``ops.aten_calls.<name>``
         self._call = packet_function(self)
@@ -111,6 +115,7 @@ class OpOverloadPacket:
         self.resolution_cache.clear()
         self._by_position.clear()
         self._by_keywords.clear()
+        self._by_keyword_only.clear()
         self.__dict__.pop("_plum_signatures", None)  # resolution.py's, built from the overloads
         for hook in self.on_change:
             hook()
@@ -123,6 +128,7 @@ class OpOverloadPacket:
         self.resolution_cache.clear()
         self._by_position.clear()
         self._by_keywords.clear()
+        self._by_keyword_only.clear()
         self.__dict__.pop("_plum_signatures", None)
         for hook in self.on_change:
             hook()

@@ -204,6 +204,11 @@ def resolve(packet, args, kwargs, key, candidates=None):
                     and getattr(inner, "op", None) is not None
                     and inner.op.fast_positions == (0,)):
                 packet._by_keywords[key] = (inner.op, inner.op.table, caller.moved)
+            elif (caller is best_op._caller and len(args) == 1 and len(kwargs) == 1
+                    and type(args[0]) is schema_class("Tensor")
+                    and best_op.fast_positions == (0,)):
+                # the one keyword is keyword-only (Note [Keyword calls] in callers.py)
+                packet._by_keyword_only[key] = (best_op, best_op.table)
             if learned is not None:
                 for hook in packet.on_resolve:  # Note [Inline dispatch] in inline.py
                     hook(key, learned)
