@@ -3,7 +3,8 @@
 Every op of the catalogue that has OpInfo samples is timed on one of its samples -- small
 inputs, float32 where the op takes it -- without and with ``requires_grad`` (the recording
 cost), against the same call in PyTorch eager and against the op's own backend call (its
-declared ``impl`` on NumPy arrays: the floor no dispatcher can go below).
+declared ``cpu_impl`` on NumPy arrays where it has one, else its ``impl``: the floor no
+dispatcher can go below).
 
 Note [The sweep's PyTorch calls]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -195,10 +196,27 @@ def _builders(decl, sample, refs, grad: bool):
     else:
         impls["mdtensor"] = lambda: packet(*margs, **mkw)
     if decl.impl is not None and not grad:
-        xp, impl = md.Device("cpu").xp, decl.impl
         raw, raw_kw = _arguments(sample, np.asarray)
-        impls["backend"] = lambda: impl(xp, *raw, **raw_kw)
+        impls["backend"] = _backend_call(decl, md.Device("cpu").xp, raw, raw_kw)
     return impls, notes
+
+
+def _backend_call(decl, xp, raw, raw_kw):
+    """The NumPy computation the CPU kernel runs for these arguments: the op's
+    ``cpu_impl`` where it declares one (a ufunc itself when the call suits it), else its
+    generic ``impl``."""
+    from mdtensor.ops._ufunc_kernels import Ufunc
+
+    cpu, impl = decl.cpu_impl, decl.impl
+    if isinstance(cpu, Ufunc):
+        suits = not raw_kw and all(
+            not isinstance(a, np.ndarray) or not cpu.floats_only or a.dtype.kind in cpu.kinds
+            for a in raw)
+        if suits:
+            return lambda: cpu.fn(*raw)
+    elif cpu is not None:
+        return lambda: cpu(xp, *raw, **raw_kw)
+    return lambda: impl(xp, *raw, **raw_kw)
 
 
 _TORCH: list = []

@@ -134,6 +134,8 @@ class OpDecl:
     inplace: list = field(default_factory=list)
     out: list = field(default_factory=list)
     impl: Callable | None = None
+    #: the NumPy-only computation (Note [NumPy fast impls]), as the CPU kernel calls it
+    cpu_impl: Callable | None = None
     meta: Callable | None = None
     tags: tuple = ()
     info: OpInfo | None = None
@@ -259,6 +261,7 @@ def defop(
     if impl is not None:
         register_leaf(op, prepared_kernel(fschema, kimpl, inplace_impl), DispatchKey.ArrayAPI)
     if cpu_impl is not None and not (fschema.is_inplace or fschema.is_out):
+        decl.cpu_impl = decl.cpu_impl or cpu_impl
         cpu_kernel = (ufunc_kernel(fschema, cpu_impl, kimpl) if isinstance(cpu_impl, Ufunc)
                       else array_api_kernel(fschema, cpu_impl))
         register_leaf(op, cpu_kernel, DispatchKey.CPU)
