@@ -203,8 +203,8 @@ def _builders(decl, sample, refs, grad: bool):
 
 def _backend_call(decl, xp, raw, raw_kw):
     """The NumPy computation the CPU kernel runs for these arguments: the op's
-    ``cpu_impl`` where it declares one (a ufunc itself when the call suits it), else its
-    generic ``impl``."""
+    ``cpu_impl`` or hand-written kernel's computation where it has one and computes this
+    case (a ufunc itself when the call suits it), else its generic ``impl``."""
     from mdtensor.ops._ufunc_kernels import Ufunc
 
     cpu, impl = decl.cpu_impl, decl.impl
@@ -215,7 +215,12 @@ def _backend_call(decl, xp, raw, raw_kw):
         if suits:
             return lambda: cpu.fn(*raw)
     elif cpu is not None:
-        return lambda: cpu(xp, *raw, **raw_kw)
+        try:
+            computes = cpu(xp, *raw, **raw_kw) is not None
+        except Exception:  # noqa: BLE001  (a hand-written kernel's case it hands on)
+            computes = False
+        if computes:
+            return lambda: cpu(xp, *raw, **raw_kw)
     return lambda: impl(xp, *raw, **raw_kw)
 
 

@@ -74,6 +74,16 @@ def register_direct(op, direct: Callable, arity: int = 1) -> None:
         return kernel
 
     register_cpu(op, build)
+    _record(op, lambda xp, *args, **kwargs: direct(*args, **kwargs))
+
+
+def _record(op, cpu_impl: Callable) -> None:
+    """Keep ``cpu_impl(xp, *arrays_and_arguments)`` (None: the generic kernel decides) as
+    the op's NumPy computation, which ``python -m benchmarks --sweep`` times as the backend's
+    own call."""
+    decl = getattr(op, "decl", None)
+    if decl is not None and op in decl.functional and decl.cpu_impl is None:
+        decl.cpu_impl = cpu_impl
 
 
 def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
@@ -101,3 +111,4 @@ def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
         return kernel
 
     register_cpu(op, build)
+    _record(op, lambda xp, x, *args, **kwargs: compute(x, *args, **kwargs))

@@ -134,7 +134,9 @@ class OpDecl:
     inplace: list = field(default_factory=list)
     out: list = field(default_factory=list)
     impl: Callable | None = None
-    #: the NumPy-only computation (Note [NumPy fast impls]), as the CPU kernel calls it
+    #: the NumPy-only computation (Note [NumPy fast impls], Note [Hand-written CPU kernels]),
+    #: ``cpu_impl(xp, *args)``; a hand-written kernel's returns None where its generic
+    #: kernel decides
     cpu_impl: Callable | None = None
     meta: Callable | None = None
     tags: tuple = ()
