@@ -130,14 +130,32 @@ def _backward(xp, g, x, target, weight, reduction, ignore_index, total_weight):
 # Note [NumPy fast impls]: the same computations with fancy indexing.
 
 
+# Note [nll_loss's common case]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# When ``ignore_index`` is no class (PyTorch's default -100), a target is ignored or out of
+# bounds exactly when it is outside ``[0, classes)``, and one maximum over the targets seen
+# as unsigned integers checks that (a negative one is a huge unsigned one): below
+# ``classes``, every target is a valid class and the picks need no mask.  Any other call
+# takes the masked path, which finds the offending target.
+
+
 def _np_picks(x, target, weight, ignore_index):
+    """``(rows, classes picked, weights or None for all ones, not-ignored mask or None for
+    all)``."""
     classes = x.shape[-1]
     t = target.reshape(-1)
+    n = t.shape[0]
+    rows = _ROWS.get(n)
+    if rows is None:
+        rows = _ROWS[n] = np.arange(n)
+        rows.flags.writeable = False
+    if n and not 0 <= ignore_index < classes and \
+            _umax(t.view(_UNSIGNED.get(t.dtype.char, t.dtype))) < classes:
+        return rows, t, None if weight is None else weight[t], None
     valid = t != ignore_index
     safe = t if valid.all() else np.where(valid, t, 0)
     if safe.size and (safe.min() < 0 or safe.max() >= classes):
         raise _out_of_bounds(safe[(safe < 0) | (safe >= classes)][0], classes)
-    rows = np.arange(t.shape[0])
     if weight is None:
         w = valid.astype(x.dtype)
     else:
@@ -146,11 +164,21 @@ def _np_picks(x, target, weight, ignore_index):
     return rows, safe, w, valid
 
 
+_ROWS: dict = {}  # n -> arange(n), read-only
+_UNSIGNED = {"b": np.uint8, "h": np.uint16, "i": np.uint32, "l": np.uint64, "q": np.uint64}
+_umax = np.maximum.reduce
+
+
 def _np_forward(xp, x, target, weight, reduction, ignore_index):
     _check("nll_loss", x, target, weight, reduction)
     rows, safe, w, _ = _np_picks(x, target, weight, ignore_index)
-    losses = x.reshape(-1, x.shape[-1])[rows, safe] * -w
-    total = np.add.reduce(w)
+    picked = x.reshape(-1, x.shape[-1])[rows, safe]
+    if w is None:
+        losses = np.negative(picked, picked)
+        total = x.dtype.type(rows.shape[0])
+    else:
+        losses = picked * -w
+        total = np.add.reduce(w)
     if reduction == 0:  # PyTorch's total_weight: 0, except for a (C,) input
         return losses.reshape(target.shape), total if x.ndim == 1 else np.zeros((), x.dtype)
     loss = np.add.reduce(losses)
@@ -166,9 +194,9 @@ def _np_backward(xp, g, x, target, weight, reduction, ignore_index, total_weight
     with np.errstate(invalid="ignore", divide="ignore"):
         scale = g.reshape(-1) if reduction == 0 else \
             (g / total_weight if reduction == 1 else g)
-        values = -w * scale
+        values = -scale if w is None else -w * scale
     out = np.zeros((rows.shape[0], x.shape[-1]), x.dtype)
-    if not valid.all():  # an ignored target's row stays zero (PyTorch skips it)
+    if valid is not None and not valid.all():  # an ignored target's row stays zero
         rows, safe, values = rows[valid], safe[valid], np.broadcast_to(values, w.shape)[valid]
     out[rows, safe] = values
     return out.reshape(x.shape)
