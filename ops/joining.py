@@ -1,58 +1,172 @@
 """Stacking along the first, second and third axes: ``hstack``, ``vstack``, ``dstack``,
 ``column_stack`` (PyTorch's and NumPy's, which agree).
 
-Each is CompositeImplicitAutograd: its operands are brought to at least one, two or three
-dimensions with ``reshape`` (NumPy's ``atleast_Nd`` rules: a vector becomes a row for
-``vstack``, a ``(1, n, 1)`` slab for ``dstack``, a column for ``column_stack``) and joined
-with ``cat``, so the derivative, the Meta kernel, dtype promotion and every backend come
-from those two ops.
+Note [Stacking kernels]
+~~~~~~~~~~~~~~~~~~~~~~~
+Each op brings its operands to at least one, two or three dimensions (NumPy's
+``atleast_Nd`` rules: a vector becomes a row for ``vstack``, a ``(1, n, 1)`` slab for
+``dstack``, a column for ``column_stack``) and joins them along one axis (``joined``).
+The ops have kernels of their own -- an impl against the Array API, a NumPy one (Note
+[NumPy fast impls] in ops/_decl.py), a Meta kernel and a derivative formula that narrows
+the gradient back to each operand (ops/joining_derivatives.py) -- because the composite
+of ``reshape`` and ``cat`` redispatched an op per operand and recorded a node per operand
+(8-12 us where PyTorch takes 1.5-2.5).  The composite stays registered
+(CompositeImplicitAutograd) for what decomposes: modes, functionalization, ``vmap``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from mdtensor._dtypes import result_type
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
 
 from ._composite import names_op
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._promotion import dtype_of
 from ._samples import make_array
 from .elementwise import ALL
 
-__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+__all__ = ["joined"]
 
 aten = _namespaces.aten._calls  # the ops as plain functions (Note [Packet functions])
 
 
-def _at_least(x, ndim: int):
-    if x.ndim >= ndim:
-        return x
-    shape = tuple(x.shape)
-    if ndim == 1:
-        return aten.reshape(x, (1,))
-    if ndim == 2:
-        return aten.reshape(x, (1, *shape) if shape else (1, 1))
-    # ndim == 3: (n,) -> (1, n, 1), (m, n) -> (m, n, 1)
-    new = {0: (1, 1, 1), 1: (1, *shape, 1), 2: (*shape, 1)}[len(shape)]
-    return aten.reshape(x, new)
+def _hstack_shape(s: tuple) -> tuple:
+    return s if s else (1,)
 
 
-def _hstack(tensors):
-    ts = [_at_least(t, 1) for t in tensors]
-    return aten.cat(ts, 0 if ts[0].ndim == 1 else 1)
+def _vstack_shape(s: tuple) -> tuple:
+    n = len(s)
+    return s if n >= 2 else (1, *s) if n else (1, 1)
 
 
-def _vstack(tensors):
-    return aten.cat([_at_least(t, 2) for t in tensors], 0)
+def _dstack_shape(s: tuple) -> tuple:
+    n = len(s)
+    return s if n >= 3 else (*s, 1) if n == 2 else (1, *s, 1) if n else (1, 1, 1)
 
 
-def _dstack(tensors):
-    return aten.cat([_at_least(t, 3) for t in tensors], 2)
+def _column_shape(s: tuple) -> tuple:
+    if len(s) >= 2:
+        return s
+    return (s[0] if s else 1, 1)
 
 
-def _column_stack(tensors):
-    cols = [aten.reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t for t in tensors]
-    return aten.cat(cols, 1)
+#: op name -> (the shape an operand of shape ``s`` takes, the axis of the join given the
+#: first operand's new rank)
+_JOINS = {
+    "hstack": (_hstack_shape, lambda ndim: 0 if ndim == 1 else 1),
+    "vstack": (_vstack_shape, lambda ndim: 0),
+    "dstack": (_dstack_shape, lambda ndim: 2),
+    "column_stack": (_column_shape, lambda ndim: 1),
+}
+
+
+def joined(name: str, shapes) -> tuple[list, int, tuple]:
+    """``(new shapes, axis, result shape)`` of stacking operands of ``shapes`` with
+    ``name`` (Note [Stacking kernels]); raises ValueError naming the op where the shapes
+    do not join."""
+    if not shapes:
+        raise ValueError(f"{name}: expected a non-empty list of Tensors")
+    shape_of, axis_of = _JOINS[name]
+    new = [shape_of(tuple(s)) for s in shapes]
+    first = new[0]
+    a = axis_of(len(first))
+    out = list(first)
+    for s in new[1:]:
+        if len(s) != len(first) or any(s[i] != first[i] for i in range(len(s)) if i != a):
+            raise ValueError(f"{name}: the tensors, as {len(first)}-d tensors, must have the "
+                             f"same shape except in dimension {a}; got {first} and {s}")
+        out[a] += s[a]
+    return new, a, tuple(out)
+
+
+def _meta(name):
+    def meta(tensors):
+        return joined(name, [t.shape for t in tensors])[2], result_type(*tensors)
+    return meta
+
+
+def _impl(name):
+    def impl(xp, tensors):
+        new, a, _ = joined(name, [t.shape for t in tensors])
+        dtypes = [dtype_of(t) for t in tensors]
+        target = result_type(*dtypes)
+        native = getattr(xp, target.name)
+        return xp.concat([xp.reshape(t if d is target else xp.astype(t, native), s)
+                          for t, d, s in zip(tensors, dtypes, new)], axis=a)
+    return impl
+
+
+# The NumPy kernels (Note [NumPy fast impls]): reshapes and one np.concatenate, which checks
+# the shapes itself, for operands of one dtype; mixed dtypes (promoted by the project's
+# rules, not NumPy's) and anything NumPy refuses take the impl, which raises the op's own
+# error.
+
+
+def _one_dtype(arrays) -> bool:
+    dt = arrays[0].dtype
+    for a in arrays:
+        if a.dtype is not dt and a.dtype != dt:
+            return False
+    return True
+
+
+def _np_hstack(xp, tensors):
+    if tensors and _one_dtype(tensors):
+        try:
+            if tensors[0].ndim == 1:
+                return np.concatenate([t if t.ndim else t.reshape(1) for t in tensors], 0)
+            if tensors[0].ndim:
+                return np.concatenate(tensors, 1)
+        except ValueError:
+            pass
+    return _hstack(xp, tensors)
+
+
+def _np_vstack(xp, tensors):
+    if tensors and _one_dtype(tensors):
+        try:
+            return np.concatenate([t if t.ndim >= 2 else t.reshape(1, -1)
+                                   for t in tensors], 0)
+        except ValueError:
+            pass
+    return _vstack(xp, tensors)
+
+
+def _np_dstack(xp, tensors):
+    if tensors and _one_dtype(tensors):
+        try:
+            return np.concatenate([t if t.ndim >= 3 else t.reshape(_dstack_shape(t.shape))
+                                   for t in tensors], 2)
+        except ValueError:
+            pass
+    return _dstack(xp, tensors)
+
+
+def _np_column_stack(xp, tensors):
+    if tensors and _one_dtype(tensors):
+        try:
+            return np.concatenate([t if t.ndim >= 2 else t.reshape(-1, 1)
+                                   for t in tensors], 1)
+        except ValueError:
+            pass
+    return _column_stack(xp, tensors)
+
+
+_hstack, _vstack, _dstack, _column_stack = (
+    _impl(n) for n in ("hstack", "vstack", "dstack", "column_stack"))
+
+
+# The composites (CompositeImplicitAutograd: what decomposes, Note [Stacking kernels])
+
+
+def _composite(name):
+    def composite(tensors):
+        new, a, _ = joined(name, [t.shape for t in tensors])
+        return aten.cat([t if tuple(t.shape) == s else aten.reshape(t, s)
+                         for t, s in zip(tensors, new)], a)
+    return names_op(name)(composite)
 
 
 def _samples(shapes_list):
@@ -67,11 +181,15 @@ def _errors(name):
                                f"{name}: expected a non-empty list of Tensors")]
 
 
-for _name, _fn, _ref, _shapes in (
-        ("hstack", _hstack, np.hstack, [[(2,), (3,)], [(2, 3), (2, 1)], [(), ()]]),
-        ("vstack", _vstack, np.vstack, [[(3,), (3,)], [(2, 3), (1, 3)], [(), ()]]),
-        ("dstack", _dstack, np.dstack, [[(3,), (3,)], [(2, 3), (2, 3)], [(2, 2, 1), (2, 2)]]),
-        ("column_stack", _column_stack, np.column_stack,
+for _name, _impl_fn, _np_fn, _ref, _shapes in (
+        ("hstack", _hstack, _np_hstack, np.hstack,
+         [[(2,), (3,)], [(2, 3), (2, 1)], [(), ()]]),
+        ("vstack", _vstack, _np_vstack, np.vstack,
+         [[(3,), (3,)], [(2, 3), (1, 3)], [(), ()]]),
+        ("dstack", _dstack, _np_dstack, np.dstack,
+         [[(3,), (3,)], [(2, 3), (2, 3)], [(2, 2, 1), (2, 2)]]),
+        ("column_stack", _column_stack, _np_column_stack, np.column_stack,
          [[(3,), (3,)], [(3, 2), (3,)], [(), ()]])):
-    defop(f"{_name}(Tensor[] tensors) -> Tensor", composite=names_op(_name)(_fn),
+    defop(f"{_name}(Tensor[] tensors) -> Tensor", impl=_impl_fn, cpu_impl=_np_fn,
+          meta=_meta(_name), composite=_composite(_name),
           info=OpInfo(ref=_ref, dtypes=ALL, samples=_samples(_shapes), errors=_errors(_name)))
