@@ -6,9 +6,9 @@ Note [Stacking kernels]
 Each op brings its operands to at least one, two or three dimensions (NumPy's
 ``atleast_Nd`` rules: a vector becomes a row for ``vstack``, a ``(1, n, 1)`` slab for
 ``dstack``, a column for ``column_stack``) and joins them along one axis (``joined``).
-The ops have kernels of their own -- an impl against the Array API, a NumPy one (Note
-[NumPy fast impls] in ops/_decl.py), a Meta kernel and a derivative formula that narrows
-the gradient back to each operand (ops/joining_derivatives.py) -- because the composite
+The ops have kernels of their own -- an impl against the Array API, a CPU kernel (Note
+[Hand-written CPU kernels] in ops/_cpu_kernels.py), a Meta kernel and a derivative formula
+that narrows the gradient back to each operand (ops/joining_derivatives.py) -- because the composite
 of ``reshape`` and ``cat`` redispatched an op per operand and recorded a node per operand
 (8-12 us where PyTorch takes 1.5-2.5).  The composite stays registered
 (CompositeImplicitAutograd) for what decomposes: modes, functionalization, ``vmap``.
@@ -20,8 +20,10 @@ import numpy as np
 
 from mdtensor._dtypes import result_type
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
+from mdtensor.tensors.tensor import Tensor
 
 from ._composite import names_op
+from ._cpu_kernels import register_cpu
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._promotion import dtype_of
 from ._samples import make_array
@@ -98,64 +100,59 @@ def _impl(name):
     return impl
 
 
-# The NumPy kernels (Note [NumPy fast impls]): reshapes and one np.concatenate, which checks
-# the shapes itself, for operands of one dtype; mixed dtypes (promoted by the project's
-# rules, not NumPy's) and anything NumPy refuses take the impl, which raises the op's own
-# error.
+# The CPU kernels (Note [Hand-written CPU kernels] in ops/_cpu_kernels.py): operands of one
+# dtype on one device, those of fewer dimensions than the op wants lifted to them (views),
+# joined by one np.concatenate, which checks the shapes itself.  Mixed dtypes (promoted by
+# the project's rules, not NumPy's) and anything NumPy refuses go to the ArrayAPI kernel,
+# which raises the op's own error.  Written by hand rather than as a ``cpu_impl``:
+# unwrapping a list through the generic kernel cost a third of the op.
 
 
-def _one_dtype(arrays) -> bool:
-    dt = arrays[0].dtype
-    for a in arrays:
-        if a.dtype is not dt and a.dtype != dt:
-            return False
-    return True
+def _lift_1d(a):
+    return a.reshape(1)
 
 
-def _np_hstack(xp, tensors):
-    if tensors and _one_dtype(tensors):
-        try:
-            if tensors[0].ndim == 1:
-                return np.concatenate([t if t.ndim else t.reshape(1) for t in tensors], 0)
-            if tensors[0].ndim:
-                return np.concatenate(tensors, 1)
-        except ValueError:
-            pass
-    return _hstack(xp, tensors)
+def _lift_row(a):
+    return a[None] if a.ndim else a.reshape(1, 1)
 
 
-def _np_vstack(xp, tensors):
-    if tensors and _one_dtype(tensors):
-        try:
-            return np.concatenate([t if t.ndim >= 2 else t.reshape(1, -1)
-                                   for t in tensors], 0)
-        except ValueError:
-            pass
-    return _vstack(xp, tensors)
+def _lift_column(a):
+    return a[:, None] if a.ndim else a.reshape(1, 1)
 
 
-def _np_dstack(xp, tensors):
-    if tensors and _one_dtype(tensors):
-        try:
-            return np.concatenate([t if t.ndim >= 3 else t.reshape(_dstack_shape(t.shape))
-                                   for t in tensors], 2)
-        except ValueError:
-            pass
-    return _dstack(xp, tensors)
+def _lift_slab(a):
+    return a.reshape(_dstack_shape(a.shape))
 
 
-def _np_column_stack(xp, tensors):
-    if tensors and _one_dtype(tensors):
-        try:
-            return np.concatenate([t if t.ndim >= 2 else t.reshape(-1, 1)
-                                   for t in tensors], 1)
-        except ValueError:
-            pass
-    return _column_stack(xp, tensors)
+def _cpu_join(need: int, lift, axis_of):
+    def build(generic):
+        def kernel(tensors):
+            if tensors:
+                first = tensors[0]
+                if type(first) is Tensor:
+                    d, dt = first._device, first._data.dtype
+                    arrays = []
+                    for t in tensors:
+                        if type(t) is not Tensor or t._device is not d:
+                            break
+                        a = t._data
+                        if a.dtype is not dt and a.dtype != dt:
+                            break
+                        arrays.append(a if a.ndim >= need else lift(a))
+                    else:
+                        try:
+                            return d.wrap(np.concatenate(arrays, axis_of(first._data.ndim or need)))
+                        except ValueError:
+                            pass
+            return generic(tensors)
+        return kernel
+    return build
 
 
-_hstack, _vstack, _dstack, _column_stack = (
-    _impl(n) for n in ("hstack", "vstack", "dstack", "column_stack"))
+_CPU = {"hstack": _cpu_join(1, _lift_1d, lambda ndim: 0 if ndim == 1 else 1),
+        "vstack": _cpu_join(2, _lift_row, lambda ndim: 0),
+        "dstack": _cpu_join(3, _lift_slab, lambda ndim: 2),
+        "column_stack": _cpu_join(2, _lift_column, lambda ndim: 1)}
 
 
 # The composites (CompositeImplicitAutograd: what decomposes, Note [Stacking kernels])
@@ -181,15 +178,15 @@ def _errors(name):
                                f"{name}: expected a non-empty list of Tensors")]
 
 
-for _name, _impl_fn, _np_fn, _ref, _shapes in (
-        ("hstack", _hstack, _np_hstack, np.hstack,
-         [[(2,), (3,)], [(2, 3), (2, 1)], [(), ()]]),
-        ("vstack", _vstack, _np_vstack, np.vstack,
-         [[(3,), (3,)], [(2, 3), (1, 3)], [(), ()]]),
-        ("dstack", _dstack, _np_dstack, np.dstack,
-         [[(3,), (3,)], [(2, 3), (2, 3)], [(2, 2, 1), (2, 2)]]),
-        ("column_stack", _column_stack, _np_column_stack, np.column_stack,
-         [[(3,), (3,)], [(3, 2), (3,)], [(), ()]])):
-    defop(f"{_name}(Tensor[] tensors) -> Tensor", impl=_impl_fn, cpu_impl=_np_fn,
-          meta=_meta(_name), composite=_composite(_name),
-          info=OpInfo(ref=_ref, dtypes=ALL, samples=_samples(_shapes), errors=_errors(_name)))
+for _name, _ref, _shapes in (
+        ("hstack", np.hstack, [[(2,), (3,)], [(2, 3), (2, 1)], [(), ()]]),
+        ("vstack", np.vstack, [[(3,), (3,)], [(2, 3), (1, 3)], [(), ()], [(1, 2), (2,)]]),
+        ("dstack", np.dstack,
+         [[(3,), (3,)], [(2, 3), (2, 3)], [(2, 2, 1), (2, 2)], [(), ()], [(1, 2, 1), (2,)]]),
+        ("column_stack", np.column_stack,
+         [[(3,), (3,)], [(3, 2), (3,)], [(), ()], [(2,), (2, 2)]])):
+    _decl = defop(f"{_name}(Tensor[] tensors) -> Tensor", impl=_impl(_name), meta=_meta(_name),
+                  composite=_composite(_name),
+                  info=OpInfo(ref=_ref, dtypes=ALL, samples=_samples(_shapes),
+                              errors=_errors(_name)))
+    register_cpu(_decl.functional[0], _CPU[_name])
