@@ -121,7 +121,8 @@ def _lift_column(a):
 
 
 def _lift_slab(a):
-    return a.reshape(_dstack_shape(a.shape))
+    n = a.ndim
+    return a[:, :, None] if n == 2 else a[None, :, None] if n else a.reshape(1, 1, 1)
 
 
 def _cpu_join(need: int, lift, axis_of):
