@@ -114,7 +114,16 @@ def _nonzero(xp, x):
     return tuple(xp.nonzero(x))
 
 
+def _np_nonzero(xp, x):
+    # See Note [NumPy fast impls] in ops/_decl.py: the ndarray's own nonzero (C; the generic
+    # impl goes through array-api-compat's Python wrapper)
+    if x.ndim == 0:
+        _nonzero(xp, x)  # raises the op's error
+    return list(x.nonzero())
+
+
 defop("nonzero(Tensor self) -> Tensor[]", impl=lambda xp, x: list(_nonzero(xp, x)),
+      cpu_impl=_np_nonzero,
       tags=("dynamic_output_shape",),
       info=OpInfo(ref=lambda x: list(np.nonzero(x)), dtypes=ALL,
                   samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),))],
