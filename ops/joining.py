@@ -150,10 +150,27 @@ def _cpu_join(need: int, lift, axis_of):
     return build
 
 
-_CPU = {"hstack": _cpu_join(1, _lift_1d, lambda ndim: 0 if ndim == 1 else 1),
-        "vstack": _cpu_join(2, _lift_row, lambda ndim: 0),
-        "dstack": _cpu_join(3, _lift_slab, lambda ndim: 2),
-        "column_stack": _cpu_join(2, _lift_column, lambda ndim: 1)}
+def _numpy_join(need: int, lift, axis_of):
+    """The CPU kernel's computation on arrays, ``compute(xp, arrays)`` (None: the generic
+    kernel decides), which ``python -m benchmarks --sweep`` times as the backend's own call
+    (``OpDecl.cpu_impl``)."""
+    def compute(xp, arrays):
+        dt = arrays[0].dtype
+        if any(a.dtype != dt for a in arrays):
+            return None
+        try:
+            return np.concatenate([a if a.ndim >= need else lift(a) for a in arrays],
+                                  axis_of(arrays[0].ndim or need))
+        except ValueError:
+            return None
+    return compute
+
+
+#: op name -> (the rank its operands are lifted to, the lift, the axis given the rank)
+_CPU_JOINS = {"hstack": (1, _lift_1d, lambda ndim: 0 if ndim == 1 else 1),
+              "vstack": (2, _lift_row, lambda ndim: 0),
+              "dstack": (3, _lift_slab, lambda ndim: 2),
+              "column_stack": (2, _lift_column, lambda ndim: 1)}
 
 
 # The composites (CompositeImplicitAutograd: what decomposes, Note [Stacking kernels])
@@ -190,4 +207,5 @@ for _name, _ref, _shapes in (
                   composite=_composite(_name),
                   info=OpInfo(ref=_ref, dtypes=ALL, samples=_samples(_shapes),
                               errors=_errors(_name)))
-    register_cpu(_decl.functional[0], _CPU[_name])
+    register_cpu(_decl.functional[0], _cpu_join(*_CPU_JOINS[_name]))
+    _decl.cpu_impl = _numpy_join(*_CPU_JOINS[_name])
