@@ -18,6 +18,7 @@ __all__ = [
     "conj_factor",
     "expand_back",
     "grad_for",
+    "in_dtype_of",
     "inverse_permutation",
     "is_complex",
     "mH",
@@ -129,6 +130,13 @@ def as_grad_of(gx, x):
             and not is_complex(x):
         return aten.real(gx)
     return gx
+
+
+def in_dtype_of(gx, x):
+    """The gradient of ``x``, an input promoted with others (cat, stack, hstack): the real
+    part of a complex gradient for a real ``x``, in ``x``'s dtype (PyTorch's behaviour)."""
+    gx = as_grad_of(gx, x)
+    return gx if gx._data.dtype == x._data.dtype else aten.astype(gx, x.dtype)
 
 
 # Note [Derivatives of analytic functions]

@@ -45,9 +45,9 @@ NONDIFFERENTIABLE = frozenset({
 # would be read as an operator namespace, ``md.ops.<ns>``).  A new catalogue chapter
 # ``ops/<chapter>.py`` puts its rules in ``ops/<chapter>_derivatives.py`` and its name here.
 _CHAPTERS = ("conv", "convolution", "diagonals", "distances", "elementwise", "fft", "filling",
-             "float_values", "histograms", "indexing", "least_squares", "linalg", "losses",
-             "manipulation", "nn", "normalization", "pooling", "products", "reductions",
-             "scatter", "searching", "special_functions", "statistics")
+             "float_values", "histograms", "indexing", "joining", "least_squares", "linalg",
+             "losses", "manipulation", "nn", "normalization", "pooling", "products",
+             "reductions", "scatter", "searching", "special_functions", "statistics")
 for _chapter in _CHAPTERS:
     importlib.import_module(f"mdtensor.ops.{_chapter}_derivatives")
 

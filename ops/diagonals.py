@@ -5,10 +5,9 @@
 ``dim1``/``dim2`` moved last (the diagonal is the last dimension, as PyTorch's).  As every
 mdtensor op that is not declared a view it returns a new tensor: writing into it leaves
 ``x`` as it was, where PyTorch's diagonal is a view (docs/KIT.md).  ``diag(v, k)`` of a
-vector is the square matrix with ``v`` on diagonal ``k`` (a ``scatter`` into zeros, so its
-gradient is ``scatter``'s), of a matrix its diagonal ``k``.  ``diagonal`` has kernels of
-its own (on NumPy the ndarray's diagonal, copied) and a derivative formula
-(ops/diagonals_derivatives.py); ``diag`` is CompositeImplicitAutograd; the index factories
+vector is the square matrix with ``v`` on diagonal ``k``, of a matrix its diagonal ``k``.
+``diagonal`` and ``diag`` have kernels of their own (on NumPy the ndarray's diagonal,
+copied) and derivative formulas (ops/diagonals_derivatives.py); the index factories
 compute on the host (their values depend only on the sizes) and move the result to the
 device.
 """
@@ -21,7 +20,6 @@ from mdtensor import _dtypes as dt
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
 
 from . import _meta_fns as mf
-from ._composite import names_op
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._factory import deffactory
 from ._samples import make_array
@@ -61,20 +59,49 @@ def _diagonal_meta(x, offset=0, dim1=0, dim2=1):
     return tuple(d for i, d in enumerate(x.shape) if i not in (a, b)) + (k,), x.dtype
 
 
-def _diag(x, diagonal=0):
-    if x.ndim == 2:
-        return aten.diagonal(x, diagonal, 0, 1)
-    if x.ndim != 1:
+def _diag_check(x) -> None:
+    if x.ndim not in (1, 2):
         raise ValueError(f"diag: expected a 1-D or 2-D tensor, got {x.ndim}-D")
+
+
+def _diag(xp, x, diagonal=0):
+    # A matrix's diagonal ``k``, or the square matrix with the
+    # vector on diagonal ``k`` -- where the mask of that diagonal selects the vector, padded
+    # to a column of the result's size (row i of diagonal k >= 0 holds v[i], of k < 0
+    # v[i + k]), so every backend builds it without writing into an array
+    _diag_check(x)
+    if x.ndim == 2:
+        return _diagonal(xp, x, diagonal, 0, 1)
+    n, k = x.shape[0], abs(diagonal)
+    device = getattr(x, "device", None)
+    pad = xp.zeros((k,), dtype=x.dtype, device=device)
+    column = xp.concat([x, pad] if diagonal >= 0 else [pad, x])[:, None]
+    mask = xp.eye(n + k, n + k, k=diagonal, dtype=xp.bool, device=device)
+    return xp.where(mask, column, xp.zeros((), dtype=x.dtype, device=device))
+
+
+def _np_diag(xp, x, diagonal=0):
+    # See Note [NumPy fast impls] in ops/_decl.py: np.diag is a Python function; here the
+    # ndarray's diagonal, copied, or the vector written into zeros with a strided slice of
+    # the flat result (element (i, i + k) of an s x s matrix is at k + i (s + 1))
+    if x.ndim == 2:
+        return x.diagonal(diagonal).copy()
+    if x.ndim != 1:
+        _diag_check(x)
     n = x.shape[0]
     size = n + abs(diagonal)
-    rows = np.arange(n) + max(-diagonal, 0)
-    cols = np.arange(n) + max(diagonal, 0)
-    from mdtensor.tensors.factories import asarray
+    out = np.zeros((size, size), x.dtype)
+    start = diagonal if diagonal >= 0 else -diagonal * size
+    out.reshape(-1)[start:start + n * (size + 1):size + 1] = x
+    return out
 
-    flat = asarray((rows * size + cols).astype(np.int64), device=x.device)
-    out = aten.scatter(aten.zeros((size * size,), dtype=x.dtype, device=x.device), 0, flat, x)
-    return aten.reshape(out, (size, size))
+
+def _diag_meta(x, diagonal=0):
+    _diag_check(x)
+    if x.ndim == 2:
+        return _diagonal_meta(x, diagonal, 0, 1)
+    size = x.shape[0] + abs(diagonal)
+    return (size, size), x.dtype
 
 
 def _diagonal_ref(x, offset=0, dim1=0, dim2=1):
@@ -89,12 +116,16 @@ defop("diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor",
           SampleInput((make_array((2, 3, 4), d, rng), 1, 2, 0))],
           errors=lambda: [ErrorInput(SampleInput((np.zeros((2, 2)), 0, 1, 1)), ValueError,
                                      "diagonal: dimensions cannot be identical")]))
-defop("diag(Tensor self, int diagonal=0) -> Tensor", composite=names_op("diag")(_diag),
-      methods=("diag",),
+defop("diag(Tensor self, int diagonal=0) -> Tensor", impl=_diag, cpu_impl=_np_diag,
+      meta=_diag_meta, methods=("diag",),
       info=OpInfo(ref=lambda x, k=0: np.diag(x, k), dtypes=ALL, samples=lambda d, rng: [
           SampleInput((make_array((3,), d, rng),)), SampleInput((make_array((3,), d, rng), 2)),
           SampleInput((make_array((3,), d, rng), -1)),
-          SampleInput((make_array((3, 4), d, rng), 1))]))
+          SampleInput((make_array((3, 4), d, rng), 1)),
+          SampleInput((make_array((4, 3), d, rng), -2)),
+          SampleInput((make_array((0,), d, rng), 1))],
+          errors=lambda: [ErrorInput(SampleInput((np.zeros((2, 2, 2)),)), ValueError,
+                                     "diag: expected a 1-D or 2-D tensor, got 3-D")]))
 
 
 def _tri_count(name, row, col, offset):

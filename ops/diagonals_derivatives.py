@@ -1,6 +1,7 @@
 """Derivative rules of ``ops/diagonals.py``: ``diagonal``'s gradient puts ``g`` back on the
-diagonal of a zero tensor of the input's shape (``diag`` and the index factories take
-theirs from their parts, or have none)."""
+diagonal of a zero tensor of the input's shape; ``diag``'s is that of a matrix, and of a
+vector the diagonal of ``g`` (PyTorch's ``diag_backward``); the index factories have
+none."""
 
 from __future__ import annotations
 
@@ -26,3 +27,11 @@ def _diagonal(g, out, x, offset=0, dim1=0, dim2=1):
     plane = aten.matmul(aten.matrix_transpose(pick_a),
                         aten.mul(aten.unsqueeze(g, -1), pick_b))
     return aten.moveaxis(plane, [-2, -1], [a, b]), None, None, None
+
+
+@rule("diag")
+@reads()
+def _diag(g, out, x, diagonal=0):
+    if x.ndim == 1:
+        return aten.diagonal(g, diagonal, 0, 1), None
+    return _diagonal(g, out, x, diagonal, 0, 1)[0], None

@@ -71,7 +71,10 @@ def _np_fill(xp, x, value):
 
 
 def _fill_into(xp, out, x, value):
-    out.fill(_value_for("fill", dt.as_dtype(out.dtype), value))
+    if type(value) in _FILLS and out.dtype.kind in "fc":
+        out.fill(value)  # a real value into a floating or complex array: as it is
+    else:
+        out.fill(_value_for("fill", dt.as_dtype(out.dtype), value))
     return True
 
 

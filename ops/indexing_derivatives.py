@@ -245,6 +245,7 @@ def _index_select(g, out, x, dim, index):
 
 
 @rule("repeat_interleave")
+@reads(1)  # a Tensor of repeats; of x only its shape
 def _repeat_interleave(g, out, x, repeats, axis=None):
     import numpy as np
 

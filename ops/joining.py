@@ -1,58 +1,187 @@
 """Stacking along the first, second and third axes: ``hstack``, ``vstack``, ``dstack``,
 ``column_stack`` (PyTorch's and NumPy's, which agree).
 
-Each is CompositeImplicitAutograd: its operands are brought to at least one, two or three
-dimensions with ``reshape`` (NumPy's ``atleast_Nd`` rules: a vector becomes a row for
-``vstack``, a ``(1, n, 1)`` slab for ``dstack``, a column for ``column_stack``) and joined
-with ``cat``, so the derivative, the Meta kernel, dtype promotion and every backend come
-from those two ops.
+Note [Stacking kernels]
+~~~~~~~~~~~~~~~~~~~~~~~
+Each op brings its operands to at least one, two or three dimensions (NumPy's
+``atleast_Nd`` rules: a vector becomes a row for ``vstack``, a ``(1, n, 1)`` slab for
+``dstack``, a column for ``column_stack``) and joins them along one axis (``joined``).
+The ops have kernels of their own -- an impl against the Array API, a CPU kernel (Note
+[Hand-written CPU kernels] in ops/_cpu_kernels.py), a Meta kernel and a derivative formula
+that narrows the gradient back to each operand (ops/joining_derivatives.py) -- because the composite
+of ``reshape`` and ``cat`` redispatched an op per operand and recorded a node per operand
+(8-12 us where PyTorch takes 1.5-2.5).  The composite stays registered
+(CompositeImplicitAutograd) for what decomposes: modes, functionalization, ``vmap``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from mdtensor._dtypes import result_type
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
+from mdtensor.tensors.tensor import Tensor
 
 from ._composite import names_op
+from ._cpu_kernels import register_cpu
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._promotion import dtype_of
 from ._samples import make_array
 from .elementwise import ALL
 
-__all__: list[str] = []  # importing the chapter declares its ops; it exports no names
+__all__ = ["joined"]
 
 aten = _namespaces.aten._calls  # the ops as plain functions (Note [Packet functions])
 
 
-def _at_least(x, ndim: int):
-    if x.ndim >= ndim:
-        return x
-    shape = tuple(x.shape)
-    if ndim == 1:
-        return aten.reshape(x, (1,))
-    if ndim == 2:
-        return aten.reshape(x, (1, *shape) if shape else (1, 1))
-    # ndim == 3: (n,) -> (1, n, 1), (m, n) -> (m, n, 1)
-    new = {0: (1, 1, 1), 1: (1, *shape, 1), 2: (*shape, 1)}[len(shape)]
-    return aten.reshape(x, new)
+def _hstack_shape(s: tuple) -> tuple:
+    return s if s else (1,)
 
 
-def _hstack(tensors):
-    ts = [_at_least(t, 1) for t in tensors]
-    return aten.cat(ts, 0 if ts[0].ndim == 1 else 1)
+def _vstack_shape(s: tuple) -> tuple:
+    n = len(s)
+    return s if n >= 2 else (1, *s) if n else (1, 1)
 
 
-def _vstack(tensors):
-    return aten.cat([_at_least(t, 2) for t in tensors], 0)
+def _dstack_shape(s: tuple) -> tuple:
+    n = len(s)
+    return s if n >= 3 else (*s, 1) if n == 2 else (1, *s, 1) if n else (1, 1, 1)
 
 
-def _dstack(tensors):
-    return aten.cat([_at_least(t, 3) for t in tensors], 2)
+def _column_shape(s: tuple) -> tuple:
+    if len(s) >= 2:
+        return s
+    return (s[0] if s else 1, 1)
 
 
-def _column_stack(tensors):
-    cols = [aten.reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t for t in tensors]
-    return aten.cat(cols, 1)
+#: op name -> (the shape an operand of shape ``s`` takes, the axis of the join given the
+#: first operand's new rank)
+_JOINS = {
+    "hstack": (_hstack_shape, lambda ndim: 0 if ndim == 1 else 1),
+    "vstack": (_vstack_shape, lambda ndim: 0),
+    "dstack": (_dstack_shape, lambda ndim: 2),
+    "column_stack": (_column_shape, lambda ndim: 1),
+}
+
+
+def joined(name: str, shapes) -> tuple[list, int, tuple]:
+    """``(new shapes, axis, result shape)`` of stacking operands of ``shapes`` with
+    ``name`` (Note [Stacking kernels]); raises ValueError naming the op where the shapes
+    do not join."""
+    if not shapes:
+        raise ValueError(f"{name}: expected a non-empty list of Tensors")
+    shape_of, axis_of = _JOINS[name]
+    new = [shape_of(tuple(s)) for s in shapes]
+    first = new[0]
+    a = axis_of(len(first))
+    out = list(first)
+    for s in new[1:]:
+        if len(s) != len(first) or any(s[i] != first[i] for i in range(len(s)) if i != a):
+            raise ValueError(f"{name}: the tensors, as {len(first)}-d tensors, must have the "
+                             f"same shape except in dimension {a}; got {first} and {s}")
+        out[a] += s[a]
+    return new, a, tuple(out)
+
+
+def _meta(name):
+    def meta(tensors):
+        return joined(name, [t.shape for t in tensors])[2], result_type(*tensors)
+    return meta
+
+
+def _impl(name):
+    def impl(xp, tensors):
+        new, a, _ = joined(name, [t.shape for t in tensors])
+        dtypes = [dtype_of(t) for t in tensors]
+        target = result_type(*dtypes)
+        native = getattr(xp, target.name)
+        return xp.concat([xp.reshape(t if d is target else xp.astype(t, native), s)
+                          for t, d, s in zip(tensors, dtypes, new)], axis=a)
+    return impl
+
+
+# The CPU kernels (Note [Hand-written CPU kernels] in ops/_cpu_kernels.py): operands of one
+# dtype on one device, those of fewer dimensions than the op wants lifted to them (views),
+# joined by one np.concatenate, which checks the shapes itself.  Mixed dtypes (promoted by
+# the project's rules, not NumPy's) and anything NumPy refuses go to the ArrayAPI kernel,
+# which raises the op's own error.  Written by hand rather than as a ``cpu_impl``:
+# unwrapping a list through the generic kernel cost a third of the op.
+
+
+def _lift_1d(a):
+    return a.reshape(1)
+
+
+def _lift_row(a):
+    return a[None] if a.ndim else a.reshape(1, 1)
+
+
+def _lift_column(a):
+    return a[:, None] if a.ndim else a.reshape(1, 1)
+
+
+def _lift_slab(a):
+    n = a.ndim
+    return a[:, :, None] if n == 2 else a[None, :, None] if n else a.reshape(1, 1, 1)
+
+
+def _cpu_join(need: int, lift, axis_of):
+    def build(generic):
+        def kernel(tensors):
+            if tensors:
+                first = tensors[0]
+                if type(first) is Tensor:
+                    d, dt = first._device, first._data.dtype
+                    arrays = []
+                    for t in tensors:
+                        if type(t) is not Tensor or t._device is not d:
+                            break
+                        a = t._data
+                        if a.dtype is not dt and a.dtype != dt:
+                            break
+                        arrays.append(a if a.ndim >= need else lift(a))
+                    else:
+                        try:
+                            return d.wrap(np.concatenate(arrays, axis_of(first._data.ndim or need)))
+                        except ValueError:
+                            pass
+            return generic(tensors)
+        return kernel
+    return build
+
+
+def _numpy_join(need: int, lift, axis_of):
+    """The CPU kernel's computation on arrays, ``compute(xp, arrays)`` (None: the generic
+    kernel decides), which ``python -m benchmarks --sweep`` times as the backend's own call
+    (``OpDecl.cpu_impl``)."""
+    def compute(xp, arrays):
+        dt = arrays[0].dtype
+        if any(a.dtype != dt for a in arrays):
+            return None
+        try:
+            return np.concatenate([a if a.ndim >= need else lift(a) for a in arrays],
+                                  axis_of(arrays[0].ndim or need))
+        except ValueError:
+            return None
+    return compute
+
+
+#: op name -> (the rank its operands are lifted to, the lift, the axis given the rank)
+_CPU_JOINS = {"hstack": (1, _lift_1d, lambda ndim: 0 if ndim == 1 else 1),
+              "vstack": (2, _lift_row, lambda ndim: 0),
+              "dstack": (3, _lift_slab, lambda ndim: 2),
+              "column_stack": (2, _lift_column, lambda ndim: 1)}
+
+
+# The composites (CompositeImplicitAutograd: what decomposes, Note [Stacking kernels])
+
+
+def _composite(name):
+    def composite(tensors):
+        new, a, _ = joined(name, [t.shape for t in tensors])
+        return aten.cat([t if tuple(t.shape) == s else aten.reshape(t, s)
+                         for t, s in zip(tensors, new)], a)
+    return names_op(name)(composite)
 
 
 def _samples(shapes_list):
@@ -67,11 +196,16 @@ def _errors(name):
                                f"{name}: expected a non-empty list of Tensors")]
 
 
-for _name, _fn, _ref, _shapes in (
-        ("hstack", _hstack, np.hstack, [[(2,), (3,)], [(2, 3), (2, 1)], [(), ()]]),
-        ("vstack", _vstack, np.vstack, [[(3,), (3,)], [(2, 3), (1, 3)], [(), ()]]),
-        ("dstack", _dstack, np.dstack, [[(3,), (3,)], [(2, 3), (2, 3)], [(2, 2, 1), (2, 2)]]),
-        ("column_stack", _column_stack, np.column_stack,
-         [[(3,), (3,)], [(3, 2), (3,)], [(), ()]])):
-    defop(f"{_name}(Tensor[] tensors) -> Tensor", composite=names_op(_name)(_fn),
-          info=OpInfo(ref=_ref, dtypes=ALL, samples=_samples(_shapes), errors=_errors(_name)))
+for _name, _ref, _shapes in (
+        ("hstack", np.hstack, [[(2,), (3,)], [(2, 3), (2, 1)], [(), ()]]),
+        ("vstack", np.vstack, [[(3,), (3,)], [(2, 3), (1, 3)], [(), ()], [(1, 2), (2,)]]),
+        ("dstack", np.dstack,
+         [[(3,), (3,)], [(2, 3), (2, 3)], [(2, 2, 1), (2, 2)], [(), ()], [(1, 2, 1), (2,)]]),
+        ("column_stack", np.column_stack,
+         [[(3,), (3,)], [(3, 2), (3,)], [(), ()], [(2,), (2, 2)]])):
+    _decl = defop(f"{_name}(Tensor[] tensors) -> Tensor", impl=_impl(_name), meta=_meta(_name),
+                  composite=_composite(_name),
+                  info=OpInfo(ref=_ref, dtypes=ALL, samples=_samples(_shapes),
+                              errors=_errors(_name)))
+    register_cpu(_decl.functional[0], _cpu_join(*_CPU_JOINS[_name]))
+    _decl.cpu_impl = _numpy_join(*_CPU_JOINS[_name])

@@ -9,7 +9,7 @@ from mdtensor.dispatch.namespaces import aten_calls as aten
 from mdtensor.layers.autograd.formulas import sum_to
 
 from ._derivative_helpers import (
-    as_grad_of,
+    in_dtype_of,
     is_complex,
     reads,
     rule,
@@ -84,7 +84,7 @@ def _cat(g, out, tensors, axis=0):
         grads, start = [], 0
         for t in tensors:
             n = t.numel()
-            grads.append(_in_dtype_of(aten.reshape(aten.narrow(g, 0, start, n),
+            grads.append(in_dtype_of(aten.reshape(aten.narrow(g, 0, start, n),
                                                    tuple(t.shape)), t))
             start += n
         return grads, None
@@ -92,22 +92,15 @@ def _cat(g, out, tensors, axis=0):
     a = axis % tensors[0].ndim
     for t in tensors:
         n = t.shape[a]
-        grads.append(_in_dtype_of(aten.narrow(g, a, start, n), t))
+        grads.append(in_dtype_of(aten.narrow(g, a, start, n), t))
         start += n
     return grads, None
-
-
-def _in_dtype_of(gx, x):
-    """The gradient of ``x``, an input promoted with others (cat, stack): the real part of
-    a complex gradient for a real ``x``, in ``x``'s dtype (PyTorch's behaviour)."""
-    gx = as_grad_of(gx, x)
-    return gx if gx._data.dtype == x._data.dtype else aten.astype(gx, x.dtype)
 
 
 @rule("stack")
 @reads()
 def _stack(g, out, tensors, axis=0):
-    return [_in_dtype_of(gi, t) for gi, t in
+    return [in_dtype_of(gi, t) for gi, t in
             zip(aten.unbind(g, axis % (tensors[0].ndim + 1)), tensors)], None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy._core import multiarray as _np_multiarray
 
 from mdtensor import _dtypes as dt
 from mdtensor.dispatch.keys import DispatchKey
@@ -82,12 +83,25 @@ for _n, _f in (("argmax", _argmax), ("argmin", _argmin)):
                            _np_arg_extreme(getattr(np.ndarray, _n)), INT_CHARS + FLOAT_CHARS)
 
 
+_np_count = _np_multiarray.count_nonzero
+
+
 def _count_nonzero(xp, x, axis=None, keepdims=False):
     return xp.count_nonzero(x, axis=_axis("count_nonzero", x.ndim, axis), keepdims=keepdims)
 
 
+def _np_count_nonzero(xp, x, axis=None, keepdims=False):
+    # See Note [NumPy fast impls] in ops/_decl.py: of the whole tensor, NumPy's C count as
+    # a 0-d int64 array (np.count_nonzero and array-api-compat's wrapper are Python
+    # functions); along axes, the impl
+    if axis is None and not keepdims:
+        return np.array(_np_count(x), np.int64)
+    return _count_nonzero(xp, x, axis, keepdims)
+
+
 defop("count_nonzero(Tensor self, int[1]? axis=None, bool keepdims=False) -> Tensor",
-      impl=_count_nonzero, meta=_reduce_meta_to(dt.int64), methods=("count_nonzero",),
+      impl=_count_nonzero, cpu_impl=_np_count_nonzero, meta=_reduce_meta_to(dt.int64),
+      methods=("count_nonzero",),
       kwarg_aliases=_ALIASES,
       info=OpInfo(ref=lambda x, axis=None, keepdims=False: np.asarray(
           np.count_nonzero(x, axis=axis, keepdims=keepdims)), dtypes=ALL, samples=_SAMPLES,
@@ -100,7 +114,16 @@ def _nonzero(xp, x):
     return tuple(xp.nonzero(x))
 
 
+def _np_nonzero(xp, x):
+    # See Note [NumPy fast impls] in ops/_decl.py: the ndarray's own nonzero (C; the generic
+    # impl goes through array-api-compat's Python wrapper)
+    if x.ndim == 0:
+        _nonzero(xp, x)  # raises the op's error
+    return list(x.nonzero())
+
+
 defop("nonzero(Tensor self) -> Tensor[]", impl=lambda xp, x: list(_nonzero(xp, x)),
+      cpu_impl=_np_nonzero,
       tags=("dynamic_output_shape",),
       info=OpInfo(ref=lambda x: list(np.nonzero(x)), dtypes=ALL,
                   samples=lambda d, rng: [SampleInput((make_array((2, 3), d, rng),))],
