@@ -298,7 +298,10 @@ def _np_fft1(kind, x, n, ax, norm):
 # interleaved real and imaginary parts, weighing each bin by 2 but the zero frequency and
 # (even ``n``) the last, whose imaginary parts it ignores, as pocketfft does.  The matrices
 # are kept per transform, sizes, normalization factor and dtype (up to 256 of them);
-# anything else (an irfft along another axis, a larger transform) takes pocketfft.
+# anything else (an irfft along another axis, a larger transform) takes pocketfft.  An n-d
+# transform of the last axes taking and making at most 64 points (a 2-D one of 8x8) is one
+# product too, whose matrix is NumPy's own transform of each input point in double precision
+# (of its real and its imaginary unit for irfftn): 1.3 us where the 1-d steps cost 4.3.
 
 _DFT_MAX = 16
 _DFT: dict = {}
@@ -322,6 +325,62 @@ def _dft(kind, x, m, n, fct, last):
         return np.matmul(x.view(_R_OF[x.dtype]), w) if x.dtype.kind == "c" else \
             np.matmul(x, w[0::2])
     return np.matmul(x, w) if last else np.matmul(w, x)
+
+
+def _dft_nd(name, x, s, k, norm):
+    """The n-d transform ``name`` of ``x``'s last ``k`` axes as one product, where it takes
+    and makes at most 64 points, or None (Note [Small FFTs as products])."""
+    tail = x.shape[-k:]
+    key = (name, tail, s if s is None else tuple(s), norm, x.dtype.char)
+    w = _DFT.get(key, _DFT)
+    if w is _DFT:  # not seen: its matrix, or None where it is too large
+        w = _dft_nd_matrix(name, tail, s, norm, x.dtype)
+        if len(_DFT) >= 256:
+            _DFT.clear()
+        _DFT[key] = w
+    if w is None:
+        return None
+    w, out_tail = w
+    lead = x.shape[:-k]
+    if name == "rfftn":
+        return np.matmul(x.reshape(lead + (-1,)), w).view(_C_OF[x.dtype]).reshape(
+            lead + out_tail)
+    if name == "irfftn":
+        if x.dtype.kind != "c":  # a real input: the real parts' rows
+            w = w[0::2]
+        elif x.strides[-1] != x.itemsize:
+            return None
+        else:
+            x = x.view(_R_OF[x.dtype])
+    return np.matmul(x.reshape(lead + (-1,)), w).reshape(lead + out_tail)
+
+
+def _dft_nd_matrix(name, tail, s, norm, dtype):
+    """``(matrix, output's last axes)`` of ``_dft_nd``, or None: NumPy's transform of each
+    input point (real and imaginary, for irfftn), in double precision."""
+    k = len(tail)
+    sizes = list(s) if s is not None else [None] * k
+    points = math.prod(tail)
+    last = sizes[-1]
+    if last is None:
+        sizes[-1] = last = 2 * (tail[-1] - 1) if name == "irfftn" else tail[-1]
+    sizes = [t if n is None else n for n, t in zip(sizes, tail)]
+    out_tail = tuple(sizes[:-1]) + (last // 2 + 1 if name == "rfftn" else last,)
+    if not points or points > 64 or min(sizes) < 1 or math.prod(out_tail) > 64:
+        return None
+    axes = tuple(range(1, k + 1))
+    if name == "irfftn":  # rows 2j, 2j + 1: point j's real and imaginary parts
+        basis = np.zeros((2 * points, points), np.complex128)
+        basis[0::2] = np.eye(points)
+        basis[1::2] = 1j * np.eye(points)
+        w = np.fft.irfftn(basis.reshape((-1,) + tail), sizes, axes, norm)
+        return w.reshape(2 * points, -1).astype(_R_OF[dtype]), out_tail
+    basis = np.eye(points, dtype=np.float64 if name == "rfftn" else np.complex128)
+    w = getattr(np.fft, name)(basis.reshape((-1,) + tail), sizes, axes, norm)
+    w = w.reshape(points, -1)
+    if name == "rfftn":  # the real and imaginary parts interleaved
+        return w.view(np.float64).astype(dtype), out_tail
+    return w.astype(_C_OF[dtype]), out_tail
 
 
 def _dft_matrix(kind, m, n, fct, dtype, last):
@@ -388,6 +447,11 @@ def _np_fftn(name):
         k = len(axes)
         if not k or (k > 1 and len(set(axes)) != k) or s is not None and len(s) != k:
             return None
+        if x.size <= 1024 and axes[0] == nd - k and axes[-1] == nd - 1 and (
+                k < 3 or axes == list(range(nd - k, nd))):
+            out = _dft_nd(name, x, s, k, norm)
+            if out is not None:
+                return out
         sizes = s if s is not None else (None,) * k
         if kind == "rfft":  # the last axis real-to-complex, then the others
             x = _np_fft1("rfft", x, sizes[-1], axes[-1], norm)

@@ -47,16 +47,19 @@ def test_one_dimensional_transforms(kind, dtype, shape):
 
 
 @pytest.mark.parametrize("kind", ["fft2", "ifft2", "rfft2", "irfft2", "fftn", "rfftn"])
-@pytest.mark.parametrize("shape", [(4, 6), (2, 3, 8), (20, 3)])
-def test_two_dimensional_transforms(kind, shape):
+@pytest.mark.parametrize("shape", [(4, 6), (2, 3, 8), (20, 3), (9, 9)])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_two_dimensional_transforms(kind, shape, dtype):
     rng = np.random.default_rng(1)
-    x = _input(kind[:-1], shape, "complex128" if "rfft" not in kind else "float64", rng)
-    for s in (None, (5, 4)):
+    dtype = "float64" if "rfft" in kind and dtype == "complex128" else dtype
+    x = _input(kind[:-1], shape, dtype, rng)
+    for s in (None, (5, 4), (9, 10)):
         for norm in _NORMS:
-            axes = {"axes": (-2, -1)} if kind.endswith("n") else {}  # the 2-D ops' default
-            got = getattr(md.fft, kind)(md.asarray(x), s=s, norm=norm, **axes)
-            want = getattr(np.fft, kind)(x, s=s, axes=(-2, -1), norm=norm)
-            _check(got.to("cpu").numpy(), want, "float64")
+            for a in (x, x[..., ::-1]):  # contiguous and not
+                axes = {"axes": (-2, -1)} if kind.endswith("n") else {}  # the 2-D default
+                got = getattr(md.fft, kind)(md.asarray(a), s=s, norm=norm, **axes)
+                want = getattr(np.fft, kind)(a, s=s, axes=(-2, -1), norm=norm)
+                _check(got.to("cpu").numpy(), want, dtype)
 
 
 @pytest.mark.parametrize("kind", ["fft2", "ifft2", "rfft2", "irfft2"])
