@@ -244,11 +244,21 @@ _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 def _np_fft1(kind, x, n, ax, norm):
     """pocketfft's ``kind`` ("fft", "ifft", "rfft", "irfft") of ``x`` along the valid axis
     ``ax`` (non-negative), or None (Note [FFTs on NumPy])."""
-    m = x.shape[ax]
+    shape = x.shape
+    last = ax == len(shape) - 1
+    if n is not None and type(n) is not int:
+        return None
+    key = None
+    if x.size <= 1024 and (last or ax == len(shape) - 2):  # a matrix made before?
+        key = (kind, shape[ax], n, norm, x.dtype.char, last)
+        w = _DFT.get(key)
+        if w is not None:
+            out = _dft(kind, x, w, last)
+            if out is not None:
+                return out
+    m = shape[ax]
     if n is None:
         n = 2 * (m - 1) if kind == "irfft" else m
-    elif type(n) is not int:
-        return None
     if n < 1 or not m:
         return None
     inverse = kind == "ifft" or kind == "irfft"
@@ -262,10 +272,12 @@ def _np_fft1(kind, x, n, ax, norm):
         return None
     if kind == "rfft" and x.dtype.kind != "f":
         return None
-    shape = x.shape
-    last = ax == len(shape) - 1
-    if m <= _DFT_MAX and n <= _DFT_MAX and x.size <= 1024 and (last or ax == len(shape) - 2):
-        out = _dft(kind, x, m, n, fct, last)
+    if key is not None and m <= _DFT_MAX and n <= _DFT_MAX:
+        w = _dft_matrix(kind, m, n, fct, x.dtype, last)
+        if len(_DFT) >= 256:
+            _DFT.clear()
+        _DFT[key] = w
+        out = _dft(kind, x, w, last)
         if out is not None:
             return out
     if kind == "rfft":
@@ -297,7 +309,8 @@ def _np_fft1(kind, x, n, ax, norm):
 # real result read as complex; ``irfft`` of the last axis reads the complex input as its
 # interleaved real and imaginary parts, weighing each bin by 2 but the zero frequency and
 # (even ``n``) the last, whose imaginary parts it ignores, as pocketfft does.  The matrices
-# are kept per transform, sizes, normalization factor and dtype (up to 256 of them);
+# are kept per transform, sizes, normalization and dtype (up to 256 of them, looked up
+# before anything else is computed);
 # anything else (an irfft along another axis, a larger transform) takes pocketfft.  An n-d
 # transform of the last axes taking and making at most 64 points (a 2-D one of 8x8) is one
 # product too, whose matrix is NumPy's own transform of each input point in double precision
@@ -307,18 +320,11 @@ _DFT_MAX = 16
 _DFT: dict = {}
 
 
-def _dft(kind, x, m, n, fct, last):
+def _dft(kind, x, w, last):
     """``kind`` of ``x`` along its last (``last``) or second-to-last axis by a product with
-    a coefficient matrix, or None (Note [Small FFTs as products])."""
+    its coefficient matrix ``w``, or None (Note [Small FFTs as products])."""
     if kind == "irfft" and not (last and x.strides[-1] == x.itemsize):
         return None
-    key = (kind, m, n, fct, x.dtype.char, last)
-    w = _DFT.get(key)
-    if w is None:
-        w = _dft_matrix(kind, m, n, fct, x.dtype, last)
-        if len(_DFT) >= 256:
-            _DFT.clear()
-        _DFT[key] = w
     if kind == "rfft" and last:
         return np.matmul(x, w).view(_C_OF[x.dtype])
     if kind == "irfft":  # a real input: the real parts' rows
