@@ -336,6 +336,8 @@ def _dft(kind, x, w, last):
 def _dft_nd(name, x, s, k, norm):
     """The n-d transform ``name`` of ``x``'s last ``k`` axes as one product, where it takes
     and makes at most 64 points, or None (Note [Small FFTs as products])."""
+    if not x.size or name == "rfftn" and x.dtype.kind != "f":  # the 1-d steps decide
+        return None
     tail = x.shape[-k:]
     key = (name, tail, s if s is None else tuple(s), norm, x.dtype.char)
     w = _DFT.get(key, _DFT)

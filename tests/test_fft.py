@@ -68,3 +68,11 @@ def test_two_dimensional_errors(kind):
         getattr(md.fft, kind)(md.ones((3,)))
     with pytest.raises(IndexError, match=f"fft_{kind}: axis 5 is out of range"):
         getattr(md.fft, kind)(md.ones((3, 4)), axes=(0, 5))
+
+
+def test_small_transforms_leave_the_odd_cases_to_the_generic_kernel():
+    # no rows to transform, and a complex input of a real-input transform (an error)
+    got = md.fft.rfftn(md.zeros((0, 3)), axes=(1,))
+    assert got.shape == (0, 2) and got.dtype == md.complex64
+    with pytest.raises(TypeError, match="fft_rfft2"):
+        md.fft.rfft2(md.zeros((2, 2), dtype=md.complex64))
