@@ -227,6 +227,15 @@ def _fftn(call):
     return call.wrap(call.call(self=call.inner("self"), axes=_axes(tuple(axes), ndim)))
 
 
+@register("fft_fft2", "fft_ifft2", "fft_rfft2", "fft_irfft2")
+def _fft2(call):
+    axes = call.args.get("axes")
+    if not call.batched("self"):
+        raise _GiveUp
+    axes = (-2, -1) if axes is None else tuple(axes)
+    return call.wrap(call.call(self=call.inner("self"), axes=_axes(axes, call.ndim("self"))))
+
+
 @register("_softmax_backward_data", "_log_softmax_backward_data")
 def _softmax_backward(call):
     ndim = max(call.ndim("grad_output"), call.ndim("output"))

@@ -1,6 +1,7 @@
 """Derivative rules of ``md.fft`` (``ops/fft.py``): each transform's gradient is the
 transform in the other direction with the dual normalization, cut or zero-padded back to the
-input's length (``rfft``/``irfft`` also weigh the bins they read twice)."""
+input's length (``rfft``/``irfft`` also weigh the bins they read twice).  They read the
+input's shape and dtype only (``reads()``: nothing is saved)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def _real_if(x, gx):
 
 
 def _c2c_rule(inverse_of):
+    @reads()
     def formula(g, out, x, n=None, axis=-1, norm="backward"):
         gx = getattr(aten, inverse_of)(g, None, axis, _DUAL_NORM[norm])
         return (_real_if(x, _fit(gx, axis, x.shape[axis])), None, None, None)
@@ -42,6 +44,7 @@ def _c2c_rule(inverse_of):
 
 
 def _c2c_n_rule(inverse_of):
+    @reads()
     def formula(g, out, x, s=None, axes=None, norm="backward"):
         axes_ = list(range(x.ndim)) if axes is None else [a % x.ndim for a in axes]
         if s is not None and axes is None:
@@ -66,6 +69,7 @@ DERIVATIVES["fft_ifftn"] = _c2c_n_rule("fft_fftn")
 
 
 @rule("fft_rfft")
+@reads()
 def _rfft(g, out, x, n=None, axis=-1, norm="backward"):
     size = n if n is not None else x.shape[axis]
     full = aten.fft_ifft(_fit(g, axis, size), None, axis, _DUAL_NORM[norm])
@@ -73,6 +77,7 @@ def _rfft(g, out, x, n=None, axis=-1, norm="backward"):
 
 
 @rule("fft_rfftn")
+@reads()
 def _rfftn(g, out, x, s=None, axes=None, norm="backward"):
     axes_ = list(range(x.ndim)) if axes is None else [a % x.ndim for a in axes]
     if s is not None and axes is None:
@@ -98,6 +103,7 @@ def _double_inner_bins(gx, axis, n):
 
 
 @rule("fft_irfft")
+@reads()
 def _irfft(g, out, x, n=None, axis=-1, norm="backward"):
     size = n if n is not None else 2 * (x.shape[axis] - 1)
     gx = aten.fft_rfft(g, None, axis, _DUAL_NORM[norm])
@@ -106,6 +112,7 @@ def _irfft(g, out, x, n=None, axis=-1, norm="backward"):
 
 
 @rule("fft_irfftn")
+@reads()
 def _irfftn(g, out, x, s=None, axes=None, norm="backward"):
     axes_ = list(range(x.ndim)) if axes is None else [a % x.ndim for a in axes]
     if s is not None and axes is None:
@@ -120,6 +127,7 @@ def _irfftn(g, out, x, s=None, axes=None, norm="backward"):
 
 
 @rule("fft_hfft")
+@reads()
 def _hfft(g, out, x, n=None, axis=-1, norm="backward"):
     # hfft(x) = irfft(conj(x)) with the normalization direction swapped
     (gx, *_rest) = _irfft(g, None, x, n, axis, _DUAL_NORM[norm])
@@ -127,9 +135,24 @@ def _hfft(g, out, x, n=None, axis=-1, norm="backward"):
 
 
 @rule("fft_ihfft")
+@reads()
 def _ihfft(g, out, x, n=None, axis=-1, norm="backward"):
     # ihfft(x) = conj(rfft(x)) with the normalization direction swapped
     return _rfft(aten.conj(g), None, x, n, axis, _DUAL_NORM[norm])
+
+
+def _plane(formula):
+    """The rule of a 2-D transform (Note [Two-dimensional FFT ops] in ops/fft_planes.py):
+    its n-d transform's, over the last two axes by default."""
+    def plane(g, out, x, s=None, axes=(-2, -1), norm="backward"):
+        return formula(g, out, x, s, list(axes), norm)
+    return reads()(plane)
+
+
+DERIVATIVES["fft_fft2"] = _plane(DERIVATIVES["fft_fftn"])
+DERIVATIVES["fft_ifft2"] = _plane(DERIVATIVES["fft_ifftn"])
+DERIVATIVES["fft_rfft2"] = _plane(_rfftn)
+DERIVATIVES["fft_irfft2"] = _plane(_irfftn)
 
 
 @rule("fft_fftshift")

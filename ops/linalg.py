@@ -611,14 +611,24 @@ def _square_matrix(x):
     return sig
 
 
-def _np_cholesky(x, upper=False):
+def _np_square(fn, x):
+    """The LAPACK gufunc ``fn`` of a square matrix (or stack) to one of its shape: its
+    finite result in ``x``'s precision, or None (Note [Singular matrices])."""
     sig = _square_matrix(x)
-    if sig is None or upper is not False:
+    if sig is None:
         return None
-    out = lapack(_umath_linalg.cholesky_lo, x, signature=f"{sig[0]}->{sig[0]}")
+    out = lapack(fn, x, signature=f"{sig[0]}->{sig[0]}")
     if out is None or not _finite(out):
         return None
     return out.astype(sig[1], copy=False)
+
+
+def _np_cholesky(x, upper=False):
+    return None if upper is not False else _np_square(_umath_linalg.cholesky_lo, x)
+
+
+def _np_inv(x):
+    return _np_square(_umath_linalg.inv, x)
 
 
 def _np_solve(a, b):
@@ -867,7 +877,7 @@ _linalg("eigh", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
 _linalg("eigvalsh", "Tensor self", samples=_square(), ref=np.linalg.eigvalsh)
 _linalg("eig", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
 _linalg("eigvals", "Tensor self")
-_linalg("inv", "Tensor self", samples=_square(), ref=np.linalg.inv)
+_linalg("inv", "Tensor self", samples=_square(), ref=np.linalg.inv, cpu=_np_inv)
 
 
 def _matrix_norm_samples(dtype, rng):

@@ -24,7 +24,8 @@ import numpy as np
 
 from mdtensor import _dtypes as dt
 
-from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._cpu_kernels import register_cpu
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._meta_fns import ArraySpec
 from ._promotion import dtype_of
 from ._samples import make_array
@@ -86,8 +87,12 @@ def _forward(xp, x, weight, bias, training, momentum, eps):
 # into the input gradient's ``xhat`` term.  The per-channel operands are repeated to
 # ``(C, L)`` first: NumPy 2 buffers a ``(C, 1)`` operand broadcast along the inner axis
 # (copying it into a buffer, value by value), twice the cost of the operation itself,
-# while a ``(C, L)`` one broadcasts along ``N`` alone and runs unbuffered.  Empty inputs take
-# the generic impl.
+# while a ``(C, L)`` one broadcasts along ``N`` alone and runs unbuffered; an ``(N, C)``
+# input needs no repeat (its ``(C,)`` operands broadcast along ``N``).  On arrays of up to
+# 4096 elements the sums of products are a product and a sum (einsum's setup costs 1.5 us).
+# The backward's CPU kernel is written by hand (``_backward_cpu_kernel``), reading its six
+# Tensor arguments' arrays itself; empty inputs, low precision, other devices and every
+# error take the generic impl.
 
 
 def _tiled(values, x3):
@@ -97,7 +102,18 @@ def _tiled(values, x3):
 
 
 def _channel_sums(x3):
+    """The per-channel sums of an ``(N, C, L)`` or ``(N, C)`` array."""
+    if x3.ndim == 2:
+        return np.add.reduce(x3, 0)
     return np.add.reduce(np.add.reduce(x3, 0), 1)
+
+
+def _channel_dot(a, b):
+    """The per-channel sums of ``a * b``: one pass without a temporary for large arrays,
+    a product and a sum for small ones (einsum's own setup costs 1.5 us)."""
+    if a.size > 4096:
+        return np.einsum("ncl,ncl->c" if a.ndim == 3 else "nc,nc->c", a, b)
+    return _channel_sums(a * b)
 
 
 def _as_ncl(x):
@@ -163,32 +179,62 @@ def _backward(xp, g, x, weight, running_mean, running_var, save_mean, save_invst
     return (gx, gw if output_mask[1] else None, gb if output_mask[2] else None)
 
 
-def _np_backward(xp, g, x, weight, running_mean, running_var, save_mean, save_invstd, train,
+def _np_backward(g, x, weight, running_mean, running_var, save_mean, save_invstd, train,
                  eps, output_mask):
-    # See Note [Batch norm on NumPy]
-    _backward_meta(ArraySpec(g), ArraySpec(x), weight, running_mean, running_var, save_mean,
-                   save_invstd, train, eps, output_mask)
-    if x.size == 0 or g.dtype != x.dtype:
-        return _backward(np, g, x, weight, running_mean, running_var, save_mean, save_invstd,
-                         train, eps, output_mask)
-    mean, invstd = _statistics(np, running_mean, running_var, save_mean, save_invstd, train,
-                               eps)
-    x3, g3 = _as_ncl(x), _as_ncl(g)
-    count = x3.shape[0] * x3.shape[2]
+    """The common case on NumPy arrays of one floating dtype, or None (Note [Batch norm on
+    NumPy])."""
+    shape = x.shape
+    mean = save_mean if train else running_mean
+    if (g.shape != shape or len(shape) < 2 or x.dtype.char not in "fd" or g.dtype != x.dtype
+            or not x.size or mean is None or len(output_mask) != 3
+            or weight is not None and weight.shape != (shape[1],)):
+        return None
+    invstd = save_invstd if train else 1.0 / np.sqrt(running_var + eps)
+    count = x.size // shape[1]
+    if len(shape) == 2:  # (N, C): the per-channel operands broadcast along N as they are
+        x3, g3, tile = x, g, False
+    else:
+        x3, g3, tile = _as_ncl(x), _as_ncl(g), True
     gb = _channel_sums(g3)
-    centered = x3 - _tiled(mean, x3)
-    dot = np.einsum("ncl,ncl->c", centered, g3)  # sum(g * (x - mean))
-    scale = invstd if weight is None else invstd * weight
+    centered = x3 - (_tiled(mean, x3) if tile else mean)
+    gw = _channel_dot(centered, g3) * invstd  # sum(g * (x - mean)) * invstd
     gx = None
     if output_mask[0]:
-        gx = g3 * _tiled(scale, x3)
-        if train:  # (g - gb / n - (x - mean) * invstd^2 * dot / n) * scale
-            np.multiply(centered, _tiled(dot * (invstd * invstd) * (-scale / count), x3),
-                        centered)
-            gx += centered
-            gx += _tiled(gb * (-scale / count), x3)
-        gx = gx.reshape(x.shape)
-    return (gx, dot * invstd if output_mask[1] else None, gb if output_mask[2] else None)
+        scale = invstd if weight is None else invstd * weight
+        if train:  # (g - gb / n - (x - mean) * invstd * gw / n) * scale, in ``centered``
+            k, m = gw * (invstd * (-1.0 / count)), gb * (-1.0 / count)
+            np.multiply(centered, _tiled(k, x3) if tile else k, centered)
+            centered += g3
+            centered += _tiled(m, x3) if tile else m
+            centered *= _tiled(scale, x3) if tile else scale
+            gx = centered
+        else:
+            gx = g3 * (_tiled(scale, x3) if tile else scale)
+        gx = gx.reshape(shape)
+    return (gx, gw if output_mask[1] else None, gb if output_mask[2] else None)
+
+
+def _backward_cpu_kernel(generic):
+    """``native_batch_norm_backward``'s CPU kernel (Note [Hand-written CPU kernels] in
+    ops/_cpu_kernels.py): its ten arguments unwrapped here, the six Tensors' arrays read
+    directly (the generic kernel's unwrapping of optional Tensors cost 2-3 us of the op's
+    10); other devices, dtypes and every error go to ``generic``."""
+    def kernel(g, x, *rest, **kwargs):
+        d = x._device
+        if not kwargs and len(rest) == 8 and g._device is d:
+            arrays = []
+            for t in rest[:5]:
+                if t is not None:
+                    if t._device is not d:
+                        return generic(g, x, *rest)
+                    t = t._data
+                arrays.append(t)
+            out = _np_backward(g._data, x._data, *arrays, *rest[5:])
+            if out is not None:
+                wrap = d.wrap
+                return tuple(None if o is None else wrap(o) for o in out)
+        return generic(g, x, *rest, **kwargs)
+    return kernel
 
 
 # Note [Batch norm in low precision]
@@ -208,7 +254,7 @@ def in_float32(kernel, input_at: int):
     ``input_at`` is float16 or bfloat16 (Note [Batch norm in low precision])."""
     def run(xp, *args):
         dtype = dtype_of(args[input_at])
-        if dtype not in _LOW:
+        if dtype is not dt.float16 and dtype is not dt.bfloat16:
             return kernel(xp, *args)
         f32 = xp.float32
         wide = [xp.astype(a, f32) if getattr(a, "dtype", None) is not None
@@ -269,6 +315,12 @@ def _backward_samples(dtype, rng):
         g = make_array(shape, dtype, rng)
         out.append(SampleInput((g, x, w, None, None, mean, invstd, True, 1e-3, mask),
                                name=f"{shape} mask={mask}"))
+    # evaluation mode: the running statistics (the kernels' other branch)
+    x, g = make_array((4, 3, 2), dtype, rng), make_array((4, 3, 2), dtype, rng)
+    running_var = make_array((3,), dtype, rng) ** 2 + 0.5
+    out.append(SampleInput((g, x, make_array((3,), dtype, rng), make_array((3,), dtype, rng),
+                            running_var, None, None, False, 1e-3, (True, True, True)),
+                           name="eval"))
     return out
 
 
@@ -289,7 +341,8 @@ defop("_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? b
 defop("native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, "
       "Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, "
       "bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
-      impl=in_float32(_backward, 1), cpu_impl=in_float32(_np_backward, 1),
-      meta=_backward_meta, names=(),
+      impl=in_float32(_backward, 1), meta=_backward_meta, names=(),
       info=OpInfo(ref=_backward_ref, dtypes=FLOATS, samples=_backward_samples,
                   rtol=1e-4, atol=1e-5))
+register_cpu(CATALOGUE["aten::native_batch_norm_backward"].functional[0],
+             _backward_cpu_kernel)

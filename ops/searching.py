@@ -308,19 +308,25 @@ def _np_unique(x, index=False, inverse=False, counts=False):
     else:
         s = flat.copy()
         s.sort()
-    first = np.empty(n, dtype=bool)
-    first[0] = True
-    np.not_equal(s[1:], s[:-1], out=first[1:])
-    out = [s[first]]
+    # first[:n]: the first of each run; first[n] marks the end, so that the runs' starts
+    # and the end are one nonzero() (the counts: their differences)
+    first = np.empty(n + 1, dtype=bool)
+    first[0] = first[n] = True
+    np.not_equal(s[1:], s[:-1], first[1:n])
+    head = first[:n]
+    out = [s[head]]
     if index:
-        out.append(order[first])
-    if inverse:
+        out.append(order[head])
+    if counts:
+        bounds = first.nonzero()[0]
+        runs = np.subtract(bounds[1:], bounds[:-1])
+    if inverse:  # each element's run: the count of runs started after the first
+        first[0] = False
         inv = np.empty(n, dtype=np.intp)
-        inv[order] = np.add.accumulate(first, dtype=np.intp) - 1
+        inv[order] = np.add.accumulate(head, 0, np.intp)
         out.append(inv.reshape(x.shape))
     if counts:
-        starts = first.nonzero()[0]
-        out.append(np.subtract(np.concatenate((starts[1:], [n])), starts))
+        out.append(runs)
     return tuple(out) if len(out) > 1 else out[0]
 
 

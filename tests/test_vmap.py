@@ -116,7 +116,15 @@ def _flat(result):
     return []
 
 
-def _compare(got, want_per_element, axis=0):
+def _layout_rounding(decl) -> bool:
+    """The FFTs round with the layout of their batch: a small transform is a product with a
+    matrix, which BLAS sums in an order that depends on the rows, and a transform of other
+    axes is pocketfft's (Note [Small FFTs as products] in ops/fft.py).  Their errors scale
+    with the largest value, not each element's: compared to the largest value."""
+    return decl.name.startswith("fft_")
+
+
+def _compare(got, want_per_element, axis=0, layout_rounding=False):
     got = _flat(got)
     wants = [_flat(w) for w in want_per_element]
     assert len(got) == len(wants[0])
@@ -126,7 +134,9 @@ def _compare(got, want_per_element, axis=0):
         assert g.shape == want.shape, (g.shape, want.shape)
         assert g.dtype == want.dtype, (g.dtype, want.dtype)
         if want.dtype.kind in "fc":
-            np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-9, equal_nan=True)
+            atol = 1e-6 * float(np.abs(want).max(initial=0)) if layout_rounding else 1e-9
+            np.testing.assert_allclose(g, want, rtol=1e-6, atol=max(atol, 1e-9),
+                                       equal_nan=True)
         else:
             np.testing.assert_array_equal(g, want)
 
@@ -206,7 +216,7 @@ def _check(decl, variants, in_dims_of, case=""):
                 F.vmap(f, in_dims=in_dims)(*batched_args)
             return
         got = F.vmap(f, in_dims=in_dims)(*batched_args)
-    _compare(got, loop)
+    _compare(got, loop, layout_rounding=_layout_rounding(decl))
 
 
 @pytest.mark.parametrize("decl", _decls())
@@ -255,7 +265,8 @@ def test_every_op_under_nested_vmap(decl):
             got = F.vmap(F.vmap(f, in_dims=in_dims), in_dims=in_dims)(*args)
         for i in range(2):
             sub = [g[i] for g in _flat(got)]
-            _compare(sub if len(sub) > 1 else sub[0], loop[i])
+            _compare(sub if len(sub) > 1 else sub[0], loop[i],
+                     layout_rounding=_layout_rounding(decl))
 
 
 def test_the_common_ops_have_rules_not_the_loop():
