@@ -443,9 +443,14 @@ def _functional_factory(op, plan):
                 # the second
                 save = save_bits[(e is not None) | (f is not None) << 1]
             elif many:
-                # an omitted ``Tensor?`` argument (convolution's bias): no edge
-                edges = [e, *[None if a is None else gradient_edge(a)
-                              for a in args[1:n_tensors]]]
+                # an omitted ``Tensor?`` argument (convolution's bias), or one that needs
+                # no grad (where's condition): no edge; a loop, not a comprehension (a
+                # frame, ~0.1 us)
+                edges = [e]
+                for a in args[1:n_tensors]:
+                    ag = None if a is None else a._ag
+                    edges.append(None if ag is None or not ag.requires_grad
+                                 else gradient_edge(a))
                 save = -1
             else:
                 edges = [e]
@@ -468,7 +473,13 @@ def _functional_factory(op, plan):
                 saved = ((w, 0 if wc is None else wc.value if wc is not INF
                           else inference_saved()),)
             else:
-                saved = tuple((t, saved_version(t)) for t in (args[i] for i in saved_positions))
+                saved = []  # saved_version(t) of each, inlined as above
+                for i in saved_positions:
+                    t = args[i]
+                    vc = t._vc
+                    saved.append((t, 0 if vc is None else vc.value if vc is not INF
+                                  else inference_saved()))
+                saved = tuple(saved)
             saved_out = None
             if uses_out:
                 # save_output(out), inlined
