@@ -52,7 +52,7 @@ def unary_kernel(name: str, generic, fix=None):
     SciPy's result in place where its special values differ from ``generic``'s."""
     def impl(xp, a):
         if type(a) is np.ndarray and a.dtype.char in "fd":
-            fn = scipy_special(name)
+            fn = _FOUND[name] if name in _FOUND else scipy_special(name)
             if fn is not None:
                 if fix is None:
                     return fn(a)
