@@ -18,10 +18,11 @@ import numpy as np
 
 from . import _gamma, _special
 from . import _meta_fns as mf
+from ._cpu_kernels import register_cpu
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._promotion import bfloat16_via_float32
 from ._samples import make_array, unary_samples
-from ._scipy_special import on_numpy, scipy_special, unary_kernel
+from ._scipy_special import cpu_unary, on_numpy, scipy_special, unary_kernel
 from .elementwise import FLOATS, REAL_KINDS, to_float
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
@@ -49,26 +50,25 @@ def _math_ref(fn):
     return ref
 
 
-def _unary(name: str, fn, ref, scipy_name: str, domain=None, fix=None) -> None:
+def _unary(name: str, fn, ref, scipy_name: str, domain=None, lowest=None) -> None:
     def impl(xp, a):
         r = bfloat16_via_float32(xp, fn, a)
         return fn(xp, to_float(xp, a)) if r is None else r
 
     impl.__name__ = f"_{name}"
-    impl = unary_kernel(scipy_name, impl, fix)
-    defop(f"{name}(Tensor self) -> Tensor", impl=impl, structured=True, meta=mf.unary_float,
-          cpu_impl=impl,
-          tags=("pointwise",), methods=(name,), accepts=REAL_KINDS,
-          info=OpInfo(ref=ref, dtypes=FLOATS, samples=unary_samples(domain)))
+    impl = unary_kernel(scipy_name, impl, lowest)
+    decl = defop(f"{name}(Tensor self) -> Tensor", impl=impl, structured=True,
+                 meta=mf.unary_float, tags=("pointwise",), methods=(name,),
+                 accepts=REAL_KINDS,
+                 info=OpInfo(ref=ref, dtypes=FLOATS, samples=unary_samples(domain)))
+    register_cpu(decl.functional[0], cpu_unary(scipy_name, lowest))
 
 
-def _lgamma_of_minus_inf(out):
-    # SciPy's gammaln(-inf) is -inf, std::lgamma's (PyTorch's) +inf; it is the only -inf.
-    # One reduction (NaNs skipped) finds whether there is one: the masked copy costs 2 us.
-    # A dot product first (0.5 us) says whether there is any infinity (or NaN) at all.
-    if out.size and not math.isfinite(np.vdot(out, out)) and \
-            np.fmin.reduce(out, None) == -math.inf:
-        np.copyto(out, math.inf, where=out == -math.inf)
+# SciPy's gammaln(-inf) is -inf, std::lgamma's (PyTorch's) +inf.  The dtype's most negative
+# finite value is an integer, a pole, where both give +inf: SciPy gets that in place of
+# -inf (one ``maximum``, which keeps NaNs), the other arguments as they are.  As 0-d arrays:
+# NumPy converts a scalar operand on every call (1 us against 0.4).
+_LOWEST = {c: np.array(np.finfo(c).min, c) for c in "fd"}
 
 
 # SciPy's special values of these agree with the Array API kernels' (PyTorch's), lgamma's
@@ -76,7 +76,7 @@ def _lgamma_of_minus_inf(out):
 _unary("erfc", _special.erfc, _math_ref(math.erfc), "erfc")
 _unary("erfinv", _special.erfinv, _scipy_ref("erfinv"), "erfinv", domain="open_unit")
 _unary("lgamma", _gamma.lgamma, _math_ref(math.lgamma), "gammaln", domain="positive",
-       fix=_lgamma_of_minus_inf)
+       lowest=_LOWEST)
 _unary("digamma", _gamma.digamma, _scipy_ref("digamma"), "psi", domain="positive")
 
 
@@ -127,8 +127,26 @@ def _polygamma_errors():
                      "polygamma: n must be non-negative, got -1")
 
 
-defop("polygamma(int n, Tensor self) -> Tensor", impl=_polygamma_any, structured=True,
-      cpu_impl=_polygamma_any,
-      meta=_polygamma_meta, tags=("pointwise",), accepts=REAL_KINDS,
-      info=OpInfo(ref=_scipy_ref("polygamma"), dtypes=FLOATS, samples=_polygamma_samples,
-                  errors=_polygamma_errors))
+_polygamma_decl = defop(
+    "polygamma(int n, Tensor self) -> Tensor", impl=_polygamma_any, structured=True,
+    meta=_polygamma_meta, tags=("pointwise",), accepts=REAL_KINDS,
+    info=OpInfo(ref=_scipy_ref("polygamma"), dtypes=FLOATS, samples=_polygamma_samples,
+                errors=_polygamma_errors))
+
+
+def _polygamma_cpu(generic):
+    # (Note [SciPy on NumPy]'s CPU kernels) polygamma(0, x) is SciPy's psi, as digamma's
+    # kernel computes it; other orders take the impl's checks and zeta
+    def kernel(*args, **kwargs):
+        if len(args) == 2 and not kwargs and type(args[0]) is int and args[0] == 0:
+            a = args[1]
+            x = a._data
+            if type(x) is np.ndarray and x.dtype.char in "fd":
+                psi = scipy_special("psi")
+                if psi is not None:
+                    return a._device.wrap(psi(x))
+        return generic(*args, **kwargs)
+    return kernel
+
+
+register_cpu(_polygamma_decl.functional[0], _polygamma_cpu)
