@@ -23,7 +23,7 @@ from ._promotion import bfloat16_via_float32, dtype_of
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC, to_float
 
-__all__ = ["LINALG_NAMES", "lapack"]
+__all__ = ["LINALG_NAMES", "lapack", "np_vector_norm"]
 
 
 def _product(xp, a, b):
@@ -749,6 +749,10 @@ def _np_vector_norm(x, axis=None, keepdims=False, ord=2):  # noqa: A002 (the Arr
     if len(axes) != len(axis):
         return None
     return _np_norm2(x, axes, keepdims)
+
+
+#: the vector norm's CPU computation, for linalg.norm's kernel (Note [linalg.norm on NumPy])
+np_vector_norm = _np_vector_norm
 
 
 def _np_matrix_norm(x, keepdims=False, ord="fro"):  # noqa: A002
