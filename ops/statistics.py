@@ -27,6 +27,7 @@ import numpy as np
 
 from mdtensor import _dtypes as dt
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
+from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from ._composite import names_op
@@ -378,8 +379,6 @@ def _quantile_check(x, q_values, dim, interpolation):
 
 def _quantile(x, q, dim=None, keepdim=False, *, interpolation="linear"):
     """CompositeImplicitAutograd: sort, take the two neighbouring order statistics, blend."""
-    from mdtensor.tensors.tensor import Tensor
-
     q_is_tensor = isinstance(q, Tensor)
     if q_is_tensor:
         if q.ndim > 1:
@@ -418,7 +417,8 @@ def _quantile(x, q, dim=None, keepdim=False, *, interpolation="linear"):
                 w = aten.sub(aten.mul(q_flat[i], n - 1), lo)
             v = aten.add(v_lo, aten.mul(aten.sub(v_hi, v_lo), w))
         outs.append(aten.where(has_nan, float("nan"), v))
-    r = aten.stack(outs, axis=0)  # (len(q), *the kept-dims shape)
+    # (len(q), *the kept-dims shape); one quantile is reshaped as it is (a dispatch less)
+    r = outs[0] if len(outs) == 1 else aten.stack(outs, axis=0)
     if dim is None:
         shape = (1,) * x.ndim if keepdim else ()
     elif not x.ndim:
