@@ -13,13 +13,19 @@ is an optional dependency: it is imported by the first call that wants it, never
 ``import mdtensor``.  The two agree within the OpInfo tolerances, which the sweep checks on
 both; where SciPy's special values differ from PyTorch's (``digamma(-inf)``, ...) the kernel
 that calls it says so and fixes them.
+
+The CPU kernels (``cpu_unary``) are written by hand (Note [Hand-written CPU kernels] in
+ops/_cpu_kernels.py): a float32 or float64 array goes to the ufunc in the kernel's own
+frame, as a ``Ufunc`` kernel's does (``defop(cpu_impl=...)`` would put the accepted-dtype
+check and the impl's frame between them, 0.4 us of a 1.8 us call); everything else is the
+op's generic kernel's.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["on_numpy", "scipy_special", "unary_kernel"]
+__all__ = ["cpu_unary", "on_numpy", "scipy_special", "unary_kernel"]
 
 #: ufunc name -> the ufunc, or None where SciPy (or the function) is missing
 _FOUND: dict = {}
@@ -44,24 +50,42 @@ def on_numpy(a) -> bool:
     return type(a) is np.ndarray and a.dtype.char in "fd"
 
 
-def unary_kernel(name: str, generic, fix=None):
+def unary_kernel(name: str, generic, lowest=None):
     """The impl ``impl(xp, a)`` calling ``scipy.special.<name>`` on float32 and float64
     NumPy arrays, ``generic`` (the Array API impl) on the rest or without SciPy.  It is
     both the op's impl and its CPU impl: the in-place and ``out=`` kernels, which call the
-    impl, then compute what the functional CPU kernel computes.  ``fix(out)`` mends
-    SciPy's result in place where its special values differ from ``generic``'s."""
+    impl, then compute what the functional CPU kernel computes.  ``lowest``: ``{dtype
+    char: 0-d array}``, the least argument SciPy's function is given (``maximum(a,
+    lowest)`` instead of ``a``), where its special values below it differ from
+    ``generic``'s."""
     def impl(xp, a):
         if type(a) is np.ndarray and a.dtype.char in "fd":
-            fn = scipy_special(name)
+            fn = _FOUND[name] if name in _FOUND else scipy_special(name)
             if fn is not None:
-                if fix is None:
-                    return fn(a)
-                out = fn(a)
-                if not a.ndim:  # a ufunc's 0-d result is a NumPy scalar
-                    out = np.asarray(out)
-                fix(out)
-                return out
+                return fn(a) if lowest is None else fn(np.maximum(a, lowest[a.dtype.char]))
         return generic(xp, a)
 
     impl.__name__ = f"scipy_{name}"
     return impl
+
+
+def cpu_unary(name: str, lowest=None):
+    """``build(generic)`` for ``register_cpu``: the CPU kernel of a unary op that is
+    ``scipy.special.<name>`` on float32 and float64 arrays (``lowest`` as
+    ``unary_kernel``'s), ``generic`` on the rest and without SciPy (Note [SciPy on
+    NumPy])."""
+    def build(generic):
+        def kernel(a):
+            x = a._data
+            if type(x) is np.ndarray and x.dtype.char in "fd":
+                fn = _FOUND.get(name) or scipy_special(name)
+                if fn is not None:
+                    if lowest is None:
+                        return a._device.wrap(fn(x))
+                    if not x.ndim:
+                        return a._device.wrap(fn(np.maximum(x, lowest[x.dtype.char])))
+                    t = np.maximum(x, lowest[x.dtype.char])
+                    return a._device.wrap(fn(t, out=t))
+            return generic(a)
+        return kernel
+    return build

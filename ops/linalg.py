@@ -16,14 +16,14 @@ from mdtensor.tensors.tensor import Tensor
 from . import _meta_fns as mf
 from ._accepted import refuse_bfloat16
 from ._cpu_kernels import register_direct
-from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
+from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register, register_leaf
 from ._errors import device_mismatch
 from ._linalg_meta import LINALG_METAS
 from ._promotion import bfloat16_via_float32, dtype_of
 from ._samples import make_array
 from .elementwise import FLOATING, NUMERIC, to_float
 
-__all__ = ["LINALG_NAMES", "lapack"]
+__all__ = ["LINALG_NAMES", "lapack", "np_vector_norm"]
 
 
 def _product(xp, a, b):
@@ -761,6 +761,10 @@ def _np_vector_norm(x, axis=None, keepdims=False, ord=2):  # noqa: A002 (the Arr
     return _np_norm2(x, axes, keepdims)
 
 
+#: the vector norm's CPU computation, for linalg.norm's kernel (Note [linalg.norm on NumPy])
+np_vector_norm = _np_vector_norm
+
+
 def _np_matrix_norm(x, keepdims=False, ord="fro"):  # noqa: A002
     nd = x.ndim
     if nd < 2 or x.dtype.kind not in "fc" or not x.size:
@@ -1179,7 +1183,8 @@ def _addmm(self, mat1, mat2, *, beta=1, alpha=1):
     prod = aten.mm(mat1, mat2)
     shape = tuple(prod.shape)
     try:
-        fits = np.broadcast_shapes(tuple(self.shape), shape) == shape
+        fits = tuple(self.shape) == shape or np.broadcast_shapes(
+            tuple(self.shape), shape) == shape
     except ValueError:
         fits = False
     if not fits:
@@ -1205,6 +1210,39 @@ defop("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alp
       "-> Tensor", composite=_addmm, methods=("addmm",),
       info=OpInfo(ref=lambda s, a, b, beta=1, alpha=1: (beta * s if beta else 0)
                   + alpha * np.matmul(a, b), dtypes=FLOATS, samples=_addmm_samples))
+
+# Note [addmm on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~
+# ``addmm`` is CompositeImplicitAutograd (``mm``, ``mul``, ``add``: the sparse products and
+# every backend come from them), which on small matrices costs three dispatches and their
+# recording.  As ``nansum`` (Note [Composite ops with CPU kernels] in ops/_cpu_reductions.py)
+# it has a CPU kernel and a derivative formula of its own (ops/products_derivatives.py): for
+# dense float32 or float64 matrices of one dtype, ``self`` of the product's shape or a row
+# of it (or 0-d) and real scalars, the product and the sum in place in it, in the
+# decomposition's order (``alpha`` times the product, then ``beta * self`` plus it); every
+# other call is the decomposition's, which also raises the op's errors.
+
+
+def _addmm_cpu(self, mat1, mat2, *, beta=1, alpha=1):
+    s, a, b = self._data, mat1._data, mat2._data
+    d = self._device
+    if (type(a) is np.ndarray and type(b) is np.ndarray and type(s) is np.ndarray
+            and a.dtype is b.dtype and s.dtype is a.dtype and a.dtype.char in "fd"
+            and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]
+            and mat1._device is d and mat2._device is d
+            and type(beta) in (int, float) and type(alpha) in (int, float)):
+        shape = (a.shape[0], b.shape[1])
+        if s.shape == shape or s.shape == shape[1:] or not s.ndim:
+            prod = _direct_mm(a, b)
+            if alpha != 1:
+                np.multiply(prod, alpha, out=prod)
+            if beta != 0:
+                np.add(s if beta == 1 else np.multiply(s, beta), prod, out=prod)
+            return d.wrap(prod)
+    return _addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+register(CATALOGUE["aten::addmm"].functional[0], _addmm_cpu, DispatchKey.CPU)
 
 # Note [mm, bmm and dot on NumPy]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

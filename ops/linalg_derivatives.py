@@ -189,6 +189,32 @@ def _matrix_norm(g, out, x, keepdims=False, ord="fro"):
                               f"implemented (fro, nuc, 1, -1, 2, -2, inf and -inf are)")
 
 
+@rule("linalg_norm")
+@uses_out
+def _linalg_norm(g, out, x, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    # The CPU kernel's formula (Note [linalg.norm on NumPy] in ops/norms.py): the gradient
+    # its decomposition records -- the vector or the matrix norm's formula, through the
+    # moved axes and the cast
+    from .norms import norm_plan
+
+    xd = x if dtype is None else aten.astype(x, dtype)
+    vector, dims = norm_plan(x.ndim, ord, dim)
+    if vector:
+        (gx,) = _vector_norm(g, out, xd, axis=dims, keepdims=keepdim,
+                             ord=2 if ord is None else ord)
+    else:
+        a, b = dims
+        if keepdim:
+            g, out = aten.squeeze(g, (a, b)), aten.squeeze(out, (a, b))
+        (gm,) = _matrix_norm(g, out, aten.moveaxis(xd, [a, b], [-2, -1]), keepdims=False,
+                             ord=ord)
+        gx = aten.moveaxis(gm, [-2, -1], [a, b])
+    if gx.dtype != x.dtype:
+        gx = aten.astype(aten.real(gx) if gx.dtype.kind == "c" and x.dtype.kind != "c"
+                         else gx, x.dtype)
+    return gx, None, None, None
+
+
 def _abs_sum_extreme_grad(gx, x, axis, largest):
     """Gradient of the largest (smallest) column (``axis=-2``) or row (``axis=-1``) sum of
     ``|x|``, as PyTorch's ``amax(abs(x).sum(axis))``: the selected columns (rows) get

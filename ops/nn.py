@@ -14,12 +14,13 @@ from mdtensor import random
 from mdtensor.dispatch.namespaces import aten_calls as aten
 
 from . import _meta_fns as mf
+from ._cpu_kernels import register_direct
 from ._decl import OpInfo, SampleInput, defop
 from ._promotion import bfloat16_via_float32
 from ._samples import make_array, unary_samples
 from ._scipy_special import on_numpy, scipy_special
 from ._special import erf
-from .elementwise import FLOATS, to_float
+from .elementwise import FLOAT_ONES, FLOATS, to_float
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
 
@@ -162,10 +163,23 @@ def _silu(xp, x):
     return x / (1 + xp.exp(-x))
 
 
-defop("silu(Tensor self) -> Tensor", impl=_silu, meta=mf.unary_float, tags=("pointwise",),
-      methods=("silu",),
-      info=OpInfo(ref=lambda x: x / (1 + np.exp(-x)), dtypes=FLOATS,
-                  samples=unary_samples(None)))
+def _np_silu(x):
+    # Note [rsqrt and silu on NumPy] in ops/elementwise.py: _silu's operations, in place
+    one = FLOAT_ONES.get(x.dtype.char)
+    if one is None or not x.ndim:
+        return None
+    t = np.negative(x)
+    np.exp(t, t)
+    np.add(one, t, t)
+    return np.divide(x, t, t)
+
+
+_silu_decl = defop(
+    "silu(Tensor self) -> Tensor", impl=_silu, meta=mf.unary_float, tags=("pointwise",),
+    methods=("silu",),
+    info=OpInfo(ref=lambda x: x / (1 + np.exp(-x)), dtypes=FLOATS,
+                samples=unary_samples(None)))
+register_direct(_silu_decl.functional[0], _np_silu)
 
 
 def _softmax(xp, x, dim=-1):

@@ -16,6 +16,7 @@ from ._derivative_helpers import (
     DERIVATIVES,
     as_grad_of,
     conj_factor,
+    grad_for,
     inverse_permutation,
     mH,
     reads,
@@ -107,6 +108,29 @@ def _matmul_backward(c, out, g, a, b, mask):
 
 
 DERIVATIVES["mm"] = DERIVATIVES["bmm"] = DERIVATIVES["matmul"]
+
+
+def _times_conj(g, c):
+    """``g * conj(c)`` for a Python scalar ``c`` (``g`` itself for 1)."""
+    if c == 1:
+        return g
+    return aten.mul(g, c.conjugate() if isinstance(c, complex) else c)
+
+
+@rule("addmm")
+@reads({0: (), 1: (2,), 2: (1,)})
+@uses_mask
+def _addmm(needs, g, out, self, mat1, mat2, *, beta=1, alpha=1):
+    # The CPU kernel's formula (Note [addmm on NumPy] in ops/linalg.py), the gradients its
+    # decomposition would record: ``beta * self`` plus ``alpha`` times ``mm``'s product
+    # (mm's own formula); with ``beta == 0`` self is not read and gets no gradient.
+    gs = None
+    if needs[0] and beta != 0:
+        gs = _times_conj(grad_for(g, self), beta)
+    ga = gb = None
+    if needs[1] or needs[2]:
+        ga, gb = _matmul((needs[1], needs[2], False), _times_conj(g, alpha), None, mat1, mat2)
+    return gs, ga, gb
 
 
 @rule("vecdot")

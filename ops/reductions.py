@@ -425,6 +425,16 @@ def _np_moment(root):
         dtype = x.dtype
         if dtype.char != "d":
             x = x.astype(np.float64)
+        if axis is None and not keepdims:
+            # the whole tensor's: its mean a 0-d array, not a (1, ..., 1) one, which NumPy
+            # broadcasts at 0.5 us more per operation (the same values, the same order)
+            n = x.size
+            if n <= correction:
+                return None
+            d = np.subtract(x, np.array(float(_add_reduce(x, None)) / n))
+            np.multiply(d, d, out=d)
+            v = float(_add_reduce(d, None)) / (n - correction)
+            return dtype.type(math.sqrt(v) if root else v)
         mean = _add_reduce(x, axis, None, None, True)
         n = x.size // mean.size
         if n <= correction:

@@ -18,10 +18,11 @@ import numpy as np
 
 from . import _gamma, _special
 from . import _meta_fns as mf
+from ._cpu_kernels import register_cpu
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._promotion import bfloat16_via_float32
 from ._samples import make_array, unary_samples
-from ._scipy_special import on_numpy, scipy_special, unary_kernel
+from ._scipy_special import cpu_unary, on_numpy, scipy_special, unary_kernel
 from .elementwise import FLOATS, REAL_KINDS, to_float
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
@@ -49,24 +50,25 @@ def _math_ref(fn):
     return ref
 
 
-def _unary(name: str, fn, ref, scipy_name: str, domain=None, fix=None) -> None:
+def _unary(name: str, fn, ref, scipy_name: str, domain=None, lowest=None) -> None:
     def impl(xp, a):
         r = bfloat16_via_float32(xp, fn, a)
         return fn(xp, to_float(xp, a)) if r is None else r
 
     impl.__name__ = f"_{name}"
-    impl = unary_kernel(scipy_name, impl, fix)
-    defop(f"{name}(Tensor self) -> Tensor", impl=impl, structured=True, meta=mf.unary_float,
-          cpu_impl=impl,
-          tags=("pointwise",), methods=(name,), accepts=REAL_KINDS,
-          info=OpInfo(ref=ref, dtypes=FLOATS, samples=unary_samples(domain)))
+    impl = unary_kernel(scipy_name, impl, lowest)
+    decl = defop(f"{name}(Tensor self) -> Tensor", impl=impl, structured=True,
+                 meta=mf.unary_float, tags=("pointwise",), methods=(name,),
+                 accepts=REAL_KINDS,
+                 info=OpInfo(ref=ref, dtypes=FLOATS, samples=unary_samples(domain)))
+    register_cpu(decl.functional[0], cpu_unary(scipy_name, lowest))
 
 
-def _lgamma_of_minus_inf(out):
-    # SciPy's gammaln(-inf) is -inf, std::lgamma's (PyTorch's) +inf; it is the only -inf.
-    # One reduction (NaNs skipped) finds whether there is one: the masked copy costs 2 us.
-    if out.size and np.fmin.reduce(out, None) == -math.inf:
-        np.copyto(out, math.inf, where=out == -math.inf)
+# SciPy's gammaln(-inf) is -inf, std::lgamma's (PyTorch's) +inf.  The dtype's most negative
+# finite value is an integer, a pole, where both give +inf: SciPy gets that in place of
+# -inf (one ``maximum``, which keeps NaNs), the other arguments as they are.  As 0-d arrays:
+# NumPy converts a scalar operand on every call (1 us against 0.4).
+_LOWEST = {c: np.array(np.finfo(c).min, c) for c in "fd"}
 
 
 # SciPy's special values of these agree with the Array API kernels' (PyTorch's), lgamma's
@@ -74,7 +76,7 @@ def _lgamma_of_minus_inf(out):
 _unary("erfc", _special.erfc, _math_ref(math.erfc), "erfc")
 _unary("erfinv", _special.erfinv, _scipy_ref("erfinv"), "erfinv", domain="open_unit")
 _unary("lgamma", _gamma.lgamma, _math_ref(math.lgamma), "gammaln", domain="positive",
-       fix=_lgamma_of_minus_inf)
+       lowest=_LOWEST)
 _unary("digamma", _gamma.digamma, _scipy_ref("digamma"), "psi", domain="positive")
 
 
@@ -94,13 +96,13 @@ def _polygamma_any(xp, n, a):
     [Gamma functions without loops]).  ``n = 1`` keeps the Array API kernel: PyTorch's
     trigamma series is 5e-10 off in float64, and SciPy's exact values would not match
     it (nor the other backends) to the float64 tolerances."""
-    zeta = scipy_special("zeta") if on_numpy(a) and n != 1 else None
+    if n == 0 and type(a) is np.ndarray and a.dtype.char in "fd":
+        psi = scipy_special("psi")
+        if psi is not None:
+            return psi(a)
+    zeta = scipy_special("zeta") if n > 1 and on_numpy(a) else None
     if zeta is None:
         return _polygamma(xp, n, a)
-    if n == 0:
-        return scipy_special("psi")(a)
-    if n < 0:
-        raise ValueError(f"polygamma: n must be non-negative, got {n}")
     out = np.asarray(zeta(float(n + 1), a))  # an array, for a 0-d ``a`` too
     np.multiply(out, (1.0 if n % 2 else -1.0) * math.factorial(n), out)
     # the poles (integers, -inf) keep their infinities
@@ -125,8 +127,26 @@ def _polygamma_errors():
                      "polygamma: n must be non-negative, got -1")
 
 
-defop("polygamma(int n, Tensor self) -> Tensor", impl=_polygamma_any, structured=True,
-      cpu_impl=_polygamma_any,
-      meta=_polygamma_meta, tags=("pointwise",), accepts=REAL_KINDS,
-      info=OpInfo(ref=_scipy_ref("polygamma"), dtypes=FLOATS, samples=_polygamma_samples,
-                  errors=_polygamma_errors))
+_polygamma_decl = defop(
+    "polygamma(int n, Tensor self) -> Tensor", impl=_polygamma_any, structured=True,
+    meta=_polygamma_meta, tags=("pointwise",), accepts=REAL_KINDS,
+    info=OpInfo(ref=_scipy_ref("polygamma"), dtypes=FLOATS, samples=_polygamma_samples,
+                errors=_polygamma_errors))
+
+
+def _polygamma_cpu(generic):
+    # (Note [SciPy on NumPy]'s CPU kernels) polygamma(0, x) is SciPy's psi, as digamma's
+    # kernel computes it; other orders take the impl's checks and zeta
+    def kernel(*args, **kwargs):
+        if len(args) == 2 and not kwargs and type(args[0]) is int and args[0] == 0:
+            a = args[1]
+            x = a._data
+            if type(x) is np.ndarray and x.dtype.char in "fd":
+                psi = scipy_special("psi")
+                if psi is not None:
+                    return a._device.wrap(psi(x))
+        return generic(*args, **kwargs)
+    return kernel
+
+
+register_cpu(_polygamma_decl.functional[0], _polygamma_cpu)

@@ -27,6 +27,7 @@ import numpy as np
 
 from mdtensor import _dtypes as dt
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
+from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from ._composite import names_op
@@ -378,8 +379,6 @@ def _quantile_check(x, q_values, dim, interpolation):
 
 def _quantile(x, q, dim=None, keepdim=False, *, interpolation="linear"):
     """CompositeImplicitAutograd: sort, take the two neighbouring order statistics, blend."""
-    from mdtensor.tensors.tensor import Tensor
-
     q_is_tensor = isinstance(q, Tensor)
     if q_is_tensor:
         if q.ndim > 1:
@@ -418,7 +417,8 @@ def _quantile(x, q, dim=None, keepdim=False, *, interpolation="linear"):
                 w = aten.sub(aten.mul(q_flat[i], n - 1), lo)
             v = aten.add(v_lo, aten.mul(aten.sub(v_hi, v_lo), w))
         outs.append(aten.where(has_nan, float("nan"), v))
-    r = aten.stack(outs, axis=0)  # (len(q), *the kept-dims shape)
+    # (len(q), *the kept-dims shape); one quantile is reshaped as it is (a dispatch less)
+    r = outs[0] if len(outs) == 1 else aten.stack(outs, axis=0)
     if dim is None:
         shape = (1,) * x.ndim if keepdim else ()
     elif not x.ndim:
@@ -520,19 +520,38 @@ defop("nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType?
               SampleInput((make_array((3, 4), d, rng),), {"dim": 1})]))
 
 
+# Note [NaN sums on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# ``np.add.reduce`` takes a mask (``where=``, with the initial value 0): the sum of the
+# non-NaN elements is one reduction over ``x == x``, with no copy of ``x`` with zeros for its
+# NaNs (``np.where``, 1 us on a small array).  NumPy sums each run of unmasked elements
+# pairwise, as it sums a whole array.  ``nanmean`` also needs the count of non-NaN
+# elements, and on an array without NaN (most arrays) that is the count of elements: so it
+# sums first, and a result without NaN (one more reduction where it is not one number)
+# divides by that; only a NaN among the sums -- a NaN in the input, or infinities of both
+# signs -- takes the masked sum and count.
+
+
 def _np_nansum(x, axis, keepdims):
     # See Note [Composite ops with CPU kernels] in ops/_cpu_reductions.py: NaNs as zeros
-    y = np.where(x != x, 0, x)
-    return np.add.reduce(y, axis, None, None, True) if keepdims else np.add.reduce(y, axis)
+    return np.add.reduce(x, axis, None, None, keepdims, 0, x == x)
 
 
 def _np_nanmean(x, axis, keepdims):
     # the sum of the non-NaN elements over their count; a count of 0 gives nan silently,
     # as PyTorch's
-    nan = x != x
-    total = np.add.reduce(np.where(nan, 0, x), axis, None, None, keepdims)
-    count = np.add.reduce(np.logical_not(nan, out=nan), axis, x.dtype, None, keepdims)
-    if np.logical_and.reduce(count, None):
+    if x.size:
+        s = np.add.reduce(x, axis, None, None, True) if keepdims else np.add.reduce(x, axis)
+        total = s if type(s) is not np.ndarray else np.add.reduce(s, None)
+        if total == total:
+            return s / (x.size // s.size)
+    kept = x == x
+    total = np.add.reduce(x, axis, None, None, keepdims, 0, kept)
+    if axis is None and not keepdims:  # the count a Python int, dividing in x's dtype
+        count = int(np.count_nonzero(kept))
+        return total / count if count else total.dtype.type(math.nan)
+    count = np.add.reduce(kept, axis, x.dtype, None, keepdims)
+    if np.count_nonzero(count) == count.size:
         return total / count
     return np.divide(total, count, out=np.full(np.shape(total), np.nan, x.dtype),
                      where=count != 0)

@@ -33,6 +33,28 @@ def test_fmod_is_exact_with_the_dividends_sign():
         [np.float32(-1e-30)]
 
 
+@pytest.mark.parametrize("dtype", [md.float32, md.float64])
+def test_floor_divide_of_infinities_is_the_limit_on_every_path(dtype):
+    # Note [floor_divide on NumPy]: the CPU kernel's dot-product screen sends arrays with
+    # an infinity (or NaN) to the generic fix; same shapes, broadcast and scalar operands
+    a = md.asarray([1.0, -1.0, inf, -inf, 5.0, -3.0, 7.0, nan], dtype=dtype)
+    b = md.asarray([inf, inf, 2.0, 2.0, 0.0, 2.0, -inf, 1.0], dtype=dtype)
+    got = to_numpy(md.floor_divide(a, b))
+    np.testing.assert_array_equal(got, [0.0, -0.0, inf, -inf, inf, -2.0, -0.0, nan])
+    assert np.signbit(got[1]) and np.signbit(got[6])
+    assert _values(md.floor_divide(md.asarray([[inf], [3.0]], dtype=dtype),
+                                   md.asarray([2.0, -2.0], dtype=dtype))) == \
+        [[inf, -inf], [1.0, -2.0]]
+    assert _values(md.floor_divide(md.asarray([inf, 3.0], dtype=dtype), 2.0)) == [inf, 1.0]
+    assert _values(md.floor_divide(md.asarray([-1.0, 3.0], dtype=dtype), inf)) == [-0.0, 0.0]
+    assert np.signbit(to_numpy(md.floor_divide(-1.0, md.asarray([inf], dtype=dtype)))[0])
+    assert _values(md.floor_divide(7, md.asarray([2.0, -inf], dtype=dtype))) == [3.0, -0.0]
+    assert md.floor_divide(md.asarray([3.0], dtype=dtype), 2).dtype == dtype
+    # a sum of finite values that overflows takes the generic path and the same result
+    big = md.asarray([3e38, 3e38], dtype=dtype)
+    assert _values(md.floor_divide(big, big)) == [1.0, 1.0]
+
+
 _REAL_PAIRS = [(md.float32, md.int32), (md.int64, md.float32), (md.float32, md.bool),
                (md.uint8, md.float64), (md.uint64, md.int64)]
 _COMPLEX_PAIRS = [(md.complex64, md.int32), (md.float64, md.complex64)]
