@@ -53,7 +53,12 @@ def _math_ref(fn):
 def _unary(name: str, fn, ref, scipy_name: str, domain=None, lowest=None) -> None:
     def impl(xp, a):
         r = bfloat16_via_float32(xp, fn, a)
-        return fn(xp, to_float(xp, a)) if r is None else r
+        if r is not None:
+            return r
+        a = to_float(xp, a)
+        if a.dtype == xp.float16:  # Note [Half precision special functions]
+            return xp.astype(fn(xp, xp.astype(a, xp.float32)), xp.float16)
+        return fn(xp, a)
 
     impl.__name__ = f"_{name}"
     impl = unary_kernel(scipy_name, impl, lowest)

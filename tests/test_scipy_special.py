@@ -69,3 +69,21 @@ def test_special_values_match_the_array_api_kernels():
     got = md.polygamma(2, x).numpy()
     assert np.isneginf(got[0]) and np.isnan(got[1]) and np.isnan(got[2])
     assert np.isneginf(got[3])
+
+
+@pytest.mark.parametrize("device", ["cpu", "jax"])
+@pytest.mark.parametrize("name", ["lgamma", "digamma", "erfc", "erfinv"])
+def test_half_precision_is_computed_in_float32(name, device):
+    # Note [Half precision special functions] (ops/special_functions.py): lgamma's
+    # coefficients overflowed float16, which made every value NaN
+    torch = pytest.importorskip("torch")
+    if device == "jax":
+        pytest.importorskip("jax")
+    values = [-2.5, -0.5, 0.5, 0.9, 1.5, 3.0, 20.0] if name != "erfinv" else \
+        [-0.9, -0.5, 0.0, 0.3, 0.75]
+    x = np.array(values, np.float16)
+    got = getattr(md, name)(md.asarray(x, device=device))
+    want = getattr(torch, name)(torch.from_numpy(x)).numpy()
+    assert got.dtype == md.float16
+    np.testing.assert_allclose(np.asarray(got.cpu().numpy(), np.float32),
+                               want.astype(np.float32), rtol=2e-3)
