@@ -59,6 +59,7 @@ from mdtensor import _dtypes as dt
 
 __all__ = [
     "bfloat16_via_float32",
+    "half_via_float32",
     "dtype_of",
     "astype_as_pytorch",
     "promote_arrays",
@@ -96,6 +97,14 @@ def bfloat16_via_float32(xp, fn, a, *args):
     rounded back, as PyTorch's CPU kernels compute bfloat16 (ml_dtypes' loops would widen
     some results to float64, and NumPy's ``clip`` has none); None for another dtype."""
     if dtype_of(a) is not dt.bfloat16:
+        return None
+    return xp.astype(fn(xp, xp.astype(a, xp.float32), *args), a.dtype)
+
+
+def half_via_float32(xp, fn, a, *args):
+    """``bfloat16_via_float32`` for float16 arrays as well (Note [Half precision special
+    functions] in ops/special_functions.py); None for another dtype."""
+    if dtype_of(a) not in (dt.bfloat16, dt.float16):
         return None
     return xp.astype(fn(xp, xp.astype(a, xp.float32), *args), a.dtype)
 

@@ -20,7 +20,7 @@ from . import _gamma, _special
 from . import _meta_fns as mf
 from ._cpu_kernels import register_cpu
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
-from ._promotion import bfloat16_via_float32
+from ._promotion import bfloat16_via_float32, half_via_float32
 from ._samples import make_array, unary_samples
 from ._scipy_special import cpu_unary, on_numpy, scipy_special, unary_kernel
 from .elementwise import FLOATS, REAL_KINDS, to_float
@@ -52,13 +52,8 @@ def _math_ref(fn):
 
 def _unary(name: str, fn, ref, scipy_name: str, domain=None, lowest=None) -> None:
     def impl(xp, a):
-        r = bfloat16_via_float32(xp, fn, a)
-        if r is not None:
-            return r
-        a = to_float(xp, a)
-        if a.dtype == xp.float16:  # Note [Half precision special functions]
-            return xp.astype(fn(xp, xp.astype(a, xp.float32)), xp.float16)
-        return fn(xp, a)
+        r = half_via_float32(xp, fn, a)  # Note [Half precision special functions]
+        return fn(xp, to_float(xp, a)) if r is None else r
 
     impl.__name__ = f"_{name}"
     impl = unary_kernel(scipy_name, impl, lowest)

@@ -137,6 +137,7 @@ def test_expansions_are_cached_beside_the_bytecode(tmp_path):
     (lambda x: md.sum(x, 0), "sum"),                               # a Tensor and a value
     (lambda x: md.transpose(x, 0, 1), "transpose.int"),           # a Tensor and two values
     (lambda x: md.tril(x, k=1), "tril"),                          # a keyword-only value
+    (lambda x: md.polygamma(1, x), "polygamma"),                  # a value, then a Tensor
 ])
 def test_the_learned_overloads_see_later_registrations(call, overload):
     # The packet function calls the overload a call's types resolved to inline (Note

@@ -269,9 +269,14 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     # through the overload's caller, one frame and a star call more (17.3K -> 15.1K
     # instructions for ``md.transpose(x, 0, 1)``).
     mixed3: dict = {}
+    # And those of another type then a Tensor (``polygamma(1, x)``), by the first
+    # argument's type; ``mixed_second`` is Tensor once one is known.
+    mixed_rev: dict = {}
+    mixed_second = None
 
     def learn(key, caller):
         nonlocal one_type, one_op, one_table, two_type, two_op, two_table, mixed_first
+        nonlocal mixed_second
         Tensor = schema_class("Tensor")  # Note [Schema classes] in resolution.py
         op = getattr(caller, "op", None)
         if op is None:
@@ -294,13 +299,21 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                 and all(isinstance(k, type) and not issubclass(k, Tensor) for k in key[1:])):
             mixed3[key[1:]] = (op, op.table)  # (Tensor, type, type) positionally
             mixed_first = Tensor
+        elif (type(key) is tuple and len(key) == 2 and key[1] is Tensor
+                and op.fast_positions == (1,)
+                and isinstance(key[0], type) and not issubclass(key[0], Tensor)):
+            mixed_rev[key[0]] = (op, op.table)  # (type, Tensor) positionally
+            mixed_second = Tensor
 
     def forget():
         nonlocal one_type, one_op, one_table, two_type, two_op, two_table, mixed_first
+        nonlocal mixed_second
         one_type = one_op = one_table = two_type = two_op = two_table = mixed_first = None
+        mixed_second = None
         mixed.clear()
         mixed_kw.clear()
         mixed3.clear()
+        mixed_rev.clear()
 
     packet.on_change.append(forget)
     packet.on_resolve.append(learn)
@@ -346,6 +359,12 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                     return kernel(a, b)
                 if type(a) is mixed_first:
                     hit = mixed.get(type(b))
+                elif type(b) is mixed_second:
+                    rev = mixed_rev.get(type(a))
+                    if rev is not None:
+                        op, table = rev
+                        kernel = dispatch_kernel(op, table, b)
+                        return kernel(a, b)
                 if hit is None:
                     caller = cache.get((type(a), type(b)))
                     if caller is not None:
