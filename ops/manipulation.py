@@ -754,7 +754,7 @@ def _np_split(xp, x, split_size_or_sections, axis=0):
     # Note [NumPy fast impls] (ops/_decl.py): a positive int size of a non-empty dimension;
     # ``_split`` gives everything else and every error
     if type(split_size_or_sections) is int and split_size_or_sections > 0 and x.ndim:
-        a = mf.normalize_axis("split", axis, x.ndim)
+        a = 0 if type(axis) is int and axis == 0 else mf.normalize_axis("split", axis, x.ndim)
         if x.shape[a]:
             return _np_pieces(x, split_size_or_sections, a)
     return _split(xp, x, split_size_or_sections, axis)
@@ -781,7 +781,7 @@ def _chunk(xp, x, chunks, axis=0):
 def _np_chunk(xp, x, chunks, axis=0):
     # Note [NumPy fast impls]: a positive int count of a non-empty dimension
     if type(chunks) is int and chunks > 0 and x.ndim:
-        a = mf.normalize_axis("chunk", axis, x.ndim)
+        a = 0 if type(axis) is int and axis == 0 else mf.normalize_axis("chunk", axis, x.ndim)
         n = x.shape[a]
         if n:
             return _np_pieces(x, -(-n // chunks), a)
@@ -1194,9 +1194,10 @@ def to_device(self, device: Device | str, /, *, stream=None) -> Tensor:
 # call than the op itself needs; like ``x[1:3]`` (``ops/indexing.py``) they run the
 # overload's four dispatch lines in their own frame instead (Note [Inline dispatch] in
 # mdtensor/dispatch/inline.py): the same table, so modes, autograd, functionalization and
-# traces see the same call (``x.T``: 11.7K -> 10.0K instructions, ``md.reshape(x, (4,
-# 64))``: 16.5K -> 14.8K, 16x16 float32).  ``x.T`` and ``x.mT`` of a subclass of Tensor
-# take the packet, which may resolve a subclass's call to an overload of its own.
+# traces see the same call (``x.T``: 11.7K -> 9.9K instructions, ``md.ravel(x)``: 16.0K
+# -> 14.4K, ``md.reshape(x, (4, 64))``: 16.5K -> 15.6K; 16x16 float32).  ``x.T`` and
+# ``x.mT`` of a subclass of Tensor take the packet, which may resolve a subclass's call to
+# an overload of its own.
 
 _mt_op = CATALOGUE["aten::matrix_transpose"].overloads[0]
 _mt_table = _mt_op.table  # cleared in place, never replaced
