@@ -483,20 +483,15 @@ def _np_broadcast(x, shape):
     lead = len(shape) - len(xs) if type(shape) is tuple else -1
     if lead < 0 or not x.size or not x.flags.c_contiguous or math.prod(shape) > 1 << 59:
         return None
-    if lead and shape[lead:] == xs:  # new leading dimensions only (a gradient's expansion)
-        for f in shape[:lead]:
-            if type(f) is not int or f < 0:
-                return None
-        out = np.ndarray(shape, x.dtype, x, 0, (0,) * lead + x.strides)
-        out.setflags(write=False)
-        return out
     strides = [0] * lead + list(x.strides)
-    for i, d in enumerate(xs):
-        f = shape[lead + i]
+    i = lead  # (a counter, not enumerate and ``lead + i``: 0.9K instructions less a call)
+    for d in xs:
+        f = shape[i]
         if d != f:
             if d != 1 or type(f) is not int or f < 0:
                 return None
-            strides[lead + i] = 0
+            strides[i] = 0
+        i += 1
     for f in shape[:lead]:
         if type(f) is not int or f < 0:
             return None
