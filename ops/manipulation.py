@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from mdtensor import _dtypes
+from mdtensor.dispatch.inline import dispatch_kernel, inline_dispatch
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
 from mdtensor.tensors.device import Device
 from mdtensor.tensors.tensor import Tensor
@@ -232,8 +233,11 @@ defop("view(Tensor(a) self, SymInt[] shape) -> Tensor(a)", impl=_view, meta=_vie
                                           SampleInput((make_array((2, 3), d, rng), (-1,)))]))
 
 
-#: ``view``'s overload as a plain function, bound once: reshape's hot path
-_view_call = CATALOGUE["aten::view"].overloads[0].caller
+#: ``view``'s overload and its dispatch table (cleared in place, never replaced): reshape's
+#: hot path dispatches it inline (Note [Views dispatched inline])
+_view_op = CATALOGUE["aten::view"].overloads[0]
+_view_table = _view_op.table
+_view_call = _view_op.caller
 
 # ---------------------------------------------------------------------------------------
 # Array API manipulation functions and their torch spellings
@@ -363,13 +367,16 @@ def _copy_then_view(x, shape):
     return _view_call(_aten.cat([x], axis=None), shape)
 
 
+@inline_dispatch
 def _reshape(x, shape, *, copy=None):
     if copy:
         shape = _ints(shape)
         _view_shape(x, shape, "reshape")  # its own checks, named reshape
         return _copy_then_view(x, shape)
+    # ``_view_call(x, shape)``, inlined (Note [Views dispatched inline])
+    kernel = dispatch_kernel(_view_op, _view_table, x)
     try:
-        return _view_call(x, shape)
+        return kernel(x, shape)
     except NotViewableError:
         shape = _ints(shape)
         if copy is False:
@@ -423,10 +430,20 @@ defop("flatten(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor", composi
                   samples=_s(((2, 3, 4), (), {}), ((2, 3, 4), (1,), {}), ((), (), {}))))
 
 
+_FLAT = (-1,)
+
+
+@inline_dispatch
 def _ravel(x):
     """CompositeImplicitAutograd: PyTorch's ``ravel``, ``reshape(-1)`` (a view when
-    possible, Note [reshape: a view when possible])."""
-    return _reshape(x, (-1,))
+    possible, Note [reshape: a view when possible]); ``_reshape``'s steps for that shape,
+    which is always valid: ``view``, dispatched inline (Note [Views dispatched inline]), or
+    a view of a copy."""
+    kernel = dispatch_kernel(_view_op, _view_table, x)
+    try:
+        return kernel(x, _FLAT)
+    except NotViewableError:
+        return _copy_then_view(x, _FLAT)
 
 
 defop("ravel(Tensor self) -> Tensor", composite=_ravel,
@@ -474,12 +491,14 @@ def _np_broadcast(x, shape):
     if lead < 0 or not x.size or not x.flags.c_contiguous or math.prod(shape) > 1 << 59:
         return None
     strides = [0] * lead + list(x.strides)
-    for i, d in enumerate(xs):
-        f = shape[lead + i]
+    i = lead  # (a counter, not enumerate and ``lead + i``: 0.9K instructions less a call)
+    for d in xs:
+        f = shape[i]
         if d != f:
             if d != 1 or type(f) is not int or f < 0:
                 return None
-            strides[lead + i] = 0
+            strides[i] = 0
+        i += 1
     for f in shape[:lead]:
         if type(f) is not int or f < 0:
             return None
@@ -554,7 +573,7 @@ def _squeeze(xp, x, axis=None):
 
 def _np_squeeze(xp, x, axis=None):
     if axis is None:
-        return x.reshape(tuple(d for d in x.shape if d != 1))
+        return x.squeeze()  # every unit dimension: ndarray.squeeze, in C
     if type(axis) is int and x.ndim:
         s = x.shape
         if -len(s) <= axis < len(s) and s[axis] == 1:  # the common case
@@ -737,7 +756,7 @@ def _np_split(xp, x, split_size_or_sections, axis=0):
     # Note [NumPy fast impls] (ops/_decl.py): a positive int size of a non-empty dimension;
     # ``_split`` gives everything else and every error
     if type(split_size_or_sections) is int and split_size_or_sections > 0 and x.ndim:
-        a = mf.normalize_axis("split", axis, x.ndim)
+        a = 0 if type(axis) is int and axis == 0 else mf.normalize_axis("split", axis, x.ndim)
         if x.shape[a]:
             return _np_pieces(x, split_size_or_sections, a)
     return _split(xp, x, split_size_or_sections, axis)
@@ -764,7 +783,7 @@ def _chunk(xp, x, chunks, axis=0):
 def _np_chunk(xp, x, chunks, axis=0):
     # Note [NumPy fast impls]: a positive int count of a non-empty dimension
     if type(chunks) is int and chunks > 0 and x.ndim:
-        a = mf.normalize_axis("chunk", axis, x.ndim)
+        a = 0 if type(axis) is int and axis == 0 else mf.normalize_axis("chunk", axis, x.ndim)
         n = x.shape[a]
         if n:
             return _np_pieces(x, -(-n // chunks), a)
@@ -1170,17 +1189,42 @@ def to_device(self, device: Device | str, /, *, stream=None) -> Tensor:
     return to(self, device=device)
 
 
+# Note [Views dispatched inline]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``x.T``, ``x.mT`` and the CompositeImplicitAutograd ``reshape`` and ``ravel`` each call one
+# view overload.  Through its packet function or caller that is one Python frame more per
+# call than the op itself needs; like ``x[1:3]`` (``ops/indexing.py``) they run the
+# overload's four dispatch lines in their own frame instead (Note [Inline dispatch] in
+# mdtensor/dispatch/inline.py): the same table, so modes, autograd, functionalization and
+# traces see the same call (``x.T``: 11.7K -> 9.9K instructions, ``md.ravel(x)``: 16.0K
+# -> 14.4K, ``md.reshape(x, (4, 64))``: 16.5K -> 15.6K; 16x16 float32).  ``x.T`` and
+# ``x.mT`` of a subclass of Tensor take the packet, which may resolve a subclass's call to
+# an overload of its own.
+
+_mt_op = CATALOGUE["aten::matrix_transpose"].overloads[0]
+_mt_table = _mt_op.table  # cleared in place, never replaced
+
+
+@inline_dispatch
 def _T(self) -> Tensor:
     # Array API: ``x.T`` is for 2-D tensors only (PyTorch's reversal of other ndims is
     # deprecated there); ``mT``/``permute`` serve the other cases.
     if self._data.ndim != 2:
         raise ValueError(f"Tensor.T: expected a 2-D tensor, got {self.ndim}-D; use "
                          f"x.mT for batched matrices or x.permute(...) to reverse dims")
-    return _aten.matrix_transpose(self)  # of a 2-D tensor, permute(1, 0) (and faster)
+    if type(self) is not Tensor:
+        return _aten.matrix_transpose(self)
+    # of a 2-D tensor, permute(1, 0) (and faster)
+    kernel = dispatch_kernel(_mt_op, _mt_table, self)
+    return kernel(self)
 
 
+@inline_dispatch
 def _mT(self) -> Tensor:
-    return _aten.matrix_transpose(self)
+    if type(self) is not Tensor:
+        return _aten.matrix_transpose(self)
+    kernel = dispatch_kernel(_mt_op, _mt_table, self)
+    return kernel(self)
 
 
 def _contiguous_of(declared):

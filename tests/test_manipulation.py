@@ -141,6 +141,59 @@ def test_reshape_views_when_possible_and_copies_otherwise():
     assert not shares_memory(f, x)
 
 
+@skip_without_views("a view of any shape is possible there, so ravel never copies")
+def test_ravel_and_T_view_their_input_through_the_inline_dispatch():
+    # Note [Views dispatched inline] in ops/manipulation.py: the same aliasing as the ops
+    x = _t(_grid((2, 3)))
+    for v in (md.ravel(x), x.T, x.mT, md.reshape(x, (3, 2))):
+        assert v._base is x and shares_memory(v, x)
+    r = md.ravel(x.T)  # not a view of the transposed layout: a view of a private copy
+    np.testing.assert_array_equal(to_numpy(r), _grid((2, 3)).T.ravel())
+    assert r._base is not x and not shares_memory(r, x)
+    x.T.mul_(2.0)  # in place through the view: the base's version counter moves
+    assert x._version == 1 and to_numpy(x).tolist() == (2 * _grid((2, 3))).tolist()
+
+
+def test_T_of_a_subclass_reaches_its_dispatch():
+    seen = []
+
+    class Logged(md.Tensor):
+        @staticmethod
+        def __new__(cls, data):
+            return md.Tensor._make_subclass(cls, data)
+
+        @classmethod
+        def __md_dispatch__(cls, func, types, args=(), kwargs=None):
+            seen.append(func.name)
+            args = tuple(a.data if isinstance(a, Logged) else a for a in args)
+            return func(*args, **(kwargs or {}))
+
+    s = Logged(_t(_grid((2, 3))))
+    np.testing.assert_array_equal(to_numpy(s.T), _grid((2, 3)).T)
+    np.testing.assert_array_equal(to_numpy(s.mT), _grid((2, 3)).T)
+    np.testing.assert_array_equal(to_numpy(md.ravel(s)), _grid((2, 3)).ravel())
+    # ravel is CompositeImplicitAutograd: the subclass sees the view it dispatches inline
+    assert seen == ["aten::matrix_transpose", "aten::matrix_transpose", "aten::view"]
+
+
+def test_squeeze_without_axis_and_expand_to_leading_dimensions():
+    for shape in [(2, 1, 3, 1), (1, 1), (1,), (), (2, 3)]:
+        x = _t(np.arange(float(np.prod(shape))).reshape(shape))
+        got = md.squeeze(x)
+        assert got.shape == tuple(d for d in shape if d != 1)
+        assert got._base is x
+        np.testing.assert_array_equal(to_numpy(got), np.squeeze(to_numpy(x)))
+    x = _t(_grid((2, 3)))
+    e = md.expand(x, (4, 2, 3))
+    np.testing.assert_array_equal(to_numpy(e), np.broadcast_to(_grid((2, 3)), (4, 2, 3)))
+    assert e._base is x
+    with pytest.raises(ValueError, match="isn't allowed in a leading, non-existing dimension"):
+        md.expand(x, (-1, 2, 3))
+    with pytest.raises(ValueError, match="broadcast_to: a tensor of shape"):
+        md.broadcast_to(x, (-4, 2, 3))
+    assert x._version == 0
+
+
 def test_reshape_copy_argument_and_errors():
     x = _t(_grid((2, 3)))
     c = md.reshape(x, (6,), copy=True)

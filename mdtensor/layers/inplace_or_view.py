@@ -155,16 +155,20 @@ def _view_kernel(op):
 
 
 def _fused_view_kernel(op, impl, name):
-    def ad_view_fused(src, b=_NO, /, *rest, **kwargs):  # Note [Star calls]
+    def ad_view_fused(src, b=_NO, c=_NO, /, *rest, **kwargs):  # Note [Star calls]
+        # (two arguments after the source are named too: transpose's dims, diagonal's)
         d = src._device
         if b is _NO:
             data = impl(d.xp, src._data, **kwargs) if kwargs else impl(d.xp, src._data)
-        elif rest or kwargs:
-            rest = (b, *rest)
-            data = impl(d.xp, src._data, *rest, **kwargs)
-        else:
+        elif c is _NO and not kwargs:
             data = impl(d.xp, src._data, b)
             rest = (b,)
+        elif rest or kwargs:
+            rest = (b, *rest) if c is _NO else (b, c, *rest)
+            data = impl(d.xp, src._data, *rest, **kwargs)
+        else:
+            data = impl(d.xp, src._data, b, c)
+            rest = (b, c)
         if src._view is not None or type(data) is not d.backend.array_type:
             # a view of a view (Note [Replays of views of views]), or an array wrap must
             # convert
@@ -217,12 +221,13 @@ def _fused_views_kernel(op, impl, kernel, name):
         return result
 
     def ad_views_fused(src, b=_NO, /, *rest, **kwargs):  # Note [Star calls]
-        rest = () if b is _NO else (b, *rest)
+        one = b is not _NO and not rest and not kwargs  # chunk(x, 4): no star call
+        rest = (b,) if one else () if b is _NO else (b, *rest)
         if src._view is not None or src._ks & _FZ:
             return unfused(src, rest, kwargs)
         d = src._device
         try:
-            arrays = impl(d.xp, src._data, *rest, **kwargs)
+            arrays = impl(d.xp, src._data, b) if one else impl(d.xp, src._data, *rest, **kwargs)
         except Exception:  # the generic kernel's errors, named after the op
             return unfused(src, rest, kwargs)
         array_type = d.backend.array_type
