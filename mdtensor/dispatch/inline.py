@@ -21,12 +21,15 @@ names given are used as they are: ``op`` and ``table`` may be closure variables,
 locals).  So the lines exist once, here, and every fast caller runs them in its own frame:
 
 - an overload's caller (``make_caller``): the Tensors at its leading positions;
-- a packet's function (``packet_function``): the overload that one Tensor, two Tensors, or
-  a Tensor and one value of another type resolved to, learned from the packet's
-  ``on_resolve`` hooks (one dict lookup and one frame less per op: 0.2-0.3 us);
+- a packet's function (``packet_function``): the overload that one Tensor, two Tensors, a
+  Tensor and one or two values of other types, or a value then a Tensor resolved to,
+  learned from the packet's ``on_resolve`` hooks (one dict lookup and one frame less per
+  op: 0.2-0.3 us);
 - the Python operators ``a * b``, ``b * a`` (``ops/_methods.py``): the overload the pair
   ``(Tensor, Tensor)`` resolved to (2.56 -> 2.2 us for ``a * b`` on 8x8 float32);
-- ``x[1:3]`` (``ops/indexing.py``): the basic-indexing overload.
+- ``x[1:3]`` (``ops/indexing.py``): the basic-indexing overload;
+- ``x.T``, ``x.mT``, ``md.reshape`` and ``md.ravel`` (``ops/manipulation.py``, Note [Views
+  dispatched inline]): the view op's overload.
 
 The learned overloads are for the exact class Tensor (a subclass resolves as before) and
 overloads whose Tensors are their leading positional parameters (``fast_positions``), and
