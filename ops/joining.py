@@ -166,11 +166,11 @@ def _numpy_join(need: int, lift, axis_of):
     return compute
 
 
-#: op name -> (the rank its operands are lifted to, the lift, the axis given the rank)
-_CPU_JOINS = {"hstack": (1, _lift_1d, lambda ndim: 0 if ndim == 1 else 1),
-              "vstack": (2, _lift_row, lambda ndim: 0),
-              "dstack": (3, _lift_slab, lambda ndim: 2),
-              "column_stack": (2, _lift_column, lambda ndim: 1)}
+#: op name -> (the rank its operands are lifted to, the lift, the axis given the rank:
+#: ``_JOINS``'s)
+_CPU_JOINS = {name: (need, lift, _JOINS[name][1]) for name, need, lift in (
+    ("hstack", 1, _lift_1d), ("vstack", 2, _lift_row), ("dstack", 3, _lift_slab),
+    ("column_stack", 2, _lift_column))}
 
 
 # The composites (CompositeImplicitAutograd: what decomposes, Note [Stacking kernels])
