@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor import _dtypes as dt
+from mdtensor.tensors.tensor import Tensor
 
 from ._cpu_kernels import register_cpu
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
@@ -184,12 +185,15 @@ def _np_backward(g, x, weight, running_mean, running_var, save_mean, save_invstd
     """The common case on NumPy arrays of one floating dtype, or None (Note [Batch norm on
     NumPy])."""
     shape = x.shape
-    mean = save_mean if train else running_mean
+    mean, spread = (save_mean, save_invstd) if train else (running_mean, running_var)
+    channels = shape[1:2]
     if (g.shape != shape or len(shape) < 2 or x.dtype.char not in "fd" or g.dtype != x.dtype
-            or not x.size or mean is None or len(output_mask) != 3
-            or weight is not None and weight.shape != (shape[1],)):
-        return None
-    invstd = save_invstd if train else 1.0 / np.sqrt(running_var + eps)
+            or not x.size or len(output_mask) != 3
+            or getattr(mean, "shape", None) != channels
+            or getattr(spread, "shape", None) != channels
+            or weight is not None and weight.shape != channels):
+        return None  # the generic kernel, whose checks raise the op's errors
+    invstd = spread if train else 1.0 / np.sqrt(spread + eps)
     count = x.size // shape[1]
     if len(shape) == 2:  # (N, C): the per-channel operands broadcast along N as they are
         x3, g3, tile = x, g, False
@@ -225,7 +229,7 @@ def _backward_cpu_kernel(generic):
             arrays = []
             for t in rest[:5]:
                 if t is not None:
-                    if t._device is not d:
+                    if type(t) is not Tensor or t._device is not d:
                         return generic(g, x, *rest)
                     t = t._data
                 arrays.append(t)
