@@ -338,6 +338,8 @@ def _dft_nd(name, x, s, k, norm):
     and makes at most 64 points, or None (Note [Small FFTs as products])."""
     if not x.size or name == "rfftn" and x.dtype.kind != "f":  # the 1-d steps decide
         return None
+    if norm not in _SWAP:  # a bad norm is the generic kernel's error, named after the op
+        return None
     tail = x.shape[-k:]
     key = (name, tail, s if s is None else tuple(s), norm, x.dtype.char)
     w = _DFT.get(key, _DFT)

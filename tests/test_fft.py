@@ -76,3 +76,13 @@ def test_small_transforms_leave_the_odd_cases_to_the_generic_kernel():
     assert got.shape == (0, 2) and got.dtype == md.complex64
     with pytest.raises(TypeError, match="fft_rfft2"):
         md.fft.rfft2(md.zeros((2, 2), dtype=md.complex64))
+
+
+@pytest.mark.parametrize("name", ["fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
+                                  "rfftn", "irfftn"])
+def test_a_bad_norm_of_a_small_nd_transform_is_named_after_the_op(name):
+    # Note [Small FFTs as products]: the product path leaves a bad norm to the generic
+    # kernel, whose error names the op (NumPy's own message named none)
+    x = md.asarray(np.ones((4, 4), np.float32))
+    with pytest.raises(ValueError, match=f"fft_{name}: Invalid norm"):
+        getattr(md.fft, name)(x, norm="bogus")
