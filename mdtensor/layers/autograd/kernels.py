@@ -64,14 +64,6 @@ def _node_name(op) -> str:
     return f"{camel}Backward0"
 
 
-def _alias(t):
-    """A tensor sharing ``t``'s data and version counter, outside autograd (a saved output
-    that does not keep ``t``'s grad_fn alive: no reference cycle)."""
-    a = t._device.wrap(t._data)
-    a._vc = counter(t)
-    return a
-
-
 def _is_float(t) -> bool:
     return t.dtype.kind in "fc"
 
@@ -287,7 +279,8 @@ def _recording_kernel(op, plan):
             if not out._is_floating():
                 return out
         else:
-            floating = _n_floating(out)
+            flags = _floating_flags(out)
+            floating = sum(flags)
             if not floating:
                 return out
         if simple:
@@ -317,8 +310,7 @@ def _recording_kernel(op, plan):
             if single:
                 saved_out = save_output(out)
             else:
-                saved_out = tuple(_alias(o) if isinstance(o, Tensor) else o for o in out)
-                saved.extend((o, o._vc.value) for o in saved_out if isinstance(o, Tensor))
+                saved_out = _save_outputs(out, flags, saved)
         node = Node() if single else ListNode()  # Node.new, inlined (Note [Class calls])
         node._name = name
         node.formula = flat_formula
@@ -336,9 +328,11 @@ def _recording_kernel(op, plan):
         elif floating == len(out):  # a Tensor list (split's pieces): no test per piece
             _attach_all(out, node)
         else:
-            for k, o in enumerate(out):
-                if isinstance(o, Tensor) and o._is_floating():
-                    attach(o, node, k)
+            k = 0
+            for f in flags:
+                if f:
+                    attach(out[k], node, k)
+                k += 1
         return out
 
     autograd_kernel = own_code(autograd_kernel)  # Note [Own code objects]
@@ -346,17 +340,51 @@ def _recording_kernel(op, plan):
     return autograd_kernel
 
 
-def _n_floating(outs) -> int:
-    """How many of ``outs`` are floating Tensors (``_is_floating``, inlined for dtypes with
-    NumPy's ``kind`` as in the functional kernel: one frame for the list)."""
-    n = 0
+def _floating_flags(outs) -> list:
+    """Whether each of ``outs`` is a floating Tensor (``_is_floating``, inlined for dtypes
+    with NumPy's ``kind`` as in the functional kernel: one frame for the list)."""
+    flags = []
     for o in outs:
         if isinstance(o, Tensor):
             try:
-                n += o._data.dtype.kind in "fcV"
+                f = o._data.dtype.kind in "fcV"
             except AttributeError:
-                n += o._is_floating()
-    return n
+                f = o._is_floating()
+        else:
+            f = False
+        flags.append(f)
+    return flags
+
+
+# Note [Saving several outputs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A formula that reads the outputs of an op with several (cummax's indices, the statistics
+# of batch norm) gets them as a tuple.  A floating output becomes an output of the node, so
+# it is saved as an alias outside autograd (Note [Saved outputs] in graph.py: the output
+# itself would make a cycle).  Any other output (cummax's indices) never refers to the
+# node and is saved as it is, with its version: an alias of it would only cost a tensor.
+
+
+def _save_outputs(outs, flags, saved) -> tuple:
+    """The outputs a node of several keeps (Note [Saving several outputs]), each Tensor's
+    version appended to ``saved``."""
+    kept = []
+    k = 0
+    for o in outs:
+        if flags[k]:
+            vc = o._vc
+            if vc is None:
+                vc = counter(o)
+            a = o._device.wrap(o._data)
+            a._vc = vc
+            saved.append((a, vc.value))
+            o = a
+        elif isinstance(o, Tensor):
+            vc = o._vc
+            saved.append((o, 0 if vc is None else vc.value))
+        kept.append(o)
+        k += 1
+    return tuple(kept)
 
 
 def _attach_all(outs, node) -> None:
