@@ -472,7 +472,8 @@ def _torch_cum(name):
 
 
 for _n, _t in (("cumulative_sum", "cumsum"), ("cumulative_prod", "cumprod")):
-    ref(_n, lambda lib, x, _n=_n, **k: getattr(lib, _n)(x, **k), _torch_cum(_t),
+    ref(_n, lambda lib, x, axis=None, _n=_n, **k: getattr(lib, _n)(x, axis=axis, **k),
+        _torch_cum(_t),
         _cumulative_sample())
     ref(_n, lambda lib, x, _n=_n, **k: getattr(lib, _n)(x, **k, include_initial=True), None,
         _cumulative_sample(dtype_kw=False),
@@ -523,8 +524,8 @@ def _flatten_sample(draw):
     return Sample((x, a, b))
 
 
-ref("flatten", lambda lib, x, a, b: lib.flatten(x, a, b),
-    lambda lib, x, a, b: lib.flatten(x, a, b), _flatten_sample())
+ref("flatten", lambda lib, x, a=0, b=-1: lib.flatten(x, a, b),
+    lambda lib, x, a=0, b=-1: lib.flatten(x, a, b), _flatten_sample())
 
 
 @st.composite
@@ -619,8 +620,8 @@ def _flip_sample(draw):
     return Sample((x,), {"axis": axis})
 
 
-ref("flip", lambda lib, x, axis: lib.flip(x, axis=axis),
-    lambda lib, x, axis: lib.flip(x, tuple(range(x.ndim)) if axis is None else axis),
+ref("flip", lambda lib, x, axis=None: lib.flip(x, axis=axis),
+    lambda lib, x, axis=None: lib.flip(x, tuple(range(x.ndim)) if axis is None else axis),
     _flip_sample())
 
 
@@ -663,10 +664,10 @@ def _cat_sample(draw):
     return Sample((ts,), {"axis": axis})
 
 
-ref("cat", lambda lib, ts, axis: lib.cat(ts, axis=axis),
-    lambda lib, ts, axis: lib.cat(ts, dim=axis), _cat_sample())
-ref("stack", lambda lib, ts, axis: lib.stack(ts, axis=axis),
-    lambda lib, ts, axis: lib.stack(ts, dim=axis), _cat_sample())
+ref("cat", lambda lib, ts, axis=0: lib.cat(ts, axis=axis),
+    lambda lib, ts, axis=0: lib.cat(ts, dim=axis), _cat_sample())
+ref("stack", lambda lib, ts, axis=0: lib.stack(ts, axis=axis),
+    lambda lib, ts, axis=0: lib.stack(ts, dim=axis), _cat_sample())
 
 
 @st.composite
@@ -794,10 +795,15 @@ def _diff_sample(draw):
 
 
 ref("diff", lambda lib, x, **k: lib.diff(x, **k),
-    lambda lib, x, axis, n, **k: lib.diff(x, n=n, dim=axis, **k), _diff_sample())
+    lambda lib, x, axis=-1, n=1, **k: lib.diff(x, n=n, dim=axis, **k), _diff_sample())
 ref("clone", lambda lib, x: lib.clone(x), lambda lib, x: lib.clone(x), unary(ALL))
 view_ref("contiguous", lambda lib, x: x.contiguous(), lambda lib, x: x.contiguous(),
          unary(ALL))
+
+
+def _dtype_in(lib, d):
+    """The dtype named ``d`` (a name, or a dtype of any library) in ``lib``."""
+    return getattr(lib, d if isinstance(d, str) else d.name)
 
 
 @st.composite
@@ -806,8 +812,8 @@ def _astype_sample(draw):
     return Sample((x, draw(st.sampled_from(ALL))))
 
 
-ref("astype", lambda lib, x, d: lib.astype(x, getattr(lib, d)),
-    lambda lib, x, d: x.to(getattr(lib, d)), _astype_sample())
+ref("astype", lambda lib, x, d: lib.astype(x, _dtype_in(lib, d)),
+    lambda lib, x, d: x.to(_dtype_in(lib, d)), _astype_sample())
 
 
 @st.composite
@@ -952,8 +958,8 @@ def _along_sample(draw, torch_gather=False):
     return Sample((x, idx, axis))
 
 
-ref("take_along_axis", lambda lib, x, i, a: lib.take_along_axis(x, i, a),
-    lambda lib, x, i, a: lib.take_along_dim(x, i, a), _along_sample())
+ref("take_along_axis", lambda lib, x, i, axis: lib.take_along_axis(x, i, axis),
+    lambda lib, x, i, axis: lib.take_along_dim(x, i, axis), _along_sample())
 ref("gather", lambda lib, x, i, a: lib.gather(x, a, i), lambda lib, x, i, a: lib.gather(x, a, i),
     _along_sample(torch_gather=True))
 
@@ -1015,8 +1021,8 @@ def _searchsorted_sample(draw):
     return Sample((seq, x), {"side": draw(st.sampled_from(["left", "right"]))})
 
 
-ref("searchsorted", lambda lib, s, x, side: lib.searchsorted(s, x, side=side),
-    lambda lib, s, x, side: lib.searchsorted(s, x, side=side), _searchsorted_sample(),
+ref("searchsorted", lambda lib, s, x, side="left": lib.searchsorted(s, x, side=side),
+    lambda lib, s, x, side="left": lib.searchsorted(s, x, side=side), _searchsorted_sample(),
     grad=False)
 
 
@@ -1027,10 +1033,10 @@ def _sort_sample(draw):
 
 
 ref("sort", lambda lib, x, **k: lib.sort(x, **k),
-    lambda lib, x, axis, descending: lib.sort(x, dim=axis, descending=descending,
+    lambda lib, x, axis=-1, descending=False: lib.sort(x, dim=axis, descending=descending,
                                               stable=True).values, _sort_sample())
 ref("argsort", lambda lib, x, **k: lib.argsort(x, **k),
-    lambda lib, x, axis, descending: lib.argsort(x, dim=axis, descending=descending,
+    lambda lib, x, axis=-1, descending=False: lib.argsort(x, dim=axis, descending=descending,
                                                  stable=True), _sort_sample(), grad=False)
 
 
@@ -1066,8 +1072,8 @@ def _isin_sample(draw):
     return Sample(s.args, {"invert": draw(st.booleans())})
 
 
-ref("isin", lambda lib, a, b, invert: lib.isin(a, b, invert=invert),
-    lambda lib, a, b, invert: lib.isin(a, b, invert=invert), _isin_sample(), grad=False,
+ref("isin", lambda lib, a, b, invert=False: lib.isin(a, b, invert=invert),
+    lambda lib, a, b, invert=False: lib.isin(a, b, invert=invert), _isin_sample(), grad=False,
     numpy=lambda a, b, invert: np.isin(a, b, invert=invert))
 
 
@@ -1133,11 +1139,11 @@ def _vecdot_sample(draw):
     return Sample((a, b), {"axis": draw(st.integers(-n, -1))})
 
 
-def _torch_vecdot(lib, a, b, axis):
+def _torch_vecdot(lib, a, b, axis=-1):
     return lib.linalg.vecdot(a, b, dim=axis)
 
 
-ref("vecdot", lambda lib, a, b, axis: lib.vecdot(a, b, axis=axis), _torch_vecdot,
+ref("vecdot", lambda lib, a, b, axis=-1: lib.vecdot(a, b, axis=axis), _torch_vecdot,
     _vecdot_sample())
 
 
@@ -1154,8 +1160,8 @@ def _tensordot_sample(draw):
     return Sample((a, b), {"axes": k})
 
 
-ref("tensordot", lambda lib, a, b, axes: lib.tensordot(a, b, axes=axes),
-    lambda lib, a, b, axes: lib.tensordot(a, b, dims=axes), _tensordot_sample())
+ref("tensordot", lambda lib, a, b, axes=2: lib.tensordot(a, b, axes=axes),
+    lambda lib, a, b, axes=2: lib.tensordot(a, b, dims=axes), _tensordot_sample())
 
 
 @st.composite

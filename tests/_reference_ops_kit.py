@@ -212,7 +212,7 @@ def _via_gather(fn):
         values, indices = fn(lib, x, *a, **k)
         if x.ndim == 0:
             return values, lib.reshape(x, ()) if lib.__name__ == "torch" else x
-        dim = a[-1] if a else k.get("dim", -1)
+        dim = a[1] if len(a) > 1 else k.get("dim", -1)  # (k, dim)
         keep = k.get("keepdim", False) if fn is _kth else True  # topk keeps every dim
         idx = indices if keep else lib.unsqueeze(indices, dim)
         picked = lib.gather(x, dim, idx)
@@ -220,12 +220,12 @@ def _via_gather(fn):
     return call
 
 
-def _kth(lib, x, k, dim, **kw):
+def _kth(lib, x, k, dim=-1, **kw):
     return lib.kthvalue(x, k, dim, **kw)
 
 
-ref("topk", _via_gather(lambda lib, x, k, dim, **kw: lib.topk(x, k, dim, **kw)),
-    _via_gather(lambda lib, x, k, dim, **kw: lib.topk(x, k, dim, **kw)),
+ref("topk", _via_gather(lambda lib, x, k, dim=-1, **kw: lib.topk(x, k, dim, **kw)),
+    _via_gather(lambda lib, x, k, dim=-1, **kw: lib.topk(x, k, dim, **kw)),
     _k_sample(REAL, extra=(("largest", [False]),)))
 ref("kthvalue", _via_gather(_kth), _via_gather(_kth),
     _k_sample(("int64", "float32", "float64"), k_from=1, keepdim=True))
@@ -386,11 +386,11 @@ def _pad_sample(draw):
     return Sample((x, pad, mode), kw)
 
 
-def _torch_pad(lib, x, pad, mode, **kw):
+def _torch_pad(lib, x, pad, mode="constant", **kw):
     return lib.nn.functional.pad(x, pad, mode, **kw)
 
 
-ref("pad", lambda lib, x, pad, mode, **kw: lib.pad(x, pad, mode, **kw), _torch_pad,
+ref("pad", lambda lib, x, pad, mode="constant", **kw: lib.pad(x, pad, mode, **kw), _torch_pad,
     _pad_sample())
 
 
