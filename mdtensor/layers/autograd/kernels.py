@@ -257,7 +257,8 @@ def _recording_kernel(op, plan):
                 f"differentiation, but one of the arguments requires grad.")
         now = reads if by_grad is None else _needed_reads(by_grad, args, positions)
         if is_inplace:
-            _check_saveable(args, tensor_pos, now)  # before the op runs: nothing changes
+            if now:  # before the op runs: nothing changes
+                _check_saveable(args, tensor_pos, now)
             saved_args = _check_inplace(op, args, now)
         else:
             saved_args = args
@@ -655,10 +656,12 @@ def _check_inplace(op, args, reads):
             old = aten.clone(self)
     else:
         old = self._device.wrap(self._data)  # outside autograd and version tracking
-    if requires_grad(self):
-        old._ag = AutogradMeta.make(requires_grad=True, grad_fn=grad_fn,
-                                    output_nr=self._ag.output_nr)
+    ag = self._ag
+    if ag is not None and ag.requires_grad:
+        old._ag = AutogradMeta.make(True, grad_fn, ag.output_nr)
         old._ks |= AUTOGRAD_FUNCTIONALITY
+    if len(args) == 1:
+        return (old,)
     # An argument that *is* self (``y.mul_(y)``) also means its value before the op.
     return (old, *(old if a is self else a for a in args[1:]))
 
@@ -680,7 +683,8 @@ def _rebase(self, node) -> None:
         view.ag_version = self._vc.value  # Note [Stale views]: made at this version
     else:
         attach(self, node, 0)
-    move_retained(self, old, old_nr)
+    if self._ag.retains_grad:
+        move_retained(self, old, old_nr)
 
 
 class CopySlicesNode(Node):
