@@ -19,6 +19,7 @@ from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
+from ._cpu_kernels import register_list_direct
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._promotion import promote_arrays
 from ._samples import make_array, unary_samples
@@ -849,31 +850,20 @@ def _list_samples(shapes, **kw):
     return samples
 
 
-def _same_dtype(arrays) -> bool:
-    dt = arrays[0].dtype
-    for a in arrays:
-        if a.dtype is not dt and a.dtype != dt:
-            return False
-    return True
+def _np_concat(arrays, axis=0):
+    # The CPU kernel (register_list_direct: arrays of one dtype): np.concatenate checks the
+    # shapes and axis itself; the impl's checks only where NumPy refuses
+    try:
+        return np.concatenate(arrays, axis)
+    except (ValueError, TypeError):
+        return None
 
 
-def _np_concat(xp, tensors, axis=0):
-    # See Note [NumPy fast impls] in ops/_decl.py: np.concatenate checks the shapes and axis
-    # itself; the impl's checks (and promotion, which NumPy's rules would not do as
-    # PyTorch's) only when the dtypes differ or NumPy refuses
-    if tensors and _same_dtype(tensors):
-        try:
-            return np.concatenate(tensors, axis)
-        except (ValueError, TypeError):
-            pass
-    return _concat(xp, tensors, axis)
-
-
-defop("cat(Tensor[] tensors, int? axis=0) -> Tensor", impl=_concat, meta=_cat_meta,
-      cpu_impl=_np_concat,
-      names=("cat", "concat", "concatenate"), kwarg_aliases={"dim": "axis"},
-      info=OpInfo(ref=lambda ts, axis=0: np.concatenate(ts, axis=axis), dtypes=ALL,
-                  samples=_list_samples([(2, 3), (1, 3)])))
+_cat = defop("cat(Tensor[] tensors, int? axis=0) -> Tensor", impl=_concat, meta=_cat_meta,
+             names=("cat", "concat", "concatenate"), kwarg_aliases={"dim": "axis"},
+             info=OpInfo(ref=lambda ts, axis=0: np.concatenate(ts, axis=axis), dtypes=ALL,
+                         samples=_list_samples([(2, 3), (1, 3)])))
+register_list_direct(_cat.functional[0], _np_concat)
 
 
 def _stack_meta(tensors, axis=0):
@@ -897,24 +887,24 @@ def _stack(xp, tensors, axis=0):
     return xp.stack(_promoted(xp, tensors), axis=axis)
 
 
-def _np_stack(xp, tensors, axis=0):
-    # See Note [NumPy fast impls]: np.stack's Python-level checks cost 2 us; stacked along an
-    # axis ``a`` of the inputs' shape ``s``, the result is their concatenation along ``a``
-    # with that axis split into (len(tensors), s[a]), a view of the fresh array
-    if tensors and type(axis) is int and _same_dtype(tensors):
-        s = tensors[0].shape
+def _np_stack(arrays, axis=0):
+    # The CPU kernel (register_list_direct: arrays of one dtype): np.stack's Python-level
+    # checks cost 2 us; stacked along an axis ``a`` of the inputs' shape ``s``, the result is
+    # their concatenation along ``a`` with that axis split into (len(arrays), s[a]), a view
+    # of the fresh array.  Other shapes and axes: the impl's checks and errors.
+    if type(axis) is int:
+        s = arrays[0].shape
         n = len(s)
         a = axis + n + 1 if axis < 0 else axis
-        for t in tensors:
+        for t in arrays:
             if t.shape != s:
-                break
-        else:
-            if 0 <= a < n:
-                return np.concatenate(tensors, a).reshape(s[:a] + (len(tensors),) + s[a:])
-            if a == n:
-                one = s + (1,)
-                return np.concatenate([t.reshape(one) for t in tensors], a)
-    return _stack(xp, tensors, axis)
+                return None
+        if 0 <= a < n:
+            return np.concatenate(arrays, a).reshape(s[:a] + (len(arrays),) + s[a:])
+        if a == n:
+            one = s + (1,)
+            return np.concatenate([t.reshape(one) for t in arrays], a)
+    return None
 
 
 class _Shape:
@@ -931,11 +921,11 @@ class _Shape:
         return int(np.prod(self.shape))
 
 
-defop("stack(Tensor[] tensors, int axis=0) -> Tensor", impl=_stack, meta=_stack_meta,
-      cpu_impl=_np_stack,
-      kwarg_aliases={"dim": "axis"},
-      info=OpInfo(ref=lambda ts, axis=0: np.stack(ts, axis=axis), dtypes=ALL,
-                  samples=_list_samples([(2, 3), (2, 3)])))
+_stack_decl = defop("stack(Tensor[] tensors, int axis=0) -> Tensor", impl=_stack,
+                    meta=_stack_meta, kwarg_aliases={"dim": "axis"},
+                    info=OpInfo(ref=lambda ts, axis=0: np.stack(ts, axis=axis), dtypes=ALL,
+                                samples=_list_samples([(2, 3), (2, 3)])))
+register_list_direct(_stack_decl.functional[0], _np_stack)
 
 
 def _flip(xp, x, axis=None):
