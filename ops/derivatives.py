@@ -46,7 +46,7 @@ NONDIFFERENTIABLE = frozenset({
 # ``ops/<chapter>.py`` puts its rules in ``ops/<chapter>_derivatives.py`` and its name here.
 _CHAPTERS = ("conv", "convolution", "diagonals", "distances", "elementwise", "fft", "filling",
              "float_values", "histograms", "indexing", "joining", "least_squares", "linalg",
-             "losses", "manipulation", "nn", "normalization", "pooling", "products",
+             "losses", "manipulation", "nn", "normalization", "padding", "pooling", "products",
              "reductions", "scatter", "searching", "special_functions", "statistics")
 for _chapter in _CHAPTERS:
     importlib.import_module(f"mdtensor.ops.{_chapter}_derivatives")

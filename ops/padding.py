@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
 
 from ._composite import names_op
+from ._cpu_kernels import register_cpu
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from .elementwise import ALL
@@ -80,16 +82,22 @@ def _pad(x, pad, mode="constant", value=None):
                              f"{d} of input {list(x.shape)}")
         if mode == "circular" and (before > n or after > n):
             raise ValueError("pad: Padding value causes wrapping around more than once.")
-        idx = np.arange(-before, n + after)
-        if mode == "reflect":
-            idx = np.abs(idx)
-            idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
-        elif mode == "replicate":
-            idx = np.clip(idx, 0, n - 1)
-        else:
-            idx = idx % n
-        x = aten.take(x, asarray(idx.astype(np.int64), device=x.device), axis=d)
+        x = aten.take(x, asarray(indices(mode, n, before, after), device=x.device), axis=d)
     return x
+
+
+def indices(mode: str, n: int, before: int, after: int) -> np.ndarray:
+    """The positions along a dimension of size ``n`` that a ``mode`` pad of ``(before,
+    after)`` takes, as int64 (the composite's ``take``; the gradient's ``index_add``)."""
+    idx = np.arange(-before, n + after)
+    if mode == "reflect":
+        idx = np.abs(idx)
+        idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
+    elif mode == "replicate":
+        idx = np.clip(idx, 0, n - 1)
+    else:
+        idx = idx % n
+    return idx.astype(np.int64)
 
 
 def _constant_side(x, d, amount, fill, front):
@@ -125,14 +133,58 @@ def _samples(dtype, rng):
             SampleInput((x, (-1, 2, 1, 0)), {"value": 1})]
 
 
-defop("pad(Tensor self, int[] pad, str mode=\"constant\", Scalar? value=None) -> Tensor",
-      composite=names_op("pad")(_pad),
-      info=OpInfo(ref=_ref, dtypes=ALL, samples=_samples, errors=lambda: [
-          ErrorInput(SampleInput((np.zeros((2, 3)), (1,))), ValueError,
-                     "pad: Padding length must be divisible by 2"),
-          ErrorInput(SampleInput((np.zeros((2, 2)), (1, 1, 1, 1, 1, 1))), ValueError,
-                     "pad: Padding length should be less than or equal to two times"),
-          ErrorInput(SampleInput((np.zeros((1, 3)), (3, 0), "reflect")), ValueError,
-                     "Padding size should be less than the corresponding input dimension"),
-          ErrorInput(SampleInput((np.zeros(5), (1, 1), "replicate")), ValueError,
-                     "pad: Padding size 2 is not supported for 1D input tensor")]))
+_decl = defop(
+    "pad(Tensor self, int[] pad, str mode=\"constant\", Scalar? value=None) -> Tensor",
+    composite=names_op("pad")(_pad),
+    info=OpInfo(ref=_ref, dtypes=ALL, samples=_samples, errors=lambda: [
+        ErrorInput(SampleInput((np.zeros((2, 3)), (1,))), ValueError,
+                   "pad: Padding length must be divisible by 2"),
+        ErrorInput(SampleInput((np.zeros((2, 2)), (1, 1, 1, 1, 1, 1))), ValueError,
+                   "pad: Padding length should be less than or equal to two times"),
+        ErrorInput(SampleInput((np.zeros((1, 3)), (3, 0), "reflect")), ValueError,
+                   "Padding size should be less than the corresponding input dimension"),
+        ErrorInput(SampleInput((np.zeros(5), (1, 1), "replicate")), ValueError,
+                   "pad: Padding size 2 is not supported for 1D input tensor")]))
+
+
+# Note [The CPU kernel of pad]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A constant pad that crops nothing, of a NumPy array by a value of its kind (an int for an
+# integer tensor, an int or float for a floating one; 0 by default), is one ``np.full`` of
+# the result's shape with the input copied into its middle: the composite's ``full`` and
+# ``cat`` per side redispatch four to eight ops.  Every other call -- the other modes, crops,
+# bad arguments -- goes to the composite, whose checks raise the op's errors.  As for
+# PyTorch's ``constant_pad_nd``, a backend kernel means a real derivative
+# (ops/padding_derivatives.py) rather than the decomposition's, on the CPU.
+
+_FILLS = {"f": (int, float), "c": (int, float), "i": (int,), "u": (int,)}
+
+
+def _cpu_pad(generic):
+    def kernel(x, pad, mode="constant", value=None):
+        a = x._data
+        kinds = _FILLS.get(a.dtype.kind)
+        if (mode == "constant" and kinds is not None
+                and (value is None or type(value) in kinds)
+                and len(pad) % 2 == 0 and len(pad) // 2 <= a.ndim):
+            shape = list(a.shape)
+            middle = [slice(None)] * a.ndim
+            for i in range(len(pad) // 2):
+                before, after = pad[2 * i], pad[2 * i + 1]
+                if type(before) is not int or type(after) is not int or before < 0 or after < 0:
+                    break
+                d = a.ndim - 1 - i
+                middle[d] = slice(before, before + shape[d])
+                shape[d] += before + after
+            else:
+                try:
+                    out = np.full(shape, 0 if value is None else value, a.dtype)
+                except (OverflowError, ValueError, TypeError):  # the composite's error
+                    return generic(x, pad, mode, value)
+                out[tuple(middle)] = a
+                return x._device.wrap(out)
+        return generic(x, pad, mode, value)
+    return kernel
+
+
+register_cpu(_decl.functional[0], _cpu_pad, DispatchKey.CompositeImplicitAutograd)

@@ -339,3 +339,39 @@ def test_meta_repeat_with_tensor_repeats_is_data_dependent():
     m = md.empty((3,), device="meta")
     with pytest.raises(NotImplementedError, match="repeat_interleave: .*data-dependent"):
         md.repeat(m, md.empty((3,), dtype=md.int64, device="meta"))
+
+
+@pytest.mark.parametrize("pad, mode, value", [
+    ((1, 2), "constant", None), ((1, 2, 0, 3), "constant", 2.5), ((0, 1), "constant", 3),
+    ((-1, 2, 1, 0), "constant", 1.0), ((1, 1), "reflect", None), ((2, 3), "replicate", None),
+    ((1, 2, 0, 1), "circular", None)])
+def test_pad_and_its_gradient_match_pytorch_on_the_cpu_kernel_and_the_composite(pad, mode,
+                                                                                 value):
+    # The CPU kernel (Note [The CPU kernel of pad]) serves the constant pads that crop
+    # nothing; its derivative rule serves every CPU call that records.
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).random((2, 3, 4))
+    w = np.random.default_rng(1).random(tuple(
+        torch.nn.functional.pad(torch.from_numpy(x), pad, mode, value).shape))
+    kw = {} if value is None else {"value": value}
+    a = md.asarray(x).requires_grad_()
+    t = torch.from_numpy(x.copy()).requires_grad_()
+    out, ref = md.pad(a, list(pad), mode, **kw), torch.nn.functional.pad(t, pad, mode, **kw)
+    (out * md.asarray(w)).sum().backward()
+    (ref * torch.from_numpy(w)).sum().backward()
+    np.testing.assert_allclose(to_numpy(out.detach()), ref.detach().numpy())
+    np.testing.assert_allclose(to_numpy(a.grad), t.grad.numpy())
+    plain = md.pad(md.asarray(x), list(pad), mode, **kw)
+    np.testing.assert_array_equal(to_numpy(plain), ref.detach().numpy())
+
+
+def test_pad_of_an_integer_tensor_keeps_its_dtype_and_refuses_bad_pads_by_name():
+    x = md.asarray(np.arange(6).reshape(2, 3))
+    out = md.pad(x, [1, 1], value=7)
+    assert out.dtype == x.dtype
+    np.testing.assert_array_equal(to_numpy(out), np.pad(np.arange(6).reshape(2, 3), [(0, 0),
+                                                        (1, 1)], constant_values=7))
+    with pytest.raises(ValueError, match="pad: Padding length must be divisible by 2"):
+        md.pad(x, [1])
+    with pytest.raises(ValueError, match="pad: Padding length should be less than"):
+        md.pad(x, [1, 1, 1, 1, 1, 1])
