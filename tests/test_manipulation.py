@@ -339,3 +339,27 @@ def test_meta_repeat_with_tensor_repeats_is_data_dependent():
     m = md.empty((3,), device="meta")
     with pytest.raises(NotImplementedError, match="repeat_interleave: .*data-dependent"):
         md.repeat(m, md.empty((3,), dtype=md.int64, device="meta"))
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@pytest.mark.parametrize("shapes", [[(3,), (2,)], [(3,)], [()], [(3,), (2,), (4,)], [(), (3,)],
+                                    [(3,), ()], [(0,), (3,)]])
+def test_meshgrid_matches_numpy_and_the_generic_impl(shapes, indexing):
+    arrays = [np.arange(1, 1 + int(np.prod(s)), dtype=np.float32).reshape(s) for s in shapes]
+    expected = np.meshgrid(*arrays, indexing=indexing)
+    for device in ("cpu", "loopback"):
+        tensors = [md.asarray(a, device=device) for a in arrays]
+        got = md.meshgrid(*tensors, indexing=indexing)
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(to_numpy(g), e)
+            assert tuple(g.shape) == e.shape
+        # fresh tensors: writing into one changes no input
+        got[0][...] = 0
+        assert all(np.array_equal(to_numpy(t), a) for t, a in zip(tensors, arrays))
+
+
+def test_meshgrid_of_a_strided_vector():
+    x = md.asarray(np.arange(6, dtype=np.float32))[::2]
+    got = md.meshgrid(x, md.asarray(np.ones(2, np.float32)))
+    np.testing.assert_array_equal(to_numpy(got[0]), [[0, 2, 4], [0, 2, 4]])
