@@ -363,3 +363,21 @@ def test_meshgrid_of_a_strided_vector():
     x = md.asarray(np.arange(6, dtype=np.float32))[::2]
     got = md.meshgrid(x, md.asarray(np.ones(2, np.float32)))
     np.testing.assert_array_equal(to_numpy(got[0]), [[0, 2, 4], [0, 2, 4]])
+
+
+@pytest.mark.parametrize("args", [(), (1,), (-1,), (5,), (0, 0, 1), (1, 2, 0), (-1, -1, 0),
+                                  (0, -3, -1), (0, 1, 1), (0, 3, 0), (0, True, 2),
+                                  (0, np.int64(1), 2)])
+def test_diagonal_matches_the_generic_impl(args):
+    a = _grid()
+    outs = []
+    for device in ("cpu", "loopback"):
+        try:
+            outs.append(to_numpy(md.diagonal(md.asarray(a, device=device), *args)))
+        except (ValueError, IndexError, TypeError) as e:
+            outs.append((type(e), str(e)))
+    if isinstance(outs[0], tuple):
+        assert outs[0] == outs[1]
+    else:
+        np.testing.assert_array_equal(outs[0], outs[1])
+        np.testing.assert_array_equal(outs[0], np.diagonal(a, *args))
