@@ -362,20 +362,34 @@ def _meshgrid(xp, tensors, indexing="xy"):
 
 def _np_meshgrid(xp, tensors, indexing="xy"):
     # See Note [NumPy fast impls]: np.meshgrid broadcasts through Python-level wrappers (19 us
-    # for two vectors); here each output is an empty array the input is assigned into,
-    # along its own axis (the first two swapped with "xy")
-    if (indexing not in ("xy", "ij") or not tensors
-            or any(t.ndim > 1 or t.dtype != tensors[0].dtype for t in tensors)):
-        return _meshgrid(xp, tensors, indexing)  # its errors
-    sizes = [t.size for t in tensors]
-    axes = list(range(len(sizes)))
-    if indexing == "xy" and len(sizes) > 1:
-        axes[0], axes[1] = 1, 0
+    # for two vectors); here each output is its input, laid along its own axis (the first
+    # two swapped with "xy"), repeated along each other axis -- ``ndarray.repeat`` makes the
+    # array directly
+    dtype = tensors[0].dtype if tensors else None
+    sizes = []
+    for t in tensors:
+        if t.ndim > 1 or t.dtype != dtype:
+            return _meshgrid(xp, tensors, indexing)  # its errors
+        sizes.append(t.size)
+    n = len(sizes)
+    if indexing == "xy" and n > 1:
         sizes[0], sizes[1] = sizes[1], sizes[0]
+        axes = [1, 0, *range(2, n)]
+    elif indexing in ("xy", "ij") and n:
+        axes = range(n)
+    else:
+        return _meshgrid(xp, tensors, indexing)
+    if n == 1:  # (nothing to repeat: a copy)
+        return (tensors[0].reshape(-1).copy(),)
+    shape = [1] * n
     out = []
     for t, a in zip(tensors, axes):
-        o = np_.empty(sizes, t.dtype)
-        o[...] = t.reshape([-1 if i == a else 1 for i in range(len(sizes))])
+        shape[a] = -1
+        o = t.reshape(shape)
+        shape[a] = 1
+        for j in range(n):
+            if j != a:
+                o = o.repeat(sizes[j], j)
         out.append(o)
     return tuple(out)
 

@@ -48,8 +48,14 @@ def _diagonal(xp, x, offset=0, dim1=0, dim2=1):
 
 
 def _np_diagonal(xp, x, offset=0, dim1=0, dim2=1):
+    # NumPy's view puts the diagonal last too; int dimensions in range and distinct (the
+    # common case) are checked here in one frame, the rest by ``_diagonal_axes``
+    n = x.ndim
+    if type(dim1) is int and type(dim2) is int and -n <= dim1 < n and -n <= dim2 < n \
+            and (dim1 - dim2) % n and type(offset) is int:
+        return x.diagonal(offset, dim1, dim2).copy()
     a, b = _diagonal_axes(x, dim1, dim2)
-    return x.diagonal(offset, a, b).copy()  # NumPy's view puts the diagonal last too
+    return x.diagonal(offset, a, b).copy()
 
 
 def _diagonal_meta(x, offset=0, dim1=0, dim2=1):

@@ -47,28 +47,35 @@ def _nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
     return _clean(xp, x, nan, posinf, neginf)
 
 
-# On NumPy (Note [NumPy fast impls] in ops/_decl.py): a copy, and the replacements only
-# where the array has a value that is not finite (one test of the whole array first).
+# On NumPy (Note [NumPy fast impls] in ops/_decl.py): with the default bounds, the
+# infinities clipped to the dtype's finite range -- one ufunc pass, which leaves the finite
+# values and the NaNs as they are -- then the NaNs replaced (NaN where ``nan`` is None, as
+# the generic impl's ``asarray(None)``): 8 -> 2 us on the sweep's 6 floats.  Other bounds
+# replace each kind of value in a copy.
 
-_FINITE_RANGE: dict = {}  # NumPy dtype -> (max, min)
+_FINITE_RANGE: dict = {}  # NumPy dtype -> (max, min), NumPy scalars of that dtype
+#: NumPy's clip ufunc (``_core.umath``, NumPy >= 2), without np.clip's Python wrapper
+_CLIP = getattr(getattr(getattr(np, "_core", None), "umath", None), "clip", None)
 
 
 def _np_nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
     if x.dtype.kind != "f" or not x.ndim:  # (a ufunc gives a 0-d array a scalar)
         return _nan_to_num(xp, x, nan, posinf, neginf)
-    r = x.copy()
-    finite = np.isfinite(x)
-    if np.logical_and.reduce(finite, None):
-        return r
     bounds = _FINITE_RANGE.get(x.dtype)
     if bounds is None:
         info = np.finfo(x.dtype)
-        bounds = _FINITE_RANGE[x.dtype] = (float(info.max), float(info.min))
+        bounds = _FINITE_RANGE[x.dtype] = (info.max, info.min)
+    fill = np.asarray(nan, x.dtype)
+    if posinf is None and neginf is None and _CLIP is not None:
+        r = _CLIP(x, bounds[1], bounds[0])
+        np.putmask(r, np.isnan(r), fill)
+        return r
     hi = bounds[0] if posinf is None else posinf
     lo = bounds[1] if neginf is None else neginf
-    np.copyto(r, np.asarray(nan, x.dtype), where=np.isnan(x))
-    np.copyto(r, np.asarray(hi, x.dtype), where=x == math.inf)
-    np.copyto(r, np.asarray(lo, x.dtype), where=x == -math.inf)
+    r = x.copy()
+    np.putmask(r, np.isnan(x), fill)
+    np.putmask(r, x == math.inf, np.asarray(hi, x.dtype))
+    np.putmask(r, x == -math.inf, np.asarray(lo, x.dtype))
     return r
 
 

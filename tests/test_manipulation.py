@@ -375,3 +375,45 @@ def test_pad_of_an_integer_tensor_keeps_its_dtype_and_refuses_bad_pads_by_name()
         md.pad(x, [1])
     with pytest.raises(ValueError, match="pad: Padding length should be less than"):
         md.pad(x, [1, 1, 1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@pytest.mark.parametrize("shapes", [[(3,), (2,)], [(3,)], [()], [(3,), (2,), (4,)], [(), (3,)],
+                                    [(3,), ()], [(0,), (3,)]])
+def test_meshgrid_matches_numpy_and_the_generic_impl(shapes, indexing):
+    arrays = [np.arange(1, 1 + int(np.prod(s)), dtype=np.float32).reshape(s) for s in shapes]
+    expected = np.meshgrid(*arrays, indexing=indexing)
+    for device in ("cpu", "loopback"):
+        tensors = [md.asarray(a, device=device) for a in arrays]
+        got = md.meshgrid(*tensors, indexing=indexing)
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(to_numpy(g), e)
+            assert tuple(g.shape) == e.shape
+        # fresh tensors: writing into one changes no input
+        got[0][...] = 0
+        assert all(np.array_equal(to_numpy(t), a) for t, a in zip(tensors, arrays))
+
+
+def test_meshgrid_of_a_strided_vector():
+    x = md.asarray(np.arange(6, dtype=np.float32))[::2]
+    got = md.meshgrid(x, md.asarray(np.ones(2, np.float32)))
+    np.testing.assert_array_equal(to_numpy(got[0]), [[0, 2, 4], [0, 2, 4]])
+
+
+@pytest.mark.parametrize("args", [(), (1,), (-1,), (5,), (0, 0, 1), (1, 2, 0), (-1, -1, 0),
+                                  (0, -3, -1), (0, 1, 1), (0, 3, 0), (0, True, 2),
+                                  (0, np.int64(1), 2)])
+def test_diagonal_matches_the_generic_impl(args):
+    a = _grid()
+    outs = []
+    for device in ("cpu", "loopback"):
+        try:
+            outs.append(to_numpy(md.diagonal(md.asarray(a, device=device), *args)))
+        except (ValueError, IndexError, TypeError) as e:
+            outs.append((type(e), str(e)))
+    if isinstance(outs[0], tuple):
+        assert outs[0] == outs[1]
+    else:
+        np.testing.assert_array_equal(outs[0], outs[1])
+        np.testing.assert_array_equal(outs[0], np.diagonal(a, *args))
