@@ -37,7 +37,7 @@ def _params(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     if x.dtype.kind not in "iuf":
         raise TypeError(f"{op}: expected a real (floating-point or integer) input, got "
                         f"{x.dtype.name}")
-    if x.ndim not in (3, 4) or any(n == 0 for n in x.shape[-3:]):
+    if x.ndim not in (3, 4) or 0 in tuple(x.shape[-3:]):
         raise ValueError(f"{op}: expected 3-D (C, H, W) or 4-D (N, C, H, W) input with "
                          f"non-zero C, H and W, got shape {tuple(x.shape)}")
     k = int_pair(op, "kernel_size", kernel_size, 1)
@@ -48,19 +48,18 @@ def _params(op, x, kernel_size, stride, padding, dilation, ceil_mode):
         raise ValueError(f"{op}: pad should be smaller than or equal to half of kernel size, "
                          f"but got padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
     size = tuple(x.shape[-2:])
-    out = []
-    for i in range(2):
-        n = (size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1 + (s[i] - 1 if ceil_mode else 0)) \
-            // s[i] + 1
+    out, extra = [], []
+    for i in (0, 1):
+        span, full = d[i] * (k[i] - 1) + 1, size[i] + 2 * p[i]
+        n = (full - span + (s[i] - 1 if ceil_mode else 0)) // s[i] + 1
         if ceil_mode and (n - 1) * s[i] >= size[i] + p[i]:
             n -= 1
         out.append(n)
-    if any(n < 1 for n in out):
+        extra.append(max(0, (n - 1) * s[i] + span - full))
+    if out[0] < 1 or out[1] < 1:
         raise ValueError(f"{op}: given input of size {list(x.shape)}, the calculated output "
                          f"size {out} is too small")
-    extra = tuple(max(0, (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - (size[i] + 2 * p[i]))
-                  for i in range(2))
-    return k, s, p, d, size, tuple(out), extra
+    return k, s, p, d, size, tuple(out), tuple(extra)
 
 
 def _forward_meta(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
@@ -251,12 +250,11 @@ def _np_max_pool_backward(xp, g, x, kernel_size, stride, padding, dilation, ceil
                                      ceil_mode, indices)
     planes = math.prod(x.shape[:-2])
     plane = x.shape[-2] * x.shape[-1]
-    base = np.arange(planes, dtype=np.int64).reshape((planes, 1)) * plane
     indices, g = indices.reshape((planes, -1)), g.reshape((planes, -1))
     if indices.size and _outside_plane(indices, plane):
         outside = (indices < 0) | (indices >= plane)  # windows of padding only: dropped
         g, indices = np.where(outside, 0, g).astype(g.dtype), np.where(outside, 0, indices)
-    flat = (indices + base).ravel()
+    flat = (indices + _plane_starts(planes, plane)).ravel()
     if s[0] > (k[0] - 1) * d[0] and s[1] > (k[1] - 1) * d[1]:
         # windows that do not overlap: each pixel gets one gradient at most
         total = np.zeros(planes * plane, g.dtype)
@@ -264,6 +262,14 @@ def _np_max_pool_backward(xp, g, x, kernel_size, stride, padding, dilation, ceil
         return total.reshape(x.shape)
     total = np.bincount(flat, weights=g.reshape(-1), minlength=planes * plane)
     return total.astype(g.dtype, copy=False).reshape(x.shape)
+
+
+@functools.lru_cache(maxsize=32)
+def _plane_starts(planes: int, plane: int):
+    """The flat index of each plane's first pixel, a column."""
+    starts = np.arange(planes, dtype=np.int64).reshape((planes, 1)) * plane
+    starts.flags.writeable = False
+    return starts
 
 
 def _outside_plane(indices, plane: int) -> bool:
