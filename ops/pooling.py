@@ -37,7 +37,7 @@ def _params(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     if x.dtype.kind not in "iuf":
         raise TypeError(f"{op}: expected a real (floating-point or integer) input, got "
                         f"{x.dtype.name}")
-    if x.ndim not in (3, 4) or any(n == 0 for n in x.shape[-3:]):
+    if x.ndim not in (3, 4) or 0 in tuple(x.shape[-3:]):
         raise ValueError(f"{op}: expected 3-D (C, H, W) or 4-D (N, C, H, W) input with "
                          f"non-zero C, H and W, got shape {tuple(x.shape)}")
     k = int_pair(op, "kernel_size", kernel_size, 1)
@@ -48,19 +48,18 @@ def _params(op, x, kernel_size, stride, padding, dilation, ceil_mode):
         raise ValueError(f"{op}: pad should be smaller than or equal to half of kernel size, "
                          f"but got padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
     size = tuple(x.shape[-2:])
-    out = []
-    for i in range(2):
-        n = (size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1 + (s[i] - 1 if ceil_mode else 0)) \
-            // s[i] + 1
+    out, extra = [], []
+    for i in (0, 1):
+        span, full = d[i] * (k[i] - 1) + 1, size[i] + 2 * p[i]
+        n = (full - span + (s[i] - 1 if ceil_mode else 0)) // s[i] + 1
         if ceil_mode and (n - 1) * s[i] >= size[i] + p[i]:
             n -= 1
         out.append(n)
-    if any(n < 1 for n in out):
+        extra.append(max(0, (n - 1) * s[i] + span - full))
+    if out[0] < 1 or out[1] < 1:
         raise ValueError(f"{op}: given input of size {list(x.shape)}, the calculated output "
                          f"size {out} is too small")
-    extra = tuple(max(0, (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - (size[i] + 2 * p[i]))
-                  for i in range(2))
-    return k, s, p, d, size, tuple(out), extra
+    return k, s, p, d, size, tuple(out), tuple(extra)
 
 
 def _forward_meta(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
@@ -139,85 +138,74 @@ def _max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=Fa
     return best, _flat_index(xp, where, *params[:6])
 
 
+# Note [Max pooling as one argmax]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# On NumPy the windows are a strided view of the (padded) planes, ``(planes, Ho, Wo, kh,
+# kw)``, copied once to ``(windows, kh * kw)`` rows; one ``max`` and one ``argmax`` along the
+# rows give the maxima and their window positions, and a table of the ``kh * kw`` plane
+# offsets plus each window's corner gives the flat index (a scan of the window positions
+# costs one pass of several ufuncs per position).  ``argmax`` keeps the first maximum of
+# the row-major scan, PyTorch's rule, except where a window holds a NaN (PyTorch takes its
+# last NaN) or, with padding, where a window's maximum is the dtype's lowest value (PyTorch
+# names its first position inside the input, ``argmax`` may name the padding).  Those
+# inputs -- a NaN maximum; with padding, a maximum that is the lowest value -- take
+# PyTorch's scan.
+
+
 def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    k, s, p, d, size, out, _ = _params("max_pool2d", ArraySpec(x), kernel_size, stride,
-                                       padding, dilation, ceil_mode)
-    tiled = k == s == (2, 2) and p == (0, 0) and d == (1, 1) and \
-        size == (2 * out[0], 2 * out[1])
-    if tiled:
-        pooled = _np_max_pool_2x2(x, out)
-        if pooled is not None:
-            return pooled
-    # one reduction (NaN propagates through max), not one pass per position
-    nan = x.dtype.kind == "f" and bool(np.isnan(np.maximum.reduce(x, axis=None)))
-    params, lowest, windows = _windows_of(np, x, kernel_size, stride, padding, dilation,
-                                          ceil_mode)
+    k, s, p, d, size, out, extra = _params("max_pool2d", ArraySpec(x), kernel_size, stride,
+                                           padding, dilation, ceil_mode)
+    planes = np.ascontiguousarray(x).reshape((-1,) + size)
+    padded = p != (0, 0) or extra != (0, 0)
+    if padded:
+        lowest = _lowest(np, x.dtype)
+        canvas = np.full((planes.shape[0], size[0] + 2 * p[0] + extra[0],
+                          size[1] + 2 * p[1] + extra[1]), lowest, x.dtype)
+        canvas[:, p[0]:p[0] + size[0], p[1]:p[1] + size[1]] = planes
+        planes = canvas
+    n, hp, wp = planes.shape
+    b = planes.itemsize
+    windows = np.ndarray((n, out[0], out[1], k[0], k[1]), x.dtype, planes, 0,
+                         (hp * wp * b, s[0] * wp * b, s[1] * b, d[0] * wp * b, d[1] * b))
+    rows = windows.reshape((-1, k[0] * k[1]))  # the one copy
+    best = np.maximum.reduce(rows, axis=1)
+    if best.size and (x.dtype.kind == "f" and np.isnan(np.maximum.reduce(best, axis=None))
+                      or padded and np.minimum.reduce(best, axis=None) == lowest):
+        return _np_max_pool_scan(x, k, s, p, d, size, out, extra)
+    offsets, corners = _index_tables(k, s, p, d, size, out)
+    index = np.take(offsets, rows.argmax(axis=1)).reshape((n, out[0] * out[1]))
+    index += corners
+    shape = tuple(x.shape[:-2]) + out
+    return best.reshape(shape), index.reshape(shape)
+
+
+@functools.lru_cache(maxsize=32)
+def _index_tables(k, s, p, d, size, out):
+    """The flat plane offset of each of the ``kh * kw`` window positions, and the flat
+    index of each window's corner (Note [Max pooling as one argmax])."""
+    offsets = np.array([i * d[0] * size[1] + j * d[1]
+                        for i, j in itertools.product(range(k[0]), range(k[1]))], np.int64)
+    corners = ((np.arange(out[0], dtype=np.int64) * s[0] - p[0]) * size[1]).reshape((-1, 1)) \
+        + (np.arange(out[1], dtype=np.int64) * s[1] - p[1])
+    corners = corners.reshape(-1)
+    offsets.flags.writeable = corners.flags.writeable = False
+    return offsets, corners
+
+
+def _np_max_pool_scan(x, k, s, p, d, size, out, extra):
+    """PyTorch's scan of the window positions, one strided slice each (the NaN rule)."""
+    lowest = _lowest(np, x.dtype)
+    padded = pad_array(np, x, (p[0], p[0] + extra[0], p[1], p[1] + extra[1]), lowest)
+    windows = _window_slices(padded, k, s, d, out)
     best = np.full(windows[0].shape, lowest, x.dtype)
     where = np.full(best.shape, -1, np.int64)
     take = np.empty(best.shape, bool)
     for n, v in enumerate(windows):
         np.greater(v, best, out=take)
-        if nan:
-            take |= np.isnan(v)
-            np.copyto(best, v, where=take)
-        else:
-            np.maximum(best, v, out=best)
+        take |= np.isnan(v)
+        np.copyto(best, v, where=take)
         where += take * (n - where)  # cheaper than a masked copy
-    return best, _flat_index(np, where, *params[:6])
-
-
-# Note [2x2 max pooling on NumPy]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# The common ``MaxPool2d(2)`` of planes of even size.  Each window position of the loop in
-# ``_np_max_pool`` is a strided slice whose rows are ``W / 2`` values long, so its
-# elementwise ops run NumPy's inner loop once per short row, and NumPy 2 copies such
-# operands into buffers before each op.  Here the input's window rows -- a window's upper
-# and lower rows side by side, ``2 * W`` values -- are transposed in one copy to
-# ``(2 * W, planes * Ho)``, where each of the four window positions is a ``(Wo, planes *
-# Ho)`` block whose rows are long and contiguous; every comparison and maximum runs on
-# them, and the maxima and their indices are transposed back.  PyTorch's order is kept:
-# the first maximum of the row-major scan wins (the left of a horizontal tie, then the
-# upper row); NaN inputs take the loop, which applies PyTorch's NaN rule.  The windows tile
-# the input and ``np.maximum`` propagates NaN, so the maxima hold a NaN exactly when the
-# input does: the test reads the maxima, a quarter of the input.
-
-
-def _np_max_pool_2x2(x, out):
-    """The maxima and indices, or None when the input holds a NaN (Note [2x2 max pooling on
-    NumPy])."""
-    (oh, ow), w = out, x.shape[-1]
-    lead = tuple(x.shape[:-2])
-    rows = math.prod(lead) * oh
-    columns = np.empty((2 * w, rows), x.dtype)
-    np.copyto(columns, np.ascontiguousarray(x).reshape((rows, 2 * w)).T)
-    (ul, ur), (ll, lr) = columns.reshape((2, ow, 2, rows)).transpose(0, 2, 1, 3)
-    upper_col = np.greater(ur, ul).view(np.int8)  # the right of the upper pair
-    lower_col = np.greater(lr, ll).view(np.int8)
-    upper, lower_half = np.maximum(ul, ur), np.maximum(ll, lr)
-    lower = np.greater(lower_half, upper)  # the lower row
-    best = np.maximum(upper, lower_half, out=upper)
-    if x.dtype.kind == "f" and np.isnan(np.maximum.reduce(best, axis=None)):
-        return None
-    offset = lower_col - upper_col  # the chosen row's column: a select without branches
-    offset *= lower.view(np.int8)
-    offset += upper_col
-    where = lower * w
-    where += offset
-    shape = lead + out
-    values = np.empty(shape, x.dtype)
-    np.copyto(values.reshape((-1, oh, ow)), best.reshape((ow, -1, oh)).transpose(1, 2, 0))
-    index = np.empty(shape, np.int64)
-    np.copyto(index.reshape((-1, oh, ow)), where.reshape((ow, -1, oh)).transpose(1, 2, 0))
-    index += _corners(oh, ow, w)
-    return values, index
-
-
-@functools.lru_cache(maxsize=32)
-def _corners(oh: int, ow: int, w: int):
-    """The flat input index of each 2x2 window's upper left corner."""
-    corners = np.arange(oh).reshape(-1, 1) * (2 * w) + np.arange(ow) * 2
-    corners.flags.writeable = False
-    return corners
+    return best, _flat_index(np, where, k, s, p, d, size, out)
 
 
 def _backward_meta(g, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
@@ -262,12 +250,11 @@ def _np_max_pool_backward(xp, g, x, kernel_size, stride, padding, dilation, ceil
                                      ceil_mode, indices)
     planes = math.prod(x.shape[:-2])
     plane = x.shape[-2] * x.shape[-1]
-    base = np.arange(planes, dtype=np.int64).reshape((planes, 1)) * plane
     indices, g = indices.reshape((planes, -1)), g.reshape((planes, -1))
     if indices.size and _outside_plane(indices, plane):
         outside = (indices < 0) | (indices >= plane)  # windows of padding only: dropped
         g, indices = np.where(outside, 0, g).astype(g.dtype), np.where(outside, 0, indices)
-    flat = (indices + base).ravel()
+    flat = (indices + _plane_starts(planes, plane)).ravel()
     if s[0] > (k[0] - 1) * d[0] and s[1] > (k[1] - 1) * d[1]:
         # windows that do not overlap: each pixel gets one gradient at most
         total = np.zeros(planes * plane, g.dtype)
@@ -275,6 +262,14 @@ def _np_max_pool_backward(xp, g, x, kernel_size, stride, padding, dilation, ceil
         return total.reshape(x.shape)
     total = np.bincount(flat, weights=g.reshape(-1), minlength=planes * plane)
     return total.astype(g.dtype, copy=False).reshape(x.shape)
+
+
+@functools.lru_cache(maxsize=32)
+def _plane_starts(planes: int, plane: int):
+    """The flat index of each plane's first pixel, a column."""
+    starts = np.arange(planes, dtype=np.int64).reshape((planes, 1)) * plane
+    starts.flags.writeable = False
+    return starts
 
 
 def _outside_plane(indices, plane: int) -> bool:

@@ -189,8 +189,8 @@ def test_max_pool_ties_nan_and_inf_pick_what_torch_picks(torch):
 
 
 def test_max_pool_2x2_tiling_with_nan_and_ties_picks_what_torch_picks(torch):
-    # the NumPy kernel's 2x2 path (Note [2x2 max pooling on NumPy]) hands NaN inputs to the
-    # general loop; ties and NaN windows among ordinary ones
+    # the NumPy kernel's argmax (Note [Max pooling as one argmax]) hands NaN inputs to
+    # PyTorch's scan; ties and NaN windows among ordinary ones
     x = np.array([[[[1.0, 1.0, 0.0, 3.0], [1.0, 1.0, np.nan, 2.0],
                     [-np.inf, -np.inf, 5.0, 4.0], [-np.inf, -np.inf, 4.0, 5.0]]]], np.float32)
     for a in (x, np.nan_to_num(x, nan=2.0)):
@@ -579,6 +579,29 @@ def test_small_cnn_trains_on_the_device_under_test():
         opt.step()
         first = float(loss) if first is None else first
     assert float(loss) < first / 4
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8])
+@pytest.mark.parametrize("args", [((2, 2), (), (0, 0), (1, 1), False),
+                                  ((3, 3), (2, 2), (1, 1), (1, 1), True),
+                                  ((2, 3), (1, 2), (1, 1), (2, 1), False),
+                                  ((3, 2), (2, 2), (0, 0), (1, 2), True)], ids=str)
+def test_max_pool_lowest_values_ties_and_empty_batches_pick_what_torch_picks(dtype, args,
+                                                                            torch):
+    # Note [Max pooling as one argmax]: windows whose maximum is the dtype's lowest value
+    # next to padding (PyTorch names the first position inside the input), ties, and a
+    # batch of no planes
+    rng = np.random.default_rng(0)
+    lowest = -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
+    x = rng.integers(0, 3, (2, 3, 7, 6)).astype(dtype)
+    x[0, 0] = lowest
+    x[1, 2, :3] = lowest
+    for a in (x, x[:0], np.where(x == lowest, 1, x).astype(dtype)):
+        m, im = md.ops.aten.max_pool2d_with_indices(md.asarray(a, device=TEST_DEVICE), *args)
+        t, it = torch.ops.aten.max_pool2d_with_indices(torch.tensor(a), *args)
+        np.testing.assert_array_equal(to_numpy(m), t.numpy())
+        np.testing.assert_array_equal(to_numpy(im), it.numpy())
+        assert to_numpy(m).dtype == a.dtype
 
 
 def test_max_pool_of_integers_and_of_padding_only_windows(torch):
