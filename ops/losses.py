@@ -184,6 +184,8 @@ def _np_forward(xp, x, target, weight, reduction, ignore_index):
     loss = np.add.reduce(losses)
     if reduction == 2:
         return loss, total
+    if total and abs(total) != np.inf:  # the common case: nothing to silence
+        return loss / total, total
     with np.errstate(invalid="ignore", divide="ignore"):  # no weight: nan, as PyTorch's
         return loss / total, total
 
@@ -191,10 +193,13 @@ def _np_forward(xp, x, target, weight, reduction, ignore_index):
 def _np_backward(xp, g, x, target, weight, reduction, ignore_index, total_weight):
     _backward_meta(g, x, target, weight, reduction, ignore_index, total_weight)
     rows, safe, w, valid = _np_picks(x, target, weight, ignore_index)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        scale = g.reshape(-1) if reduction == 0 else \
-            (g / total_weight if reduction == 1 else g)
+    if reduction != 1 or (total_weight and abs(total_weight) != np.inf):
+        scale = g.reshape(-1) if reduction == 0 else (g / total_weight if reduction == 1 else g)
         values = -scale if w is None else -w * scale
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):  # no weight: nan
+            scale = g / total_weight
+            values = -scale if w is None else -w * scale
     out = np.zeros((rows.shape[0], x.shape[-1]), x.dtype)
     if valid is not None and not valid.all():  # an ignored target's row stays zero
         rows, safe, values = rows[valid], safe[valid], np.broadcast_to(values, w.shape)[valid]
