@@ -654,6 +654,29 @@ def _np_svdvals(x):
     return out.astype(_REAL_RESULT[x.dtype], copy=False)
 
 
+def _np_eigvalsh(x):
+    sig = _square_matrix(x)
+    if sig is None:
+        return None
+    out = lapack(_umath_linalg.eigvalsh_lo, x, signature=f"{sig[0]}->d")
+    return None if out is None else out.astype(_REAL_RESULT[x.dtype], copy=False)
+
+
+def _np_matrix_rank(x, *, rtol=None):
+    # the generic impl's computation (the singular values in the input's precision, the
+    # count of those above rtol times the largest) on the LAPACK gufunc; a tensor rtol
+    # takes the generic kernel
+    if rtol is not None and type(rtol) not in (int, float):
+        return None
+    s = _np_svdvals(x)
+    if s is None:
+        return None
+    if rtol is None:
+        rtol = max(x.shape[-2:]) * np.finfo(s.dtype).eps
+    tol = np.multiply(_largest(s, -1, None, None, True), rtol)
+    return _sum(np.greater(s, tol), -1, np.int64)
+
+
 def _np_matrix_power(x, n):
     # Repeated squaring, as the generic impl, without its product by the identity first;
     # n <= 0 (the identity, inverses) takes the generic kernel
@@ -878,7 +901,8 @@ _linalg("det", "Tensor self", samples=_square(), ref=np.linalg.det)
 _linalg("diagonal", "Tensor self, *, int offset=0", samples=_square(),
         ref=lambda a, offset=0: np.diagonal(a, offset, -2, -1), cpu=_np_diagonal)
 _linalg("eigh", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
-_linalg("eigvalsh", "Tensor self", samples=_square(), ref=np.linalg.eigvalsh)
+_linalg("eigvalsh", "Tensor self", samples=_square(), ref=np.linalg.eigvalsh,
+        cpu=_np_eigvalsh)
 _linalg("eig", "Tensor self", "(Tensor eigenvalues, Tensor eigenvectors)")
 _linalg("eigvals", "Tensor self")
 _linalg("inv", "Tensor self", samples=_square(), ref=np.linalg.inv, cpu=_np_inv)
@@ -983,7 +1007,7 @@ _linalg("matrix_rank", "Tensor self, *, Any? rtol=None", samples=lambda d, rng: 
     SampleInput((make_array((2, 4, 3), d, rng),), {"rtol": r}, name=f"rtol={r}")
     for r in (None, 0.1, 0.9)],
         ref=lambda a, rtol=None: np.linalg.matrix_rank(a, rtol=rtol),
-        xp_fn=lambda xp: functools.partial(_matrix_rank, xp))
+        xp_fn=lambda xp: functools.partial(_matrix_rank, xp), cpu=_np_matrix_rank)
 _linalg("outer", "Tensor self, Tensor other", samples=_pair((3,), (4,)), ref=np.outer,
         top_level=True, xp_fn=attrgetter("linalg.outer"), cpu=_np_outer)
 _linalg("pinv", "Tensor self, *, Any? rtol=None", samples=_square(), cpu=_np_pinv,

@@ -272,9 +272,9 @@ defop("median.dim(Tensor self, int dim, bool keepdim=False) -> "
 # costs 6 us on 16x16, three sorts' worth): the two orders agree element for element, ties
 # and NaNs included.  A descending order (topk's largest) is the ascending stable order of
 # the slice reversed, reversed again: ties keep their first-come order and NaNs come first,
-# as PyTorch's.  The whole-tensor median partitions a flat copy instead of sorting it.  The
-# NaN rules (a slice holding a NaN has it as its median) cost one reduction when no NaN is
-# there.
+# as PyTorch's.  The whole-tensor median needs no indices: it sorts a small flat copy, and
+# partitions a large one.  The NaN rules (a slice holding a NaN has it as its median) cost
+# one reduction when no NaN is there (none for the whole-tensor median, whose NaNs sort last).
 
 
 def _np_sorted(x, d):
@@ -337,16 +337,29 @@ def _np_median_dim_kernel(x, dim, keepdim=False):
 
 
 def _np_median_kernel(x):
-    if not x.size:
+    n = x.size
+    if not n:
         return None
     flat = x.flatten()
+    kth = (n - 1) // 2
+    # a NaN sorts last, so the last element tells whether there is one: a small copy is
+    # sorted (one call), a large one partitioned at the median and at the end
+    if n <= _SORTED_MEDIAN:
+        flat.sort()
+    elif x.dtype.kind == "f":
+        flat.partition((kth, n - 1))
+    else:
+        flat.partition(kth)
     if x.dtype.kind == "f":
-        top = np.maximum.reduce(flat)
+        top = flat[n - 1]
         if top != top:
             return top
-    kth = (flat.size - 1) // 2
-    flat.partition(kth)
     return flat[kth]
+
+
+#: the size up to which the whole-tensor median sorts its copy rather than partitioning it:
+#: on small tensors sorting is one cheap call, where partitioning and a NaN check are two
+_SORTED_MEDIAN = 1024
 
 
 register_cpu_kernel(_tk.functional[0], _np_topk_kernel, INT_CHARS + FLOAT_CHARS)

@@ -154,3 +154,16 @@ def test_norms_out_of_the_plain_range():
                 x = md.asarray(np.asarray(values, dtype=dtype), device="cpu")
             _check("aten::linalg_vector_norm", 0, x)
             _check("aten::linalg_matrix_norm", 0, md.reshape(x, (1, 2)))
+
+
+def test_median_of_a_large_tensor():
+    # the whole-tensor median partitions a large copy where it sorts a small one (Note
+    # [Order statistics on NumPy]): NaNs and ties as the generic kernel has them
+    rng = np.random.default_rng(1)
+    for dtype in ("float32", "float64", "int64", "uint8"):
+        a = rng.integers(-50, 50, 3001).astype(dtype)
+        _check("aten::median", 0, md.asarray(a, device="cpu"))
+        _check("aten::median", 0, md.asarray(a[:2000].reshape(40, 50), device="cpu"))
+        if a.dtype.kind == "f":
+            a[1234] = np.nan
+            _check("aten::median", 0, md.asarray(a, device="cpu"))

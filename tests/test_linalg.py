@@ -113,3 +113,48 @@ def test_lstsq_drivers_return_what_pytorchs_do():
                                                   "data-dependent"):
         md.linalg.lstsq(meta, md.zeros((5, 2), dtype=md.float64, device="meta"),
                         driver="gelsd")
+
+
+def _cpu_and_generic(name):
+    from mdtensor.ops._decl import CATALOGUE
+
+    from mdtensor.dispatch.keys import DispatchKey
+
+    op = CATALOGUE[f"aten::{name}"].functional[0]
+    cpu = op.kernels_for(DispatchKey.CPU)[-1].fn
+    assert cpu.__name__ == f"cpu[{op.name}]", cpu.__name__  # the kernel under test is there
+    return cpu, op.kernels_for(DispatchKey.ArrayAPI)[-1].fn
+
+
+def _outcome(fn, *args, **kwargs):
+    try:
+        return to_numpy(fn(*args, **kwargs))
+    except Exception as e:  # noqa: BLE001 - compared: the same class and message
+        return e
+
+
+@pytest.mark.parametrize("name", ["linalg_eigvalsh", "linalg_matrix_rank"])
+def test_eigvalsh_and_matrix_rank_cpu_kernels_compute_what_the_generic_ones_do(name):
+    # Note [Linalg on NumPy]: the LAPACK gufunc on the common case, the generic kernel
+    # (and its errors) for the rest
+    cpu, generic = _cpu_and_generic(name)
+    rng = np.random.default_rng(0)
+    rtols = [{}] if name == "linalg_eigvalsh" else [{}, {"rtol": 0.5}, {"rtol": 1},
+                                                     {"rtol": md.asarray([0.1, 0.9])}]
+    for shape in [(3, 3), (2, 4, 4), (1, 1), (0, 0), (2, 0, 0), (3,), (), (3, 4), (2, 4, 3)]:
+        for dtype in ("float32", "float64", "complex64", "int64", "bool"):
+            a = rng.standard_normal(shape).astype(dtype)
+            if len(shape) >= 2 and shape[-1] == shape[-2]:
+                a = a + np.swapaxes(a, -1, -2)
+            if dtype == "float64" and a.size:
+                a.reshape(-1)[-1] = np.nan  # LAPACK's failure: the generic kernel's error
+            for kw in rtols:
+                if isinstance(kw.get("rtol"), md.Tensor) and shape[:-2] != (2,):
+                    continue
+                want = _outcome(generic, md.asarray(a), **kw)
+                got = _outcome(cpu, md.asarray(a), **kw)
+                if isinstance(want, Exception):
+                    assert type(got) is type(want) and str(got) == str(want), (got, want)
+                else:
+                    assert got.dtype == want.dtype and got.shape == want.shape
+                    np.testing.assert_array_equal(got, want)
