@@ -79,13 +79,15 @@ def register_direct(op, direct: Callable, arity: int = 1) -> None:
     _record(op, lambda xp, *args, **kwargs: direct(*args, **kwargs))
 
 
-def register_list_direct(op, direct: Callable) -> None:
-    """Register a CPU kernel of ``op`` (a Tensor list first: ``cat``, ``stack``) computing
-    the common case on its arrays: ``direct(arrays, *rest, **kwargs)`` -> array, or None
-    where the generic kernel must decide (Note [Hand-written CPU kernels]).  Only a list of
-    plain Tensors of one device and one dtype reaches ``direct``: mixed dtypes promote by
-    the project's rules, not NumPy's.  Unwrapping the list here rather than through the
-    generic kernel saves a third of a small join."""
+def register_list_direct(op, direct: Callable, rank: int = 0, lift: Callable | None = None,
+                         ) -> None:
+    """Register a CPU kernel of ``op`` (a Tensor list first: ``cat``, ``stack``, ``hstack``)
+    computing the common case on its arrays: ``direct(arrays, *rest, **kwargs)`` -> array,
+    or None where the generic kernel must decide (Note [Hand-written CPU kernels]).  Only a
+    list of plain Tensors of one device and one dtype reaches ``direct``: mixed dtypes
+    promote by the project's rules, not NumPy's.  An array of fewer than ``rank``
+    dimensions is passed as ``lift(array)``.  Unwrapping the list here rather than through
+    the generic kernel saves a third of a small join."""
     def build(generic):
         def kernel(tensors, *rest, **kwargs):
             if tensors:
@@ -99,7 +101,7 @@ def register_list_direct(op, direct: Callable) -> None:
                         a = t._data
                         if a.dtype is not dt and a.dtype != dt:
                             break
-                        arrays.append(a)
+                        arrays.append(a if a.ndim >= rank else lift(a))
                     else:
                         out = (direct(arrays, *rest, **kwargs) if rest or kwargs
                                else direct(arrays))  # (no star call: Note [Star calls])
@@ -109,7 +111,8 @@ def register_list_direct(op, direct: Callable) -> None:
         return kernel
 
     register_cpu(op, build)
-    _record(op, lambda xp, arrays, *rest, **kwargs: direct(arrays, *rest, **kwargs))
+    _record(op, lambda xp, arrays, *rest, **kwargs: direct(
+        [a if a.ndim >= rank else lift(a) for a in arrays], *rest, **kwargs))
 
 
 def _record(op, cpu_impl: Callable) -> None:

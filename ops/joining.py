@@ -20,10 +20,9 @@ import numpy as np
 
 from mdtensor._dtypes import result_type
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
-from mdtensor.tensors.tensor import Tensor
 
 from ._composite import names_op
-from ._cpu_kernels import register_cpu
+from ._cpu_kernels import register_list_direct
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._promotion import dtype_of
 from ._samples import make_array
@@ -104,8 +103,7 @@ def _impl(name):
 # dtype on one device, those of fewer dimensions than the op wants lifted to them (views),
 # joined by one np.concatenate, which checks the shapes itself.  Mixed dtypes (promoted by
 # the project's rules, not NumPy's) and anything NumPy refuses go to the ArrayAPI kernel,
-# which raises the op's own error.  Written by hand rather than as a ``cpu_impl``:
-# unwrapping a list through the generic kernel cost a third of the op.
+# which raises the op's own error (``register_list_direct`` in ops/_cpu_kernels.py).
 
 
 def _lift_1d(a):
@@ -125,42 +123,12 @@ def _lift_slab(a):
     return a[:, :, None] if n == 2 else a[None, :, None] if n else a.reshape(1, 1, 1)
 
 
-def _cpu_join(need: int, lift, axis_of):
-    def build(generic):
-        def kernel(tensors):
-            if tensors:
-                first = tensors[0]
-                if type(first) is Tensor:
-                    d, dt = first._device, first._data.dtype
-                    arrays = []
-                    for t in tensors:
-                        if type(t) is not Tensor or t._device is not d:
-                            break
-                        a = t._data
-                        if a.dtype is not dt and a.dtype != dt:
-                            break
-                        arrays.append(a if a.ndim >= need else lift(a))
-                    else:
-                        try:
-                            return d.wrap(np.concatenate(arrays, axis_of(first._data.ndim or need)))
-                        except ValueError:
-                            pass
-            return generic(tensors)
-        return kernel
-    return build
-
-
-def _numpy_join(need: int, lift, axis_of):
-    """The CPU kernel's computation on arrays, ``compute(xp, arrays)`` (None: the generic
-    kernel decides), which ``python -m benchmarks --sweep`` times as the backend's own call
-    (``OpDecl.cpu_impl``)."""
-    def compute(xp, arrays):
-        dt = arrays[0].dtype
-        if any(a.dtype != dt for a in arrays):
-            return None
+def _numpy_join(axis_of):
+    """The CPU kernel's computation on the lifted arrays, of one dtype (None: the generic
+    kernel decides)."""
+    def compute(arrays):
         try:
-            return np.concatenate([a if a.ndim >= need else lift(a) for a in arrays],
-                                  axis_of(arrays[0].ndim or need))
+            return np.concatenate(arrays, axis_of(arrays[0].ndim))
         except ValueError:
             return None
     return compute
@@ -207,5 +175,5 @@ for _name, _ref, _shapes in (
                   composite=_composite(_name),
                   info=OpInfo(ref=_ref, dtypes=ALL, samples=_samples(_shapes),
                               errors=_errors(_name)))
-    register_cpu(_decl.functional[0], _cpu_join(*_CPU_JOINS[_name]))
-    _decl.cpu_impl = _numpy_join(*_CPU_JOINS[_name])
+    _need, _lift, _axis_of = _CPU_JOINS[_name]
+    register_list_direct(_decl.functional[0], _numpy_join(_axis_of), _need, _lift)
