@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 
 import numpy as np
 
@@ -266,16 +267,16 @@ def _add_runs(cols, out_shape, size, k, d, p, blocks):
     """
     (h, w), (kh, kw), (dh, dw), (ph, pw), (bh, bw) = size, k, d, p, blocks
     hp, wp = h + 2 * ph, w + 2 * pw
-    planes = int(np.prod(out_shape[:-2], dtype=np.int64))
+    planes = math.prod(out_shape[:-2])
     runs = np.zeros((kh, kw, bh, wp, planes), cols.dtype)
-    runs[:, :, :, :bw, :] = np.moveaxis(cols.reshape((planes, kh, kw, bh, bw)), 0, -1)
+    runs[:, :, :, :bw, :] = cols.reshape((planes, kh, kw, bh, bw)).transpose(1, 2, 3, 4, 0)
     runs = runs.reshape((kh, kw, bh * wp, planes))
     canvas = np.zeros((hp * wp + (kw - 1) * dw, planes), cols.dtype)
     for i, j in itertools.product(range(kh), range(kw)):
         start = i * dh * wp + j * dw
         canvas[start:start + bh * wp] += runs[i, j]
     image = canvas[:hp * wp].reshape((hp, wp, planes))[ph:ph + h, pw:pw + w]
-    return np.ascontiguousarray(np.moveaxis(image, -1, 0)).reshape(out_shape)
+    return np.ascontiguousarray(image.transpose(2, 0, 1)).reshape(out_shape)
 
 
 def _add_windows(out, cols, k, d, s, blocks):
