@@ -206,7 +206,8 @@ class ListNode(Node):
 # version counter, version)`` (``save_output``) -- its raw array, not a tensor: most graphs
 # are never differentiated, and making the tensor only when the formula runs saves a tensor
 # and its attributes on every recorded op (0.1-0.2 us).  Several outputs are saved as alias
-# tensors, each with its version in ``saved`` (a list of one too: ListNode).  When the
+# tensors -- the floating ones; the others as they are (Note [Saving several outputs] in
+# kernels.py) -- each with its version in ``saved`` (a list of one too: ListNode).  When the
 # formula runs with autograd on (``create_graph=True``), it gets a fresh alias whose
 # history is this node -- as PyTorch's SavedVariable restores an output's grad_fn on
 # unpacking -- so a second derivative flows through the output as well (tanh's gradient
