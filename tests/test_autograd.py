@@ -189,6 +189,34 @@ def test_each_op_has_its_own_node_class():
     assert type(md.exp(x).grad_fn) is type(y.grad_fn)
 
 
+def test_op_of_several_outputs_records_one_node_of_its_own_class():
+    # cummax: one node, CummaxBackward0 as in PyTorch, the history of the floating output
+    # only; its gradient reads the saved indices, and a later in-place change to them is
+    # caught when backward runs.
+    x = leaf([[1.0, 3.0, 2.0], [0.0, -1.0, 5.0]])
+    values, indices = md.cummax(x, 1)
+    assert type(values.grad_fn).__name__ == "CummaxBackward0" == values.grad_fn.name()
+    assert values.grad_fn.n_outputs == 2
+    assert not indices.requires_grad and indices.grad_fn is None
+    md.sum(values * values).backward()
+    np.testing.assert_allclose(to_numpy(x.grad), [[2.0, 12.0, 0.0], [0.0, 0.0, 10.0]])
+    values, indices = md.cummax(x, 1)
+    indices.add_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        md.sum(values).backward()
+
+
+def test_op_of_several_outputs_differentiates_twice():
+    # max_pool2d_with_indices' values, differentiated twice through its saved indices.
+    x = leaf(np.arange(16.0).reshape(1, 1, 4, 4) % 5)
+    out, _ = md.ops.aten.max_pool2d_with_indices(x, [2, 2])
+    (g,) = md.autograd.grad(md.sum(out * out), x, create_graph=True)
+    (gg,) = md.autograd.grad(md.sum(g), x)
+    expected = np.zeros((4, 4))
+    expected[[1, 0, 2, 3], [0, 3, 1, 2]] = 2.0
+    np.testing.assert_allclose(to_numpy(gg)[0, 0], expected)
+
+
 def test_saved_output_unpacked_with_its_history_under_create_graph():
     # exp's gradient reads its output: under create_graph the output it reads has exp's
     # history again, so the second derivative flows through it (d2/dx2 exp = exp).

@@ -177,7 +177,7 @@ Node.apply = _make_apply()
 
 
 def single_output_apply(formula, masked: bool):
-    """The ``apply`` of an op's own Node class (Note [Node classes] in __init__.py), with a
+    """The ``apply`` of an op's own Node class (Note [Node classes] in kernels.py), with a
     code object of its own (Note [Own code objects] in mdtensor/dispatch/kernel.py)."""
     return own_code(_make_apply(formula, masked))
 

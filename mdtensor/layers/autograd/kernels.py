@@ -119,12 +119,12 @@ _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 # formula say: which arguments are Tensors, whose values the formula reads (Note [Saved
 # inputs]), which gradient reads which input, what the node's class is.  A builder then makes
 # the kernel from the plan: ``_recording_kernel`` serves every op (a keyset kernel: in-place,
-# ``out=``, Tensor lists, several outputs), and ``_functional_factory`` the common case -- one
-# Tensor output, the Tensor arguments first, not in-place -- as a wrapper kernel (Note [Wrapper
-# kernels] in mdtensor/dispatch/operators.py) with the recording kernel's steps decided ahead
-# (Note [Recording]).  The builders copy the plan's fields into locals first: a kernel reads
-# closure cells, not attributes of the plan (an attribute read on every recorded op for each of
-# a dozen fields).
+# ``out=``, Tensor lists), and ``_functional_factory`` the common case -- Tensor outputs (one,
+# or several as cummax's), the Tensor arguments first, not in-place -- as a wrapper kernel
+# (Note [Wrapper kernels] in mdtensor/dispatch/operators.py) with the recording kernel's
+# steps decided ahead (Note [Recording]).  The builders copy the plan's fields into locals
+# first: a kernel reads closure cells, not attributes of the plan (an attribute read on every
+# recorded op for each of a dozen fields).
 
 
 # Note [Keyword-only Tensor arguments]
@@ -174,8 +174,8 @@ class _Plan:
                              else _flatten_formula(plain, self.tensor_pos, self.kw_tensors))
         returns = schema.returns
         self.save_bits = self._save_bits() if (
-            not self.is_inplace and not self.is_out and prefix and self.n_outputs == 1
-            and returns[0].type.is_tensor and not returns[0].type.is_tensor_list) else None
+            not self.is_inplace and not self.is_out and prefix and returns
+            and all(r.type.is_tensor for r in returns)) else None
 
     @property
     def functional(self) -> bool:
@@ -218,11 +218,12 @@ class _Plan:
         ``ExpBackward0``, as in PyTorch) holds what every node of the op shares; MaskedNode
         formulas read the real ``needs`` from the node's edges when it runs.  Its ``apply``
         is the op's own (``single_output_apply``)."""
-        name, formula = self.name, self.formula
-        return type(name, (MaskedNode if self.uses_mask else Node,),
-                    {"__slots__": (), "_name": name, "formula": staticmethod(formula),
-                     "n_outputs": 1, "__module__": "mdtensor.autograd",
-                     "apply": single_output_apply(formula, self.uses_mask)})
+        name, formula, n = self.name, self.formula, self.n_outputs
+        fields = {"__slots__": (), "_name": name, "formula": staticmethod(formula),
+                  "n_outputs": n, "__module__": "mdtensor.autograd"}
+        if n == 1:  # several outputs take Node's own apply, which takes them as a tuple
+            fields["apply"] = single_output_apply(formula, self.uses_mask)
+        return type(name, (MaskedNode if self.uses_mask else Node,), fields)
 
 
 def _make_kernel(op, formula):
@@ -403,14 +404,16 @@ def _attach_all(outs, node) -> None:
 
 
 def _functional_factory(op, plan):
-    """The wrapper factory of an op with one Tensor output and its Tensor arguments first
+    """The wrapper factory of an op with Tensor outputs and its Tensor arguments first
     (Note [Recording]): given the table entry below Autograd, the kernel that calls it
-    and records the call."""
+    and records the call.  Several outputs (cummax's values and indices) end in
+    ``_record_outputs``."""
     n_tensors = len(plan.positions)
     two = n_tensors == 2
     many = n_tensors > 2
     save_bits, saved_positions, uses_out = plan.save_bits, plan.saved_positions, plan.uses_out
     node_class = plan.node_class()
+    several = plan.n_outputs > 1
     leaf = LEAF_KERNELS
 
     def factory(entry):
@@ -434,13 +437,18 @@ def _functional_factory(op, plan):
             else:
                 args = (v, b)
                 out = entry(v, b)
-            try:  # out._is_floating(), inlined for dtypes with NumPy's ``kind``
-                # ("V": ml_dtypes' bfloat16, Note [bfloat16 through ml_dtypes])
-                floating = out._data.dtype.kind in "fcV"
-            except AttributeError:  # (array_api_strict's have none)
-                floating = out._is_floating()
-            if not floating:
-                return out
+            if several:
+                flags = _floating_flags(out)
+                if True not in flags:
+                    return out
+            else:
+                try:  # out._is_floating(), inlined for dtypes with NumPy's ``kind``
+                    # ("V": ml_dtypes' bfloat16, Note [bfloat16 through ml_dtypes])
+                    floating = out._data.dtype.kind in "fcV"
+                except AttributeError:  # (array_api_strict's have none)
+                    floating = out._is_floating()
+                if not floating:
+                    return out
             # gradient_edge(v) of the first (and second) Tensor argument, inlined
             ag = v._ag
             if ag is None or not ag.requires_grad:
@@ -505,10 +513,15 @@ def _functional_factory(op, plan):
                 saved = []  # saved_version(t) of each, inlined as above
                 for i in saved_positions:
                     t = args[i]
+                    if t is None:  # an omitted ``Tensor?`` argument (batch norm's weight)
+                        continue
                     vc = t._vc
                     saved.append((t, 0 if vc is None else vc.value if vc is not INF
                                   else inference_saved()))
                 saved = tuple(saved)
+            if several:
+                return _record_outputs(node_class(), out, flags, args, kwargs, edges, saved,
+                                       uses_out)
             saved_out = None
             if uses_out:
                 # save_output(out), inlined
@@ -554,6 +567,28 @@ def _functional_factory(op, plan):
 
     factory.__qualname__ = f"autograd[{op.name}]"
     return factory
+
+
+def _record_outputs(node, outs, flags, args, kwargs, edges, saved, uses_out):
+    """The end of the functional kernel for an op of several Tensor outputs (cummax, the
+    statistics of batch norm): ``node`` filled and set as the history of each floating
+    output, the outputs it saves appended to ``saved`` (Note [Saving several outputs])."""
+    saved = list(saved)
+    node.out = _save_outputs(outs, flags, saved) if uses_out else None
+    node.args = args
+    node.kwargs = kwargs
+    node.saved = saved
+    node.next_functions = edges
+    node.seq = next_seq()
+    if False in flags:
+        k = 0
+        for f in flags:
+            if f:
+                attach(outs[k], node, k)
+            k += 1
+    else:
+        _attach_all(outs, node)
+    return outs
 
 
 def _excluding_autograd(entry):
