@@ -16,9 +16,11 @@ common case -- all Tensor arguments are required positional arguments, passed po
         kernel = dispatch_kernel(op, table, a, b)   # inlined: Note [Inline dispatch]
         return kernel(a, b)                         # (a, b, *args, **kwargs) if any
 
-No binding, no string work, no exceptions when the arguments are Tensors.  Anything else (a
-Tensor passed by keyword, ``Tensor?``/``Tensor[]`` arguments, a non-Tensor where a Tensor
-is expected) takes ``_slow_keyset``, which walks the schema.
+No binding, no string work, no exceptions when the arguments are Tensors.  Positional
+``Tensor?`` arguments, or more than three Tensors (batch norm's input, weight, bias and
+running statistics), are read by position with ``None`` skipped where the schema allows it.
+Anything else (a Tensor passed by keyword or omitted, ``Tensor[]`` arguments, a non-Tensor
+where a Tensor is expected) takes ``_slow_keyset``, which walks the schema.
 
 Above it, a packet call (``md.exp(x)``) finds the overload's caller in a dict keyed by the
 argument types: for one positional argument the key is the type itself, for two a pair,
@@ -72,6 +74,22 @@ def fast_tensor_positions(schema: FunctionSchema) -> tuple[int, ...] | None:
     if len(positions) > 3:
         return None
     return tuple(positions)
+
+
+def positional_tensor_positions(schema: FunctionSchema):
+    """``(positions, optional)``: the positions of the Tensor arguments and of those among
+    them that may be None, when every Tensor-like argument is a positional ``Tensor`` or
+    ``Tensor?`` (no ``Tensor[]``, no keyword-only Tensor); else None."""
+    positions, optional = [], []
+    for i, a in enumerate(schema.arguments):
+        if not a.type.is_tensor_like:
+            continue
+        if a.kwarg_only or a.type.is_tensor_list:
+            return None
+        positions.append(i)
+        if a.type.optional:
+            optional.append(i)
+    return (tuple(positions), frozenset(optional)) if positions else None
 
 
 _NO = object()  # an argument the caller did not pass (see make_caller)
@@ -176,6 +194,27 @@ def make_caller(op: OpOverload) -> Callable:
             try:
                 for i in pos:
                     ks |= args[i]._ks
+            except (IndexError, AttributeError):
+                return slow_call((), args, kwargs)
+            inc, keep = _tls_get()
+            ks = (ks | inc) & keep & op.mask
+            kernel = table.get(ks)
+            if kernel is None:
+                kernel = miss(ks)
+            return kernel(*args, **kwargs)
+    elif (loose := positional_tensor_positions(op._schema)) is not None:
+        # Tensor? arguments, or more than three Tensors: read by position as above, None
+        # where the schema allows it skipped (a None elsewhere, an omitted argument: the slow
+        # path and its errors).
+        at, optional = loose
+
+        def call(*args, **kwargs):
+            ks = 0
+            try:
+                for i in at:
+                    v = args[i]
+                    if v is not None or i not in optional:
+                        ks |= v._ks
             except (IndexError, AttributeError):
                 return slow_call((), args, kwargs)
             inc, keep = _tls_get()
