@@ -16,6 +16,7 @@ differential tests compare the fast case against the same references.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from mdtensor.dispatch.keys import DispatchKey
@@ -92,7 +93,9 @@ def register_arrays_direct(op, direct: Callable) -> None:
     positions = op.schema.tensor_arg_indices
     last = positions[-1]
     several = len(op.schema.returns) > 1
-    result_type = result_tuple(op.schema)
+    # the result tuple made by C calls: a named tuple's class through tuple.__new__
+    named = result_tuple(op.schema)
+    make = functools.partial(tuple.__new__, named) if isinstance(named, type) else tuple
 
     def build(generic):
         def kernel(*args, **kwargs):
@@ -114,8 +117,7 @@ def register_arrays_direct(op, direct: Callable) -> None:
                     if out is not None:
                         wrap = d.wrap
                         if several:
-                            return result_type(*[None if o is None else wrap(o)
-                                                 for o in out])
+                            return make([None if o is None else wrap(o) for o in out])
                         return wrap(out)
             return generic(*args, **kwargs)
         return kernel
