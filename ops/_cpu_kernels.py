@@ -16,6 +16,7 @@ differential tests compare the fast case against the same references.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from mdtensor.dispatch.keys import DispatchKey
@@ -24,8 +25,8 @@ from mdtensor.tensors.tensor import Tensor
 from ._decl import register_leaf
 from ._impl_kernels import result_tuple
 
-__all__ = ["generic_kernel", "register_cpu", "register_cpu_kernel", "register_direct",
-           "register_list_direct"]
+__all__ = ["generic_kernel", "register_arrays_direct", "register_cpu", "register_cpu_kernel",
+           "register_direct", "register_list_direct"]
 
 #: the dtype kinds the direct kernels compute: not bool, nor ml_dtypes' bfloat16 (kind 'V',
 #: whose products and norms round through float32 in the generic kernels)
@@ -76,6 +77,53 @@ def register_direct(op, direct: Callable, arity: int = 1) -> None:
         return kernel
 
     register_cpu(op, build)
+    _record(op, lambda xp, *args, **kwargs: direct(*args, **kwargs))
+
+
+def register_arrays_direct(op, direct: Callable) -> None:
+    """Register a CPU kernel of ``op`` (Tensors and optional Tensors anywhere among its
+    positional arguments, no Tensor lists) computing the common case on its arrays:
+    ``direct(*arguments)`` -- the Tensors as their arrays, on one device, None as None,
+    the other arguments as given -- returns the result (an array, or a tuple of arrays
+    and None for an op returning several Tensors), or None where the generic kernel must
+    decide; so does an exception, the generic kernel saying what was wrong (Note
+    [Hand-written CPU kernels]).  Calls with keywords, or without every argument up to
+    the last Tensor, go to the generic kernel: the op's CPU kernel where it has one (from
+    its ``cpu_impl``), else its ArrayAPI kernel.  ``direct`` checks dtypes itself."""
+    positions = op.schema.tensor_arg_indices
+    last = positions[-1]
+    several = len(op.schema.returns) > 1
+    # the result tuple made by C calls: a named tuple's class through tuple.__new__
+    named = result_tuple(op.schema)
+    make = functools.partial(tuple.__new__, named) if isinstance(named, type) else tuple
+
+    def build(generic):
+        def kernel(*args, **kwargs):
+            if not kwargs and len(args) > last:
+                arrays = list(args)
+                d = None
+                for i in positions:
+                    t = args[i]
+                    if t is not None:
+                        if type(t) is not Tensor or d is not None and t._device is not d:
+                            break
+                        d = t._device
+                        arrays[i] = t._data
+                else:
+                    try:
+                        out = None if d is None else direct(*arrays)
+                    except Exception:  # the generic kernel says what was wrong
+                        out = None
+                    if out is not None:
+                        wrap = d.wrap
+                        if several:
+                            return make([None if o is None else wrap(o) for o in out])
+                        return wrap(out)
+            return generic(*args, **kwargs)
+        return kernel
+
+    register_cpu(op, build, DispatchKey.CPU if op.kernels_for(DispatchKey.CPU)
+                 else DispatchKey.ArrayAPI)
     _record(op, lambda xp, *args, **kwargs: direct(*args, **kwargs))
 
 

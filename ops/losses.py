@@ -20,9 +20,12 @@ backward's derivative for its ``grad_output`` the forward applied to the incomin
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from ._decl import ErrorInput, OpInfo, SampleInput, defop
+from ._cpu_kernels import register_arrays_direct
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._meta_fns import ArraySpec
 from ._samples import make_array
 from .elementwise import FLOATS
@@ -289,6 +292,10 @@ defop("nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reductio
       "int ignore_index) -> (Tensor output, Tensor total_weight)",
       impl=_forward, cpu_impl=_np_forward, meta=_forward_meta, names=(),
       info=OpInfo(ref=_forward_ref, dtypes=FLOATS, samples=_forward_samples, errors=_errors))
+# its three Tensors' arrays read directly: the generic kernel's unwrapping of an optional
+# Tensor and its named-tuple result cost as much as the loss (Note [Hand-written CPU kernels])
+register_arrays_direct(CATALOGUE["aten::nll_loss_forward"].functional[0],
+                         partial(_np_forward, np))
 defop("nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, "
       "int reduction, int ignore_index, Tensor total_weight) -> Tensor",
       impl=_backward, cpu_impl=_np_backward, meta=_backward_meta, names=(),

@@ -6,6 +6,7 @@ derivative formulas; both subtract the row maximum for numerical stability.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -14,8 +15,8 @@ from mdtensor import random
 from mdtensor.dispatch.namespaces import aten_calls as aten
 
 from . import _meta_fns as mf
-from ._cpu_kernels import register_direct
-from ._decl import OpInfo, SampleInput, defop
+from ._cpu_kernels import register_cpu_kernel, register_direct
+from ._decl import CATALOGUE, OpInfo, SampleInput, defop
 from ._promotion import bfloat16_via_float32
 from ._samples import make_array, unary_samples
 from ._scipy_special import on_numpy, scipy_special
@@ -271,6 +272,11 @@ defop("log_softmax(Tensor self, int dim=-1) -> Tensor", impl=_log_softmax, meta=
       info=OpInfo(ref=lambda x, dim=-1: np.log(_softmax_ref(x, dim)), dtypes=FLOATS,
                   samples=_sm_samples))
 
+# the input's array read directly, without the generic kernel's unwrapping (Note
+# [Hand-written CPU kernels]); 0-d and other dtypes take the generic kernel
+for _name, _impl in (("softmax", _np_softmax), ("log_softmax", _np_log_softmax)):
+    register_cpu_kernel(CATALOGUE[f"aten::{_name}"].functional[0], functools.partial(_impl, np),
+                        "efd")
 
 # ---------------------------------------------------------------------------------------
 # Note [Backward ops]

@@ -23,9 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from mdtensor import _dtypes as dt
-from mdtensor.tensors.tensor import Tensor
 
-from ._cpu_kernels import register_cpu
+from ._cpu_kernels import register_arrays_direct
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._meta_fns import ArraySpec
 from ._promotion import dtype_of
@@ -89,16 +88,30 @@ def _forward(xp, x, weight, bias, training, momentum, eps):
 # ``(C, L)`` first: NumPy 2 buffers a ``(C, 1)`` operand broadcast along the inner axis
 # (copying it into a buffer, value by value), twice the cost of the operation itself,
 # while a ``(C, L)`` one broadcasts along ``N`` alone and runs unbuffered; an ``(N, C)``
-# input needs no repeat (its ``(C,)`` operands broadcast along ``N``).  On arrays of up to
-# 4096 elements the sums of products are a product and a sum (einsum's setup costs 1.5 us).
-# The backward's CPU kernel is written by hand (``_backward_cpu_kernel``), reading its six
-# Tensor arguments' arrays itself; empty inputs, low precision, other devices and every
-# error take the generic impl.
+# input needs no repeat (its ``(C,)`` operands broadcast along ``N``).
+#
+# Arrays of up to 4096 elements are a few microseconds of arithmetic under fixed costs, so
+# there each NumPy call counts: the sums are one ``np.add.reduce`` over ``(0, 2)`` (two
+# reductions cost 1.8 us more), the sums of products a product and that sum (einsum's
+# setup costs 1.5 us), the per-channel operands broadcast as ``(C, 1)`` (the buffer costs
+# less than the repeat), and the statistics are computed in place (``1 / sqrt(v)`` as
+# ``np.reciprocal``, the same rounding, without a Python scalar's conversion).
+#
+# Both CPU kernels read their Tensor arguments' arrays themselves (``register_arrays_direct``
+# in ops/_cpu_kernels.py: the generic kernel's unwrapping of optional Tensors cost 2-3 us of
+# the backward's 10); empty inputs, low precision, other devices and every error take the
+# generic impl.
+
+#: the input size up to which the kernels take the small arrays' calls
+_SMALL = 4096
 
 
 def _tiled(values, x3):
-    """Per-channel ``values`` repeated along ``(C, L)``: an operand that broadcasts along
-    ``N`` only (Note [Batch norm on NumPy])."""
+    """Per-channel ``values`` as an operand of an ``(N, C, L)`` array: repeated along
+    ``(C, L)``, an operand that broadcasts along ``N`` only, or ``(C, 1)`` for a small
+    array (Note [Batch norm on NumPy])."""
+    if x3.size <= _SMALL:
+        return values.reshape(-1, 1)
     return values.repeat(x3.shape[2]).reshape(x3.shape[1:])  # (np.repeat: 2 us more)
 
 
@@ -106,13 +119,15 @@ def _channel_sums(x3):
     """The per-channel sums of an ``(N, C, L)`` or ``(N, C)`` array."""
     if x3.ndim == 2:
         return np.add.reduce(x3, 0)
+    if x3.size <= _SMALL:
+        return np.add.reduce(x3, (0, 2))
     return np.add.reduce(np.add.reduce(x3, 0), 1)
 
 
 def _channel_dot(a, b):
     """The per-channel sums of ``a * b``: one pass without a temporary for large arrays,
     a product and a sum for small ones (einsum's own setup costs 1.5 us)."""
-    if a.size > 4096:
+    if a.size > _SMALL:
         return np.einsum("ncl,ncl->c" if a.ndim == 3 else "nc,nc->c", a, b)
     return _channel_sums(a * b)
 
@@ -121,20 +136,36 @@ def _as_ncl(x):
     return x.reshape(x.shape[0], x.shape[1], -1)
 
 
-def _np_forward(xp, x, weight, bias, training, momentum, eps):
-    _forward_meta(ArraySpec(x), weight, bias, training, momentum, eps)
-    if x.size == 0:
-        return _forward(np, x, weight, bias, training, momentum, eps)
+def _forward_direct(x, weight, bias, training, momentum, eps):
+    """The forward on NumPy arrays for a float32 or float64 input with values, in
+    training, with per-channel ``weight`` and ``bias`` or None; else None (Note [Batch
+    norm on NumPy])."""
+    shape = x.shape
+    channels = shape[1:2]
+    if (len(shape) < 2 or x.dtype.char not in "fd" or not x.size or not training
+            or weight is not None and weight.shape != channels
+            or bias is not None and bias.shape != channels):
+        return None
     x3 = _as_ncl(x)
-    count = x3.shape[0] * x3.shape[2]
-    mean = _channel_sums(x3) / count
+    count = x.size // shape[1]
+    mean = _channel_sums(x3)
+    mean /= count
     centered = x3 - _tiled(mean, x3)
-    invstd = 1.0 / np.sqrt(np.einsum("ncl,ncl->c", centered, centered) / count + eps)
+    invstd = _channel_dot(centered, centered)
+    invstd /= count
+    invstd += eps
+    np.sqrt(invstd, invstd)
+    np.reciprocal(invstd, invstd)
     scale = invstd if weight is None else invstd * weight
     np.multiply(centered, _tiled(scale, x3), centered)
     if bias is not None:
         np.add(centered, _tiled(bias, x3), centered)
-    return centered.reshape(x.shape), mean, invstd
+    return centered.reshape(shape), mean, invstd
+
+
+def _np_forward(xp, x, weight, bias, training, momentum, eps):
+    out = _forward_direct(x, weight, bias, training, momentum, eps)
+    return out if out is not None else _forward(np, x, weight, bias, training, momentum, eps)
 
 
 def _backward_meta(g, x, weight, running_mean, running_var, save_mean, save_invstd, train,
@@ -218,29 +249,6 @@ def _np_backward(g, x, weight, running_mean, running_var, save_mean, save_invstd
     return (gx, gw if output_mask[1] else None, gb if output_mask[2] else None)
 
 
-def _backward_cpu_kernel(generic):
-    """``native_batch_norm_backward``'s CPU kernel (Note [Hand-written CPU kernels] in
-    ops/_cpu_kernels.py): its ten arguments unwrapped here, the six Tensors' arrays read
-    directly (the generic kernel's unwrapping of optional Tensors cost 2-3 us of the op's
-    10); other devices, dtypes and every error go to ``generic``."""
-    def kernel(g, x, *rest, **kwargs):
-        d = x._device
-        if not kwargs and len(rest) == 8 and g._device is d:
-            arrays = []
-            for t in rest[:5]:
-                if t is not None:
-                    if type(t) is not Tensor or t._device is not d:
-                        return generic(g, x, *rest)
-                    t = t._data
-                arrays.append(t)
-            out = _np_backward(g._data, x._data, *arrays, *rest[5:])
-            if out is not None:
-                wrap = d.wrap
-                return tuple(None if o is None else wrap(o) for o in out)
-        return generic(g, x, *rest, **kwargs)
-    return kernel
-
-
 # Note [Batch norm in low precision]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # PyTorch's CPU kernels take float16 and bfloat16 inputs and compute in float32 (their
@@ -256,15 +264,18 @@ _LOW = (dt.float16, dt.bfloat16)
 def in_float32(kernel, input_at: int):
     """``kernel`` (``kernel(xp, *args)``) computed in float32 when its argument
     ``input_at`` is float16 or bfloat16 (Note [Batch norm in low precision])."""
-    def run(xp, *args):
+    def run(xp, *args, **kwargs):
         dtype = dtype_of(args[input_at])
         if dtype is not dt.float16 and dtype is not dt.bfloat16:
-            return kernel(xp, *args)
+            return kernel(xp, *args, **kwargs)
         f32 = xp.float32
-        wide = [xp.astype(a, f32) if getattr(a, "dtype", None) is not None
-                and dtype_of(a) in _LOW else a for a in args]
+
+        def wide(a):
+            low = getattr(a, "dtype", None) is not None and dtype_of(a) in _LOW
+            return xp.astype(a, f32) if low else a
+
         low = args[input_at].dtype
-        result = kernel(xp, *wide)
+        result = kernel(xp, *map(wide, args), **{k: wide(v) for k, v in kwargs.items()})
         if not isinstance(result, tuple):
             return xp.astype(result, low)
         return tuple(None if r is None else xp.astype(r, low) for r in result)
@@ -348,5 +359,7 @@ defop("native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight,
       impl=in_float32(_backward, 1), meta=_backward_meta, names=(),
       info=OpInfo(ref=_backward_ref, dtypes=FLOATS, samples=_backward_samples,
                   rtol=1e-4, atol=1e-5))
-register_cpu(CATALOGUE["aten::native_batch_norm_backward"].functional[0],
-             _backward_cpu_kernel)
+register_arrays_direct(CATALOGUE["aten::_native_batch_norm_legit"].functional[0],
+                         _forward_direct)
+register_arrays_direct(CATALOGUE["aten::native_batch_norm_backward"].functional[0],
+                         _np_backward)

@@ -201,6 +201,20 @@ def test_max_pool_2x2_tiling_with_nan_and_ties_picks_what_torch_picks(torch):
         _compare(torch, "max_pool2d", [a], {"kernel_size": 2})
 
 
+def test_max_pool_2x2_of_large_and_small_inputs_picks_what_torch_picks(torch):
+    # the 2x2 path above 1024 elements, the argmax below (Note [Max pooling as one
+    # argmax]): ties, NaN and infinite windows among ordinary ones, in both
+    tile = np.array([[1.0, 1.0, 0.0, 3.0], [1.0, 1.0, np.nan, 2.0],
+                     [-np.inf, -np.inf, 5.0, 4.0], [-np.inf, -np.inf, 4.0, 5.0]], np.float32)
+    for reps in ((1, 1, 2, 2), (2, 8, 4, 4)):
+        x = np.tile(tile, reps)
+        for a in (x, np.nan_to_num(x, nan=2.0)):
+            m, im = F.max_pool2d(md.asarray(a, device=TEST_DEVICE), 2, return_indices=True)
+            t, it = torch.nn.functional.max_pool2d(torch.tensor(a), 2, return_indices=True)
+            np.testing.assert_array_equal(to_numpy(m), t.numpy())
+            np.testing.assert_array_equal(to_numpy(im), it.numpy())
+
+
 def test_max_pool1d_matches_torch(torch):
     _compare(torch, "max_pool1d", [_rand(2, 3, 11)], {"kernel_size": 3, "stride": 2,
                                                       "padding": 1, "ceil_mode": True,
@@ -328,6 +342,62 @@ def test_batch_norm_modules_track_what_torch_tracks(momentum, torch):
     np.testing.assert_allclose(_np(free(md.asarray(x))), free_t(torch.tensor(x)).numpy(),
                                rtol=1e-4, atol=1e-5)
     assert list(free.state_dict()) == list(free_t.state_dict()) == []
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 4), (8, 3, 16, 16)], ids=["small", "large"])
+def test_batch_norm_kernels_of_both_sizes_match_torch(shape, torch):
+    # the CPU kernels' small-array calls up to 4096 elements, the large ones above (Note
+    # [Batch norm on NumPy]), with and without affine parameters
+    x, g = _rand(*shape) * 3 + 1, _rand(*shape, seed=1)
+    for w, b in ((None, None), (_rand(3, seed=2), _rand(3, seed=3))):
+        ours = md.ops.aten._native_batch_norm_legit.no_stats(
+            md.asarray(x), None if w is None else md.asarray(w),
+            None if b is None else md.asarray(b), True, 0.1, 1e-3)
+        theirs = torch.ops.aten._native_batch_norm_legit.no_stats(
+            torch.tensor(x), None if w is None else torch.tensor(w),
+            None if b is None else torch.tensor(b), True, 0.1, 1e-3)
+        for a, t in zip(ours, theirs):
+            np.testing.assert_allclose(_np(a), t.numpy(), rtol=1e-4, atol=1e-5)
+        args = (None if w is None else md.asarray(w), None, None, ours[1], ours[2], True,
+                1e-3, [True, w is not None, True])
+        grads = md.ops.aten.native_batch_norm_backward(md.asarray(g), md.asarray(x), *args)
+        expected = torch.ops.aten.native_batch_norm_backward(
+            torch.tensor(g), torch.tensor(x), None if w is None else torch.tensor(w), None,
+            None, theirs[1], theirs[2], True, 1e-3, [True, w is not None, True])
+        for a, t in zip(grads, expected):
+            assert (a is None) == (t is None)
+            if a is not None:
+                np.testing.assert_allclose(_np(a), t.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_and_nll_loss_kernels_hand_on_what_they_do_not_compute():
+    # keyword calls, Tensors of another dtype and bad arguments take the generic kernel
+    # (Note [Hand-written CPU kernels]): the same values, the op's own errors
+    bn = md.ops.aten._native_batch_norm_legit.no_stats
+    x = md.asarray(_rand(4, 3, 2))
+    by_position = bn(x, None, None, True, 0.1, 1e-3)
+    by_keyword = bn(x, None, None, True, momentum=0.1, eps=1e-3)
+    for a, b in zip(by_position, by_keyword):
+        np.testing.assert_array_equal(_np(a), _np(b))
+    half = bn(md.asarray(_rand(4, 3, 2).astype(np.float16)), None, None, True, 0.1, 1e-3)
+    assert all(t.dtype == md.float16 for t in half)
+    with pytest.raises(ValueError, match=r"batch_norm: expected weight of shape \[3\]"):
+        bn(x, md.ones(2), None, True, 0.1, 1e-3)
+    with pytest.raises(ValueError, match="batch_norm: running_mean and running_var"):
+        bn(x, None, None, False, 0.1, 1e-3)
+    nll = md.ops.aten.nll_loss_forward
+    logits, target = md.asarray(_rand(3, 4)), md.asarray(np.array([0, 3, 1]))
+    loss, total = nll(logits, target, None, 1, -100)
+    named = nll(logits, target, None, reduction=1, ignore_index=-100)
+    assert type(named) is type(nll(logits, target, None, 1, -100))
+    np.testing.assert_array_equal(_np(loss), _np(named.output))
+    assert float(total) == 3.0
+    with pytest.raises(IndexError, match="nll_loss: target 4 is out of bounds for 4 classes"):
+        nll(logits, md.asarray(np.array([0, 4, 1])), None, 1, -100)
+    with pytest.raises(TypeError, match="nll_loss: expected an integer target"):
+        nll(logits, md.asarray(np.array([0.0, 1.0, 2.0])), None, 1, -100)
+    with pytest.raises(TypeError):
+        nll(logits, [0, 1, 2], None, 1, -100)
 
 
 def test_batch_norm_errors():
