@@ -725,7 +725,8 @@ def _np_norm2(x, axes, keepdims):
     if x.dtype == _F32 and axes is not None:
         d = x.astype(np.float64)
         d *= d
-        return np.sqrt(_sum(d, axes, None, None, keepdims)).astype(_F32)
+        t = _sum(d, axes, None, None, True) if keepdims else _sum(d, axes)
+        return np.sqrt(t).astype(_F32)
     a = np.abs(x)
     s = _largest(a, axes, None, None, True)
     if s.size == 1:
@@ -776,12 +777,18 @@ def _np_vector_norm(x, axis=None, keepdims=False, ord=2):  # noqa: A002 (the Arr
         return _np_norm2(x, (axis % nd,), keepdims)
     # several axes (distinct, in range): the scaled norm over them; anything else is the
     # generic kernel's to refuse
-    if type(axis) is not tuple or not all(type(a) is int and -nd <= a < nd for a in axis):
+    if type(axis) is not tuple:
         return None
-    axes = tuple(sorted({a % nd for a in axis}))
-    if len(axes) != len(axis):
-        return None
-    return _np_norm2(x, axes, keepdims)
+    axes = []
+    for a in axis:
+        if type(a) is not int or not -nd <= a < nd:
+            return None
+        a %= nd
+        if a in axes:
+            return None
+        axes.append(a)
+    axes.sort()
+    return _np_norm2(x, tuple(axes), keepdims)
 
 
 #: the vector norm's CPU computation, for linalg.norm's kernel (Note [linalg.norm on NumPy])
