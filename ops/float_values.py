@@ -56,6 +56,8 @@ def _nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
 _FINITE_RANGE: dict = {}  # NumPy dtype -> (max, min), NumPy scalars of that dtype
 #: NumPy's clip ufunc (``_core.umath``, NumPy >= 2), without np.clip's Python wrapper
 _CLIP = getattr(getattr(getattr(np, "_core", None), "umath", None), "clip", None)
+#: np.putmask's C function, without its ``__array_function__`` dispatcher (0.25 us)
+_putmask = getattr(np.putmask, "_implementation", np.putmask)
 
 
 def _np_nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
@@ -65,17 +67,18 @@ def _np_nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
     if bounds is None:
         info = np.finfo(x.dtype)
         bounds = _FINITE_RANGE[x.dtype] = (info.max, info.min)
-    fill = np.asarray(nan, x.dtype)
+    # a zero (the default) as it is: putmask casts it exactly, without an array made for it
+    fill = nan if type(nan) is float and nan == 0.0 else np.asarray(nan, x.dtype)
     if posinf is None and neginf is None and _CLIP is not None:
         r = _CLIP(x, bounds[1], bounds[0])
-        np.putmask(r, np.isnan(r), fill)
+        _putmask(r, np.isnan(r), fill)
         return r
     hi = bounds[0] if posinf is None else posinf
     lo = bounds[1] if neginf is None else neginf
     r = x.copy()
-    np.putmask(r, np.isnan(x), fill)
-    np.putmask(r, x == math.inf, np.asarray(hi, x.dtype))
-    np.putmask(r, x == -math.inf, np.asarray(lo, x.dtype))
+    _putmask(r, np.isnan(x), fill)
+    _putmask(r, x == math.inf, np.asarray(hi, x.dtype))
+    _putmask(r, x == -math.inf, np.asarray(lo, x.dtype))
     return r
 
 

@@ -196,6 +196,8 @@ defop("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor",
 
 _INT_KINDS = ("i", "u")
 _smallest, _largest = np.minimum.reduce, np.maximum.reduce
+#: np.bincount's C function, without its ``__array_function__`` dispatcher frame
+_count = getattr(np.bincount, "_implementation", np.bincount)
 
 
 def _np_bincount(x, weights=None, minlength=0):
@@ -204,7 +206,7 @@ def _np_bincount(x, weights=None, minlength=0):
         return None
     if weights is None:
         try:
-            return np.bincount(x, None, minlength)
+            return _count(x, None, minlength)
         except ValueError:  # a negative value
             return None
     w = getattr(weights, "_data", None)  # a Tensor argument after the first comes as it is
@@ -212,7 +214,7 @@ def _np_bincount(x, weights=None, minlength=0):
             or w.shape[0] != x.shape[0]):
         return None
     try:
-        out = np.bincount(x, w, minlength)
+        out = _count(x, w, minlength)
     except ValueError:
         return None
     return out.astype(np.float32) if w.dtype == np.float32 else out
@@ -241,7 +243,7 @@ def _np_histc(x, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's argument nam
     pos = inside - lo_t
     pos *= bins
     pos /= hi_t - lo_t
-    counts = np.bincount(pos.astype(np.int64), None, bins + 1)  # (>= 0: astype truncates)
+    counts = _count(pos.astype(np.int64), None, bins + 1)  # (>= 0: astype truncates)
     counts[bins - 1] += counts[bins]  # the last bin is closed: hi counts in it
     return counts[:bins].astype(x.dtype)
 

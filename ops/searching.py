@@ -147,7 +147,7 @@ def _np_argwhere(xp, x):
     impl's ``xp.stack`` goes through Python-level wrappers (about 10 us on 16x16)."""
     if x.ndim == 0:
         return _argwhere(xp, x)
-    idx = np.nonzero(x)
+    idx = x.nonzero()  # (the method: np.nonzero's wrappers cost 0.4 us)
     out = np.empty((idx[0].shape[0], x.ndim), np.int64)
     for k, i in enumerate(idx):
         out[:, k] = i

@@ -15,7 +15,7 @@ _VALUES = [math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1.5, -2.0, 1e30,
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-@pytest.mark.parametrize("kwargs", [{}, {"nan": 1.5}, {"nan": None},
+@pytest.mark.parametrize("kwargs", [{}, {"nan": 1.5}, {"nan": None}, {"nan": -0.0}, {"nan": 0},
                                     {"posinf": 9.0, "neginf": -9.0}, {"posinf": math.nan},
                                     {"nan": 2.0, "neginf": -1e300}])
 def test_nan_to_num_matches_numpy_and_the_generic_impl(dtype, kwargs):

@@ -417,3 +417,22 @@ def test_diagonal_matches_the_generic_impl(args):
     else:
         np.testing.assert_array_equal(outs[0], outs[1])
         np.testing.assert_array_equal(outs[0], np.diagonal(a, *args))
+
+
+_ISIN_CASES = [  # (elements, test elements, invert): the CPU kernel's case and the others
+    (np.array([[1, 2, 3], [4, 5, 6]], np.int8), np.array([1, 5, 7, 9], np.int8), False),
+    (np.array([[1, 2, 3], [4, 5, 6]], np.int8), np.array([1, 5, 7, 9], np.int8), True),
+    (np.array([1, 2, 300]), np.array([300, 1], np.int16), False),  # promoted
+    (np.array([1, 2, 3], np.uint8), np.array([], np.uint8), False),  # no test elements
+    (np.array(2), np.array([1, 2]), True),  # 0-d elements
+    (np.array([1.5, 2.0, np.nan]), np.array([2.0, np.nan]), False),  # floats: compared
+]
+
+
+@pytest.mark.parametrize(("a", "b", "invert"), _ISIN_CASES)
+def test_isin_on_the_cpu_matches_the_generic_kernel_and_numpy(a, b, invert):
+    outs = [to_numpy(md.isin(md.asarray(a, device=device), md.asarray(b, device=device),
+                             invert=invert)) for device in ("cpu", "loopback")]
+    for got in outs:
+        assert got.dtype == np.bool_ and got.shape == a.shape
+        np.testing.assert_array_equal(got, np.isin(a, b, invert=invert))
