@@ -185,19 +185,25 @@ class _Plan:
     def _save_bits(self):
         """What the functional kernel saves (Note [Recording]): for one Tensor argument, its
         bit or 0; for two, a tuple indexed by which edges are live (0b01: the first, ...);
-        -1 for more (saved by position, ``saved_positions``); None where the functional
-        kernel does not apply (no Tensor argument; per-gradient reads of more than two)."""
+        -1 for more (saved by position: ``saved_positions``, or with reads per gradient
+        ``saved_by_mask[live edges]``); None where the functional kernel does not apply
+        (no Tensor argument)."""
         positions, by_grad, reads = self.positions, self.by_grad, self.reads
         n = len(positions)
-        self.saved_positions = None
+        self.saved_positions = self.saved_by_mask = None
         if n == 0:
             return None
         if by_grad is None:
             self.saved_positions = tuple(i for i in positions if i in reads)
         elif n == 1:  # mul.Scalar: its one gradient reads the scalar
             self.saved_positions = tuple(i for i in positions if i in by_grad.get(positions[0], ()))
-        elif n > 2:
-            return None
+        elif n > 2:  # addmm: what the live edges' gradients read, for each set of them
+            self.saved_by_mask = tuple(
+                tuple(i for i in positions
+                      if any(i in by_grad.get(j, ()) for k, j in enumerate(positions)
+                             if mask >> k & 1))
+                for mask in range(1 << n))
+            return -1
 
         def bits(saved):  # positions 0 and 1 as bits 0 and 1
             return sum(1 << i for i in saved)
@@ -412,6 +418,7 @@ def _functional_factory(op, plan):
     two = n_tensors == 2
     many = n_tensors > 2
     save_bits, saved_positions, uses_out = plan.save_bits, plan.saved_positions, plan.uses_out
+    by_mask = plan.saved_by_mask
     node_class = plan.node_class()
     several = plan.n_outputs > 1
     leaf = LEAF_KERNELS
@@ -489,6 +496,15 @@ def _functional_factory(op, plan):
                     edges.append(None if ag is None or not ag.requires_grad
                                  else gradient_edge(a))
                 save = -1
+                at = saved_positions
+                if by_mask is not None:  # reads per gradient: by the live edges
+                    mask = 0
+                    bit = 1
+                    for f in edges:
+                        if f is not None:
+                            mask |= bit
+                        bit <<= 1
+                    at = by_mask[mask]
             else:
                 edges = [e]
                 save = save_bits
@@ -511,7 +527,7 @@ def _functional_factory(op, plan):
                           else inference_saved()),)
             else:
                 saved = []  # saved_version(t) of each, inlined as above
-                for i in saved_positions:
+                for i in at:
                     t = args[i]
                     if t is None:  # an omitted ``Tensor?`` argument (batch norm's weight)
                         continue
