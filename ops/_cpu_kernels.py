@@ -19,18 +19,25 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+import numpy as np
+
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.tensors.tensor import Tensor
 
 from ._decl import register_leaf
 from ._impl_kernels import result_tuple
 
-__all__ = ["generic_kernel", "register_arrays_direct", "register_cpu", "register_cpu_kernel",
-           "register_direct", "register_list_direct"]
+__all__ = ["generic_kernel", "np_concatenate", "register_arrays_direct", "register_cpu",
+           "register_cpu_kernel", "register_direct", "register_list_direct"]
 
 #: the dtype kinds the direct kernels compute: not bool, nor ml_dtypes' bfloat16 (kind 'V',
 #: whose products and norms round through float32 in the generic kernels)
 _KINDS = "iufc"
+
+#: NumPy's C concatenate, ``np.concatenate``'s ``_implementation`` (NumPy >= 1.25), for the
+#: joins' kernels: ``np.concatenate`` runs its ``__array_function__`` dispatcher, a Python
+#: frame, first
+np_concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 
 
 def generic_kernel(op) -> Callable:
@@ -130,8 +137,9 @@ def register_arrays_direct(op, direct: Callable) -> None:
 def register_list_direct(op, direct: Callable, rank: int = 0, lift: Callable | None = None,
                          ) -> None:
     """Register a CPU kernel of ``op`` (a Tensor list first: ``cat``, ``stack``, ``hstack``)
-    computing the common case on its arrays: ``direct(arrays, *rest, **kwargs)`` -> array,
-    or None where the generic kernel must decide (Note [Hand-written CPU kernels]).  Only a
+    computing the common case on its arrays: ``direct(arrays, *rest, **kwargs)`` -> array;
+    None, a ValueError or a TypeError where the generic kernel must decide (Note
+    [Hand-written CPU kernels]), so ``direct`` may be NumPy's C function itself.  Only a
     list of plain Tensors of one device and one dtype reaches ``direct``: mixed dtypes
     promote by the project's rules, not NumPy's.  An array of fewer than ``rank``
     dimensions is passed as ``lift(array)``.  Unwrapping the list here rather than through
@@ -151,8 +159,11 @@ def register_list_direct(op, direct: Callable, rank: int = 0, lift: Callable | N
                             break
                         arrays.append(a if a.ndim >= rank else lift(a))
                     else:
-                        out = (direct(arrays, *rest, **kwargs) if rest or kwargs
-                               else direct(arrays))  # (no star call: Note [Star calls])
+                        try:
+                            out = (direct(arrays, *rest, **kwargs) if rest or kwargs
+                                   else direct(arrays))  # (no star call: Note [Star calls])
+                        except (ValueError, TypeError):  # the generic kernel's error
+                            out = None
                         if out is not None:
                             return d.wrap(out)
             return generic(tensors, *rest, **kwargs)

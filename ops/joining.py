@@ -22,7 +22,7 @@ from mdtensor._dtypes import result_type
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
 
 from ._composite import names_op
-from ._cpu_kernels import register_list_direct
+from ._cpu_kernels import np_concatenate, register_list_direct
 from ._decl import ErrorInput, OpInfo, SampleInput, defop
 from ._promotion import dtype_of
 from ._samples import make_array
@@ -101,7 +101,7 @@ def _impl(name):
 
 # The CPU kernels (Note [Hand-written CPU kernels] in ops/_cpu_kernels.py): operands of one
 # dtype on one device, those of fewer dimensions than the op wants lifted to them (views),
-# joined by one np.concatenate, which checks the shapes itself.  Mixed dtypes (promoted by
+# joined by one NumPy concatenate, which checks the shapes itself.  Mixed dtypes (promoted by
 # the project's rules, not NumPy's) and anything NumPy refuses go to the ArrayAPI kernel,
 # which raises the op's own error (``register_list_direct`` in ops/_cpu_kernels.py).
 
@@ -127,10 +127,7 @@ def _numpy_join(axis_of):
     """The CPU kernel's computation on the lifted arrays, of one dtype (None: the generic
     kernel decides)."""
     def compute(arrays):
-        try:
-            return np.concatenate(arrays, axis_of(arrays[0].ndim))
-        except ValueError:
-            return None
+        return np_concatenate(arrays, axis_of(arrays[0].ndim))
     return compute
 
 

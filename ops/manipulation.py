@@ -19,7 +19,7 @@ from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from . import _meta_shape as ms
-from ._cpu_kernels import register_direct, register_list_direct
+from ._cpu_kernels import np_concatenate, register_direct, register_list_direct
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._promotion import promote_arrays
 from ._samples import make_array, unary_samples
@@ -850,13 +850,11 @@ def _list_samples(shapes, **kw):
     return samples
 
 
-def _np_concat(arrays, axis=0):
-    # The CPU kernel (register_list_direct: arrays of one dtype): np.concatenate checks the
-    # shapes and axis itself; the impl's checks only where NumPy refuses
-    try:
-        return np.concatenate(arrays, axis)
-    except (ValueError, TypeError):
-        return None
+# The CPU kernel of cat (register_list_direct: arrays of one dtype) is NumPy's C
+# concatenate itself, without ``np.concatenate``'s dispatcher frame: it checks the shapes
+# and axis itself, and where it refuses (ValueError, TypeError) the impl's checks raise the
+# op's error.
+_np_concat = np_concatenate
 
 
 _cat = defop("cat(Tensor[] tensors, int? axis=0) -> Tensor", impl=_concat, meta=_cat_meta,
@@ -900,10 +898,10 @@ def _np_stack(arrays, axis=0):
             if t.shape != s:
                 return None
         if 0 <= a < n:
-            return np.concatenate(arrays, a).reshape(s[:a] + (len(arrays),) + s[a:])
+            return _np_concat(arrays, a).reshape(s[:a] + (len(arrays),) + s[a:])
         if a == n:
             one = s + (1,)
-            return np.concatenate([t.reshape(one) for t in arrays], a)
+            return _np_concat([t.reshape(one) for t in arrays], a)
     return None
 
 

@@ -296,6 +296,10 @@ def test_broadcast_arrays_star_and_list():
     (lambda x: md.concat([x, x[:, :1]], axis=0), ValueError, "concat: tensors must have"),
     (lambda x: md.stack([x, x[:1]]), ValueError, "stack: all tensors must have the same"),
     (lambda x: md.stack([x, x], axis=4), IndexError, "stack: axis 4 is out of range"),
+    # NumPy's C concatenate refuses these in the CPU kernels: the op's own errors instead
+    (lambda x: md.cat([x, x], axis=5), IndexError, "concat: axis 5 is out of range"),
+    (lambda x: md.hstack([x, x[:1]]), ValueError, "hstack: the tensors, as 2-d tensors"),
+    (lambda x: md.dstack([x, x[:1]]), ValueError, "dstack: the tensors, as 3-d tensors"),
     (lambda x: md.squeeze(x, axis=0), ValueError, "squeeze: cannot select an axis"),
     (lambda x: x.unsqueeze(5), IndexError, "unsqueeze: axis 5 is out of range"),
     (lambda x: x.permute(0, 0), ValueError, "permute: duplicate axes"),
