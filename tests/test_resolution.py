@@ -199,6 +199,12 @@ def test_keyword_calls_dispatch_from_the_packet_in_parameter_order(lib):
     with Count():
         assert h(x, j=2, k=1).tolist() == [7.0]
     assert Count.calls == 1 and seen[-1][0] == (1, 2)
+    del seen[:]
+    for _ in range(2):  # two keywords in the schema's order; a name no plan knows
+        h(x, k=1, j=2)
+        with pytest.raises(TypeError, match="q"):
+            h(x, k=1, q=2)
+    assert seen == [((1, 2), {})] * 2
     lib.define("h.other(Tensor x, Tensor k) -> Tensor")
     assert not h._by_keywords
     # the built-in reductions: the same values as positional calls

@@ -391,6 +391,20 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                     if caller is not None:
                         return caller(a, **kwargs)
                     b = _NO
+            elif b is _NO and a is not _NO and len(kwargs) == 2:  # clamp(x, min=0, max=1)
+                # by_keywords' key, as below, without the star calls and maps: the
+                # keyword names and value types, popped and put back if no plan matches
+                k2, v2 = kwargs.popitem()
+                k1, v1 = kwargs.popitem()
+                plan = by_keywords.get((type(a), k1, k2, type(v1), type(v2)))
+                if plan is not None:  # See Note [Keyword calls]
+                    op, table, moved = plan
+                    kernel = dispatch_kernel(op, table, a)
+                    if moved[0] == k1:
+                        return kernel(a, v1, v2)
+                    return kernel(a, v2, v1)
+                kwargs[k1] = v1
+                kwargs[k2] = v2
         elif b is not _NO:
             if not args:
                 if type(a) is two_type and type(b) is two_type:  # Note [Inline dispatch]
