@@ -185,28 +185,12 @@ def make_caller(op: OpOverload) -> Callable:
             except AttributeError:
                 return slow_call((a, b, c), args, kwargs)
             return kernel(a, b, c, *args, **kwargs)
-    elif pos:
-        # Tensors at other positions (index_select's self and index: 0 and 2): their key
-        # sets read by position, without walking the schema; a Tensor by keyword, too few
-        # arguments or a non-Tensor take the slow path and its errors.
-        def call(*args, **kwargs):
-            ks = 0
-            try:
-                for i in pos:
-                    ks |= args[i]._ks
-            except (IndexError, AttributeError):
-                return slow_call((), args, kwargs)
-            inc, keep = _tls_get()
-            ks = (ks | inc) & keep & op.mask
-            kernel = table.get(ks)
-            if kernel is None:
-                kernel = miss(ks)
-            return kernel(*args, **kwargs)
-    elif (loose := positional_tensor_positions(op._schema)) is not None:
-        # Tensor? arguments, or more than three Tensors: read by position as above, None
-        # where the schema allows it skipped (a None elsewhere, an omitted argument: the slow
-        # path and its errors).
-        at, optional = loose
+    elif pos or (loose := positional_tensor_positions(op._schema)) is not None:
+        # Tensors at other positions (index_select's self and index: 0 and 2), Tensor?
+        # arguments or more than three Tensors: their key sets read by position, without
+        # walking the schema, None skipped where the schema allows it; a Tensor by keyword,
+        # too few arguments or a non-Tensor take the slow path and its errors.
+        at, optional = (pos, frozenset()) if pos else loose
 
         def call(*args, **kwargs):
             ks = 0
