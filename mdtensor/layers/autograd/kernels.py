@@ -197,23 +197,20 @@ class _Plan:
             self.saved_positions = tuple(i for i in positions if i in reads)
         elif n == 1:  # mul.Scalar: its one gradient reads the scalar
             self.saved_positions = tuple(i for i in positions if i in by_grad.get(positions[0], ()))
-        elif n > 2:  # addmm: what the live edges' gradients read, for each set of them
+        else:  # reads per gradient: what the live edges' gradients read, per set of edges
             self.saved_by_mask = tuple(
                 tuple(i for i in positions
                       if any(i in by_grad.get(j, ()) for k, j in enumerate(positions)
                              if mask >> k & 1))
                 for mask in range(1 << n))
-            return -1
+            if n > 2:  # addmm: by position
+                return -1
 
         def bits(saved):  # positions 0 and 1 as bits 0 and 1
             return sum(1 << i for i in saved)
 
-        if self.saved_positions is None:  # two arguments, reads per gradient
-            return tuple(
-                bits(i for i in positions
-                     if any(i in by_grad.get(j, ()) for k, j in enumerate(positions)
-                            if mask >> k & 1))
-                for mask in range(4))
+        if self.saved_positions is None:  # two arguments
+            return tuple(map(bits, self.saved_by_mask))
         if n > 2:
             return -1
         save = bits(self.saved_positions)
