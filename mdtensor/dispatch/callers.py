@@ -296,10 +296,15 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     # argument's type; ``mixed_second`` is Tensor once one is known.
     mixed_rev: dict = {}
     mixed_second = None
+    # And the overload a list alone resolved to, when its Tensor list is its only Tensor
+    # argument (``stack([a, b])``, ``cat([a, b])``): the key set read from the list here,
+    # without the list caller's frame (31.4K -> 29.6K instructions for ``md.stack([a, b])``
+    # of two (2, 3) tensors); ``list_type`` is list once one is known.
+    list_type = list_op = list_table = None
 
     def learn(key, caller):
         nonlocal one_type, one_op, one_table, two_type, two_op, two_table, mixed_first
-        nonlocal mixed_second
+        nonlocal mixed_second, list_type, list_op, list_table
         Tensor = schema_class("Tensor")  # Note [Schema classes] in resolution.py
         op = getattr(caller, "op", None)
         if op is None:
@@ -327,12 +332,14 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                 and isinstance(key[0], type) and not issubclass(key[0], Tensor)):
             mixed_rev[key[0]] = (op, op.table)  # (type, Tensor) positionally
             mixed_second = Tensor
+        elif key is list and _lone_list_first(op.schema.arguments):
+            list_op, list_table, list_type = op, op.table, list
 
     def forget():
         nonlocal one_type, one_op, one_table, two_type, two_op, two_table, mixed_first
-        nonlocal mixed_second
+        nonlocal mixed_second, list_type, list_op, list_table
         one_type = one_op = one_table = two_type = two_op = two_table = mixed_first = None
-        mixed_second = None
+        mixed_second = list_type = list_op = list_table = None
         mixed.clear()
         mixed_kw.clear()
         mixed3.clear()
@@ -425,6 +432,23 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
         elif type(a) is one_type:  # Note [Inline dispatch]
             kernel = dispatch_kernel(one_op, one_table, a)
             return kernel(a)
+        elif type(a) is list_type:  # the list caller's key set, inline
+            ks = 0
+            try:
+                for t in a:
+                    ks |= t._ks
+            except AttributeError:  # not a Tensor: the caller's slow path and its errors
+                ks = None
+            if ks is not None:
+                inc, keep = _tls_get()
+                ks = (ks | inc) & keep & list_op.mask
+                kernel = list_table.get(ks)
+                if kernel is None:
+                    kernel = list_op.fill_entry(ks)
+                return kernel(a)
+            caller = cache.get(list)
+            if caller is not None:
+                return caller(a)
         elif a is not _NO:
             caller = cache.get(type(a))
             if caller is not None:
