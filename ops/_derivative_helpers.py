@@ -35,10 +35,20 @@ __all__ = [
 DERIVATIVES: dict = {}
 
 
-def uses_out(fn):
-    """Mark a formula that reads the op's output (so the Autograd kernel saves it)."""
-    fn.uses_out = True
-    return fn
+def uses_out(fn=None, /, *outputs):
+    """Mark a formula that reads the op's output (so the Autograd kernel saves it):
+    ``@uses_out``; for an op of several outputs, ``@uses_out(1, 2)`` names the ones it
+    reads, and the others reach it as None (Note [Saving several outputs] in
+    mdtensor/layers/autograd/kernels.py)."""
+    if callable(fn):
+        fn.uses_out = True
+        return fn
+    read = frozenset((fn, *outputs))
+
+    def mark(f):
+        f.uses_out = read
+        return f
+    return mark
 
 
 def uses_mask(fn):

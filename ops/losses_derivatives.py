@@ -11,7 +11,7 @@ __all__: list[str] = []  # importing the module registers its rules
 
 
 @rule("nll_loss_forward")
-@uses_out
+@uses_out(1)  # the total weight
 def _nll_loss(g, out, x, target, weight, reduction, ignore_index):
     # only the loss differentiates, and only for the input (PyTorch: not the weights)
     go = g[0]

@@ -47,7 +47,7 @@ def composite_backward(g, x, weight, eps, train=True, mean=None, invstd=None,
 
 
 @rule("_native_batch_norm_legit.no_stats")
-@uses_out
+@uses_out(1, 2)  # the statistics
 def _batch_norm(g, out, x, weight, bias, training, momentum, eps):
     # Only the output is differentiable (PyTorch: the saved statistics are not); the
     # gradients of the batch statistics' outputs are ignored.

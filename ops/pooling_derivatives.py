@@ -15,7 +15,7 @@ __all__: list[str] = []  # importing the module registers its rules
 
 
 @rule("max_pool2d_with_indices")
-@uses_out
+@uses_out(1)
 @reads()  # the output's indices only
 def _max_pool(g, out, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return (aten.max_pool2d_with_indices_backward(g[0], x, kernel_size, stride, padding,

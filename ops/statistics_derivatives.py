@@ -56,7 +56,7 @@ def _median(g, out, x):
 
 
 @rule("cummax", "cummin")
-@uses_out
+@uses_out(1)  # the indices
 @reads()
 def _cumextreme(g, out, x, dim):
     return _scattered(g[0], x, dim, out[1]), None

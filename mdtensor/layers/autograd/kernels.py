@@ -325,7 +325,7 @@ def _recording_kernel(op, plan):
             if single:
                 saved_out = save_output(out)
             else:
-                saved_out = _save_outputs(out, flags, saved)
+                saved_out = _save_outputs(out, flags, saved, uses_out)
         node = Node() if single else ListNode()  # Node.new, inlined (Note [Class calls])
         node._name = name
         node.formula = flat_formula
@@ -378,15 +378,20 @@ def _floating_flags(outs) -> list:
 # it is saved as an alias outside autograd (Note [Saved outputs] in graph.py: the output
 # itself would make a cycle).  Any other output (cummax's indices) never refers to the
 # node and is saved as it is, with its version: an alias of it would only cost a tensor.
+# A formula marked ``@uses_out(1, 2)`` reads only those outputs (batch norm's statistics,
+# not its result): the others are kept as None, neither aliased nor versioned (0.2 us an
+# output).
 
 
-def _save_outputs(outs, flags, saved) -> tuple:
-    """The outputs a node of several keeps (Note [Saving several outputs]), each Tensor's
-    version appended to ``saved``."""
+def _save_outputs(outs, flags, saved, read=True) -> tuple:
+    """The outputs a node of several keeps (Note [Saving several outputs]): those in
+    ``read`` (True: all), each Tensor's version appended to ``saved``."""
     kept = []
     k = 0
     for o in outs:
-        if flags[k]:
+        if read is not True and k not in read:
+            o = None
+        elif flags[k]:
             vc = o._vc
             if vc is None:
                 vc = counter(o)
@@ -678,7 +683,7 @@ def _record_outputs(node, outs, flags, args, kwargs, edges, saved, uses_out):
     statistics of batch norm): ``node`` filled and set as the history of each floating
     output, the outputs it saves appended to ``saved`` (Note [Saving several outputs])."""
     saved = list(saved)
-    node.out = _save_outputs(outs, flags, saved) if uses_out else None
+    node.out = _save_outputs(outs, flags, saved, uses_out) if uses_out else None
     node.args = args
     node.kwargs = kwargs
     node.saved = saved
