@@ -107,9 +107,7 @@ def register_arrays_direct(op, direct: Callable) -> None:
     last = positions[-1]
     first = next(i for i in positions if not schema.arguments[i].type.optional)
     several = len(schema.returns) if len(schema.returns) > 1 else 0
-    # the result tuple made by C calls: a named tuple's class through tuple.__new__
-    named = result_tuple(schema)
-    make = functools.partial(tuple.__new__, named) if isinstance(named, type) else tuple
+    make = _tuple_maker(op)
 
     def build(generic):
         def kernel(*args, **kwargs):
@@ -147,6 +145,13 @@ def register_arrays_direct(op, direct: Callable) -> None:
     register_cpu(op, build, DispatchKey.CPU if op.kernels_for(DispatchKey.CPU)
                  else DispatchKey.ArrayAPI)
     _record(op, lambda xp, *args, **kwargs: direct(*args, **kwargs))
+
+
+def _tuple_maker(op) -> Callable:
+    """``make(iterable)`` -> the op's result tuple, made by C calls: a named tuple's class
+    through ``tuple.__new__`` (its own ``__new__`` is a Python frame)."""
+    named = result_tuple(op.schema)
+    return functools.partial(tuple.__new__, named) if isinstance(named, type) else tuple
 
 
 def register_list_direct(op, direct: Callable, rank: int = 0, lift: Callable | None = None,
@@ -206,7 +211,7 @@ def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
     reduction kernels] in ops/_cpu_reductions.py).  For ops whose arguments are not a
     reduction's or a scan's."""
     wanted = frozenset(chars)
-    result_type = result_tuple(op.schema) if op.schema.returns_tuple else None
+    make = _tuple_maker(op) if op.schema.returns_tuple else None
 
     def build(generic):
         def kernel(a, *args, **kwargs):
@@ -218,7 +223,7 @@ def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
                     r = None
                 if r is not None:
                     wrap = a._device.wrap
-                    return result_type(*map(wrap, r)) if result_type else wrap(r)
+                    return make(map(wrap, r)) if make else wrap(r)
             return generic(a, *args, **kwargs)
         return kernel
 

@@ -660,29 +660,51 @@ def _np_cum(larger):
 # PyTorch's), and the index of each is the last position ``i <= j`` where an element equals
 # the running maximum at its own place (a NaN is a hit once the maximum is NaN): every new
 # maximum is such a hit, so the last hit holds the current maximum, and of ties the later
-# one wins, as in PyTorch.  That last hit is a running maximum of the hits' positions: two
-# more scans and three elementwise ops, where the generic scan in log steps (Note [Scans in
-# log steps]) takes ~10 whole-array ops per step.
+# one wins, as in PyTorch.  That last hit is a running maximum of the hits' positions: one
+# more scan, where the generic scan in log steps (Note [Scans in log steps]) takes ~10
+# whole-array ops per step.  On small tensors a NumPy call costs more than its work, so the
+# positions are cached per shape, as large as the tensor (a ufunc on operands of one shape
+# skips the broadcasting machinery), and along a ``dim`` of at most 256 in uint8: the hits
+# as uint8 times them is a ufunc call without a cast (bool times broadcast int64 positions,
+# which buffers one, cost ~9.6K instructions on 3x5; this ~3.3K), the running maximum of
+# those cast to int64 once at the end.  The two scans remain ~15K instructions each.
 
 
 def _np_cumextreme(ufunc):
     accumulate = ufunc.accumulate
+    running_last = np.maximum.accumulate
 
-    def compute(x, d):
-        vals = accumulate(x, d)
+    def compute(x, dim):
+        vals = accumulate(x, dim)
         hit = x == vals
-        if x.dtype.kind in "fc":
+        d = dim + x.ndim if dim < 0 else dim
+        if x.dtype.kind == "f":
             np.logical_or(hit, x != x, out=hit)
-        n = x.shape[d]
-        tail = x.ndim - d - 1 if d >= 0 else -d - 1
-        positions = _POSITIONS.get((n, tail))
-        if positions is None:
-            positions = _POSITIONS[(n, tail)] = np.arange(n).reshape((n,) + (1,) * tail)
-        return vals, np.maximum.accumulate(hit * positions, d)
+        positions = _positions(x.shape, d)
+        if positions.dtype is _UINT8:
+            return vals, running_last(hit.view(_UINT8) * positions, d).astype(_INT64)
+        return vals, running_last(hit * positions, d)
     return compute
 
 
-_POSITIONS: dict = {}  # (n, trailing dimensions) -> arange(n) shaped to broadcast along d
+_UINT8 = np.dtype(np.uint8)
+_INT64 = np.dtype(np.int64)
+_POSITIONS: dict = {}  # (shape, d) -> the positions along d (Note [Running extremes on NumPy])
+
+
+def _positions(shape: tuple, d: int) -> np.ndarray:
+    key = (shape, d)
+    positions = _POSITIONS.get(key)
+    if positions is None:
+        n = shape[d]
+        positions = np.arange(n, dtype=np.uint8 if n <= 256 else np.int64)
+        positions = positions.reshape((n,) + (1,) * (len(shape) - d - 1))
+        if math.prod(shape) <= 4096:  # small: as large as the tensor
+            positions = np.ascontiguousarray(np.broadcast_to(positions, shape))
+        if len(_POSITIONS) >= 64:
+            _POSITIONS.clear()
+        _POSITIONS[key] = positions
+    return positions
 
 
 for _n, _larger, _u in (("cummax", True, np.maximum), ("cummin", False, np.minimum)):
@@ -692,7 +714,7 @@ for _n, _larger, _u in (("cummax", True, np.maximum), ("cummin", False, np.minim
                    SampleInput((make_array((3, 5), d, rng), 1)),
                    SampleInput((make_array((6,), d, rng), 0)),
                    SampleInput((make_array((), d, rng), 0))]))
-    register_cpu_kernel(_d.functional[0], scan(_np_cumextreme(_u), "dim"), REAL_CHARS)
+    register_cpu_kernel(_d.functional[0], _np_cumextreme(_u), REAL_CHARS)
 
 
 def _logcumsumexp(xp, x, dim):

@@ -115,6 +115,21 @@ def test_scans(name):
             _check(f"aten::{name}", 0, x, dim)
 
 
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_running_extremes_on_each_path(name):
+    # Note [Running extremes on NumPy]: a dim of at most 256 takes uint8 positions, a longer
+    # one int64 positions, a large tensor broadcast ones; ties of zeros and infinities
+    rng = np.random.default_rng(1)
+    pool = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 2.0])
+    arrays = [rng.choice(pool, (5, 9)), rng.choice(pool[:4], (5, 9)).astype("float16"),
+              rng.integers(-2, 3, (3, 300)).astype("int8"), rng.integers(0, 3, (70, 80)),
+              rng.choice(pool, (4, 6)).T, rng.standard_normal((300, 2)).astype("float32")]
+    arrays[-1][150, 1] = np.nan
+    for a in arrays:
+        for dim in range(-a.ndim, a.ndim):
+            _check(f"aten::{name}", 0, md.asarray(a, device="cpu"), dim)
+
+
 def test_order_statistics():
     for _, shape, x in _cases():
         for dim in range(-len(shape) - 1, len(shape) + 1):
