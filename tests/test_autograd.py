@@ -1053,3 +1053,34 @@ def test_set_grad_enabled_called_as_a_function_sets_the_mode():
         assert not f(x).requires_grad and md.is_grad_enabled()
     finally:
         md.set_grad_enabled(True)
+
+
+def test_tensor_list_ops_record_an_edge_per_tensor():
+    # Note [Recording Tensor lists]: an edge per Tensor of the list (None for one that
+    # needs no grad), the op's own Node class, nothing saved where the formula reads only
+    # shapes (as PyTorch's CatBackward0), and no node for a non-floating result.
+    a, b = leaf([1.0, 2.0]), md.asarray([3.0, 4.0])
+    c = leaf([5.0, 6.0]) * 1  # a non-leaf
+    y = md.stack([a, b, c], axis=1)
+    assert type(y.grad_fn).__name__ == "StackBackward0"
+    edges = y.grad_fn.next_functions
+    assert edges[1] is None and edges[0][0].name() == "AccumulateGrad"
+    assert edges[2][0] is c.grad_fn
+    z = md.cat((a, c))
+    with md.no_grad():
+        a.add_(1.0)  # cat reads no values: its gradient stays exact
+    (y * md.asarray([1.0, 2.0, 3.0])).sum().backward(retain_graph=True)
+    z.sum().backward()
+    assert a.grad.tolist() == [2.0, 2.0]
+    assert md.stack([md.asarray([1, 2]), md.asarray([3, 4])]).grad_fn is None
+
+
+def test_outputs_a_formula_does_not_read_are_not_saved():
+    # ``@uses_out(1)``: cummax's node keeps its indices, not its values (Note [Saving
+    # several outputs]); the gradient is unchanged.
+    x = leaf([1.0, 3.0, 2.0])
+    values, indices = md.cummax(x, 0)
+    node = values.grad_fn
+    assert node.out[0] is None and node.out[1] is indices
+    values.sum().backward()
+    assert x.grad.tolist() == [1.0, 2.0, 0.0]

@@ -139,6 +139,7 @@ def test_expansions_are_cached_beside_the_bytecode(tmp_path):
     (lambda x: md.transpose(x, 0, 1), "transpose.int"),           # a Tensor and two values
     (lambda x: md.tril(x, k=1), "tril"),                          # a keyword-only value
     (lambda x: md.polygamma(1, x), "polygamma"),                  # a value, then a Tensor
+    (lambda x: md.stack([x, x]), "stack"),                        # a list of Tensors
 ])
 def test_the_learned_overloads_see_later_registrations(call, overload):
     # The packet function calls the overload a call's types resolved to inline (Note
@@ -156,3 +157,17 @@ def test_the_learned_overloads_see_later_registrations(call, overload):
     finally:
         handle.remove()
     assert call(x).tolist() == before
+
+
+def test_a_list_alone_dispatches_as_through_its_caller():
+    # The packet function reads a lone list's key set itself once a list resolved; a list
+    # holding something else still takes the caller and raises the op's own error, and a
+    # Tensor requiring grad still records.
+    x = md.asarray([1.0, 2.0])
+    assert md.stack([x, x]).tolist() == [[1.0, 2.0], [1.0, 2.0]]
+    with pytest.raises(TypeError, match="stack: argument 'tensors' must be a Tensor"):
+        md.stack([x, 1])
+    with pytest.raises(ValueError, match="stack: expected a non-empty list"):
+        md.stack([])
+    g = md.asarray([1.0, 2.0]).requires_grad_()
+    assert md.stack([x, g]).grad_fn.name() == "StackBackward0"

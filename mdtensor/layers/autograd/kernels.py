@@ -173,12 +173,14 @@ class _Plan:
         self.flat_formula = (plain if prefix
                              else _flatten_formula(plain, self.tensor_pos, self.kw_tensors))
         returns = schema.returns
-        # a Tensor list first and no other Tensor, one Tensor returned (cat, stack)
+        # a Tensor list first and no other Tensor, one Tensor returned, a formula that
+        # reads no values (cat, stack: Note [Recording Tensor lists])
         first = schema.arguments[0] if schema.arguments else None
         self.list_first = (
             self.tensor_pos == [(0, True)] and not self.kw_tensors and not self.is_inplace
             and not self.is_out and not first.type.elem_optional and not first.type.optional
-            and len(returns) == 1 and returns[0].type.is_tensor)
+            and len(returns) == 1 and returns[0].type.is_tensor
+            and not (0 in reads if self.by_grad is None else self.by_grad.get(0)))
         self.save_bits = self._save_bits() if (
             not self.is_inplace and not self.is_out and prefix and returns
             and all(r.type.is_tensor for r in returns)) else None
@@ -602,17 +604,17 @@ def _functional_factory(op, plan):
 # ``cat``, ``stack`` and the other joins take their Tensors as one list, an edge each.  The
 # recording kernel served them with a generator of ``gradient_edge`` frames, a flattening
 # formula call and ``attach``: 17.4K instructions for ``md.stack([a, b])`` of two (2, 3)
-# tensors requiring grad, against PyTorch's ~4K.  Their wrapper kernel does the functional
-# kernel's steps with a loop over the list: the edges inline, the versions saved only where
-# the formula reads the Tensors' values (``derivatives.reads``), the node of the op's own
-# class with the flattening formula (a gradient per Tensor of the list).
+# tensors requiring grad, against PyTorch's ~4K.  Their formulas read only the Tensors'
+# shapes and dtypes (``derivatives.reads()``, as PyTorch's CatBackward0 saves sizes), so
+# their wrapper kernel does the functional kernel's steps with a loop over the list for the
+# edges, saves nothing, and makes a node of the op's own class with the flattening formula
+# (a gradient per Tensor of the list).  A list op whose formula reads values keeps the
+# recording kernel.
 
 
 def _list_factory(op, plan):
     """The wrapper factory of an op whose only Tensor argument is a leading Tensor list
     and whose output is one Tensor (Note [Recording Tensor lists])."""
-    by_grad = plan.by_grad
-    save = (0 in plan.reads) if by_grad is None else bool(by_grad.get(0))
     uses_out = plan.uses_out
     node_class = plan.node_class(flat=True)
     make_meta = AutogradMeta.make
@@ -649,18 +651,11 @@ def _list_factory(op, plan):
                     append(ag.leaf_edge)
                 else:
                     append(gradient_edge(t))
-            saved = ()
-            if save:
-                saved = []
-                for t in tensors:
-                    vc = t._vc
-                    saved.append((t, 0 if vc is None else vc.value if vc is not INF
-                                  else inference_saved()))
             node = node_class()
             node.args = args
             node.kwargs = kwargs
             node.out = save_output(out) if uses_out else None
-            node.saved = saved
+            node.saved = ()
             node.next_functions = edges
             node.seq = next_seq()
             if out._ag is None:  # attach(out, node, 0), inlined for a fresh output
