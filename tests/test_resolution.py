@@ -301,8 +301,8 @@ def _frames_entered(fn):
 
 
 def test_long_calls_run_a_learned_plan_by_their_types(lib):
-    """Note [Plans of long calls]: a call of five positional arguments, or three and a
-    keyword-only argument, resolves once; then the packet function dispatches on the
+    """Note [Plans of long calls]: a call of five positional arguments, with or without a
+    keyword-only argument too, resolves once; then the packet function dispatches on the
     Tensors the key's types place (a None skipped) and calls the kernel itself, without
     the overload's caller."""
     seen = []
