@@ -288,7 +288,7 @@ def make_caller(op: OpOverload) -> Callable:
 # four positional arguments keep their named call of the caller: there a plan's loop over
 # positions cost as much as the frame it saves (``md.where(c, x, y)``: 2.12 -> 2.21 us).
 # Callgrind, per call of the sweep's samples: ``native_batch_norm_backward`` 144.7K ->
-# 140.2K, ``nll_loss_forward`` 81.1K -> 77.6K, ``col2im`` 187.2K -> 183.8K instructions.
+# 140.5K, ``nll_loss_forward`` 81.1K -> 77.6K, ``col2im`` 187.2K -> 184.1K instructions.
 
 
 def _plan(caller, cached, key, nargs: int):
