@@ -280,3 +280,98 @@ def test_nonzero_method_dot_einsum_tensordot_randint_as_pytorch():
     r = md.randint(10, (3,))
     assert r.shape == (3,) and r.dtype is md.int64 and 0 <= int(r.min()) <= int(r.max()) < 10
     assert md.randint(5, 7, (4,)).shape == (4,)
+
+
+def _frames_entered(fn):
+    """The code objects of the Python frames ``fn()`` enters."""
+    import sys
+
+    seen = set()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            seen.add(frame.f_code)
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_long_calls_run_a_learned_plan_by_their_types(lib):
+    """Note [Plans of long calls]: a call of five positional arguments, with or without a
+    keyword-only argument too, resolves once; then the packet function dispatches on the
+    Tensors the key's types place (a None skipped) and calls the kernel itself, without
+    the overload's caller."""
+    seen = []
+
+    def cpu(x, w, n, e, t, **kwargs):
+        seen.append(("cpu", w is None, n, e, t, kwargs))
+        return "cpu"
+
+    def autograd(x, w, n, e, t, **kwargs):
+        seen.append(("autograd", w is None, n, e, t, kwargs))
+        return "autograd"
+
+    lib.define("lp(Tensor x, Tensor? w, int n, float e, bool t, *, int k=0) -> Tensor")
+    lib.impl("lp", cpu, "CPU")
+    lib.impl("lp", autograd, "Autograd")
+    f = getattr(md.ops, lib.ns).lp
+    caller = f.default.caller.__code__
+    x = md.asarray([1.0], device="cpu")
+    w, wg = md.asarray([2.0], device="cpu"), md.asarray([2.0], device="cpu",
+                                                       requires_grad=True)
+    assert f(x, None, 1, 0.5, True) == "cpu"  # resolves
+    frames = _frames_entered(lambda: f(x, None, 1, 0.5, True))
+    assert caller not in frames and cpu.__code__ in frames
+    # A Tensor where None was is another key: its plan reads w's keys
+    assert f(x, wg, 1, 0.5, True) == f(x, wg, 1, 0.5, True) == "autograd"
+    assert f(x, w, 1, 0.5, True) == "cpu"
+    # Keyword-only arguments reach the kernel as keywords
+    assert f(x, None, 1, 0.5, True, k=3) == "cpu"
+    frames = _frames_entered(lambda: f(x, None, 1, 0.5, True, k=3))
+    assert caller not in frames
+    assert seen[-1] == ("cpu", True, 1, 0.5, True, {"k": 3})
+    # A type the learned key does not have resolves, and raises as before
+    with pytest.raises(TypeError, match="no overload matches"):
+        f(x, None, 1, 0.5, "yes")
+    with pytest.raises(TypeError, match="no overload matches"):
+        f(x, None, 1.5, 0.5, True)  # a float where the int was
+
+    class Sub(md.Tensor):
+        pass
+
+    s = x.as_subclass(Sub)
+    for _ in range(2):  # a subclass keeps the caller
+        frames = _frames_entered(lambda: f(s, None, 1, 0.5, True))
+        assert caller in frames
+    with md.no_grad():  # the thread-local keys are read on each call
+        assert f(x, wg, 1, 0.5, True) == "cpu"
+
+
+def test_long_call_plans_follow_the_types_and_the_overloads(lib):
+    """A float where an int was picks its own overload; a more specific overload defined
+    after the plans were learned replaces them (``on_change``)."""
+    lib.define("lo.scalar(Tensor x, Tensor y, Tensor z, Scalar n, Scalar m) -> Tensor")
+    lib.impl("lo.scalar", _tag("scalar"), "CPU")
+    f = getattr(md.ops, lib.ns).lo
+    x = md.asarray([1.0], device="cpu")
+    for _ in range(2):
+        assert f(x, x, x, 1, 2) == f(x, x, x, 1.5, 2) == "scalar"
+    lib.define("lo.ints(Tensor x, Tensor y, Tensor z, int n, int m) -> Tensor")
+    lib.impl("lo.ints", _tag("ints"), "CPU")
+    for _ in range(2):
+        assert f(x, x, x, 1, 2) == "ints" and f(x, x, x, 1.5, 2) == "scalar"
+    y = md.asarray([[1.0], [1.0], [1.0], [1.0]], device="cpu")
+    args = ([2, 2], [2, 2], [1, 1], [0, 0], [1, 1])
+    assert md.ops.aten.col2im(y, *args).shape == md.ops.aten.col2im(y, *args).shape
+    handle = md.library.Library("aten", "IMPL")
+    with pytest.warns(UserWarning, match="Overriding"):
+        h = handle.impl("col2im", lambda *args: "replaced", "CPU")
+    try:  # a kernel registered after the plan was learned is called
+        assert md.ops.aten.col2im(y, *args) == "replaced"
+    finally:
+        h.remove()
+    assert md.ops.aten.col2im(y, *args).shape == (1, 2, 2)

@@ -25,6 +25,8 @@ where a Tensor is expected) takes ``_slow_keyset``, which walks the schema.
 Above it, a packet call (``md.exp(x)``) finds the overload's caller in a dict keyed by the
 argument types: for one positional argument the key is the type itself, for two a pair,
 and the caller is then called with the arguments spread (``caller(a)``), not re-packed.
+Longer calls, and calls with keywords, skip the caller once their key has a plan (Note
+[Plans of long calls]).
 
 Note [Packet functions]
 ~~~~~~~~~~~~~~~~~~~~~~
@@ -36,9 +38,12 @@ calling a function, which takes the vectorcall path.  So a packet's call is a cl
 ``torch.ops.aten.add`` the packet), and hot code inside mdtensor -- derivative formulas, the
 engine, Functionalize -- calls ``aten_calls`` (``from mdtensor.dispatch.namespaces import
 aten_calls as aten``), the same
-functions by name.  ``OpOverloadPacket.__call__`` forwards to ``_call`` for everyone else
-(``md.ops.aten.sum(x)``).  Measured in one process on 8-element float32 tensors, packet
-then function: ``md.exp(x)`` 1.21 -> 1.06 us, ``md.sum(x, axis=0)`` 2.47 -> 2.28 us.
+functions by name.  Measured in one process on 8-element float32 tensors, packet then
+function: ``md.exp(x)`` 1.21 -> 1.06 us, ``md.sum(x, axis=0)`` 2.47 -> 2.28 us.  Everyone
+else calls the packet (``md.ops.aten.sum(x)``, ``md.nn.functional``'s kernels, the sweep),
+so ``OpOverloadPacket.__call__`` is a property giving ``_call``: the type's call slot reads
+it in C and calls the function with the call's own arguments, where a forwarding method
+cost a frame and a star call (``md.ops.aten.exp(x)``: 1.33 -> 1.20 us, best of 9).
 """
 
 from __future__ import annotations
@@ -261,6 +266,58 @@ def make_caller(op: OpOverload) -> Callable:
 # instructions for ``md.tril(x, k=0)``).
 
 
+# Note [Plans of long calls]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A call of five or more positional arguments (``native_batch_norm_backward``'s ten,
+# ``col2im``'s six), or one with keywords that the paths above leave (``addmm(s, a, b,
+# beta=0.5, alpha=2)``), went from its resolution key to the overload's caller with a star
+# call, and the caller made another into the kernel: about 1.5 us of frames and packing
+# around kernels of a few microseconds.  The resolution key says more than which overload:
+# it holds each argument's type, so at the overload's Tensor positions it tells a Tensor
+# from a None.  So the first such call of a key also learns a *plan*, ``(overload, table,
+# positions of the Tensors)`` (``_plan``), and later calls of that key read the key set from
+# those positions, look the kernel up in the overload's table and call it with the call's
+# own arguments -- the caller's work, without its frame and star call.  Another type is
+# another key: a float where an int was, a Tensor where None was, a subclass (learned as no
+# plan: ``False``) resolve and run as before.  Only an overload's own caller is planned,
+# when it reads its Tensors by position (``fast_tensor_positions`` or
+# ``positional_tensor_positions``); an adapter that moves or renames keywords, an overload
+# picked by the contents of a list, a Tensor omitted, a ``Tensor[]`` keep the caller.  The
+# table is the overload's own, so modes, autograd, vmap and traces see the same call, and
+# the plans are forgotten when the packet's overloads change (``on_change``).  Three and
+# four positional arguments keep their named call of the caller: there a plan's loop over
+# positions cost as much as the frame it saves (``md.where(c, x, y)``: 2.12 -> 2.21 us).
+# Callgrind, per call of the sweep's samples: ``native_batch_norm_backward`` 144.7K ->
+# 140.5K, ``nll_loss_forward`` 81.1K -> 77.6K, ``col2im`` 187.2K -> 184.1K instructions.
+
+
+def _plan(caller, cached, key, nargs: int):
+    """``(overload, its table, the positions of its Tensors)`` for calls of resolution key
+    ``key`` (``nargs`` positional arguments), when ``caller`` -- which resolution cached
+    under ``key`` as ``cached`` -- is an overload's own caller reading its Tensors by
+    position and ``key`` says which are Tensors and which None; else False (Note [Plans of
+    long calls])."""
+    op = getattr(caller, "op", None)
+    if op is None or caller is not cached or caller is not op.caller:
+        return False  # an adapter (keywords moved or renamed), or resolved by contents
+    at, optional = op.fast_positions, ()
+    if at is None:
+        loose = positional_tensor_positions(op.schema)
+        if loose is None:
+            return False  # a Tensor[] or a keyword-only Tensor: the caller's schema walk
+        at, optional = loose
+    Tensor = schema_class("Tensor")  # Note [Schema classes] in resolution.py
+    tensors = []
+    for i in at:
+        if i >= nargs:
+            return False  # omitted: the caller's slow path
+        if key[i] is Tensor:
+            tensors.append(i)
+        elif not (key[i] is type(None) and i in optional):
+            return False  # a subclass: the caller, as before
+    return op, op.table, tuple(tensors)
+
+
 @inline_dispatch
 def packet_function(packet: OpOverloadPacket) -> Callable:
     """Build ``packet._call``: resolve the overload of a call, then call its caller.
@@ -301,6 +358,9 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     # without the list caller's frame (31.4K -> 29.3K instructions for ``md.stack([a, b])``
     # of two (2, 3) tensors); ``list_type`` is list once one is known.
     list_type = list_op = list_table = None
+    # And the plans of calls of three or more positional arguments, or with keywords the
+    # other paths leave, by their resolution key (Note [Plans of long calls]).
+    plans: dict = {}
 
     def learn(key, caller):
         nonlocal one_type, one_op, one_table, two_type, two_op, two_table, mixed_first
@@ -344,6 +404,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
         mixed_kw.clear()
         mixed3.clear()
         mixed_rev.clear()
+        plans.clear()
 
     packet.on_change.append(forget)
     packet.on_resolve.append(learn)
@@ -416,11 +477,13 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
             elif len(args) == 1:  # the backward ops' (grad, self, dim) and the like
                 c = args[0]
                 if type(a) is mixed_first:
-                    hit = mixed3.get((type(b), type(c)))
-                    if hit is not None:
-                        op, table = hit
+                    three = mixed3.get((type(b), type(c)))
+                    if three is not None:
+                        op, table = three
                         kernel = dispatch_kernel(op, table, a)
                         return kernel(a, b, c)
+                # three or four positional arguments: the caller, named (Note [Plans of
+                # long calls]: a plan's loop over positions costs as much as its frame)
                 caller = cache.get((type(a), type(b), type(c)))
                 if caller is not None:
                     return caller(a, b, c)
@@ -466,8 +529,29 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                 op, table, moved = plan
                 kernel = dispatch_kernel(op, table, a)
                 return kernel(*args, *map(kwargs.__getitem__, moved))
-        else:
+        elif n < 5:
             key = type(a) if n == 1 else (type(a), type(b)) if n == 2 else tuple(map(type, args))
+        else:
+            key = tuple(map(type, args))
+        if kwargs or n > 4:  # See Note [Plans of long calls]
+            plan = plans.get(key)
+            if plan:
+                op, table, at = plan
+                inc, keep = _tls_get()
+                ks = inc
+                for i in at:
+                    ks |= args[i]._ks
+                ks &= keep & op.mask
+                kernel = table.get(ks)
+                if kernel is None:
+                    kernel = op.fill_entry(ks)
+                return kernel(*args, **kwargs) if kwargs else kernel(*args)
+            caller = cache.get(key)
+            if caller is None:
+                caller = resolve(packet, args, kwargs, key)
+            if plan is None:  # not yet known: learned once, False where none applies
+                plans[key] = _plan(caller, cache.get(key), key, n)
+            return caller(*args, **kwargs)
         caller = cache.get(key)
         if caller is None:
             caller = resolve(packet, args, kwargs, key)

@@ -9,6 +9,7 @@ never by importing the catalogue (Note [Packet functions] in callers.py).
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 
 from .callers import packet_function
 from .operators import OpOverload, dispatcher
@@ -105,8 +106,10 @@ class OpOverloadPacket:
     def name(self) -> str:
         return self._qualified_name
 
-    def __call__(self, /, *args, **kwargs):  # positional-only: a schema may name 'self'
-        return self._call(*args, **kwargs)
+    #: ``packet(...)`` calls ``packet._call`` itself: the call slot reads ``__call__``
+    #: through this property, in C, and calls what it gives with the call's own arguments,
+    #: without a forwarding frame and its star call (Note [Packet functions] in callers.py)
+    __call__ = property(attrgetter("_call"))
 
     def _add_overload(self, op: OpOverload) -> None:
         name = op.schema.overload_name or "default"
