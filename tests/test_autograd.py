@@ -863,6 +863,57 @@ def test_register_autograd_for_custom_op():
         assert x.grad.tolist() == [6.0]
 
 
+def test_register_autograd_differentiates_tensor_lists_and_several_outputs(lib):
+    # Note [Custom op derivatives]: each Tensor of a Tensor[] argument is an input, and
+    # backward gets one gradient per output (zeros where none flowed, a list for Tensor[])
+    ns = lib.ns
+    lib.define("wsum(Tensor[] xs, Tensor? w) -> Tensor")
+    lib.impl("wsum", lambda xs, w: md.stack(xs).sum(0) * (1.0 if w is None else w),
+             "CompositeExplicitAutograd")
+    lib.define("parts(Tensor x) -> (Tensor, Tensor[])")
+    lib.impl("parts", lambda x: (x * 2, [x * 3, x * 4]), "CompositeExplicitAutograd")
+
+    def setup(ctx, inputs, output):
+        ctx.w, ctx.n = inputs[1], len(inputs[0])
+
+    def backward(ctx, g):
+        return [g if ctx.w is None else g * ctx.w] * ctx.n, None
+
+    md.library.register_autograd(f"{ns}::wsum", backward, setup_context=setup, lib=lib)
+    seen = []
+
+    def parts_backward(ctx, g, gs):
+        seen.append([to_numpy(t).tolist() for t in (g, *gs)])
+        return g * 2 + gs[0] * 3 + gs[1] * 4
+
+    md.library.register_autograd(f"{ns}::parts", parts_backward, setup_context=None, lib=lib)
+    ops = getattr(md.ops, ns)
+    a, b, c = leaf([1.0, 2.0]), md.asarray([3.0, 4.0]), leaf([5.0, 6.0])
+    y = ops.wsum([a, b, c], md.asarray([2.0, 5.0]))
+    assert [e is None for e in y.grad_fn.next_functions] == [False, True, False, True]  # w last
+    y.sum().backward()
+    assert a.grad.tolist() == c.grad.tolist() == [2.0, 5.0] and b.grad is None
+    assert md.testing.gradcheck(lambda p, q: ops.wsum([p, q], None),
+                                [leaf([0.5, 1.5], dtype=md.float64),
+                                 leaf([2.0, -1.0], dtype=md.float64)])
+
+    x = leaf([1.0, 2.0])
+    p, (q, r) = ops.parts(x)
+    r.sum().backward()  # nothing flowed into p and q: zeros
+    assert seen == [[[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]] and x.grad.tolist() == [4.0, 4.0]
+
+    md.library.register_autograd(f"{ns}::wsum", lambda ctx, g: ([g], None), setup_context=None,
+                                 lib=lib)
+    with pytest.raises(RuntimeError, match=r"invalid gradient at index 0 - expected None or a "
+                                           r"list of 2 gradients for the Tensor\[\] argument, "
+                                           r"got 1 gradients"):
+        ops.wsum([a, c], None).sum().backward()
+    md.library.register_autograd(f"{ns}::wsum", lambda ctx, g: ([g, g[:1]], None),
+                                 setup_context=None, lib=lib)
+    with pytest.raises(RuntimeError, match=r"invalid gradient at index 0, element 1 - got \[1\]"):
+        ops.wsum([a, c], None).sum().backward()
+
+
 def test_gradcheck_reports_first_mismatch():
     class Wrong(md.autograd.Function):
         @staticmethod

@@ -29,12 +29,13 @@ __all__ = ["Function", "FunctionCtx", "validate_gradients"]
 _BATCHED = DispatchKey.Batched.value
 
 
-def validate_gradients(name: str, grads, inputs) -> list:
+def validate_gradients(name: str, grads, inputs, where: str = "index ") -> list:
     """A user backward's gradients checked as PyTorch's engine checks them
     (``validate_outputs``): one per input (``(shape, dtype, device)`` or None for a
     non-Tensor), each None or a Tensor on the input's device, its shape the input's or
     expandable to it (then summed to it), cast to the input's dtype (a complex gradient of
-    a real input gives its real part)."""
+    a real input gives its real part).  ``where`` begins the errors' position ("index 1"),
+    "index 1, element " for the gradients of a Tensor list's elements."""
     if not isinstance(grads, tuple):
         grads = (grads,)
     n = len(inputs)
@@ -49,11 +50,11 @@ def validate_gradients(name: str, grads, inputs) -> list:
             out.append(None)
             continue
         if not isinstance(g, Tensor):
-            raise TypeError(f"function {name} returned an invalid gradient at index {i} - "
+            raise TypeError(f"function {name} returned an invalid gradient at {where}{i} - "
                             f"expected a Tensor or None, got {type(g).__name__}")
         shape, dtype, device = meta
         if g.device != device:
-            raise RuntimeError(f"function {name} returned an invalid gradient at index {i} - "
+            raise RuntimeError(f"function {name} returned an invalid gradient at {where}{i} - "
                                f"expected device {device} but got {g.device}")
         if tuple(g.shape) != shape:
             try:
@@ -62,7 +63,7 @@ def validate_gradients(name: str, grads, inputs) -> list:
                 reduced = None
             if reduced is None or tuple(reduced.shape) != shape:
                 raise RuntimeError(
-                    f"function {name} returned an invalid gradient at index {i} - got "
+                    f"function {name} returned an invalid gradient at {where}{i} - got "
                     f"{list(g.shape)} but expected shape compatible with {list(shape)}")
             g = reduced
         if g.dtype is not dtype:
