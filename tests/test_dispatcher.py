@@ -122,6 +122,10 @@ def test_namespace_functions_are_the_packets_calls():
     assert md.linalg.inv.op is md.ops.aten.linalg_inv
     x = md.asarray([1.0, 2.0], device="cpu")
     assert md.sum(x).item() == packet(x).item() == 3.0
+    # an overload is called through its caller too, and shows its schema's signature
+    add = md.ops.aten.add.Tensor
+    assert str(inspect.signature(add)) == "(self, other, *, alpha=1)"
+    assert add(x, x, alpha=2).tolist() == [3.0, 6.0] and callable(add)
     with pytest.raises(AttributeError, match="'aten::nope' does not exist"):
         md.ops.aten._calls.nope  # noqa: B018
 

@@ -86,21 +86,9 @@ class OpOverloadPacket:
         """The Python signature of the primary (first functional) overload's schema, so
         ``inspect.signature(md.sum)`` shows ``(self, axis=None, keepdims=False, *,
         dtype=None)``."""
-        import inspect
-
         ops_ = [o for o in self._overloads.values()
                 if not (o.schema.is_out or o.schema.is_inplace)] or list(self._overloads.values())
-        schema = ops_[0].schema
-        params = []
-        for a in schema.arguments:
-            kind = (inspect.Parameter.KEYWORD_ONLY if a.kwarg_only
-                    else inspect.Parameter.POSITIONAL_OR_KEYWORD)
-            default = inspect.Parameter.empty
-            if a.has_default:
-                d = a.default
-                default = d if isinstance(d, (bool, int, float, str, type(None), list)) else None
-            params.append(inspect.Parameter(a.name, kind, default=default))
-        return inspect.Signature(params)
+        return ops_[0].schema.signature
 
     @property
     def name(self) -> str:

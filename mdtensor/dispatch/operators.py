@@ -17,6 +17,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .callers import fast_tensor_positions, make_caller
@@ -176,8 +177,15 @@ class OpOverload:
     def __repr__(self) -> str:
         return f"<OpOverload {self._name}>"
 
-    def __call__(self, /, *args, **kwargs):  # positional-only: a schema may name 'self'
-        return self._caller(*args, **kwargs)
+    @property
+    def __signature__(self):
+        """The schema's Python signature (``inspect.signature(md.ops.aten.add.Tensor)``)."""
+        return self._schema.signature
+
+    #: ``op(...)`` calls ``op._caller`` itself: the call slot reads ``__call__`` through this
+    #: property, in C, and calls what it gives with the call's own arguments, without a
+    #: forwarding frame and its star call (as ``OpOverloadPacket.__call__``)
+    __call__ = property(attrgetter("_caller"))
 
     # -- dispatch ---------------------------------------------------------------------------
     def redispatch(self, ks: int, *args, **kwargs):

@@ -205,6 +205,23 @@ class FunctionSchema:
                       None if isinstance(a.default, Symbol) else a.default)
                      for a in self.arguments)
 
+    @functools.cached_property
+    def signature(self):
+        """The Python signature of a call, for ``inspect.signature`` of the op (defaults
+        that are not plain values read None)."""
+        import inspect
+
+        params = []
+        for a in self.arguments:
+            kind = (inspect.Parameter.KEYWORD_ONLY if a.kwarg_only
+                    else inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            default = inspect.Parameter.empty
+            if a.has_default:
+                d = a.default
+                default = d if isinstance(d, (bool, int, float, str, type(None), list)) else None
+            params.append(inspect.Parameter(a.name, kind, default=default))
+        return inspect.Signature(params)
+
     def _bound(self, args, kwargs):
         """``(name, kwarg_only, value)`` of each argument given or defaulted, in order."""
         n = len(args)
