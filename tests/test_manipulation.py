@@ -280,6 +280,26 @@ def test_copy_ops_match_numpy_and_do_not_alias(name, fn, ref):
     assert got._base is None
 
 
+def test_broadcast_views_by_shape_strides_and_item_size():
+    # Note [Broadcast strides]: the strides are looked up by the target shape and the
+    # source's shape, strides and item size; each of these differing gives its own view
+    a = np.arange(3.0).reshape(3, 1)
+    for src in (a.astype(np.float32), a, np.ascontiguousarray(a.T).T, a.T.copy(),
+                np.arange(6.0).reshape(3, 2)[:, :1]):
+        x = md.asarray(src)
+        for shape in ((2, 3, 4), (3, 4), (3, 1), (1, 3, 1)):
+            try:
+                want = np.broadcast_to(src, shape)
+            except ValueError:
+                with pytest.raises(ValueError, match="broadcast_to: a tensor of shape"):
+                    md.broadcast_to(x, shape)
+                continue
+            got = md.broadcast_to(x, shape)
+            assert got.dtype == x.dtype
+            np.testing.assert_array_equal(to_numpy(got), want)
+            np.testing.assert_array_equal(to_numpy(x.expand(*shape)), want)
+
+
 def test_broadcast_arrays_star_and_list():
     a, b = _grid((2, 1)), _grid((1, 3))
     for got in (md.broadcast_arrays(_t(a), _t(b)), md.broadcast_arrays([_t(a), _t(b)])):
