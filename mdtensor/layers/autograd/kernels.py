@@ -295,11 +295,8 @@ def _recording_kernel(op, plan):
         if single:
             if not out._is_floating():
                 return out
-        else:
-            flags = _floating_flags(out)
-            floating = sum(flags)
-            if not floating:
-                return out
+        elif is_inplace and True not in _floating_flags(out):
+            return out  # (_record_outputs tests the others' outputs)
         if simple:
             edges = []
             saved = []
@@ -322,34 +319,26 @@ def _recording_kernel(op, plan):
             if v is not None:
                 edges.append(gradient_edge(v))
                 saved.append((v, saved_version(v)))
-        saved_out = None
-        if uses_out:
-            if single:
-                saved_out = save_output(out)
-            else:
-                saved_out = _save_outputs(out, flags, saved, uses_out)
         node = Node() if single else ListNode()  # Node.new, inlined (Note [Class calls])
         node._name = name
         node.formula = flat_formula
+        node.n_outputs = 1 if single else len(out)
+        if not (single or is_inplace):
+            return _record_outputs(node, out, saved_args, kwargs, edges, saved, uses_out)
+        saved_out = None
+        if uses_out:
+            saved_out = save_output(out) if single else \
+                _save_outputs(out, _floating_flags(out), saved, uses_out)
         node.args = saved_args
         node.kwargs = kwargs
         node.out = saved_out
         node.saved = saved
         node.next_functions = edges
-        node.n_outputs = 1 if single else len(out)
         node.seq = next_seq()
         if is_inplace:
             _rebase(args[0], node)
-        elif single:
-            attach(out, node, 0)
-        elif floating == len(out):  # a Tensor list (split's pieces): no test per piece
-            _attach_all(out, node)
         else:
-            k = 0
-            for f in flags:
-                if f:
-                    attach(out[k], node, k)
-                k += 1
+            attach(out, node, 0)
         return out
 
     autograd_kernel = own_code(autograd_kernel)  # Note [Own code objects]
@@ -409,20 +398,6 @@ def _save_outputs(outs, flags, saved, read=True) -> tuple:
     return tuple(kept)
 
 
-def _attach_all(outs, node) -> None:
-    """``attach(o, node, k)`` for each output ``o``, the k-th, inlined for the fresh ones
-    (split's and unbind's pieces: a frame per piece saved, Note [Recording])."""
-    k = 0
-    make = AutogradMeta.make
-    for o in outs:
-        if o._ag is None:
-            o._ag = make(True, node, k)
-            o._ks |= AUTOGRAD_FUNCTIONALITY
-        else:
-            attach(o, node, k)
-        k += 1
-
-
 def _functional_factory(op, plan):
     """The wrapper factory of an op with Tensor outputs and its Tensor arguments first
     (Note [Recording]): given the table entry below Autograd, the kernel that calls it
@@ -458,11 +433,7 @@ def _functional_factory(op, plan):
             else:
                 args = (v, b)
                 out = entry(v, b)
-            if several:
-                flags = _floating_flags(out)
-                if True not in flags:
-                    return out
-            else:
+            if not several:  # several: _record_outputs tests each
                 try:  # out._is_floating(), inlined for dtypes with NumPy's ``kind``
                     # ("V": ml_dtypes' bfloat16, Note [bfloat16 through ml_dtypes])
                     floating = out._data.dtype.kind in "fcV"
@@ -550,8 +521,7 @@ def _functional_factory(op, plan):
                                   else inference_saved()))
                 saved = tuple(saved)
             if several:
-                return _record_outputs(node_class(), out, flags, args, kwargs, edges, saved,
-                                       uses_out)
+                return _record_outputs(node_class(), out, args, kwargs, edges, saved, uses_out)
             saved_out = None
             if uses_out:
                 # save_output(out), inlined
@@ -667,25 +637,37 @@ def _list_factory(op, plan):
     return factory
 
 
-def _record_outputs(node, outs, flags, args, kwargs, edges, saved, uses_out):
-    """The end of the functional kernel for an op of several Tensor outputs (cummax, the
-    statistics of batch norm): ``node`` filled and set as the history of each floating
-    output, the outputs it saves appended to ``saved`` (Note [Saving several outputs])."""
+def _record_outputs(node, outs, args, kwargs, edges, saved, read):
+    """The end of a recording kernel for an op of several Tensor outputs (cummax, the
+    statistics of batch norm, split's pieces): ``node`` filled and set as the history of
+    each floating output, the outputs in ``read`` saved (Note [Saving several outputs]).
+    Nothing is recorded where no output is floating.  One frame: the floating test and
+    ``attach`` are inlined (cummax with grad: 75.5K -> 72.7K instructions)."""
+    flags = []
+    for o in outs:  # o._is_floating(), inlined as in the functional kernel
+        try:
+            flags.append(o._data.dtype.kind in "fcV")
+        except AttributeError:  # not a Tensor, or an array without NumPy's ``kind``
+            flags.append(isinstance(o, Tensor) and o._is_floating())
+    if True not in flags:
+        return outs
     saved = list(saved)
-    node.out = _save_outputs(outs, flags, saved, uses_out) if uses_out else None
+    node.out = _save_outputs(outs, flags, saved, read) if read else None
     node.args = args
     node.kwargs = kwargs
     node.saved = saved
     node.next_functions = edges
     node.seq = next_seq()
-    if False in flags:
-        k = 0
-        for f in flags:
-            if f:
-                attach(outs[k], node, k)
-            k += 1
-    else:
-        _attach_all(outs, node)
+    make = AutogradMeta.make
+    k = 0
+    for o in outs:
+        if flags[k]:
+            if o._ag is None:  # fresh from the kernel: attach(o, node, k), inlined
+                o._ag = make(True, node, k)
+                o._ks |= AUTOGRAD_FUNCTIONALITY
+            else:
+                attach(o, node, k)
+        k += 1
     return outs
 
 
