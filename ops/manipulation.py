@@ -1137,19 +1137,29 @@ defop("isin.Scalar_Tensor(Scalar elements, Tensor test_elements, *, bool invert=
 # ~~~~~~~~~~~~~~~~~~~~
 # The generic kernel promotes its operands and names their dtype (``str(dtype)``: NumPy's
 # Python-level ``_name_get``, ~1 us) before calling ``np.isin`` through its
-# ``__array_function__`` dispatcher: 2.4 us over NumPy's own call on a 2x3 int8 tensor.  The
-# CPU kernel calls ``np.isin``'s implementation directly for the common case -- integer
-# operands of one dtype, neither 0-d, test elements not empty -- where the generic kernel
-# makes the same call (``invert=`` as its ``logical_not``); every other call is the generic
-# kernel's.
+# ``__array_function__`` dispatcher; and ``np.isin`` itself is a dozen Python-level NumPy
+# calls (min, max, zeros_like, ...: 11 us at least, 20-30 us on a few int8 elements).  The
+# CPU kernel takes operands of one dtype and, where the generic kernel would call
+# ``np.isin`` (integers, neither operand 0-d, test elements not empty) on many elements,
+# calls ``np.isin``'s implementation directly (``invert=`` as the generic kernel's
+# ``logical_not``).  Otherwise it compares every element with every test element, as the
+# generic kernel does for the other calls: ``logical_or.reduce(x[..., None] == test, -1)``
+# costs ~2 us, ~20 ns a row of ``x`` and ~1 ns an element pair, so it serves integers too
+# where ``x.size * (test.size + 16) <= 8192`` (2 us against NumPy's 21 on 2x3 int8
+# elements and 4 test elements).  Both give what the generic kernel gives; every other
+# call (mixed dtypes: the project's promotion) is the generic kernel's.
 _np_isin = getattr(np.isin, "_implementation", np.isin)
+_any = np.logical_or.reduce
 
 
 def _direct_isin(x, y, invert=False):
-    if x.dtype is y.dtype and x.dtype.kind in "iu" and x.ndim and y.ndim and y.size \
-            and type(invert) is bool:
+    if x.dtype is not y.dtype or type(invert) is not bool:
+        return None
+    if x.dtype.kind in "iu" and x.ndim and y.ndim and y.size and \
+            x.size * (y.size + 16) > 8192:
         return _np_isin(x, y, invert=invert)
-    return None
+    out = _any(x[..., None] == (y if y.ndim == 1 else y.reshape(-1)), -1)
+    return ~out if invert else out
 
 
 register_direct(CATALOGUE["aten::isin"].functional[0], _direct_isin, arity=2)

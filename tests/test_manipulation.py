@@ -450,6 +450,12 @@ _ISIN_CASES = [  # (elements, test elements, invert): the CPU kernel's case and 
     (np.array([1, 2, 3], np.uint8), np.array([], np.uint8), False),  # no test elements
     (np.array(2), np.array([1, 2]), True),  # 0-d elements
     (np.array([1.5, 2.0, np.nan]), np.array([2.0, np.nan]), False),  # floats: compared
+    (np.array([1 + 2j, 3j], np.complex64), np.array([[3j], [1]], np.complex64), True),
+    (np.array([[0, 5], [7, -3]]), np.array([[-3], [7]]), False),  # 2-D test elements
+    # many elements: NumPy's isin
+    (np.arange(-300, 300, dtype=np.int16), np.array([-7, 0, 299, 5000], np.int16), False),
+    (np.arange(-300, 300, dtype=np.int16), np.array([-7, 0, 299, 5000], np.int16), True),
+    (np.arange(600, dtype=np.uint64).reshape(20, 30), np.array([], np.uint64), True),
 ]
 
 
