@@ -375,3 +375,40 @@ def test_long_call_plans_follow_the_types_and_the_overloads(lib):
     finally:
         h.remove()
     assert md.ops.aten.col2im(y, *args).shape == (1, 2, 2)
+
+
+def test_two_tensors_and_a_keyword_run_their_plan(lib):
+    """Two positional arguments and one keyword (``isin(x, t, invert=True)``) look their
+    plan up by the general key, built without its star unpacking: the kernel is called
+    from the packet function with the keyword, a None or another type resolves again."""
+    seen = []
+
+    def cpu(x, y, *, flag=False):
+        seen.append(("cpu", flag))
+        return "cpu"
+
+    lib.define("kw2(Tensor x, Tensor? y, *, bool flag=False) -> Tensor")
+    lib.impl("kw2", cpu, "CPU")
+    lib.impl("kw2", lambda x, y, *, flag=False: "autograd", "Autograd")
+    f = getattr(md.ops, lib.ns).kw2
+    caller = f.default.caller.__code__
+    x = md.asarray([1.0], device="cpu")
+    xg = md.asarray([1.0], device="cpu", requires_grad=True)
+    assert f(x, x, flag=True) == "cpu"  # resolves and learns
+    frames = _frames_entered(lambda: f(x, x, flag=True))
+    assert caller not in frames and cpu.__code__ in frames and seen[-1] == ("cpu", True)
+    assert f(x, xg, flag=True) == f(xg, x, flag=False) == "autograd"  # keys of both
+    assert f(x, None, flag=True) == f(x, None, flag=True) == "cpu"  # a plan of its own
+    with pytest.raises(TypeError, match="no overload matches"):
+        f(x, x, flag="yes")
+
+
+def test_an_omitted_trailing_optional_tensor_keeps_the_fast_caller():
+    """A ``Tensor?`` with a default left out (``bincount(x)``) is read as None by the
+    caller, without the slow key-set walk; given by keyword it is still dispatched on."""
+    x = md.asarray([0, 1, 1, 3], device="cpu")
+    w = md.asarray([1.0, 2.0, 3.0, 4.0], device="cpu", requires_grad=True)
+    assert md.bincount(x).tolist() == [1, 2, 0, 1]
+    y = md.bincount(x, weights=w)
+    assert y.tolist() == [1.0, 5.0, 0.0, 4.0] and y.grad_fn is not None
+    assert md.bincount(x, None, 6).tolist() == [1, 2, 0, 1, 0, 0]

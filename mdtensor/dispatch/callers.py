@@ -193,18 +193,25 @@ def make_caller(op: OpOverload) -> Callable:
     elif pos or (loose := positional_tensor_positions(op._schema)) is not None:
         # Tensors at other positions (index_select's self and index: 0 and 2), Tensor?
         # arguments or more than three Tensors: their key sets read by position, without
-        # walking the schema, None skipped where the schema allows it; a Tensor by keyword,
-        # too few arguments or a non-Tensor take the slow path and its errors.
+        # walking the schema, None skipped where the schema allows it, and a trailing
+        # ``Tensor?`` left out too (``bincount(x)``: 3.27 -> 2.20 us, as ``bincount(x,
+        # None)``); a Tensor by keyword, too few arguments or a non-Tensor take the slow
+        # path and its errors.
         at, optional = (pos, frozenset()) if pos else loose
+        omittable = {i: params[i].name for i in optional if params[i].has_default}
 
         def call(*args, **kwargs):
             ks = 0
+            n = len(args)
             try:
                 for i in at:
-                    v = args[i]
-                    if v is not None or i not in optional:
-                        ks |= v._ks
-            except (IndexError, AttributeError):
+                    if i < n:
+                        v = args[i]
+                        if v is not None or i not in optional:
+                            ks |= v._ks
+                    elif i not in omittable or omittable[i] in kwargs:
+                        return slow_call((), args, kwargs)
+            except AttributeError:
                 return slow_call((), args, kwargs)
             inc, keep = _tls_get()
             ks = (ks | inc) & keep & op.mask
@@ -415,6 +422,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
         # then call the caller with the arguments named, not through *args (Note [Star
         # calls]).
         hit = None  # a Tensor and one other argument: Note [Inline dispatch]
+        key = None
         if kwargs:
             if b is _NO and a is not _NO and len(kwargs) == 1:  # md.sum(x, axis=0)
                 # Keyword names and *types* matter too: f(x, other=2) and f(x, other=x)
@@ -457,6 +465,18 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                     return kernel(a, v2, v1)
                 kwargs[k1] = v1
                 kwargs[k2] = v2
+            elif not args and len(kwargs) == 1:  # isin(x, t, invert=True): the key below,
+                (k,) = kwargs  # without its star unpacking, and its plan for the Tensors
+                key = (type(a), type(b), k, type(kwargs[k]))  # at 0 (and 1)
+                plan = plans.get(key)
+                if plan:
+                    op, table, at = plan
+                    if at == (0, 1):
+                        kernel = dispatch_kernel(op, table, a, b)
+                        return kernel(a, b, **kwargs)
+                    if at == (0,):
+                        kernel = dispatch_kernel(op, table, a)
+                        return kernel(a, b, **kwargs)
         elif b is not _NO:
             if not args:
                 if type(a) is two_type and type(b) is two_type:  # Note [Inline dispatch]
@@ -523,7 +543,8 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
         args = (a, b, *args) if b is not _NO else (a,) if a is not _NO else ()
         n = len(args)
         if kwargs:
-            key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
+            if key is None:
+                key = (*map(type, args), *kwargs, *map(type, kwargs.values()))
             plan = by_keywords.get(key)
             if plan is not None:  # See Note [Keyword calls]
                 op, table, moved = plan
