@@ -64,7 +64,13 @@ def int_tuple(op: str, name: str, value, n: int, minimum: int) -> tuple[int, ...
 
 
 def int_pair(op: str, name: str, value, minimum: int) -> tuple[int, int]:
-    """``int_tuple`` of two ints."""
+    """``int_tuple`` of two ints.  A tuple of two ints is checked here, without
+    ``int_tuple``'s call and comprehension: the window ops check four or five such
+    arguments per call."""
+    if type(value) is tuple and len(value) == 2:
+        a, b = value
+        if type(a) is int and type(b) is int and a >= minimum and b >= minimum:
+            return value
     return int_tuple(op, name, value, 2, minimum)
 
 

@@ -45,10 +45,18 @@ def _params(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     s = k if not stride else int_pair(op, "stride", stride, 1)
     p = int_pair(op, "padding", padding, 0)
     d = int_pair(op, "dilation", dilation, 1)
+    return (k, s, p, d) + _geometry(op, k, s, p, d, tuple(x.shape), bool(ceil_mode))
+
+
+@functools.lru_cache(maxsize=64)
+def _geometry(op, k, s, p, d, shape, ceil_mode) -> tuple:
+    """``((H, W), (Ho, Wo), extra)`` of checked window parameters, checked against the
+    input's ``shape``; kept per geometry (the arithmetic was a fifth of a small pooling's
+    Python time)."""
     if p[0] > k[0] // 2 or p[1] > k[1] // 2:  # PyTorch's check of this op (not dilated)
         raise ValueError(f"{op}: pad should be smaller than or equal to half of kernel size, "
                          f"but got padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
-    size = tuple(x.shape[-2:])
+    size = shape[-2:]
     out, extra = [], []
     for i in (0, 1):
         span, full = d[i] * (k[i] - 1) + 1, size[i] + 2 * p[i]
@@ -58,9 +66,9 @@ def _params(op, x, kernel_size, stride, padding, dilation, ceil_mode):
         out.append(n)
         extra.append(max(0, (n - 1) * s[i] + span - full))
     if out[0] < 1 or out[1] < 1:
-        raise ValueError(f"{op}: given input of size {list(x.shape)}, the calculated output "
+        raise ValueError(f"{op}: given input of size {list(shape)}, the calculated output "
                          f"size {out} is too small")
-    return k, s, p, d, size, tuple(out), tuple(extra)
+    return size, tuple(out), tuple(extra)
 
 
 def _forward_meta(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
