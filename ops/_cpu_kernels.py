@@ -223,7 +223,11 @@ def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
                     r = None
                 if r is not None:
                     wrap = a._device.wrap
-                    return make(map(wrap, r)) if make else wrap(r)
+                    if make is None:
+                        return wrap(r)
+                    if len(r) == 2:  # values and indices: no map (0.2 us of cummax's 6)
+                        return make((wrap(r[0]), wrap(r[1])))
+                    return make(map(wrap, r))
             return generic(a, *args, **kwargs)
         return kernel
 
