@@ -28,6 +28,28 @@ def _make(op):
     return call
 
 
+@inline_dispatch
+def _make_list(op):
+    table = op.table
+
+    def call(tensors):
+        kernel = dispatch_kernel(op, table, *tensors)
+        return kernel(tensors)
+    return call
+
+
+def test_a_starred_list_is_dispatched_on_its_tensors():
+    # dispatch_kernel(op, table, *tensors): the key sets of a list's Tensors, in a loop
+    assert "dispatch_kernel" not in _make_list.__code__.co_names
+    op = md.ops.aten.stack.default
+    call = _make_list(op)
+    a, b = md.asarray([1.0, 2.0]), md.asarray([3.0, 4.0], requires_grad=True)
+    assert call([a, a]).grad_fn is None and call([a, b]).grad_fn is not None
+    assert call((b, a)).tolist() == [[3.0, 4.0], [1.0, 2.0]]
+    with pytest.raises(AttributeError):  # as a non-Tensor named argument
+        call([a, 2.0])
+
+
 def test_the_fast_callers_run_the_lines_in_their_own_frame():
     # No code object of a fast caller calls dispatch_kernel: the lines are compiled in.
     from mdtensor.ops import _methods, indexing
@@ -35,7 +57,7 @@ def test_the_fast_callers_run_the_lines_in_their_own_frame():
     from mdtensor.dispatch import callers
 
     for fn in (callers.make_caller, callers.packet_function, _methods._binary,
-               indexing.getitem, _make):
+               indexing.getitem, _make, _make_list):
         names = {n for c in _code_objects(fn.__code__) for n in c.co_names}
         assert "dispatch_kernel" not in names, fn
         assert "_inline_tls_get" in names, fn

@@ -225,17 +225,10 @@ def make_caller(op: OpOverload) -> Callable:
         # non-Tensor element, a keyword) takes the slow path and its errors.
         def call(tensors=_NO, /, *args, **kwargs):
             if type(tensors) is list or type(tensors) is tuple:
-                ks = 0
                 try:
-                    for t in tensors:
-                        ks |= t._ks
+                    kernel = dispatch_kernel(op, table, *tensors)
                 except AttributeError:
                     return slow_call((tensors,), args, kwargs)
-                inc, keep = _tls_get()
-                ks = (ks | inc) & keep & op.mask
-                kernel = table.get(ks)
-                if kernel is None:
-                    kernel = miss(ks)
                 return kernel(tensors, *args, **kwargs)
             return slow_call((tensors,), args, kwargs)
     elif pos == ():  # no Tensor arguments (factories): the thread-local keys alone
@@ -365,7 +358,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     # without the list caller's frame (31.4K -> 29.3K instructions for ``md.stack([a, b])``
     # of two (2, 3) tensors); ``list_type`` is list once one is known.
     list_type = list_op = list_table = None
-    # And the plans of calls of three or more positional arguments, or with keywords the
+    # And the plans of calls of five or more positional arguments, or with keywords the
     # other paths leave, by their resolution key (Note [Plans of long calls]).
     plans: dict = {}
 
@@ -515,19 +508,12 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
         elif type(a) is one_type:  # Note [Inline dispatch]
             kernel = dispatch_kernel(one_op, one_table, a)
             return kernel(a)
-        elif type(a) is list_type:  # the list caller's key set, inline
-            ks = 0
+        elif type(a) is list_type:  # the list caller's dispatch, inline
             try:
-                for t in a:
-                    ks |= t._ks
+                kernel = dispatch_kernel(list_op, list_table, *a)
             except AttributeError:  # not a Tensor: the caller's slow path and its errors
-                ks = None
-            if ks is not None:
-                inc, keep = _tls_get()
-                ks = (ks | inc) & keep & list_op.mask
-                kernel = list_table.get(ks)
-                if kernel is None:
-                    kernel = list_op.fill_entry(ks)
+                kernel = None
+            if kernel is not None:
                 return kernel(a)
             caller = cache.get(list)
             if caller is not None:

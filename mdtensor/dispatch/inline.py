@@ -18,7 +18,9 @@ the four lines themselves.  They are written with the call and decorated with
 ``@inline_dispatch``, which recompiles the decorated function once, at import, with every
 statement ``kernel = dispatch_kernel(op, table, *tensors)`` replaced by the four lines (the
 names given are used as they are: ``op`` and ``table`` may be closure variables, globals or
-locals).  So the lines exist once, here, and every fast caller runs them in its own frame:
+locals; a starred last name, ``dispatch_kernel(op, table, *tensors)``, is a list whose
+Tensors are read in a loop).  So the lines exist once, here, and every fast caller runs them
+in its own frame:
 
 - an overload's caller (``make_caller``): the Tensors at its leading positions;
 - a packet's function (``packet_function``): the overload that one Tensor, two Tensors, a
@@ -85,6 +87,20 @@ if {target} is None:
 """
 
 
+# ``dispatch_kernel(op, table, *tensors)``: the key sets of a list's Tensors, in a loop (a
+# non-Tensor raises AttributeError, as a non-Tensor named argument does).
+_LIST_TEMPLATE = """\
+ks = {keys}0
+for _tensor in {tensors}:
+    ks |= _tensor._ks
+inc, keep = _inline_tls_get()
+ks = (ks | inc) & keep & {op}.mask
+{target} = {table}.get(ks)
+if {target} is None:
+    {target} = {op}.fill_entry(ks)
+"""
+
+
 def _refuse(node):
     raise SyntaxError("inline_dispatch: write `kernel = dispatch_kernel(op, table, a, b, ...)` "
                       f"as a statement, with plain names (line {node.lineno})")
@@ -103,13 +119,22 @@ class _Expand(ast.NodeTransformer):
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
                 and call.func.id == "dispatch_kernel"):
             return self.generic_visit(node)
+        args = call.args
+        starred = bool(args) and isinstance(args[-1], ast.Starred)
+        if starred:  # dispatch_kernel(op, table, *tensors): a list's Tensors
+            args = [*args[:-1], args[-1].value]
         if (len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name)
-                or call.keywords or len(call.args) < 2
-                or not all(isinstance(a, ast.Name) for a in call.args)):
+                or call.keywords or len(args) < 2 + starred
+                or not all(isinstance(a, ast.Name) for a in args)):
             _refuse(node)
-        op, table, *tensors = (a.id for a in call.args)
-        source = _TEMPLATE.format(target=node.targets[0].id, op=op, table=table,
-                                  keys="".join(f"{t}._ks | " for t in tensors))
+        op, table, *tensors = (a.id for a in args)
+        if starred:
+            source = _LIST_TEMPLATE.format(target=node.targets[0].id, op=op, table=table,
+                                           keys="".join(f"{t}._ks | " for t in tensors[:-1]),
+                                           tensors=tensors[-1])
+        else:
+            source = _TEMPLATE.format(target=node.targets[0].id, op=op, table=table,
+                                      keys="".join(f"{t}._ks | " for t in tensors))
         lines = ast.parse(source).body
         for stmt in lines:
             for n in ast.walk(stmt):  # the lines are the marker's line, for tracebacks
