@@ -295,8 +295,10 @@ def _recording_kernel(op, plan):
         if single:
             if not out._is_floating():
                 return out
-        elif is_inplace and True not in _floating_flags(out):
-            return out  # (_record_outputs tests the others' outputs)
+        elif is_inplace:  # (_record_outputs tests the others' outputs)
+            flags = _floating_flags(out)
+            if True not in flags:
+                return out
         if simple:
             edges = []
             saved = []
@@ -328,7 +330,7 @@ def _recording_kernel(op, plan):
         saved_out = None
         if uses_out:
             saved_out = save_output(out) if single else \
-                _save_outputs(out, _floating_flags(out), saved, uses_out)
+                _save_outputs(out, flags, saved, uses_out)
         node.args = saved_args
         node.kwargs = kwargs
         node.out = saved_out
@@ -642,7 +644,7 @@ def _record_outputs(node, outs, args, kwargs, edges, saved, read):
     statistics of batch norm, split's pieces): ``node`` filled and set as the history of
     each floating output, the outputs in ``read`` saved (Note [Saving several outputs]).
     Nothing is recorded where no output is floating.  One frame: the floating test and
-    ``attach`` are inlined (cummax with grad: 75.5K -> 72.7K instructions)."""
+    ``attach`` are inlined (cummax with grad: 75.5K -> 73.9K instructions)."""
     flags = []
     for o in outs:  # o._is_floating(), inlined as in the functional kernel
         try:
