@@ -1135,3 +1135,22 @@ def test_outputs_a_formula_does_not_read_are_not_saved():
     assert node.out[0] is None and node.out[1] is indices
     values.sum().backward()
     assert x.grad.tolist() == [1.0, 2.0, 0.0]
+
+
+def test_a_saved_floating_output_of_several_is_restored_and_checked():
+    # Note [Saved outputs]: nll_loss_forward's total weight (a floating output its
+    # formula reads) is kept as a record, made a tensor again only when the formula runs
+    x = md.asarray(np.random.default_rng(0).random((4, 3))).requires_grad_()
+    target = md.asarray(np.array([0, 2, 1, 2]))
+    loss, total = md.ops.aten.nll_loss_forward(x, target, None, 1, -100)
+    assert type(loss.grad_fn.out[1]) is tuple and loss.grad_fn.out[0] is None
+    total.add_(1)  # the record's version no longer matches
+    with pytest.raises(RuntimeError, match="modified by an inplace operation.*is at version 1; "
+                                           "expected version 0"):
+        loss.backward()
+    loss, total = md.ops.aten.nll_loss_forward(x, target, None, 1, -100)
+    (g,) = md.autograd.grad(loss, x, create_graph=True)  # the restored output has history
+    expected = np.zeros((4, 3))
+    expected[[0, 1, 2, 3], [0, 2, 1, 2]] = -0.25
+    assert g.requires_grad
+    np.testing.assert_allclose(to_numpy(g.detach()), expected)

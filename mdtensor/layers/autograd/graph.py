@@ -129,8 +129,8 @@ def _make_apply(formula=None, masked: bool = False):
         out = self.out
         if generic and (self.n_outputs != 1 or self.listed):
             g = tuple(grads)
-            if out is not None and dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY:
-                out = _with_history(out, self)  # create_graph: Note [Saved outputs]
+            if out is not None:
+                out = _restore_outputs(out, self)
         else:
             g = grads[0]
             if out is not None:  # the saved output (Note [Saved outputs])
@@ -205,13 +205,13 @@ class ListNode(Node):
 # cycle output -> node -> output.  A single output is saved as the record ``(data, device,
 # version counter, version)`` (``save_output``) -- its raw array, not a tensor: most graphs
 # are never differentiated, and making the tensor only when the formula runs saves a tensor
-# and its attributes on every recorded op (0.1-0.2 us).  Several outputs are saved as alias
-# tensors -- the floating ones; the others as they are (Note [Saving several outputs] in
-# kernels.py) -- each with its version in ``saved`` (a list of one too: ListNode).  When the
-# formula runs with autograd on (``create_graph=True``), it gets a fresh alias whose
-# history is this node -- as PyTorch's SavedVariable restores an output's grad_fn on
-# unpacking -- so a second derivative flows through the output as well (tanh's gradient
-# reads tanh's output).
+# and its attributes on every recorded op (0.1-0.2 us).  Several outputs are saved as a
+# tuple (a tuple of one too: ListNode) of such records for the floating ones, the others as
+# they are with their versions in ``saved`` (Note [Saving several outputs] in kernels.py).
+# When the formula runs with autograd on (``create_graph=True``), the output it gets is a
+# fresh tensor whose history is this node -- as PyTorch's SavedVariable restores an
+# output's grad_fn on unpacking -- so a second derivative flows through the output as well
+# (tanh's gradient reads tanh's output).
 
 
 def save_output(out):
@@ -222,19 +222,26 @@ def save_output(out):
     return (out._data, out._device, vc, vc.value)
 
 
-def _with_history(out, node):
-    if type(out) is tuple:
-        return tuple(_alias_of(o, node, k) if o is not None and o._is_floating() else o
-                     for k, o in enumerate(out))
-    return _alias_of(out, node, 0)
-
-
-def _alias_of(t, node, output_nr):
-    a = t._device.wrap(t._data)
-    a._vc = t._vc
-    a._ag = AutogradMeta.make(True, node, output_nr)
-    a._ks |= AUTOGRAD_FUNCTIONALITY
-    return a
+def _restore_outputs(out: tuple, node) -> tuple:
+    """The outputs a node of several saved (Note [Saved outputs]): each floating one's
+    record made a tensor again and checked against its version, with ``node`` as its
+    history when autograd is on (``create_graph``); the others as they were saved."""
+    history = dispatch_tls.get()[1] & AUTOGRAD_FUNCTIONALITY
+    restored = []
+    k = 0
+    for o in out:
+        if type(o) is tuple:  # (data, device, version counter, version)
+            data, device, vc, version = o
+            o = device.wrap(data)
+            o._vc = vc
+            if vc.value != version:
+                raise RuntimeError(_modified_message(o, node, version))
+            if history:
+                o._ag = AutogradMeta.make(True, node, k)
+                o._ks |= AUTOGRAD_FUNCTIONALITY
+        restored.append(o)
+        k += 1
+    return tuple(restored)
 
 
 def _modified_message(t, node, expected) -> str:

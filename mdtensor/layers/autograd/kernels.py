@@ -368,9 +368,10 @@ def _floating_flags(outs) -> list:
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A formula that reads the outputs of an op with several (cummax's indices, the statistics
 # of batch norm) gets them as a tuple.  A floating output becomes an output of the node, so
-# it is saved as an alias outside autograd (Note [Saved outputs] in graph.py: the output
-# itself would make a cycle).  Any other output (cummax's indices) never refers to the
-# node and is saved as it is, with its version: an alias of it would only cost a tensor.
+# it is saved outside autograd, as the record a single output's is (Note [Saved outputs]
+# in graph.py: the output itself would make a cycle; the tensor is made again only if the
+# formula runs).  Any other output (cummax's indices) never refers to the node and is
+# saved as it is, with its version: a record of it would only cost a tensor later.
 # A formula marked ``@uses_out(1, 2)`` reads only those outputs (batch norm's statistics,
 # not its result): the others are kept as None, neither aliased nor versioned (0.2 us an
 # output).
@@ -378,20 +379,18 @@ def _floating_flags(outs) -> list:
 
 def _save_outputs(outs, flags, saved, read=True) -> tuple:
     """The outputs a node of several keeps (Note [Saving several outputs]): those in
-    ``read`` (True: all), each Tensor's version appended to ``saved``."""
+    ``read`` (True: all), a floating one as its record, another Tensor as it is with its
+    version appended to ``saved``."""
     kept = []
     k = 0
     for o in outs:
         if read is not True and k not in read:
             o = None
-        elif flags[k]:
+        elif flags[k]:  # save_output(o), inlined
             vc = o._vc
             if vc is None:
                 vc = counter(o)
-            a = o._device.wrap(o._data)
-            a._vc = vc
-            saved.append((a, vc.value))
-            o = a
+            o = (o._data, o._device, vc, vc.value)
         elif isinstance(o, Tensor):
             vc = o._vc
             saved.append((o, 0 if vc is None else vc.value))
@@ -431,7 +430,7 @@ def _functional_factory(op, plan):
                 out = entry(v, **kwargs) if kwargs else entry(v)
             elif rest or kwargs:
                 args = (v, b, *rest)
-                out = entry(*args, **kwargs)
+                out = entry(*args, **kwargs) if kwargs else entry(*args)
             else:
                 args = (v, b)
                 out = entry(v, b)
@@ -660,12 +659,19 @@ def _record_outputs(node, outs, args, kwargs, edges, saved, read):
     node.saved = saved
     node.next_functions = edges
     node.seq = next_seq()
-    make = AutogradMeta.make
     k = 0
     for o in outs:
         if flags[k]:
             if o._ag is None:  # fresh from the kernel: attach(o, node, k), inlined
-                o._ag = make(True, node, k)
+                meta = AutogradMeta()  # AutogradMeta.make(True, node, k), inlined
+                meta.requires_grad = True
+                meta.grad = None
+                meta.grad_fn = node
+                meta.output_nr = k
+                meta.retains_grad = False
+                meta.hooks = None
+                meta.leaf_edge = None
+                o._ag = meta
                 o._ks |= AUTOGRAD_FUNCTIONALITY
             else:
                 attach(o, node, k)
