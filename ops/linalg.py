@@ -1255,16 +1255,19 @@ defop("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alp
 
 
 def _addmm_cpu(self, mat1, mat2, *, beta=1, alpha=1):
+    # (the product inline, as _direct_mm computes it, and each shape read once: a frame
+    # and ~4K instructions fewer than through _direct_mm, 28.7K -> 24.7K on (2, 3) @ (3, 4))
     s, a, b = self._data, mat1._data, mat2._data
     d = self._device
     if (type(a) is np.ndarray and type(b) is np.ndarray and type(s) is np.ndarray
             and a.dtype is b.dtype and s.dtype is a.dtype and a.dtype.char in "fd"
-            and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]
             and mat1._device is d and mat2._device is d
             and type(beta) in (int, float) and type(alpha) in (int, float)):
-        shape = (a.shape[0], b.shape[1])
-        if s.shape == shape or s.shape == shape[1:] or not s.ndim:
-            prod = _direct_mm(a, b)
+        sa, sb, ss = a.shape, b.shape, s.shape
+        if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and (
+                ss == (sa[0], sb[1]) or ss == sb[1:] or not ss):
+            # Note [Large products through np.matmul]
+            prod = (_np_matmul if sa[0] * sb[1] >= _LARGE else _np_dot)(a, b)
             # (in-place operators: a ufunc's ``out=`` keyword costs 0.4 us more; the sum
             # commutes exactly)
             if alpha != 1:

@@ -149,6 +149,27 @@ def test_astype_copies_and_casts():
         md.astype(x, "not-a-dtype")
 
 
+
+def test_astype_cpu_impl_gives_the_generic_results():
+    # the CPU impl (ndarray.astype to the target's NumPy dtype) and the generic impl it
+    # leaves complex inputs, bfloat16 and other dtype spellings to agree
+    from mdtensor.ops.searching import _astype, _np_astype
+
+    from mdtensor import _dtypes as dt
+
+    xp = md.Device("cpu").xp
+    a = np.array([[1.5, -2.5, 0.0], [np.nan, np.inf, 300.0]], np.float32)
+    for target in dt.all_dtypes:
+        with np.errstate(invalid="ignore"):
+            fast, generic = _np_astype(xp, a, target), _astype(xp, a, target)
+        assert fast.dtype == generic.dtype == target.numpy
+        np.testing.assert_array_equal(fast, generic)
+    assert _np_astype(xp, a, md.float32, copy=False) is a
+    assert _np_astype(xp, a, md.float32) is not a
+    c = md.asarray(np.array([1 + 2j, -3 - 1j], np.complex64))
+    np.testing.assert_array_equal(to_numpy(md.astype(c, md.float32)), [1.0, -3.0])
+    assert md.astype(_t(a), "float64").dtype is md.float64
+
 def test_to_follows_pytorch(device):
     x = _t(np.arange(3.0))
     assert x.to(device) is x  # same device and dtype: self
