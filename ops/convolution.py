@@ -201,7 +201,7 @@ def _np_im2col(xp, x, kernel_size, dilation, padding, stride):
     # See Note [im2col as one gather]
     planes = x.reshape((-1, x.shape[-2] * x.shape[-1]))
     index = _window_index(x.shape[-1], (kh, kw), (dh, dw), (sh, sw), (bh, bw))
-    return np.take(planes, index, axis=1).reshape(out_shape)
+    return planes.take(index, axis=1).reshape(out_shape)
 
 
 # Note [im2col as one gather]
@@ -261,10 +261,9 @@ def _np_col2im(xp, x, output_size, kernel_size, dilation, padding, stride):
     cols = x.reshape(out_shape[:-2] + (kh, kw, bh, bw))
     out = np.zeros(out_shape[:-2] + (h + 2 * ph, w + 2 * pw), x.dtype)
     if sh > (kh - 1) * dh and sw > (kw - 1) * dw:  # windows that do not overlap: one copy
-        *lead, rs, cs = out.strides
-        np.lib.stride_tricks.as_strided(
-            out, out.shape[:-2] + (kh, kw, bh, bw),
-            (*lead, rs * dh, cs * dw, rs * sh, cs * sw))[...] = cols
+        *lead, rs, cs = out.strides  # (a view by the constructor: as_strided is Python)
+        np.ndarray(out.shape[:-2] + (kh, kw, bh, bw), out.dtype, out, 0,
+                   (*lead, rs * dh, cs * dw, rs * sh, cs * sw))[...] = cols
     elif sh == sw == 1:
         return _add_runs(cols, out_shape, (h, w), (kh, kw), (dh, dw), (ph, pw), (bh, bw))
     else:
