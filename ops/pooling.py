@@ -105,7 +105,7 @@ def _flat_index(xp, where, k, s, p, d, size, out):
                          device=dev)
     unset = where < 0
     if xp is np and not unset.any():
-        return corner + np.take(offsets, where)
+        return corner + offsets.take(where)
     first = xp.asarray([[_first_valid(y * s[0] - p[0], d[0]) * size[1]
                          + _first_valid(z * s[1] - p[1], d[1]) for z in range(out[1])]
                         for y in range(out[0])], dtype=xp.int64, device=dev)
@@ -188,12 +188,14 @@ def _np_max_pool(xp, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode
                          (hp * wp * b, s[0] * wp * b, s[1] * b, d[0] * wp * b, d[1] * b))
     rows = windows.reshape((-1, k[0] * k[1]))  # the one copy
     where = rows.argmax(axis=1)  # a NaN is the maximum of its row, as in np.maximum
-    best = rows[_row_numbers(rows.shape[0]), where]  # (the row maxima: 2 us more)
+    # the row maxima: each row's start plus its argmax, one flat take (a max reduction
+    # cost 2 us more, a two-array index 0.25 us more)
+    best = rows.take(where + _row_starts(rows.shape[0], rows.shape[1]))
     if best.size and (x.dtype.kind == "f" and np.isnan(np.maximum.reduce(best, axis=None))
                       or padded and np.minimum.reduce(best, axis=None) == lowest):
         return _np_max_pool_scan(x, k, s, p, d, size, out, extra)
     offsets, corners = _index_tables(k, s, p, d, size, out)
-    index = np.take(offsets, where).reshape((n, out[0] * out[1]))
+    index = offsets.take(where).reshape((n, out[0] * out[1]))  # (np.take: two Python frames)
     index += corners
     shape = tuple(x.shape[:-2]) + out
     return best.reshape(shape), index.reshape(shape)
@@ -254,11 +256,11 @@ def _corners(oh: int, ow: int, w: int):
 
 
 @functools.lru_cache(maxsize=32)
-def _row_numbers(n: int):
-    """``arange(n)``, read-only."""
-    rows = np.arange(n)
-    rows.flags.writeable = False
-    return rows
+def _row_starts(n: int, width: int):
+    """The flat index of each of ``n`` rows of ``width`` values, read-only."""
+    starts = np.arange(0, n * width, width)
+    starts.flags.writeable = False
+    return starts
 
 
 @functools.lru_cache(maxsize=32)

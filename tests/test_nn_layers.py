@@ -159,6 +159,36 @@ def test_unfold_and_fold_match_torch(kwargs, torch):
     _compare(torch, "fold", [_np(cols)], {"output_size": (6, 7), **kwargs})
 
 
+def _col2im_by_definition(cols, size, k, d, p, s):
+    """Every column entry added to its pixel, window position by window position."""
+    blocks = [(size[a] + 2 * p[a] - d[a] * (k[a] - 1) - 1) // s[a] + 1 for a in (0, 1)]
+    c = cols.reshape(cols.shape[:-2] + (-1, k[0], k[1], blocks[0], blocks[1]))
+    out = np.zeros(cols.shape[:-2] + (c.shape[-5],) + tuple(size), cols.dtype)
+    for i, j, y, z in np.ndindex(k[0], k[1], blocks[0], blocks[1]):
+        r, q = y * s[0] + i * d[0] - p[0], z * s[1] + j * d[1] - p[1]
+        if 0 <= r < size[0] and 0 <= q < size[1]:
+            out[..., r, q] += c[..., i, j, y, z]
+    return out
+
+
+@pytest.mark.parametrize("batch", [1, 8], ids=["scatter", "additions"])
+@pytest.mark.parametrize("window", [((2, 3), (1, 1), (0, 0), (1, 1)),
+                                    ((3, 2), (2, 1), (1, 1), (2, 1)),
+                                    ((2, 2), (1, 1), (1, 0), (2, 2))])
+def test_col2im_sums_in_window_order(batch, window):
+    # small columns are one np.add.at, larger ones window-by-window additions (Note [Small
+    # col2im as one scatter] in ops/convolution.py): both sum each pixel's entries in the
+    # order of their window positions, the definition's sums to the bit
+    k, d, p, s = window
+    size = (9, 10)
+    blocks = [(size[a] + 2 * p[a] - d[a] * (k[a] - 1) - 1) // s[a] + 1 for a in (0, 1)]
+    rng = np.random.default_rng(0)
+    cols = (rng.standard_normal((batch, 6 * k[0] * k[1], blocks[0] * blocks[1])) * 1e3
+            ).astype(np.float32)
+    got = md.ops.aten.col2im(md.asarray(cols, device="cpu"), size, k, d, p, s)
+    np.testing.assert_array_equal(to_numpy(got), _col2im_by_definition(cols, size, k, d, p, s))
+
+
 # -- pooling ---------------------------------------------------------------------------------
 
 MAX_POOL = [
