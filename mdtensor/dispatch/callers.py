@@ -505,6 +505,9 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                 caller = cache.get((type(a), type(b), type(c), type(d)))
                 if caller is not None:
                     return caller(a, b, c, d)
+            elif len(args) == 3:  # five: the plan's key below, built without a map
+                c, d, e = args
+                key = (type(a), type(b), type(c), type(d), type(e))
         elif type(a) is one_type:  # Note [Inline dispatch]
             kernel = dispatch_kernel(one_op, one_table, a)
             return kernel(a)
@@ -538,7 +541,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                 return kernel(*args, *map(kwargs.__getitem__, moved))
         elif n < 5:
             key = type(a) if n == 1 else (type(a), type(b)) if n == 2 else tuple(map(type, args))
-        else:
+        elif key is None:
             key = tuple(map(type, args))
         if kwargs or n > 4:  # See Note [Plans of long calls]
             plan = plans.get(key)
