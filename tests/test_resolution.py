@@ -412,3 +412,31 @@ def test_an_omitted_trailing_optional_tensor_keeps_the_fast_caller():
     y = md.bincount(x, weights=w)
     assert y.tolist() == [1.0, 5.0, 0.0, 4.0] and y.grad_fn is not None
     assert md.bincount(x, None, 6).tolist() == [1, 2, 0, 1, 0, 0]
+
+
+def test_two_keywords_off_the_positional_order_run_their_plan(lib):
+    """Two keywords that are not the next parameters (``matrix_norm(x, ord=1,
+    keepdims=True)``) miss the keyword plans and run the long calls' plan, by the key the
+    two-keyword branch built: either order, each value type, and grad, as resolved."""
+    seen = []
+
+    def cpu(x, n=1, d=0, *, k=False, m=None):
+        seen.append((n, d, k, m))
+        return "cpu"
+
+    lib.define("kw3(Tensor x, int n=1, int d=0, *, bool k=False, Scalar? m=None) -> Tensor")
+    lib.impl("kw3", cpu, "CPU")
+    lib.impl("kw3", lambda x, n=1, d=0, *, k=False, m=None: "autograd", "Autograd")
+    f = getattr(md.ops, lib.ns).kw3
+    x = md.asarray([1.0], device="cpu")
+    xg = md.asarray([1.0], device="cpu", requires_grad=True)
+    for _ in range(2):
+        assert f(x, k=True, m=2) == f(x, m=2.5, k=False) == "cpu"
+        assert f(xg, k=True, m=2) == "autograd"
+    assert seen[-2:] == [(1, 0, True, 2), (1, 0, False, 2.5)]
+    with pytest.raises(TypeError, match="no overload matches"):
+        f(x, k="yes", m=2)
+    a = md.asarray([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]])
+    for _ in range(2):
+        assert md.linalg.matrix_norm(a, ord=1, keepdims=True).tolist() == [[15.0]]
+        assert md.linalg.matrix_norm(a, keepdims=False, ord=float("inf")).tolist() == 21.0

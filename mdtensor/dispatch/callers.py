@@ -447,9 +447,11 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
             elif b is _NO and a is not _NO and len(kwargs) == 2:  # clamp(x, min=0, max=1)
                 # by_keywords' key, as below, without the star calls and maps: the
                 # keyword names and value types, popped and put back if no plan matches
+                # (the key then serves the long calls' plans below)
                 k2, v2 = kwargs.popitem()
                 k1, v1 = kwargs.popitem()
-                plan = by_keywords.get((type(a), k1, k2, type(v1), type(v2)))
+                key = (type(a), k1, k2, type(v1), type(v2))
+                plan = by_keywords.get(key)
                 if plan is not None:  # See Note [Keyword calls]
                     op, table, moved = plan
                     kernel = dispatch_kernel(op, table, a)
