@@ -1266,7 +1266,7 @@ def _addmm_cpu(self, mat1, mat2, *, beta=1, alpha=1):
         sa, sb, ss = a.shape, b.shape, s.shape
         if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0] and (
                 ss == (sa[0], sb[1]) or ss == sb[1:] or not ss):
-            # Note [Large products through np.matmul]
+            # (see Note [Large products through np.matmul])
             prod = (_np_matmul if sa[0] * sb[1] >= _LARGE else _np_dot)(a, b)
             # (in-place operators: a ufunc's ``out=`` keyword costs 0.4 us more; the sum
             # commutes exactly)

@@ -659,19 +659,12 @@ def _record_outputs(node, outs, args, kwargs, edges, saved, read):
     node.saved = saved
     node.next_functions = edges
     node.seq = next_seq()
+    make = AutogradMeta.make
     k = 0
     for o in outs:
         if flags[k]:
             if o._ag is None:  # fresh from the kernel: attach(o, node, k), inlined
-                meta = AutogradMeta()  # AutogradMeta.make(True, node, k), inlined
-                meta.requires_grad = True
-                meta.grad = None
-                meta.grad_fn = node
-                meta.output_nr = k
-                meta.retains_grad = False
-                meta.hooks = None
-                meta.leaf_edge = None
-                o._ag = meta
+                o._ag = make(True, node, k)
                 o._ks |= AUTOGRAD_FUNCTIONALITY
             else:
                 attach(o, node, k)
