@@ -351,6 +351,34 @@ def test_long_calls_run_a_learned_plan_by_their_types(lib):
         assert f(x, wg, 1, 0.5, True) == "cpu"
 
 
+@pytest.mark.parametrize("n", [5, 6, 7, 9])
+def test_long_calls_of_each_length_run_their_plan(lib, n):
+    """Five and six positional arguments build their key and arguments without a star
+    unpacking, longer ones with it (Note [Plans of long calls]): each reaches the kernel
+    with its arguments in order, runs its plan from the second call, and a type off the
+    key resolves and raises."""
+    ints = ", ".join(f"int a{i}" for i in range(n - 2))
+    lib.define(f"ll{n}(Tensor x, Tensor? w, {ints}) -> Tensor")
+    seen = []
+
+    def cpu(*args):
+        seen.append(args)
+        return "cpu"
+
+    lib.impl(f"ll{n}", cpu, "CPU")
+    f = getattr(getattr(md.ops, lib.ns), f"ll{n}")
+    caller = f.default.caller.__code__
+    x = md.asarray([1.0], device="cpu")
+    rest = tuple(range(10, 10 + n - 2))
+    for w in (None, x):
+        assert f(x, w, *rest) == "cpu"
+        frames = _frames_entered(lambda w=w: f(x, w, *rest))
+        assert caller not in frames and seen[-1] == (x, w, *rest)
+    with pytest.raises(TypeError, match="no overload matches"):
+        f(x, None, *rest[:-1], "no")
+    assert len(seen) == 4
+
+
 def test_long_call_plans_follow_the_types_and_the_overloads(lib):
     """A float where an int was picks its own overload; a more specific overload defined
     after the plans were learned replaces them (``on_change``)."""
