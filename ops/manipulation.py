@@ -426,8 +426,8 @@ def _flatten(x, start_dim=0, end_dim=-1):
     """CompositeImplicitAutograd of ``flatten`` and ``ravel`` (PyTorch's ``reshape(-1)``):
     ``reshape`` to the flattened shape (Note [reshape: a view when possible]).  That shape
     is always valid, so ``_reshape``'s steps reduce to ``view``, dispatched inline (Note
-    [Views dispatched inline]: a frame less than calling ``_reshape``), or a view of a
-    copy."""
+    [Views dispatched inline]: a frame less than calling ``_reshape``, ``flatten`` with
+    grad of the sweep sample 34.5K -> 33.9K instructions), or a view of a copy."""
     shape = _FLAT if start_dim == 0 and end_dim == -1 else _flat_shape(x, start_dim, end_dim)
     kernel = dispatch_kernel(_view_op, _view_table, x)
     try:
@@ -524,7 +524,8 @@ def _np_broadcast_or(slow):
     """The CPU impl ``impl(xp, x, shape)`` of ``broadcast_to`` or ``expand``: ``x``
     broadcast to ``shape`` as a read-only view of its buffer, or ``slow(xp, x, shape)``
     where that fast view does not apply (Note [Broadcast strides]).  One frame per call: a
-    helper returning None to each op's own impl cost a second (1.1K instructions)."""
+    helper returning None to each op's own impl cost a second (``broadcast_to`` with grad,
+    sweep sample: 39.3K -> 38.9K instructions)."""
     def impl(xp, x, shape):
         if type(shape) is tuple:
             key = (shape, x.shape, x.strides, x.itemsize)
