@@ -367,6 +367,17 @@ def test_meshgrid_and_broadcast_arrays_record_one_node():
     np.testing.assert_allclose(to_numpy(a.grad), [12.0, 12.0])
 
 
+def test_meshgrid_input_modified_in_place_after_it():
+    # meshgrid's formula reads only its inputs' shapes (as PyTorch's, which saves nothing):
+    # modifying an input in place after it leaves its gradient exact, no error
+    a = leaf([1.0, 2.0])
+    b = a * 1
+    gx, gy = md.meshgrid(b, md.asarray([3.0, 4.0, 5.0], dtype=md.float64), indexing="ij")
+    b.mul_(2)
+    (gx * gy).sum().backward()
+    np.testing.assert_allclose(to_numpy(a.grad), [12.0, 12.0])
+
+
 def test_grad_of_an_input_given_twice():
     x = leaf([1.0, 2.0])
     g1, g2 = md.autograd.grad((x * 3).sum(), [x, x])
