@@ -210,6 +210,7 @@ def _broadcast_arrays(g, out, tensors):
 
 
 @rule("meshgrid")
+@reads()  # the inputs' shapes only (PyTorch's meshgrid is views: it saves nothing)
 def _meshgrid(g, out, tensors, indexing="xy"):
     grads = []
     n = len(tensors)

@@ -270,6 +270,114 @@ def test_a_list_op_returning_one_tensor_differentiates_twice(pieces):
     np.testing.assert_allclose(to_numpy(x.grad), [[2.0, 4.0, 6.0]])
 
 
+_PIECES = {  # list-returning ops: (op, how x's rows/columns map to its pieces)
+    "unbind": lambda x: md.unbind(x, 0),
+    "unbind1": lambda x: md.unbind(x, 1),
+    "chunk": lambda x: md.chunk(x, 2, 0),
+    "split": lambda x: md.split(x, [1, 2], 0),
+}
+
+
+@pytest.mark.parametrize("op", list(_PIECES))
+def test_list_op_pieces_share_one_node(op):
+    # one node for the list, each piece its output in order (Note [List outputs]); the
+    # pieces are views of the input, on its version counter
+    y = leaf(np.arange(12.0).reshape(3, 4)) * 1
+    ps = _PIECES[op](y)
+    node = ps[0].grad_fn
+    assert all(p.grad_fn is node for p in ps) and node.n_outputs == len(ps)
+    assert node.name() == type(node).__name__ == ("UnbindBackward0" if "unbind" in op
+                                                   else op.capitalize() + "Backward0")
+    assert [p._ag.output_nr for p in ps] == list(range(len(ps)))
+    assert node.next_functions == [(y.grad_fn, 0)] and not node.saved
+    assert all(p.requires_grad and not p.is_leaf and p._view.base is y for p in ps)
+    with md.no_grad():
+        y.add_(1)
+    assert [p._version for p in ps] == [y._version] * len(ps) == [1] * len(ps)
+
+
+@pytest.mark.parametrize("op", list(_PIECES))
+def test_list_op_unused_piece_gets_zeros_and_retained_pieces_their_grad(op):
+    x = leaf(np.arange(12.0).reshape(3, 4) * 0.1)
+    ps = _PIECES[op](x * 1)
+    for p in ps:
+        p.retain_grad()
+    (ps[0] * 3).sum().backward()  # the others unused
+    want = np.zeros((3, 4))
+    if op == "unbind1":
+        want[:, 0] = 3.0
+    elif op == "chunk":
+        want[:2] = 3.0
+    else:
+        want[0] = 3.0
+    np.testing.assert_array_equal(to_numpy(x.grad), want)
+    assert to_numpy(ps[0].grad).tolist() == np.full(ps[0].shape, 3.0).tolist()
+    assert all(p.grad is None for p in ps[1:])
+
+
+@pytest.mark.parametrize("op", list(_PIECES))
+def test_list_op_piece_modified_in_place_then_backward(op):
+    # the piece's in-place op goes through CopySlices onto the input's history: the
+    # gradient of sum(p ** 2) over the pieces, the first piece doubled first
+    base = np.arange(12.0).reshape(3, 4) * 0.1 + 0.5
+    x = leaf(base)
+    ps = _PIECES[op](x * 1)
+    ps[0].mul_(2)
+    sum((p * p).sum() for p in ps).backward()
+    scale = np.ones((3, 4))
+    region = ((slice(None), 0) if op == "unbind1" else slice(0, 2) if op == "chunk"
+              else 0)
+    scale[region] = 4.0
+    np.testing.assert_allclose(to_numpy(x.grad), 2 * base * scale)
+
+
+@pytest.mark.parametrize("op", list(_PIECES))
+def test_list_op_input_modified_in_place_then_backward(op):
+    # the pieces are views: modifying their base remakes their history (Note [Stale views])
+    base = np.arange(12.0).reshape(3, 4) * 0.1 + 0.5
+    x = leaf(base)
+    y = x * 1
+    ps = _PIECES[op](y)
+    y.mul_(2)
+    sum((p * p).sum() for p in ps).backward()
+    np.testing.assert_allclose(to_numpy(x.grad), 8 * base)
+
+
+def test_list_op_of_no_pieces_or_integers_records_nothing():
+    x = leaf(np.zeros((0, 3)))
+    assert md.unbind(x, 0) == () or list(md.unbind(x, 0)) == []
+    i = md.asarray([[1, 2], [3, 4]])
+    assert not any(p.requires_grad for p in md.unbind(i, 0))
+    x = leaf([[1.0, 2.0]])
+    ps = md.where(x > 1.5)  # a list of int64 indices: no node
+    assert not any(p.requires_grad for p in ps) and all(p.grad_fn is None for p in ps)
+
+
+def test_meshgrid_and_broadcast_arrays_record_one_node():
+    a, b = leaf([1.0, 2.0]), md.asarray([3.0, 4.0, 5.0], dtype=md.float64)
+    gs = md.meshgrid(a, b, indexing="ij")
+    assert gs[0].grad_fn is gs[1].grad_fn and gs[0].grad_fn.name() == "MeshgridBackward0"
+    assert gs[0].grad_fn.next_functions[1] is None
+    (gs[0] * gs[1]).sum().backward()
+    np.testing.assert_allclose(to_numpy(a.grad), [12.0, 12.0])
+    a.grad = None
+    bs = md.broadcast_arrays(a[:, None], b)
+    assert bs[0].grad_fn is bs[1].grad_fn and bs[0].grad_fn.n_outputs == 2
+    (bs[0] * bs[1]).sum().backward()
+    np.testing.assert_allclose(to_numpy(a.grad), [12.0, 12.0])
+
+
+def test_meshgrid_input_modified_in_place_after_it():
+    # meshgrid's formula reads only its inputs' shapes (as PyTorch's, which saves nothing):
+    # modifying an input in place after it leaves its gradient exact, no error
+    a = leaf([1.0, 2.0])
+    b = a * 1
+    gx, gy = md.meshgrid(b, md.asarray([3.0, 4.0, 5.0], dtype=md.float64), indexing="ij")
+    b.mul_(2)
+    (gx * gy).sum().backward()
+    np.testing.assert_allclose(to_numpy(a.grad), [12.0, 12.0])
+
+
 def test_grad_of_an_input_given_twice():
     x = leaf([1.0, 2.0])
     g1, g2 = md.autograd.grad((x * 3).sum(), [x, x])

@@ -131,3 +131,46 @@ def test_random_programs_match_pytorch(program, seed, only_first):
             assert (want is None) == (have is None), program
             if want is not None:
                 np.testing.assert_allclose(have, want, rtol=1e-9, atol=1e-9)
+
+
+# list-returning ops (Note [List outputs] in mdtensor/layers/autograd/kernels.py): each
+# piece weighted, one unused, some retained; first and second order
+LIST_OPS = {
+    "unbind": lambda lib, x: lib.unbind(x, 1),
+    "chunk": lambda lib, x: lib.chunk(x, 3, 1),
+    "split": lambda lib, x: lib.split(x, [1, 2], 0),
+    "meshgrid": lambda lib, x: lib.meshgrid(x[0], x[1][:2], indexing="xy"),
+    "broadcast": lambda lib, x: (torch.broadcast_tensors if lib is torch
+                                 else md.broadcast_arrays)(x[0:1], x[1:3]),
+}
+
+
+@pytest.mark.parametrize("op", list(LIST_OPS))
+@pytest.mark.parametrize("source", ["leaf", "computed", "view"])
+def test_list_ops_match_pytorch(op, source):
+    base = np.arange(12.0).reshape(3, 4) * 0.1 + 0.5
+
+    def run(lib):
+        x = (torch.tensor(base) if lib is torch else md.asarray(base)).requires_grad_(True)
+        def pieces():
+            y = x if source == "leaf" else x * 1 if source == "computed" else (x * 1)[0:3]
+            return LIST_OPS[op](lib, y)
+
+        ps = pieces()
+        ps[0].retain_grad()
+        ps[-1].retain_grad()
+        sum((p * p * (k + 2)).sum() for k, p in enumerate(ps) if k != 1).backward()
+        got = [x.grad, ps[0].grad, ps[-1].grad]
+        loss = sum((p * p * p).sum() for p in pieces()[1:])
+        grad = torch.autograd.grad if lib is torch else md.autograd.grad
+        (g,) = grad(loss, x, create_graph=True)
+        got += [g, *grad(g.sum(), x)]
+        return [None if t is None else t.detach().numpy() if lib is torch else to_numpy(t.detach())
+                for t in got] + [[p.requires_grad for p in ps]]
+
+    expected, got = run(torch), run(md)
+    assert got[-1] == expected[-1]
+    for want, have in zip(expected[:-1], got[:-1]):
+        assert (want is None) == (have is None)
+        if want is not None:
+            np.testing.assert_allclose(have, want, rtol=1e-12)
