@@ -134,18 +134,27 @@ _polygamma_decl = defop(
                 errors=_polygamma_errors))
 
 
+_NO = object()  # no argument given
+
+
 def _polygamma_cpu(generic):
     # (Note [SciPy on NumPy]'s CPU kernels) polygamma(0, x) is SciPy's psi, as digamma's
-    # kernel computes it; other orders take the impl's checks and zeta
-    def kernel(*args, **kwargs):
-        if len(args) == 2 and not kwargs and type(args[0]) is int and args[0] == 0:
-            a = args[1]
+    # kernel computes it; other orders take the impl's checks and zeta.  The callers pass
+    # ``(n, self)``: named, no star call (Note [Star calls] in
+    # mdtensor/dispatch/callers.py), and psi looked up once, at the first call.
+    psi = []
+
+    def kernel(n, a=_NO, /, *rest, **kwargs):
+        if type(n) is int and n == 0 and a is not _NO and not rest and not kwargs:
             x = a._data
             if type(x) is np.ndarray and x.dtype.char in "fd":
-                psi = scipy_special("psi")
-                if psi is not None:
-                    return a._device.wrap(psi(x))
-        return generic(*args, **kwargs)
+                if not psi:
+                    psi.append(scipy_special("psi"))
+                if psi[0] is not None:
+                    return a._device.wrap(psi[0](x))
+        if a is _NO:
+            return generic(n, *rest, **kwargs)
+        return generic(n, a, *rest, **kwargs)
     return kernel
 
 

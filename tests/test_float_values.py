@@ -37,3 +37,15 @@ def test_nan_to_num_of_finite_values_is_a_copy():
     y = md.nan_to_num(x)
     y[0, 0] = 7.0
     assert float(x[0, 0]) == 0.0
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"nan": 1.5}])
+def test_nan_to_num_bounds_are_not_shared_with_results(kwargs):
+    # the NumPy kernel keeps each dtype's finite range as 0-d arrays across calls: writing
+    # into one result leaves the next call's bounds as they were
+    x = md.asarray(np.array([math.inf, -math.inf, math.nan], np.float32))
+    y = md.nan_to_num(x, **kwargs)
+    y.fill_(3.0)
+    z = to_numpy(md.nan_to_num(x, **kwargs))
+    info = np.finfo(np.float32)
+    np.testing.assert_array_equal(z, [info.max, info.min, kwargs.get("nan", 0.0)])

@@ -87,3 +87,15 @@ def test_half_precision_is_computed_in_float32(name, device):
     assert got.dtype == md.float16
     np.testing.assert_allclose(np.asarray(got.cpu().numpy(), np.float32),
                                want.astype(np.float32), rtol=2e-3)
+
+
+def test_polygamma_kernel_hands_other_calls_to_the_generic_kernel():
+    # psi serves order 0 of float32/float64 arrays; an int tensor, another order and a
+    # bad order take the generic kernel, which converts, computes and raises as before
+    x = md.asarray([1.0, 2.5, 4.0], dtype=md.float64)
+    np.testing.assert_allclose(md.polygamma(0, md.asarray([1, 2, 4])).numpy(),
+                               md.polygamma(0, md.asarray([1.0, 2.0, 4.0])).numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(md.polygamma(0, x).numpy(), md.digamma(x).numpy())
+    with pytest.raises(ValueError, match="polygamma: n must be non-negative"):
+        md.polygamma(-1, x)
