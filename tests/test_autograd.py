@@ -642,6 +642,31 @@ def test_an_input_is_saved_only_for_the_gradients_that_will_be_computed():
         y.sum().backward()
 
 
+@pytest.mark.parametrize("make, expected, reads", [
+    (lambda x: 1.0 - x, [-1.0, -1.0, -1.0], False),        # sub.Scalar_Tensor: nothing read
+    (lambda x: md.sub(2, x, alpha=3), [-3.0, -3.0, -3.0], False),
+    (lambda x: 2.0 / x, [-2.0, -0.5, -2.0 / 9], True),      # reads x
+    (lambda x: md.polygamma(0, x), [1.6449341, 0.6449341, 0.3949341], True),
+])
+def test_ops_whose_one_tensor_is_the_second_argument_record_it(make, expected, reads):
+    # The functional kernel serves them too (Note [Recording]): one edge, to the second
+    # argument; the node's formula gives its gradient; x is saved only where it is read.
+    w = leaf([1.0, 2.0, 3.0])
+    x = w * 1
+    y = make(x)
+    assert len(y.grad_fn.next_functions) == 1
+    assert y.grad_fn.next_functions[0][0] is x.grad_fn
+    y.sum().backward(retain_graph=True)
+    np.testing.assert_allclose(to_numpy(w.grad), expected, rtol=1e-6)
+    x.add_(1)
+    if reads:
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
+    else:
+        y.sum().backward()
+        np.testing.assert_allclose(to_numpy(w.grad), 2 * np.asarray(expected), rtol=1e-6)
+
+
 def test_where_checks_only_its_condition():
     w = leaf([1.0, 2.0, 3.0])
     x = w * 1
