@@ -124,11 +124,11 @@ _ALL_NEEDED = (True,) * 4  # needs for a formula whose caller has no mask
 # inputs]), which gradient reads which input, what the node's class is.  A builder then makes
 # the kernel from the plan: ``_recording_kernel`` serves every op (a keyset kernel: in-place,
 # ``out=``, Tensor lists), and ``_functional_factory`` the common case -- Tensor outputs (one,
-# or several as cummax's), the Tensor arguments first, not in-place -- as a wrapper kernel
-# (Note [Wrapper kernels] in mdtensor/dispatch/operators.py) with the recording kernel's
-# steps decided ahead (Note [Recording]).  The builders copy the plan's fields into locals
-# first: a kernel reads closure cells, not attributes of the plan (an attribute read on every
-# recorded op for each of a dozen fields).
+# or several as cummax's), the Tensor arguments first (or one Tensor second), not in-place
+# -- as a wrapper kernel (Note [Wrapper kernels] in mdtensor/dispatch/operators.py) with the
+# recording kernel's steps decided ahead (Note [Recording]).  The builders copy the plan's
+# fields into locals first: a kernel reads closure cells, not attributes of the plan (an
+# attribute read on every recorded op for each of a dozen fields).
 
 
 # Note [Keyword-only Tensor arguments]
@@ -415,10 +415,10 @@ def _save_outputs(outs, flags, saved, read=True) -> tuple:
 
 
 def _functional_factory(op, plan):
-    """The wrapper factory of an op with Tensor outputs and its Tensor arguments first
-    (Note [Recording]): given the table entry below Autograd, the kernel that calls it
-    and records the call.  Several outputs (cummax's values and indices) end in
-    ``_record_outputs``."""
+    """The wrapper factory of an op with Tensor outputs and its Tensor arguments first (or
+    its one Tensor second: Note [Recording]): given the table entry below Autograd, the
+    kernel that calls it and records the call.  Several outputs (cummax's values and
+    indices) end in ``_record_outputs``."""
     n_tensors = len(plan.positions)
     two = n_tensors == 2
     many = n_tensors > 2
