@@ -193,3 +193,24 @@ def test_a_list_alone_dispatches_as_through_its_caller():
         md.stack([])
     g = md.asarray([1.0, 2.0]).requires_grad_()
     assert md.stack([x, g]).grad_fn.name() == "StackBackward0"
+
+
+def test_a_list_and_a_keyword_dispatch_as_through_the_caller():
+    # stack(ts, axis=1): the packet function dispatches on the list's Tensors itself once
+    # the call resolved; another value type, a non-Tensor element, an empty list and a
+    # Tensor requiring grad behave as through the caller.
+    x = md.asarray([[1.0, 2.0]])
+    for _ in range(3):  # the second and third calls take the learned overload
+        assert md.stack([x, x], axis=1).tolist() == [[[1.0, 2.0], [1.0, 2.0]]]
+        assert md.concat([x, x], axis=1).tolist() == [[1.0, 2.0, 1.0, 2.0]]
+    with pytest.raises(TypeError, match="stack: argument 'tensors' must be a Tensor"):
+        md.stack([x, 1], axis=0)
+    with pytest.raises(ValueError, match="stack: expected a non-empty list"):
+        md.stack([], axis=0)
+    with pytest.raises(TypeError, match="no overload|axis"):
+        md.stack([x, x], axis="0")
+    g = md.asarray([[1.0, 2.0]]).requires_grad_()
+    y = md.stack([x, g], axis=0)
+    assert y.grad_fn.name() == "StackBackward0"
+    y.sum().backward()
+    assert g.grad.tolist() == [[1.0, 1.0]]
