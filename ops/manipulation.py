@@ -1069,11 +1069,37 @@ defop("repeat_tensor(Tensor self, int[] repeats) -> Tensor", impl=_repeat_torch,
                   samples=_s(((2, 3), ((2, 1),), {}))))
 
 
-def _broadcast_arrays(xp, tensors):
-    return list(xp.broadcast_arrays(*tensors))
+# Note [broadcast_arrays: views of its inputs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's ``broadcast_tensors`` is CompositeImplicitAutograd (``expand_outplace``): an
+# input already of the broadcast shape is returned itself, every other is ``expand``-ed to
+# it.  So each output is its input or a tracked view of it, as here: it shares the input's
+# version counter and view metadata, its history is ``ExpandBackward0`` (no formula of its
+# own), an in-place change of the input after the call is seen by the backward as for
+# ``expand``, and writing in place to an expanded output raises as there (an earlier impl
+# returned the backend's views untracked: gradients through them missed later in-place
+# changes of the inputs).  The broadcast shape's check raises ValueError naming
+# ``broadcast_arrays``; ``expand`` is dispatched inline (Note [Views dispatched inline]).
+
+_expand_op = CATALOGUE["aten::expand"].overloads[0]
+_expand_table = _expand_op.table  # cleared in place, never replaced
 
 
-defop("broadcast_arrays(Tensor[] tensors) -> Tensor[]", impl=_broadcast_arrays, star_args=True,
+@inline_dispatch
+def _broadcast_arrays(tensors):
+    shape = mf.broadcast_shapes("broadcast_arrays", *[tuple(t.shape) for t in tensors])
+    out = []
+    for t in tensors:  # (a loop, not a comprehension's frame)
+        if tuple(t.shape) == shape:
+            out.append(t)
+        else:
+            kernel = dispatch_kernel(_expand_op, _expand_table, t)
+            out.append(kernel(t, shape))
+    return out
+
+
+defop("broadcast_arrays(Tensor[] tensors) -> Tensor[]", composite=_broadcast_arrays,
+      star_args=True,
       meta=ms.broadcast_arrays,
       info=OpInfo(ref=lambda ts: list(np.broadcast_arrays(*ts)), dtypes=ALL,
                   samples=_list_samples([(2, 1), (1, 3)])))

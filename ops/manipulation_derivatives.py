@@ -202,13 +202,6 @@ def _to_device(g, out, x, device):
     return aten.to_device_copy(g, x.device), None
 
 
-@rule("broadcast_arrays")
-@reads()
-def _broadcast_arrays(g, out, tensors):
-    return [sum_to(gi, t.shape) if gi is not None else None
-            for gi, t in zip(g, tensors)], None
-
-
 @rule("meshgrid")
 @reads()  # the inputs' shapes only (PyTorch's meshgrid is views: it saves nothing)
 def _meshgrid(g, out, tensors, indexing="xy"):

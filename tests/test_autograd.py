@@ -353,7 +353,7 @@ def test_list_op_of_no_pieces_or_integers_records_nothing():
     assert not any(p.requires_grad for p in ps) and all(p.grad_fn is None for p in ps)
 
 
-def test_meshgrid_and_broadcast_arrays_record_one_node():
+def test_meshgrid_records_one_node_and_broadcast_arrays_expands():
     a, b = leaf([1.0, 2.0]), md.asarray([3.0, 4.0, 5.0], dtype=md.float64)
     gs = md.meshgrid(a, b, indexing="ij")
     assert gs[0].grad_fn is gs[1].grad_fn and gs[0].grad_fn.name() == "MeshgridBackward0"
@@ -361,8 +361,9 @@ def test_meshgrid_and_broadcast_arrays_record_one_node():
     (gs[0] * gs[1]).sum().backward()
     np.testing.assert_allclose(to_numpy(a.grad), [12.0, 12.0])
     a.grad = None
+    # PyTorch's broadcast_tensors: each input expanded (a view, ExpandBackward0)
     bs = md.broadcast_arrays(a[:, None], b)
-    assert bs[0].grad_fn is bs[1].grad_fn and bs[0].grad_fn.n_outputs == 2
+    assert bs[0].grad_fn.name() == "ExpandBackward0" and bs[1].grad_fn is None
     (bs[0] * bs[1]).sum().backward()
     np.testing.assert_allclose(to_numpy(a.grad), [12.0, 12.0])
 

@@ -174,3 +174,73 @@ def test_list_ops_match_pytorch(op, source):
         assert (want is None) == (have is None)
         if want is not None:
             np.testing.assert_allclose(have, want, rtol=1e-12)
+
+
+# broadcast_arrays (Note [broadcast_arrays: views of its inputs] in ops/manipulation.py):
+# each output is its input or an expanded view of it, as torch.broadcast_tensors
+def _broadcast(lib):
+    return torch.broadcast_tensors if lib is torch else md.broadcast_arrays
+
+
+def _outcome_of(fn):
+    try:
+        return fn()
+    except RuntimeError as e:
+        return "RuntimeError: " + str(e).split(": ", 1)[-1][:40]
+
+
+@pytest.mark.parametrize("case", ["input_changed", "saved_then_changed", "output_written",
+                                  "same_shape_written"])
+def test_broadcast_arrays_views_match_pytorch(case):
+    def run(lib):
+        def t(v):
+            return torch.tensor(v) if lib is torch else md.asarray(v)
+
+        a, b = t([1.0, 2.0]).requires_grad_(True), t([3.0, 4.0, 5.0]).requires_grad_(True)
+        x, y = a * 1, b * 1
+        p, q = _broadcast(lib)(x[:, None], y)
+        if case == "input_changed":  # q's history is rebased onto y's in-place change
+            y.mul_(2)
+            out = [q._version, y._version]
+            ((p * q) ** 2).sum().backward()
+        elif case == "saved_then_changed":  # mul saved q: its backward raises
+            loss = (p * q).sum()
+            y.mul_(2)
+            out = [q._version, _outcome_of(loss.backward)]
+        elif case == "output_written":  # q's elements overlap: writing raises
+            out = [_outcome_of(lambda: q.mul_(2)), y._version]
+        else:  # (2, 3) already the shape: the input itself is returned
+            x = a[:, None] * t([[1.0, 1.0, 1.0]])
+            p, q = _broadcast(lib)(x, y)
+            p.mul_(3)
+            out = [p is x, x._version, p.grad_fn.name() if lib is md else
+                   type(p.grad_fn).__name__]
+            (p * q).sum().backward()
+        return out + [None if g is None else g.numpy() if lib is torch else to_numpy(g)
+                      for g in (a.grad, b.grad)]
+
+    expected, got = run(torch), run(md)
+    assert len(got) == len(expected)
+    for want, have in zip(expected, got):
+        if isinstance(want, np.ndarray):
+            np.testing.assert_allclose(have, want, rtol=1e-12)
+        elif isinstance(want, str) and want.startswith("RuntimeError"):
+            assert isinstance(have, str) and have.startswith("RuntimeError"), (want, have)
+        else:
+            assert have == want
+
+
+def test_broadcast_arrays_outputs_are_tracked_views():
+    x = md.asarray([[1.0], [2.0]], requires_grad=True) * 1
+    y = md.asarray([1, 2, 3], dtype=md.int32)
+    p, q = md.broadcast_arrays(x, y)
+    assert p.grad_fn.name() == "ExpandBackward0" and p._base is x and q._base is y
+    assert (p.dtype, q.dtype, p.shape, q.shape) == (x.dtype, md.int32, (2, 3), (2, 3))
+    np.testing.assert_array_equal(to_numpy(q), [[1, 2, 3], [1, 2, 3]])
+    x.add_(1)
+    y.add_(1)
+    assert (p._version, q._version) == (1, 1)
+    np.testing.assert_array_equal(to_numpy(p.detach()), [[2.0] * 3, [3.0] * 3])
+    with pytest.raises(ValueError, match="broadcast_arrays"):
+        md.broadcast_arrays(y, md.zeros((4,)))
+    assert md.broadcast_arrays(y)[0] is y
