@@ -32,6 +32,7 @@ in its own frame:
 - ``x[1:3]`` (``ops/indexing.py``): the basic-indexing overload;
 - ``x.T``, ``x.mT``, ``md.reshape`` and ``md.ravel`` (``ops/manipulation.py``, Note [Views
   dispatched inline]): the view op's overload.
+- ``md.broadcast_arrays`` (``ops/manipulation.py``): ``expand``'s overload, per input.
 
 The learned overloads are for the exact class Tensor (a subclass resolves as before) and
 overloads whose Tensors are their leading positional parameters (``fast_positions``), and
