@@ -643,7 +643,7 @@ def _list_factory(op, plan):
                 edges.append(None if ag is None or not ag.requires_grad
                              else gradient_edge(t))
             node = node_class()
-            if listed:  # meshgrid, broadcast_arrays (Note [List outputs])
+            if listed:  # meshgrid (Note [List outputs])
                 node.n_outputs = len(out)
                 return _record_outputs(node, out, args, kwargs, edges, (), uses_out)
             node.args = args
@@ -667,8 +667,9 @@ def _list_factory(op, plan):
 
 # Note [List outputs]
 # ~~~~~~~~~~~~~~~~~~~
-# ``unbind``, ``split`` and ``chunk`` (a Tensor first) and ``meshgrid`` and
-# ``broadcast_arrays`` (a Tensor list first) return a list of Tensors.  They take the
+# ``unbind``, ``split`` and ``chunk`` (a Tensor first) and ``meshgrid`` (a Tensor list
+# first) return a list of Tensors (``broadcast_arrays`` too, but it is a composite of
+# ``expand``s: Note [broadcast_arrays: views of its inputs]).  They take the
 # functional and the Tensor-list wrapper kernels, as ops of one output do, and end in
 # ``_record_outputs``: one node of the op's own ListNode class (``UnbindBackward0``, its
 # output count set per call), each floating piece its output in order.  The view metadata
