@@ -55,11 +55,18 @@ def _run(lib, program, base, only_first=False):
         elif step == "view":
             r = VIEWS[k % len(VIEWS)](a)
         elif step == "inplace":
-            name = ("add_", "mul_", "sub_", "exp_", "tanh_")[k % 5]
+            # (not ``a.mul_(a)``: PyTorch's backward then raises, mdtensor's differentiates
+            # a * a: docs/ARCHITECTURE.md, in-place ops whose other argument is self)
+            name = ("add_", "mul_", "sub_", "exp_", "tanh_", "add_t", "mul_t", "fill_",
+                    "zero_")[k % 9]
             if name == "exp_":
                 a.mul_(0.1).exp_()
             elif name == "tanh_":
                 a.tanh_()
+            elif name in ("add_t", "mul_t"):  # a Tensor other, requiring grad or not
+                getattr(a, name[:-1])(b * 0.5)
+            elif name in ("fill_", "zero_"):
+                a.fill_(0.25) if name == "fill_" else a.zero_()
             else:
                 getattr(a, name)(1.5 if name == "mul_" else 0.5)
             continue

@@ -19,7 +19,7 @@ from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.operators import dispatcher, register_fallback
 from mdtensor.layers.functionalize import track_view
 from mdtensor.tensors.tensor import Tensor, ViewInfo
-from mdtensor.tensors.version_counter import INFERENCE, counter, new_counter
+from mdtensor.tensors.version_counter import INFERENCE, VersionCounter, counter, new_counter
 
 __all__ = ["bump_version", "check_inference_inplace", "install"]
 
@@ -74,7 +74,12 @@ def _inplace_kernel(op):
             def ad_inplace_self(self, b=_NO, /, *args, **kwargs):  # Note [Star calls]
                 vc = self._vc
                 if vc is None:
-                    vc = counter(self)
+                    if self._view is None:  # counter(self), inlined for a fresh tensor
+                        vc = self._vc = VersionCounter()
+                        vc.value = 0
+                        vc.views = None
+                    else:
+                        vc = counter(self)
                 elif vc is INFERENCE:
                     # See Note [Inference tensors] in mdtensor/tensors/version_counter.py
                     check_inference_inplace(op, self)

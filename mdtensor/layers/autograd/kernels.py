@@ -191,6 +191,12 @@ class _Plan:
             and not self.is_out and not first.type.elem_optional and not first.type.optional
             and len(returns) == 1 and (returns[0].type.is_tensor or self.listed)
             and not (0 in reads if self.by_grad is None else self.by_grad.get(0)))
+        # an in-place op on ``self`` with at most one other Tensor, both leading, one output
+        # (Note [In-place recording])
+        self.inplace_self = (
+            self.is_inplace and not self.is_out and prefix and 0 < len(self.positions) <= 2
+            and len(returns) == 1 and returns[0].type.is_tensor
+            and (a0 := schema.arguments[0].type.alias) is not None and a0.is_write)
         self.save_bits = self._save_bits() if (
             not self.is_inplace and not self.is_out and (prefix or self.second) and returns
             and (self.listed or all(r.type.is_tensor for r in returns))) else None
@@ -263,6 +269,8 @@ def _make_kernel(op, formula):
         return _functional_factory(op, plan), True
     if plan.list_first:
         return _list_factory(op, plan), True
+    if plan.inplace_self:
+        return _inplace_factory(op, plan), True
     return _recording_kernel(op, plan), False
 
 
@@ -822,6 +830,115 @@ def _check_inplace(op, args, reads):
         return (old,)
     # An argument that *is* self (``y.mul_(y)``) also means its value before the op.
     return (old, *(old if a is self else a for a in args[1:]))
+
+
+# Note [In-place recording]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``x.zero_()``, ``x.fill_(v)``, ``x.add_(y)`` with grad: an in-place op whose Tensor arguments
+# are ``self`` and at most one other, leading, and which returns ``self``.  The recording
+# kernel served them as a keyset kernel: a star call, the table probe below Autograd, then
+# ``_check_inplace``, ``grad_fn_of``, ``gradient_edge``, ``_is_floating``, ``_rebase`` and
+# ``attach``, a frame each.  Their wrapper kernel does the same steps with those frames
+# inlined for the common ``self``, one that is not a view: its history is read as it is
+# (no stale view to remake), the alias or clone of its old value takes ``self``'s edge, and
+# the node becomes ``self``'s history in place (``_rebase`` without the CopySlices branch).
+# A view ``self`` takes the functions themselves, as before.  The alias of a ``self`` whose
+# value the formula does not read gets no autograd state: nothing differentiates through
+# it.  Callgrind, a 16x16 float32 ``xg`` requiring grad: ``xg.clone().zero_()`` 55.7K ->
+# 44.6K instructions (PyTorch: 29.8K), ``.fill_(0.5)`` 61.8K -> 47.8K, ``.add_(x)`` 61.0K ->
+# 46.7K, ``.mul_(xg)`` (which clones ``self``) 97.3K -> 90.4K.
+
+
+def _inplace_factory(op, plan):
+    """The wrapper factory of an in-place op on ``self`` with at most one other Tensor
+    argument, both leading (Note [In-place recording])."""
+    reads, by_grad, positions, tensor_pos = (plan.reads, plan.by_grad, plan.positions,
+                                             plan.tensor_pos)
+    two = len(positions) == 2
+    uses_out = plan.uses_out
+    node_class = plan.node_class(flat=True)
+    make_meta = AutogradMeta.make
+    leaf = LEAF_KERNELS
+
+    def factory(entry):
+        if entry not in leaf:  # as _functional_factory's
+            entry = _excluding_autograd(entry)
+
+        def autograd_kernel_inplace(v, b=_NO, /, *rest, **kwargs):
+            args = (v,) if b is _NO else (v, b, *rest)
+            now = reads if by_grad is None else _needed_reads(by_grad, args, positions)
+            if now:  # before the op runs: nothing changes
+                _check_saveable(args, tensor_pos, now)
+            plain = v._view is None  # not a view: no stale history, no CopySlices
+            if plain:  # _check_inplace, inlined
+                ag = v._ag
+                if ag is None or not ag.requires_grad:
+                    e = None
+                elif ag.grad_fn is None:  # a leaf: raises
+                    _check_inplace(op, args, now)
+                else:
+                    e = (ag.grad_fn, ag.output_nr)
+                if 0 in now:
+                    with no_grad():
+                        old = aten.clone(v)
+                    if e is not None:  # a formula reading its value differentiates it
+                        old._ag = make_meta(True, e[0], e[1])
+                        old._ks |= AUTOGRAD_FUNCTIONALITY
+                else:  # read for its shape and dtype only: an alias outside autograd
+                    old = v._device.wrap(v._data)
+                saved_args = ((old,) if b is _NO
+                              else (old, old if b is v else b, *rest))
+            else:
+                saved_args = _check_inplace(op, args, now)
+                e = gradient_edge(saved_args[0])
+            if b is _NO:
+                out = entry(v, **kwargs) if kwargs else entry(v)
+            else:
+                out = entry(*args, **kwargs) if rest or kwargs else entry(v, b)
+            try:  # out._is_floating(), inlined as in the functional kernel
+                floating = out._data.dtype.kind in "fcV"
+            except AttributeError:
+                floating = out._is_floating()
+            if not floating:
+                return out
+            if two:
+                w = saved_args[1] if len(saved_args) > 1 else None
+                edges = [e, None if w is None else gradient_edge(w)]
+            else:
+                edges = [e]
+            if not now:
+                saved = ()
+            else:
+                saved = tuple((saved_args[i], saved_version(saved_args[i]))
+                              for i in positions if i in now and i < len(saved_args)
+                              and saved_args[i] is not None)
+            node = node_class()
+            node.args = saved_args
+            node.kwargs = kwargs
+            node.out = save_output(out) if uses_out else None
+            node.saved = saved
+            node.next_functions = edges
+            node.seq = next_seq()
+            if not plain:
+                _rebase(v, node)
+                return out
+            ag = v._ag  # _rebase(v, node) for a tensor that is not a view, inlined
+            if ag is None:
+                v._ag = make_meta(True, node, 0)
+            else:
+                old_fn, old_nr = ag.grad_fn, ag.output_nr
+                ag.requires_grad = True
+                ag.grad_fn = node
+                ag.output_nr = 0
+                if ag.retains_grad:
+                    move_retained(v, old_fn, old_nr)
+            v._ks |= AUTOGRAD_FUNCTIONALITY
+            return out
+
+        return _own_kernel(autograd_kernel_inplace, op)
+
+    factory.__qualname__ = f"autograd[{op.name}]"
+    return factory
 
 
 def _rebase(self, node) -> None:
