@@ -443,6 +443,24 @@ def test_diagonal_matches_the_generic_impl(args):
         np.testing.assert_array_equal(outs[0], np.diagonal(a, *args))
 
 
+def test_diagonal_by_keyword_of_any_dtype_is_a_copy():
+    # the CPU kernel's common case (ops/diagonals.py) by keyword, of bool, and fresh
+    a = _grid()
+    x = md.asarray(a)
+    np.testing.assert_array_equal(to_numpy(md.diagonal(x, dim1=1, dim2=2)),
+                                  np.diagonal(a, 0, 1, 2))
+    np.testing.assert_array_equal(to_numpy(md.diagonal(x, offset=-1)), np.diagonal(a, -1))
+    np.testing.assert_array_equal(to_numpy(md.diagonal(md.asarray(a > 3), 1, 0, 2)),
+                                  np.diagonal(a > 3, 1, 0, 2))
+    y = md.diagonal(x)
+    y[...] = -1
+    np.testing.assert_array_equal(to_numpy(x), a)
+    with pytest.raises(ValueError, match="diagonal: expected a tensor of at least 2"):
+        md.diagonal(md.asarray(np.arange(3.0)), 0, 0, -1)
+    with pytest.raises(TypeError):
+        md.diagonal(x, 0, 0, 1, 2)
+
+
 _ISIN_CASES = [  # (elements, test elements, invert): the CPU kernel's case and the others
     (np.array([[1, 2, 3], [4, 5, 6]], np.int8), np.array([1, 5, 7, 9], np.int8), False),
     (np.array([[1, 2, 3], [4, 5, 6]], np.int8), np.array([1, 5, 7, 9], np.int8), True),

@@ -445,20 +445,25 @@ def _functional_factory(op, plan):
         if entry not in leaf:
             entry = _excluding_autograd(entry)
 
-        def autograd_kernel_functional(v, b=_NO, /, *rest, **kwargs):
+        def autograd_kernel_functional(v, b=_NO, c=_NO, /, *rest, **kwargs):
             # autograd_kernel for the common case (one output, Tensor arguments first, not
             # in-place): the same steps without the branches (Note [Recording]).  The
-            # first two arguments are named, so the common calls reach ``entry`` without
-            # a star call (Note [Star calls] in mdtensor/dispatch/callers.py).
+            # first three arguments are named, so the common calls reach ``entry`` without
+            # a star call (Note [Star calls] in mdtensor/dispatch/callers.py): three for
+            # ``transpose(x, 0, 1)`` and ``moveaxis``, whose star call and ``(v, b,
+            # *rest)`` (a list, then a tuple) cost 0.8K instructions
             if b is _NO:
                 args = (v,)
                 out = entry(v, **kwargs) if kwargs else entry(v)
+            elif c is _NO:
+                args = (v, b)
+                out = entry(v, b, **kwargs) if kwargs else entry(v, b)
             elif rest or kwargs:
-                args = (v, b, *rest)
+                args = (v, b, c, *rest)
                 out = entry(*args, **kwargs) if kwargs else entry(*args)
             else:
-                args = (v, b)
-                out = entry(v, b)
+                args = (v, b, c)
+                out = entry(v, b, c)
             if not several:  # several: _record_outputs tests each
                 try:  # out._is_floating(), inlined for dtypes with NumPy's ``kind``
                     # ("V": ml_dtypes' bfloat16, Note [bfloat16 through ml_dtypes])
