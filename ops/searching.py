@@ -143,15 +143,16 @@ def _argwhere(xp, x):
 
 def _np_argwhere(xp, x):
     """The CPU impl of argwhere (Note [NumPy fast impls] in ops/_decl.py): ``np.nonzero``'s
-    index arrays written into the columns of one C-contiguous result, where the generic
-    impl's ``xp.stack`` goes through Python-level wrappers (about 10 us on 16x16)."""
+    index arrays as the rows of one array, transposed into a C-contiguous result, where the
+    generic impl's ``xp.stack`` goes through Python-level wrappers (about 10 us on 16x16);
+    writing each into a column of the result costs 1.2K instructions more on 2x3."""
     if x.ndim == 0:
         return _argwhere(xp, x)
-    idx = x.nonzero()  # (the method: np.nonzero's wrappers cost 0.4 us)
-    out = np.empty((idx[0].shape[0], x.ndim), np.int64)
-    for k, i in enumerate(idx):
-        out[:, k] = i
-    return out
+    # (the method: np.nonzero's wrappers cost 0.4 us)
+    return np.array(x.nonzero(), _INT64).T.copy()
+
+
+_INT64 = np.dtype(np.int64)
 
 
 defop("argwhere(Tensor self) -> Tensor", impl=_argwhere, cpu_impl=_np_argwhere,
