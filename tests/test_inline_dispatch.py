@@ -159,6 +159,7 @@ def test_expansions_are_cached_beside_the_bytecode(tmp_path):
     (lambda x: md.exp(x), "exp"),                                 # one Tensor
     (lambda x: md.sum(x, 0), "sum"),                               # a Tensor and a value
     (lambda x: md.transpose(x, 0, 1), "transpose.int"),           # a Tensor and two values
+    (lambda x: md.diagonal(x, 0, 0, 1), "diagonal"),              # a Tensor and three values
     (lambda x: md.tril(x, k=1), "tril"),                          # a keyword-only value
     (lambda x: md.polygamma(1, x), "polygamma"),                  # a value, then a Tensor
     (lambda x: md.stack([x, x]), "stack"),                        # a list of Tensors

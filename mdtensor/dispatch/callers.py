@@ -350,8 +350,10 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     # 0, 1)``, ``narrow(x, 0, 2, 4)``'s first three, the backward ops' ``(g, sizes, dim)``),
     # by the pair of types, {(type, type): (op, table)}: without it such a call went
     # through the overload's caller, one frame and a star call more (17.3K -> 15.1K
-    # instructions for ``md.transpose(x, 0, 1)``).
+    # instructions for ``md.transpose(x, 0, 1)``).  Likewise three after the Tensor
+    # (``narrow(x, 0, 2, 4)``, ``diagonal(x, 1, 2, 0)``), by the triple of types.
     mixed3: dict = {}
+    mixed4: dict = {}
     # And those of another type then a Tensor (``polygamma(1, x)``), by the first
     # argument's type; ``mixed_second`` is Tensor once one is known.
     mixed_rev: dict = {}
@@ -391,10 +393,11 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
             else:
                 mixed_kw.setdefault(key[1], {})[key[2]] = (op, op.table)
             mixed_first = Tensor
-        elif (type(key) is tuple and len(key) == 3 and key[0] is Tensor
+        elif (type(key) is tuple and len(key) in (3, 4) and key[0] is Tensor
                 and op.fast_positions == (0,)
                 and all(isinstance(k, type) and not issubclass(k, Tensor) for k in key[1:])):
-            mixed3[key[1:]] = (op, op.table)  # (Tensor, type, type) positionally
+            # (Tensor, type, type) or (Tensor, type, type, type) positionally
+            (mixed3 if len(key) == 3 else mixed4)[key[1:]] = (op, op.table)
             mixed_first = Tensor
         elif (type(key) is tuple and len(key) == 2 and key[1] is Tensor
                 and op.fast_positions == (1,)
@@ -417,6 +420,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
         list_kw.clear()
         mixed_kw.clear()
         mixed3.clear()
+        mixed4.clear()
         mixed_rev.clear()
         plans.clear()
 
@@ -531,6 +535,12 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                     return caller(a, b, c)
             elif len(args) == 2:
                 c, d = args
+                if type(a) is mixed_first:
+                    four = mixed4.get((type(b), type(c), type(d)))
+                    if four is not None:
+                        op, table = four
+                        kernel = dispatch_kernel(op, table, a)
+                        return kernel(a, b, c, d)
                 caller = cache.get((type(a), type(b), type(c), type(d)))
                 if caller is not None:
                     return caller(a, b, c, d)
