@@ -511,8 +511,16 @@ def _functional_factory(op, plan):
                 edges = [e]
                 for a in args[1:n_tensors]:
                     ag = None if a is None else a._ag
-                    edges.append(None if ag is None or not ag.requires_grad
-                                 else gradient_edge(a))
+                    if ag is None or not ag.requires_grad:
+                        edges.append(None)
+                    elif a._view is not None:  # its history perhaps stale: remade first
+                        edges.append(gradient_edge(a))
+                    elif ag.grad_fn is not None:  # gradient_edge(a), inlined as for ``v``
+                        edges.append((ag.grad_fn, ag.output_nr))
+                    elif ag.leaf_edge is not None:
+                        edges.append(ag.leaf_edge)
+                    else:
+                        edges.append(gradient_edge(a))
                 save = -1
                 at = saved_positions
                 if by_mask is not None:  # reads per gradient: by the live edges
