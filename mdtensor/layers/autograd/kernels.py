@@ -436,14 +436,12 @@ def _functional_factory(op, plan):
     node_class = plan.node_class(flat=second)
     listed = plan.listed
     several = plan.n_outputs > 1 or listed
-    leaf = LEAF_KERNELS
 
     def factory(entry):
         # ``entry`` is the table entry below Autograd for this key set (Note [Wrapper
         # kernels] in mdtensor/dispatch/operators.py).  A leaf computes and records nothing:
         # it runs as it is; anything else runs with the Autograd key excluded.
-        if entry not in leaf:
-            entry = _excluding_autograd(entry)
+        entry = _run_below(entry)
 
         def autograd_kernel_functional(v, b=_NO, c=_NO, /, *rest, **kwargs):
             # autograd_kernel for the common case (one output, Tensor arguments first, not
@@ -638,11 +636,9 @@ def _list_factory(op, plan):
     node_class = plan.node_class(flat=True)
     listed = plan.listed
     make_meta = AutogradMeta.make
-    leaf = LEAF_KERNELS
 
     def factory(entry):
-        if entry not in leaf:  # as _functional_factory's
-            entry = _excluding_autograd(entry)
+        entry = _run_below(entry)
 
         def autograd_kernel_list(tensors, b=_NO, /, *rest, **kwargs):
             if b is _NO:
@@ -733,6 +729,12 @@ def _record_outputs(node, outs, args, kwargs, edges, saved, read):
                 attach(o, node, k)
         k += 1
     return outs
+
+
+def _run_below(entry):
+    """How a wrapper kernel calls the table entry below Autograd: a leaf as it is (it
+    computes and records nothing), anything else with the Autograd key excluded."""
+    return entry if entry in LEAF_KERNELS else _excluding_autograd(entry)
 
 
 def _excluding_autograd(entry):
@@ -871,13 +873,16 @@ def _inplace_factory(op, plan):
     uses_out = plan.uses_out
     node_class = plan.node_class(flat=True)
     make_meta = AutogradMeta.make
-    leaf = LEAF_KERNELS
 
     def factory(entry):
-        if entry not in leaf:  # as _functional_factory's
-            entry = _excluding_autograd(entry)
+        entry = _run_below(entry)
 
         def autograd_kernel_inplace(v, b=_NO, /, *rest, **kwargs):
+            # ``self``'s dtype is the output's: a node only for a floating one
+            try:  # v._is_floating(), inlined as in the functional kernel
+                floating = v._data.dtype.kind in "fcV"
+            except AttributeError:
+                floating = v._is_floating()
             args = (v,) if b is _NO else (v, b, *rest)
             now = reads if by_grad is None else _needed_reads(by_grad, args, positions)
             if now:  # before the op runs: nothing changes
@@ -908,10 +913,6 @@ def _inplace_factory(op, plan):
                 out = entry(v, **kwargs) if kwargs else entry(v)
             else:
                 out = entry(*args, **kwargs) if rest or kwargs else entry(v, b)
-            try:  # out._is_floating(), inlined as in the functional kernel
-                floating = out._data.dtype.kind in "fcV"
-            except AttributeError:
-                floating = out._is_floating()
             if not floating:
                 return out
             if two:
@@ -1049,8 +1050,7 @@ def _fallback(op, ks, args, kwargs):
 # otherwise (a composite's inner ops record nothing), as the fallback did.
 
 
-def _nondifferentiable_factory(entry):
-    return entry if entry in LEAF_KERNELS else _excluding_autograd(entry)
+_nondifferentiable_factory = _run_below
 
 
 def register_for(op) -> None:
