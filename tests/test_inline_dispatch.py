@@ -215,3 +215,24 @@ def test_a_list_and_a_keyword_dispatch_as_through_the_caller():
     assert y.grad_fn.name() == "StackBackward0"
     y.sum().backward()
     assert g.grad.tolist() == [[1.0, 1.0]]
+
+
+def test_a_keyword_only_tensor_is_dispatched_on():
+    # searchsorted's sorter= and diff's prepend=/append= are keyword-only Tensor? arguments:
+    # a call without them reads its Tensors by position (and, once learned, dispatches
+    # inline), one that passes them takes their key sets too -- here the Autograd key of a
+    # prepend requiring grad, where x does not.
+    x = md.asarray([1.0, 4.0, 9.0])
+    s = md.asarray([3.0, 1.0, 2.0])
+    q = md.asarray([2.5, 0.5])
+    order = md.asarray([1, 2, 0])
+    for _ in range(3):  # the calls are learned after the first
+        assert md.searchsorted(md.sort(s), q, side="right").tolist() == [2, 0]
+        assert md.searchsorted(s, q, sorter=order).tolist() == [2, 0]
+        assert md.searchsorted(s, q, side="right", sorter=order).tolist() == [2, 0]
+        p = md.asarray([0.5]).requires_grad_()
+        assert not md.diff(x).requires_grad
+        y = md.diff(x, prepend=p)
+        assert y.requires_grad and y.tolist() == [0.5, 3.0, 5.0]
+        y.sum().backward()
+        assert p.grad.tolist() == [-1.0]

@@ -82,19 +82,25 @@ def fast_tensor_positions(schema: FunctionSchema) -> tuple[int, ...] | None:
 
 
 def positional_tensor_positions(schema: FunctionSchema):
-    """``(positions, optional)``: the positions of the Tensor arguments and of those among
-    them that may be None, when every Tensor-like argument is a positional ``Tensor`` or
-    ``Tensor?`` (no ``Tensor[]``, no keyword-only Tensor); else None."""
-    positions, optional = [], []
+    """``(positions, optional, keyword)``: the positions of the Tensor arguments, those
+    among them that may be None, and the names of the keyword-only ``Tensor?`` arguments
+    (``searchsorted``'s ``sorter``), when every other Tensor-like argument is a positional
+    ``Tensor`` or ``Tensor?`` (no ``Tensor[]``, no other keyword-only Tensor); else None.
+    A call passing a keyword-only Tensor is not read by position: its caller takes the
+    slow path, and no plan serves it."""
+    positions, optional, keyword = [], [], []
     for i, a in enumerate(schema.arguments):
         if not a.type.is_tensor_like:
             continue
-        if a.kwarg_only or a.type.is_tensor_list:
+        if a.type.is_tensor_list or a.kwarg_only and (not a.type.optional or schema.is_out):
             return None
+        if a.kwarg_only:
+            keyword.append(a.name)
+            continue
         positions.append(i)
         if a.type.optional:
             optional.append(i)
-    return (tuple(positions), frozenset(optional)) if positions else None
+    return (tuple(positions), frozenset(optional), tuple(keyword)) if positions else None
 
 
 _NO = object()  # an argument the caller did not pass (see make_caller)
@@ -197,10 +203,14 @@ def make_caller(op: OpOverload) -> Callable:
         # ``Tensor?`` left out too (``bincount(x)``: 3.27 -> 2.20 us, as ``bincount(x,
         # None)``); a Tensor by keyword, too few arguments or a non-Tensor take the slow
         # path and its errors.
-        at, optional = (pos, frozenset()) if pos else loose
+        at, optional, keyword = (pos, frozenset(), ()) if pos else loose
         omittable = {i: params[i].name for i in optional if params[i].has_default}
 
         def call(*args, **kwargs):
+            if keyword and kwargs:  # a keyword-only Tensor passed: the schema's walk
+                for name in keyword:
+                    if kwargs.get(name) is not None:
+                        return slow_call((), args, kwargs)
             ks = 0
             n = len(args)
             try:
@@ -282,7 +292,10 @@ def make_caller(op: OpOverload) -> Callable:
 # plan: ``False``) resolve and run as before.  Only an overload's own caller is planned,
 # when it reads its Tensors by position (``fast_tensor_positions`` or
 # ``positional_tensor_positions``); an adapter that moves or renames keywords, an overload
-# picked by the contents of a list, a Tensor omitted, a ``Tensor[]`` keep the caller.  The
+# picked by the contents of a list, a Tensor omitted, a ``Tensor[]``, a keyword-only Tensor
+# passed (``searchsorted``'s ``sorter=``, read by the caller's schema walk) keep the caller
+# (``md.searchsorted(s, q, side="right")``, which took that walk on every call: 33.6K ->
+# 23.5K instructions).  The
 # table is the overload's own, so modes, autograd, vmap and traces see the same call, and
 # the plans are forgotten when the packet's overloads change (``on_change``).  Three and
 # four positional arguments keep their named call of the caller: there a plan's loop over
@@ -308,7 +321,9 @@ def _plan(caller, cached, key, nargs: int):
         loose = positional_tensor_positions(op.schema)
         if loose is None:
             return False  # a Tensor[] or a keyword-only Tensor: the caller's schema walk
-        at, optional = loose
+        at, optional, keyword = loose
+        if keyword and type(key) is tuple and any(name in key for name in keyword):
+            return False  # ``sorter=`` given: the caller's schema walk reads it
     Tensor = schema_class("Tensor")  # Note [Schema classes] in resolution.py
     tensors = []
     for i in at:
