@@ -164,8 +164,12 @@ def register_list_direct(op, direct: Callable, rank: int = 0, lift: Callable | N
     promote by the project's rules, not NumPy's.  An array of fewer than ``rank``
     dimensions is passed as ``lift(array)``.  Unwrapping the list here rather than through
     the generic kernel saves a third of a small join."""
+    no = object()  # no argument after the list
+
     def build(generic):
-        def kernel(tensors, *rest, **kwargs):
+        # ``b``, the argument after the list (cat's and stack's axis), is named so that the
+        # common calls forward no ``*rest`` (Note [Star calls])
+        def kernel(tensors, b=no, /, *rest, **kwargs):
             if tensors:
                 first = tensors[0]
                 if type(first) is Tensor:
@@ -177,16 +181,22 @@ def register_list_direct(op, direct: Callable, rank: int = 0, lift: Callable | N
                         a = t._data
                         if a.dtype is not dt and a.dtype != dt:
                             break
-                        arrays.append(a if a.ndim >= rank else lift(a))
+                        arrays.append(lift(a) if rank and a.ndim < rank else a)
                     else:
                         try:
-                            out = (direct(arrays, *rest, **kwargs) if rest or kwargs
-                                   else direct(arrays))  # (no star call: Note [Star calls])
+                            if b is no:
+                                out = direct(arrays, **kwargs) if kwargs else direct(arrays)
+                            elif rest or kwargs:
+                                out = direct(arrays, b, *rest, **kwargs)
+                            else:
+                                out = direct(arrays, b)
                         except (ValueError, TypeError):  # the generic kernel's error
                             out = None
                         if out is not None:
                             return d.wrap(out)
-            return generic(tensors, *rest, **kwargs)
+            if b is no:
+                return generic(tensors, **kwargs)
+            return generic(tensors, b, *rest, **kwargs)
         return kernel
 
     register_cpu(op, build)

@@ -925,17 +925,23 @@ def _stack(xp, tensors, axis=0):
 
 def _np_stack(arrays, axis=0):
     # The CPU kernel (register_list_direct: arrays of one dtype): np.stack's Python-level
-    # checks cost 2 us; stacked along an axis ``a`` of the inputs' shape ``s``, the result is
-    # their concatenation along ``a`` with that axis split into (len(arrays), s[a]), a view
-    # of the fresh array.  Other shapes and axes: the impl's checks and errors.
+    # checks cost 2 us.  Along the first axis the result is ``np.array(arrays)``, one C
+    # call that checks the shapes itself (ValueError: the impl's checks and errors).  Along
+    # an axis ``a`` of the inputs' shape ``s``, the result is their concatenation along
+    # ``a`` with that axis split into (len(arrays), s[a]), a view of the fresh array.
+    # Other shapes and axes: the impl's checks and errors.
     if type(axis) is int:
+        if not axis:
+            return np.array(arrays)
         s = arrays[0].shape
         n = len(s)
         a = axis + n + 1 if axis < 0 else axis
+        if not a:
+            return np.array(arrays)
         for t in arrays:
             if t.shape != s:
                 return None
-        if 0 <= a < n:
+        if 0 < a < n:
             return _np_concat(arrays, a).reshape(s[:a] + (len(arrays),) + s[a:])
         if a == n:
             one = s + (1,)

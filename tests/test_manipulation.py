@@ -259,6 +259,7 @@ COPIES = [
     ("cat-dim", lambda ts: md.cat(ts, dim=0), lambda as_: np.concatenate(as_, axis=0)),
     ("cat-None", lambda ts: md.concat(ts, axis=None), lambda as_: np.concatenate(as_, None)),
     ("stack", lambda ts: md.stack(ts, axis=-1), lambda as_: np.stack(as_, axis=-1)),
+    ("stack-0", lambda ts: md.stack(ts, axis=0), lambda as_: np.stack(as_, axis=0)),
     ("flip", lambda ts: md.flip(ts[0], axis=1), lambda as_: np.flip(as_[0], 1)),
     ("flip-all", lambda ts: ts[0].flip(), lambda as_: np.flip(as_[0])),
     ("roll", lambda ts: md.roll(ts[0], 2, axis=1), lambda as_: np.roll(as_[0], 2, 1)),
@@ -278,6 +279,31 @@ def test_copy_ops_match_numpy_and_do_not_alias(name, fn, ref):
     np.testing.assert_array_equal(to_numpy(got), ref(arrays))
     assert all(not shares_memory(got, t) for t in ts)
     assert got._base is None
+
+
+def test_stack_kernel_every_axis_dtype_and_rank():
+    # The CPU kernel stacks along axis 0 with one np.array call and along the others by a
+    # concatenation: each axis, 0-d and empty operands, and the dtypes it passes on
+    import ml_dtypes
+
+    for shape in ((), (0,), (2, 3), (2, 1, 3)):
+        for dtype in (np.float32, np.int64, np.bool_, np.complex64, ml_dtypes.bfloat16):
+            arrays = [np.arange(1, 1 + np.prod(shape, dtype=int) * k, k).reshape(shape)
+                      .astype(dtype) for k in (1, 2, 3)]
+            ts = [md.asarray(a) for a in arrays]
+            for axis in range(-len(shape) - 1, len(shape) + 1):
+                got = md.stack(ts, axis=axis)
+                want = np.stack(arrays, axis=axis)
+                assert got.dtype == ts[0].dtype and got.shape == want.shape
+                np.testing.assert_array_equal(to_numpy(got).astype(np.float64),
+                                              want.astype(np.float64))
+                assert to_numpy(got).flags.c_contiguous
+    # mixed dtypes promote by the project's rules; different shapes: the op's error
+    got = md.stack([md.asarray(np.ones(2, np.float32)), md.asarray(np.ones(2, np.float64))])
+    assert got.dtype == md.float64
+    for axis in (0, -2, 1):
+        with pytest.raises(ValueError, match="stack: all tensors must have the same shape"):
+            md.stack([_t(_grid((2, 3))), _t(_grid((3, 2)))], axis=axis)
 
 
 def test_broadcast_views_by_shape_strides_and_item_size():
