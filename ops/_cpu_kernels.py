@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from mdtensor.dispatch.callers import _NO
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.tensors.tensor import Tensor
 
@@ -164,12 +165,10 @@ def register_list_direct(op, direct: Callable, rank: int = 0, lift: Callable | N
     promote by the project's rules, not NumPy's.  An array of fewer than ``rank``
     dimensions is passed as ``lift(array)``.  Unwrapping the list here rather than through
     the generic kernel saves a third of a small join."""
-    no = object()  # no argument after the list
-
     def build(generic):
         # ``b``, the argument after the list (cat's and stack's axis), is named so that the
         # common calls forward no ``*rest`` (Note [Star calls])
-        def kernel(tensors, b=no, /, *rest, **kwargs):
+        def kernel(tensors, b=_NO, /, *rest, **kwargs):
             if tensors:
                 first = tensors[0]
                 if type(first) is Tensor:
@@ -184,7 +183,7 @@ def register_list_direct(op, direct: Callable, rank: int = 0, lift: Callable | N
                         arrays.append(lift(a) if rank and a.ndim < rank else a)
                     else:
                         try:
-                            if b is no:
+                            if b is _NO:
                                 out = direct(arrays, **kwargs) if kwargs else direct(arrays)
                             elif rest or kwargs:
                                 out = direct(arrays, b, *rest, **kwargs)
@@ -194,7 +193,7 @@ def register_list_direct(op, direct: Callable, rank: int = 0, lift: Callable | N
                             out = None
                         if out is not None:
                             return d.wrap(out)
-            if b is no:
+            if b is _NO:
                 return generic(tensors, **kwargs)
             return generic(tensors, b, *rest, **kwargs)
         return kernel

@@ -931,8 +931,6 @@ def _np_stack(arrays, axis=0):
     # ``a`` with that axis split into (len(arrays), s[a]), a view of the fresh array.
     # Other shapes and axes: the impl's checks and errors.
     if type(axis) is int:
-        if not axis:
-            return np.array(arrays)
         s = arrays[0].shape
         n = len(s)
         a = axis + n + 1 if axis < 0 else axis

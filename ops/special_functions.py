@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from mdtensor.dispatch.callers import _NO
+
 from . import _gamma, _special
 from . import _meta_fns as mf
 from ._cpu_kernels import register_cpu
@@ -132,9 +134,6 @@ _polygamma_decl = defop(
     meta=_polygamma_meta, tags=("pointwise",), accepts=REAL_KINDS,
     info=OpInfo(ref=_scipy_ref("polygamma"), dtypes=FLOATS, samples=_polygamma_samples,
                 errors=_polygamma_errors))
-
-
-_NO = object()  # no argument given
 
 
 def _polygamma_cpu(generic):
