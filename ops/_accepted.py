@@ -32,7 +32,7 @@ from mdtensor import _dtypes as dt
 from ._promotion import dtype_of
 
 __all__ = ["check_kinds", "computed_dtype", "describe", "operand_positions",
-           "refuse_bfloat16", "with_accepted_kinds"]
+           "refuse_bfloat16", "unchecked", "with_accepted_kinds"]
 
 _SCALAR_KINDS = {bool: "b", int: "i", float: "f", complex: "c"}
 _WORDS = {
@@ -152,4 +152,15 @@ def with_accepted_kinds(fn, schema, accepts: str | None, offset: int = 1):
     checked.__name__ = getattr(fn, "__name__", "impl")
     checked.__qualname__ = checked.__name__
     checked.__wrapped__ = fn  # for a call whose kinds were accepted (Note [Array calls])
+    checked.lone, checked.accepted = lone, accepted  # for ``unchecked``
     return checked
+
+
+def unchecked(impl, index: int):
+    """``(fn, accepted)`` when ``impl`` is ``with_accepted_kinds``'s check of one operand,
+    its argument ``index``: a call whose operand's ``(dtype.__class__, dtype)`` is in the set
+    ``accepted`` (which grows as calls are checked) may call ``fn``, the impl unchecked,
+    without the wrapper's frame; else None."""
+    if getattr(impl, "lone", None) == index:
+        return impl.__wrapped__, impl.accepted
+    return None

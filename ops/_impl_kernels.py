@@ -19,7 +19,7 @@ from mdtensor.dispatch.kernel import named, with_array_call
 from mdtensor.dispatch.schema import FunctionSchema
 from mdtensor.tensors.tensor import Tensor
 
-from ._accepted import with_accepted_kinds
+from ._accepted import unchecked, with_accepted_kinds
 from ._errors import axis_check, device_mismatch, raise_from_backend, raise_named
 from ._promotion import with_scalar_promotion
 
@@ -105,6 +105,18 @@ def array_api_kernel(schema: FunctionSchema, impl: Callable) -> Callable:
     return _generic_kernel(schema, impl, kind, tensor_args)
 
 
+# Note [Checked impls on the fast kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An op declaring the kinds it accepts has its impl wrapped in the check (Note [Accepted
+# dtypes] in ops/_accepted.py), a frame with a star call in and out around every call:
+# ``relu``, ``gelu``, ``erf``, ``angle``, ``clamp``, and ``threshold_backward``, relu's
+# gradient.  Where the check reads one operand, which the fast kernel holds as an array,
+# the kernel looks the operand's dtype up in the check's set of accepted ones itself and
+# calls the impl unchecked; a dtype not seen yet goes through the check, which raises the
+# op's error or adds it to the set (``md.relu(x)``, 16x16 float32: 21.4K -> 19.6K
+# instructions).  Other impls pay one test of a closure variable.
+
+
 def _fast_kernel(name, impl, pos, extra, check=None):
     """Kernels for the common shapes of schema (Note [The hot path] in
     mdtensor/dispatch/callers.py).
@@ -112,8 +124,10 @@ def _fast_kernel(name, impl, pos, extra, check=None):
     ``extra``: the schema has positional non-Tensor arguments after the tensors, so the
     kernel forwards ``*rest``; without them it avoids building the tuple, and it calls
     ``impl`` without ``**kwargs`` when none were given.  ``check``: the op's
-    ``axis_check`` (Note [Axis errors]).
+    ``axis_check`` (Note [Axis errors]).  Note [Checked impls on the fast kernels]: ``raw``
+    and ``accepted``.
     """
+    raw, accepted = unchecked(impl, pos[-1] + 1) or (None, None)
     if pos == (0, 1) and not extra:
         def kernel(a, b, **kwargs):
             d = a._device
@@ -132,10 +146,15 @@ def _fast_kernel(name, impl, pos, extra, check=None):
     elif pos == (0,) and not extra:
         def kernel(a, **kwargs):
             d = a._device
+            f = impl
+            if raw is not None:
+                dtype = a._data.dtype
+                if (dtype.__class__, dtype) in accepted:
+                    f = raw
             try:
                 if kwargs:
-                    return d.wrap(impl(d.xp, a._data, **kwargs))
-                return d.wrap(impl(d.xp, a._data))
+                    return d.wrap(f(d.xp, a._data, **kwargs))
+                return d.wrap(f(d.xp, a._data))
             except Exception as e:
                 if check is not None:
                     check(len(a._data.shape), (), kwargs)
@@ -146,14 +165,19 @@ def _fast_kernel(name, impl, pos, extra, check=None):
         # See Note [Star calls] in mdtensor/dispatch/callers.py
         def kernel(a, b=_NO, /, *rest, **kwargs):
             d = a._device
+            f = impl
+            if raw is not None:
+                dtype = a._data.dtype
+                if (dtype.__class__, dtype) in accepted:
+                    f = raw
             try:
                 if b is _NO:
                     if kwargs:
-                        return d.wrap(impl(d.xp, a._data, **kwargs))
-                    return d.wrap(impl(d.xp, a._data))
+                        return d.wrap(f(d.xp, a._data, **kwargs))
+                    return d.wrap(f(d.xp, a._data))
                 if rest or kwargs:
-                    return d.wrap(impl(d.xp, a._data, b, *rest, **kwargs))
-                return d.wrap(impl(d.xp, a._data, b))
+                    return d.wrap(f(d.xp, a._data, b, *rest, **kwargs))
+                return d.wrap(f(d.xp, a._data, b))
             except Exception as e:
                 if check is not None:
                     check(len(a._data.shape), () if b is _NO else (b, *rest), kwargs)
@@ -173,8 +197,13 @@ def _fast_kernel(name, impl, pos, extra, check=None):
             d = a._device
             if b._device is not d:
                 raise device_mismatch(name, d, b._device)
+            f = impl
+            if raw is not None:  # the second operand checked (threshold_backward's self)
+                dtype = b._data.dtype
+                if (dtype.__class__, dtype) in accepted:
+                    f = raw
             try:
-                return d.wrap(impl(d.xp, a._data, b._data, *rest, **kwargs))
+                return d.wrap(f(d.xp, a._data, b._data, *rest, **kwargs))
             except Exception as e:
                 if check is not None:
                     check(len(a._data.shape), (b, *rest), kwargs)

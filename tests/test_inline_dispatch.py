@@ -163,6 +163,11 @@ def test_expansions_are_cached_beside_the_bytecode(tmp_path):
     (lambda x: md.tril(x, k=1), "tril"),                          # a keyword-only value
     (lambda x: md.polygamma(1, x), "polygamma"),                  # a value, then a Tensor
     (lambda x: md.stack([x, x]), "stack"),                        # a list of Tensors
+    (lambda x: md.ops.aten.threshold_backward(x, x, 2.5), "threshold_backward"),
+    (lambda x: md.where(x > 2, x, x), "where.self"),              # three Tensors
+    (lambda x: md.ops.aten._softmax_backward_data(x, x, 1),        # two Tensors, a value
+     "_softmax_backward_data"),
+    (lambda x: md.isclose(x, x + 1, 0.5, 1.0), "isclose"),          # two Tensors, two values
 ])
 def test_the_learned_overloads_see_later_registrations(call, overload):
     # The packet function calls the overload a call's types resolved to inline (Note
@@ -180,6 +185,21 @@ def test_the_learned_overloads_see_later_registrations(call, overload):
     finally:
         handle.remove()
     assert call(x).tolist() == before
+
+
+def test_leading_tensors_are_all_dispatched_on():
+    # threshold_backward(g, x, v) and where(c, x, y), once learned, dispatch inline on every
+    # leading Tensor: one requiring grad in the last Tensor position alone still records.
+    x = md.asarray([[1.0, 2.0], [3.0, 4.0]])
+    g = md.asarray([[1.0, 2.0], [3.0, 4.0]]).requires_grad_()
+    for _ in range(3):  # the second and third calls take the learned overload
+        assert md.where(x > 2, x, x).grad_fn is None
+        assert md.where(x > 2, x, g).grad_fn.name() == "WhereBackward0"
+        assert md.ops.aten.threshold_backward(x, x, 2.5).grad_fn is None
+        assert md.ops.aten.threshold_backward(x, g, 2.5).grad_fn is not None
+        assert md.isclose(x, g, 0.5, 1.0).tolist() == [[True, True], [True, True]]
+    with pytest.raises(TypeError, match="no overload"):
+        md.ops.aten.threshold_backward(x, x, "2.5")
 
 
 def test_a_list_alone_dispatches_as_through_its_caller():

@@ -600,3 +600,19 @@ def test_public_namespaces_have_explicit_all():
         assert isinstance(module.__all__, list) and module.__all__, name
         assert all(hasattr(module, public) for public in module.__all__), name
     assert {"nn", "optim", "save", "load"} <= set(md.__all__)
+
+
+def test_a_refused_dtype_stays_refused_after_accepted_calls():
+    # relu and threshold_backward skip their dtype check's frame for a dtype already
+    # accepted (Note [Checked impls on the fast kernels]); a refused one raises every time.
+    x = md.asarray([1.0, -2.0])
+    z = md.asarray([1 + 1j, -1j])
+    for _ in range(3):
+        assert md.ops.aten.relu(x).tolist() == [1.0, 0.0]
+        assert md.ops.aten.threshold_backward(x, x, 0.0).tolist() == [1.0, 0.0]
+        with pytest.raises(TypeError, match="relu: expected integer or floating-point "
+                                            "tensors, got complex64"):
+            md.ops.aten.relu(z)
+        with pytest.raises(TypeError, match="threshold_backward: expected integer or "
+                                            "floating-point tensors, got bool"):
+            md.ops.aten.threshold_backward(x, x > 0, 0.0)
