@@ -300,7 +300,7 @@ def make_caller(op: OpOverload) -> Callable:
 # the plans are forgotten when the packet's overloads change (``on_change``).  Three and
 # four positional arguments have no plan: there a plan's loop over positions cost as much
 # as the frame it saves (``md.where(c, x, y)``: 2.12 -> 2.21 us).  The packet function
-# learns their overloads instead when their Tensors lead (``mixed3``, ``leading3``, ...),
+# learns their overloads instead when their Tensors lead (``mixed3``, ``leading``, ...),
 # and dispatches on those Tensors by name, unrolled: ``threshold_backward(g, x, 0.5)``
 # 45.8K -> 43.8K instructions, ``where(c, x, y)`` 43.7K -> 42.1K (16x16 float32, ``c``
 # made in the call); any other keeps its named call of the caller.
@@ -375,11 +375,10 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     mixed4: dict = {}
     # And those of two or three leading Tensors among three or four positional arguments
     # (``threshold_backward(g, x, 0)``, relu's gradient; ``where(c, x, y)``;
-    # ``_softmax_backward_data(g, y, dim, dtype)``), by the arguments' types, {types: (op,
+    # ``isclose(a, b, rtol, atol)``), by the arguments' types, {types: (op,
     # table, how many Tensors lead)}: the overload's caller did the same dispatch one frame
     # and a star call deeper (Note [Plans of long calls] says why no loop over positions).
-    leading3: dict = {}
-    leading4: dict = {}
+    leading: dict = {}
     # And those of another type then a Tensor (``polygamma(1, x)``), by the first
     # argument's type; ``mixed_second`` is Tensor once one is known.
     mixed_rev: dict = {}
@@ -431,8 +430,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                 and all(isinstance(k, type) and not issubclass(k, Tensor)
                         for k in key[len(op.fast_positions):])):
             # (Tensor, Tensor, type...) or (Tensor, Tensor, Tensor, type?) positionally
-            (leading3 if len(key) == 3 else leading4)[key] = (op, op.table,
-                                                              len(op.fast_positions))
+            leading[key] = (op, op.table, len(op.fast_positions))
         elif (type(key) is tuple and len(key) == 2 and key[1] is Tensor
                 and op.fast_positions == (1,)
                 and isinstance(key[0], type) and not issubclass(key[0], Tensor)):
@@ -455,8 +453,7 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
         mixed_kw.clear()
         mixed3.clear()
         mixed4.clear()
-        leading3.clear()
-        leading4.clear()
+        leading.clear()
         mixed_rev.clear()
         plans.clear()
 
@@ -556,48 +553,39 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                     caller = cache.get((type(a), type(b)))
                     if caller is not None:
                         return caller(a, b)
-            elif len(args) == 1:  # the backward ops' (grad, self, dim) and the like
-                c = args[0]
-                if type(a) is mixed_first:
-                    three = mixed3.get((type(b), type(c)))
-                    if three is not None:
-                        op, table = three
-                        kernel = dispatch_kernel(op, table, a)
-                        return kernel(a, b, c)
-                key = (type(a), type(b), type(c))
-                lead = leading3.get(key)
+            elif len(args) <= 2:  # the backward ops' (grad, self, dim) and the like
+                if len(args) == 1:
+                    c = args[0]
+                    d = _NO
+                    if type(a) is mixed_first:
+                        three = mixed3.get((type(b), type(c)))
+                        if three is not None:
+                            op, table = three
+                            kernel = dispatch_kernel(op, table, a)
+                            return kernel(a, b, c)
+                    key = (type(a), type(b), type(c))
+                else:
+                    c, d = args
+                    if type(a) is mixed_first:
+                        four = mixed4.get((type(b), type(c), type(d)))
+                        if four is not None:
+                            op, table = four
+                            kernel = dispatch_kernel(op, table, a)
+                            return kernel(a, b, c, d)
+                    key = (type(a), type(b), type(c), type(d))
+                lead = leading.get(key)
                 if lead is not None:
                     op, table, n = lead
                     if n == 2:
                         kernel = dispatch_kernel(op, table, a, b)
                     else:
                         kernel = dispatch_kernel(op, table, a, b, c)
-                    return kernel(a, b, c)
+                    return kernel(a, b, c) if d is _NO else kernel(a, b, c, d)
                 # three or four positional arguments: the caller, named (Note [Plans of
                 # long calls]: a plan's loop over positions costs as much as its frame)
                 caller = cache.get(key)
                 if caller is not None:
-                    return caller(a, b, c)
-            elif len(args) == 2:
-                c, d = args
-                if type(a) is mixed_first:
-                    four = mixed4.get((type(b), type(c), type(d)))
-                    if four is not None:
-                        op, table = four
-                        kernel = dispatch_kernel(op, table, a)
-                        return kernel(a, b, c, d)
-                key = (type(a), type(b), type(c), type(d))
-                lead = leading4.get(key)
-                if lead is not None:
-                    op, table, n = lead
-                    if n == 2:
-                        kernel = dispatch_kernel(op, table, a, b)
-                    else:
-                        kernel = dispatch_kernel(op, table, a, b, c)
-                    return kernel(a, b, c, d)
-                caller = cache.get(key)
-                if caller is not None:
-                    return caller(a, b, c, d)
+                    return caller(a, b, c) if d is _NO else caller(a, b, c, d)
             else:  # five or more: the plan's key, then its plan below
                 if len(args) == 3:  # five and six: the tuples without a map or a list
                     c, d, e = args
