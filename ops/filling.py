@@ -98,13 +98,54 @@ def _fill_ref(x, value):
     return np.full(x.shape, value, dtype=x.dtype)
 
 
-defop("fill.Scalar(Tensor self, Scalar value) -> Tensor", impl=_fill, structured=True,
-      cpu_impl=_np_fill, inplace_impl=_fill_into,
-      meta=mf.same, methods=("fill_",), names=("fill",), promote_scalars=False,
-      info=OpInfo(ref=_fill_ref, dtypes=ALL, samples=_fill_samples,
-                  errors=lambda: [ErrorInput(SampleInput((np.zeros(2), 1j)), TypeError,
-                                             "fill: can't fill a tensor of dtype float64 "
-                                             "with the complex value")]))
+_fill_scalar = defop(
+    "fill.Scalar(Tensor self, Scalar value) -> Tensor", impl=_fill, structured=True,
+    cpu_impl=_np_fill, inplace_impl=_fill_into,
+    meta=mf.same, methods=("fill_",), names=("fill",), promote_scalars=False,
+    info=OpInfo(ref=_fill_ref, dtypes=ALL, samples=_fill_samples,
+                errors=lambda: [ErrorInput(SampleInput((np.zeros(2), 1j)), TypeError,
+                                           "fill: can't fill a tensor of dtype float64 "
+                                           "with the complex value")]))
+
+
+# Note [Filling with a Tensor]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``x.fill_(v)`` with a 0-d Tensor ``v`` is PyTorch's ``fill_.Tensor``: the value is converted
+# to the tensor's dtype as a scalar value would be (a float into an int tensor truncates, a
+# complex one into a real tensor is refused) and stays on the device -- it is never read
+# into Python, so filling from a lazy or device tensor syncs nothing.  ``v`` receives the
+# gradient (the sum of the output's); ``self`` none, as for a scalar.
+
+
+def _fill_tensor(xp, x, value):
+    if value.ndim != 0:
+        raise ValueError(f"fill: expected a 0-dimensional value tensor, got one of "
+                         f"{value.ndim} dimensions (shape {tuple(value.shape)})")
+    d, vd = dt.as_dtype(x.dtype), dt.as_dtype(value.dtype)
+    if vd.kind == "c" and d.kind != "c":
+        raise TypeError(f"fill: can't fill a tensor of dtype {d.name} with a complex value "
+                        f"tensor ({vd.name})")
+    v = value if vd == d else xp.astype(value, x.dtype)
+    return xp.asarray(xp.broadcast_to(v, tuple(x.shape)), copy=True)
+
+
+def _fill_tensor_samples(dtype, rng):
+    return [SampleInput((make_array((2, 3), dtype, rng), make_array((), dtype, rng))),
+            SampleInput((make_array((), dtype, rng), make_array((), dtype, rng))),
+            SampleInput((make_array((0, 2), dtype, rng), make_array((), dtype, rng))),
+            SampleInput((make_array((2, 3), dtype, rng), np.asarray(2.0)))]
+
+
+defop("fill.Tensor(Tensor self, Tensor value) -> Tensor", impl=_fill_tensor, structured=True,
+      meta=mf.same, decl=_fill_scalar, promote_scalars=False,
+      info=OpInfo(ref=lambda x, v: np.full(x.shape, v, dtype=x.dtype), dtypes=ALL,
+                  samples=_fill_tensor_samples,
+                  errors=lambda: [
+                      ErrorInput(SampleInput((np.zeros(2), np.ones(2))), ValueError,
+                                 "fill: expected a 0-dimensional value tensor, got one of 1"),
+                      ErrorInput(SampleInput((np.zeros(2), np.asarray(1j))), TypeError,
+                                 "fill: can't fill a tensor of dtype float64 with a complex "
+                                 "value tensor")]))
 defop("zero(Tensor self) -> Tensor", impl=_zero, structured=True, meta=mf.same,
       cpu_impl=_np_zero, inplace_impl=_zero_into,
       methods=("zero_",), names=(),

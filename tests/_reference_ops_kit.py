@@ -29,6 +29,22 @@ def _fill_sample(draw):
 # PyTorch has no derivative for a value's change, and fill's gradient of self is zero
 ref("fill", lambda lib, x, v: x.clone().fill_(v), lambda lib, x, v: x.clone().fill_(v),
     _fill_sample())
+
+
+@st.composite
+def _fill_tensor_sample(draw):
+    """A tensor and a 0-d value tensor of its dtype, or a real one for a real tensor
+    (converted as PyTorch converts it: a float into an int tensor truncates).  A real value
+    into a complex tensor gets the real part of the gradient here; PyTorch's backward
+    raises."""
+    x = draw(arrays(ALL))
+    kinds = [x.dtype.name] + ([] if x.dtype.kind in "bc" else ["float64", "int64"])
+    v = draw(arrays(ALL, shape=(), dtype=st.sampled_from(kinds), special=False))
+    return Sample((x, v))
+
+
+ref("fill", lambda lib, x, v: x.clone().fill_(v), lambda lib, x, v: x.clone().fill_(v),
+    _fill_tensor_sample(), name="fill.Tensor")
 ref("zero", lambda lib, x: x.clone().zero_(), lambda lib, x: x.clone().zero_(), unary(ALL))
 ref("ravel", lambda lib, x: lib.ravel(x), lambda lib, x: lib.ravel(x), unary(ALL))
 

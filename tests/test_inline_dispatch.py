@@ -202,6 +202,32 @@ def test_leading_tensors_are_all_dispatched_on():
         md.ops.aten.threshold_backward(x, x, "2.5")
 
 
+def test_tensors_after_a_dimension_are_all_dispatched_on():
+    # gather(x, dim, index) and scatter_add(x, dim, index, src), once learned, dispatch
+    # inline on the Tensors at 0 and 2 (and 3): a source requiring grad alone still
+    # records, a meta index still reaches the mixed-devices check, and a non-Tensor where a
+    # Tensor belongs still takes the caller's path and its error.
+    x = md.zeros((2, 2))
+    i = md.asarray([[0, 1], [1, 0]])
+    s = md.asarray([[1.0, 2.0], [3.0, 4.0]])
+    g = md.asarray([[1.0, 2.0], [3.0, 4.0]]).requires_grad_()
+    for _ in range(3):  # the second and third calls take the learned overload
+        assert md.gather(s, 1, i).tolist() == [[1.0, 2.0], [4.0, 3.0]]
+        assert md.gather(g, 1, i).grad_fn is not None
+        assert md.scatter_add(x, 0, i, s).tolist() == [[1.0, 4.0], [3.0, 2.0]]
+        assert md.scatter_add(x, 0, i, s).grad_fn is None
+        y = md.scatter_add(x, 0, i, g)
+        assert y.grad_fn is not None
+        y.sum().backward()
+        assert g.grad.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+        g.grad = None
+        assert md.scatter(x, 0, i, 5.0).tolist() == [[5.0, 5.0], [5.0, 5.0]]
+    with pytest.raises(ValueError, match="scatter_add"):
+        md.scatter_add(x, 0, md.empty((2, 2), dtype=md.int64, device="meta"), s)
+    with pytest.raises(TypeError, match="scatter_add"):
+        md.scatter_add(x, 0, [[0, 1], [1, 0]], s)
+
+
 def test_a_list_alone_dispatches_as_through_its_caller():
     # The packet function reads a lone list's key set itself once a list resolved; a list
     # holding something else still takes the caller and raises the op's own error, and a

@@ -104,6 +104,11 @@ def positional_tensor_positions(schema: FunctionSchema):
 
 
 _NO = object()  # an argument the caller did not pass (see make_caller)
+
+#: the Tensors' positions of the three- and four-argument calls the packet function learns
+#: (``leading`` in packet_function), each kept as one object, which the call tests by identity
+_AB, _ABC, _AC, _ACD = (0, 1), (0, 1, 2), (0, 2), (0, 2, 3)
+_LEARNED_POSITIONS = {at: at for at in (_AB, _ABC, _AC, _ACD)}
 _tls_get = dispatch_tls.get
 
 
@@ -373,11 +378,13 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
     # (``narrow(x, 0, 2, 4)``, ``diagonal(x, 1, 2, 0)``), by the triple of types.
     mixed3: dict = {}
     mixed4: dict = {}
-    # And those of two or three leading Tensors among three or four positional arguments
+    # And those of two or three Tensors among three or four positional arguments, leading
     # (``threshold_backward(g, x, 0)``, relu's gradient; ``where(c, x, y)``;
-    # ``isclose(a, b, rtol, atol)``), by the arguments' types, {types: (op,
-    # table, how many Tensors lead)}: the overload's caller did the same dispatch one frame
-    # and a star call deeper (Note [Plans of long calls] says why no loop over positions).
+    # ``isclose(a, b, rtol, atol)``) or after a dimension (``gather(x, 1, index)``,
+    # ``scatter_add(x, 0, index, src)``: Tensors at 0 and 2, or 0, 2 and 3), by the
+    # arguments' types, {types: (op, table, positions)}: the overload's caller did the same
+    # dispatch one frame and a star call deeper (Note [Plans of long calls] says why no loop
+    # over positions: each pattern of positions is a branch of its own).
     leading: dict = {}
     # And those of another type then a Tensor (``polygamma(1, x)``), by the first
     # argument's type; ``mixed_second`` is Tensor once one is known.
@@ -425,12 +432,14 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
             (mixed3 if len(key) == 3 else mixed4)[key[1:]] = (op, op.table)
             mixed_first = Tensor
         elif (type(key) is tuple and len(key) in (3, 4) and caller is op.caller
-                and op.fast_positions in ((0, 1), (0, 1, 2))
-                and all(k is Tensor for k in key[:len(op.fast_positions)])
-                and all(isinstance(k, type) and not issubclass(k, Tensor)
-                        for k in key[len(op.fast_positions):])):
-            # (Tensor, Tensor, type...) or (Tensor, Tensor, Tensor, type?) positionally
-            leading[key] = (op, op.table, len(op.fast_positions))
+                and op.fast_positions in _LEARNED_POSITIONS
+                and op.fast_positions[-1] < len(key)
+                and all((k is Tensor) if i in op.fast_positions else
+                        (isinstance(k, type) and not issubclass(k, Tensor))
+                        for i, k in enumerate(key))):
+            # (Tensor, Tensor, type...), (Tensor, Tensor, Tensor, type?), (Tensor, type,
+            # Tensor, Tensor?) positionally
+            leading[key] = (op, op.table, _LEARNED_POSITIONS[op.fast_positions])
         elif (type(key) is tuple and len(key) == 2 and key[1] is Tensor
                 and op.fast_positions == (1,)
                 and isinstance(key[0], type) and not issubclass(key[0], Tensor)):
@@ -575,9 +584,13 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                     key = (type(a), type(b), type(c), type(d))
                 lead = leading.get(key)
                 if lead is not None:
-                    op, table, n = lead
-                    if n == 2:
+                    op, table, at = lead
+                    if at is _AB:
                         kernel = dispatch_kernel(op, table, a, b)
+                    elif at is _AC:
+                        kernel = dispatch_kernel(op, table, a, c)
+                    elif at is _ACD:
+                        kernel = dispatch_kernel(op, table, a, c, d)
                     else:
                         kernel = dispatch_kernel(op, table, a, b, c)
                     return kernel(a, b, c) if d is _NO else kernel(a, b, c, d)
