@@ -202,6 +202,22 @@ def test_leading_tensors_are_all_dispatched_on():
         md.ops.aten.threshold_backward(x, x, "2.5")
 
 
+def test_keyword_tensors_still_dispatch_after_positional_calls_were_learned():
+    # searchsorted(s, v) and diff(x), once learned from positional calls, dispatch inline;
+    # a keyword-only Tensor (sorter, prepend) given later is still read for the key set:
+    # a meta one reaches the mixed-devices check, a Tensor requiring grad records.
+    s = md.asarray([1.0, 2.0, 3.0])
+    v = md.asarray([2.5])
+    for _ in range(3):  # the second and third calls take the learned overload
+        assert md.searchsorted(s, v).tolist() == [2]
+        assert md.diff(s).tolist() == [1.0, 1.0]
+    meta = md.empty(3, dtype=md.int64, device="meta")
+    with pytest.raises(ValueError, match="searchsorted: expected all tensors to be on the same"):
+        md.searchsorted(s, v, sorter=meta)
+    p = md.asarray([0.0]).requires_grad_()
+    assert md.diff(s, prepend=p).grad_fn is not None
+
+
 def test_tensors_after_a_dimension_are_all_dispatched_on():
     # gather(x, dim, index) and scatter_add(x, dim, index, src), once learned, dispatch
     # inline on the Tensors at 0 and 2 (and 3): a source requiring grad alone still

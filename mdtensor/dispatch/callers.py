@@ -412,11 +412,19 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
         op = getattr(caller, "op", None)
         if op is None:
             return
-        if key is Tensor and op.fast_positions == (0,):
+        at = op.fast_positions
+        if at is None:
+            # Tensors at fixed positions, none optional, and keyword-only ones
+            # (``searchsorted``'s sorter, ``diff``'s prepend): the calls learned here pass
+            # no keyword Tensor, so their positions are the key set's
+            loose = positional_tensor_positions(op.schema)
+            if loose is not None and not loose[1]:
+                at = loose[0]
+        if key is Tensor and at == (0,):
             one_op, one_table, one_type = op, op.table, Tensor
-        elif key == (Tensor, Tensor) and op.fast_positions == (0, 1):
+        elif key == (Tensor, Tensor) and at == (0, 1):
             two_op, two_table, two_type = op, op.table, Tensor
-        elif (type(key) is tuple and key[0] is Tensor and op.fast_positions == (0,)
+        elif (type(key) is tuple and key[0] is Tensor and at == (0,)
                 and (len(key) == 2 or (len(key) == 3 and type(key[1]) is str))
                 and isinstance(key[-1], type) and not issubclass(key[-1], Tensor)):
             # (Tensor, type) positionally, or (Tensor, name, type) for by_position's calls
@@ -426,22 +434,22 @@ def packet_function(packet: OpOverloadPacket) -> Callable:
                 mixed_kw.setdefault(key[1], {})[key[2]] = (op, op.table)
             mixed_first = Tensor
         elif (type(key) is tuple and len(key) in (3, 4) and key[0] is Tensor
-                and op.fast_positions == (0,)
+                and at == (0,)
                 and all(isinstance(k, type) and not issubclass(k, Tensor) for k in key[1:])):
             # (Tensor, type, type) or (Tensor, type, type, type) positionally
             (mixed3 if len(key) == 3 else mixed4)[key[1:]] = (op, op.table)
             mixed_first = Tensor
         elif (type(key) is tuple and len(key) in (3, 4) and caller is op.caller
-                and op.fast_positions in _LEARNED_POSITIONS
-                and op.fast_positions[-1] < len(key)
-                and all((k is Tensor) if i in op.fast_positions else
+                and at in _LEARNED_POSITIONS
+                and at[-1] < len(key)
+                and all((k is Tensor) if i in at else
                         (isinstance(k, type) and not issubclass(k, Tensor))
                         for i, k in enumerate(key))):
             # (Tensor, Tensor, type...), (Tensor, Tensor, Tensor, type?), (Tensor, type,
             # Tensor, Tensor?) positionally
-            leading[key] = (op, op.table, _LEARNED_POSITIONS[op.fast_positions])
+            leading[key] = (op, op.table, _LEARNED_POSITIONS[at])
         elif (type(key) is tuple and len(key) == 2 and key[1] is Tensor
-                and op.fast_positions == (1,)
+                and at == (1,)
                 and isinstance(key[0], type) and not issubclass(key[0], Tensor)):
             mixed_rev[key[0]] = (op, op.table)  # (type, Tensor) positionally
             mixed_second = Tensor
