@@ -168,6 +168,9 @@ _BY_NAME["bfloat16"] = bfloat16
 _ALIASES = {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
             "short": int16, "cfloat": complex64, "cdouble": complex128}
 _BY_NUMPY = {d.numpy: d for d in all_dtypes}
+#: the classes of those NumPy dtypes (``numpy.dtypes.Float32DType``, ...): ``as_dtype`` of a
+#: native dtype, the kernels' common call, is one set test and one lookup
+_NUMPY_DTYPE_CLASSES = frozenset(type(d) for d in _BY_NUMPY)
 
 
 # Note [The default dtype]
@@ -250,6 +253,10 @@ def as_dtype(dt) -> DType:
     """Accept an md dtype, a NumPy dtype, a dtype name, or a Python type (``float``)."""
     if type(dt) is DType:
         return dt
+    if type(dt) in _NUMPY_DTYPE_CLASSES:  # a native dtype (a non-native byte order: below)
+        found = _BY_NUMPY.get(dt)
+        if found is not None:
+            return found
     if dt is bfloat16:  # resolved before a kernel names it (Note [bfloat16 through ml_dtypes])
         return _named(dt)
     if isinstance(dt, str):
