@@ -1,0 +1,160 @@
+"""The one-frame CPU kernels of clamp, isin, the scans (``cumulative_sum``,
+``cumulative_prod``, ``logcumsumexp``: Note [CPU scan kernels] in ops/_cpu_reductions.py),
+nansum and nanmean (leaf kernels: Note [Composite ops with CPU kernels]), angle and
+nan_to_num (Note [One-frame kernels of nan_to_num and angle] in ops/float_values.py) and
+lgamma compute what the kernels under them compute -- the same values, dtypes, shapes and
+errors -- and what PyTorch computes, gradients included; the calls they do not take still
+work."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from mdtensor.ops._decl import CATALOGUE
+
+import mdtensor as md
+from mdtensor.dispatch.keys import DispatchKey
+
+torch = pytest.importorskip("torch")
+
+FLOAT_DTYPES = ["float16", "float32", "float64"]
+SPECIALS = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+
+
+def _op(key, overload=0):
+    return CATALOGUE[key].functional[overload]
+
+
+def _cpu(key):
+    """The op's CPU kernel: the hand-written one under test."""
+    kernel = _op(key).kernels_for(DispatchKey.CPU)[-1].fn
+    assert kernel.__name__.startswith("cpu["), kernel.__name__
+    return kernel
+
+
+def _generic(key):
+    """The kernel the op had before the CPU kernel: its ArrayAPI kernel, else its
+    decomposition."""
+    op = _op(key)
+    return (op.kernels_for(DispatchKey.ArrayAPI)
+            or op.kernels_for(DispatchKey.CompositeImplicitAutograd))[-1].fn
+
+
+def _outcome(fn, *args, **kwargs):
+    """``fn``'s result, or the exception it raised (``_same`` compares its class and
+    message)."""
+    with warnings.catch_warnings(action="ignore"), np.errstate(all="ignore"):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            return e
+
+
+def _same(a, b, exact=True):
+    if isinstance(b, Exception):
+        assert type(a) is type(b) and str(a) == str(b), (a, b)
+        return
+    assert not isinstance(a, Exception), (a, b)
+    x, y = np.asarray(a.numpy()), np.asarray(b.numpy())
+    assert x.dtype == y.dtype and x.shape == y.shape, (x.dtype, y.dtype, x.shape, y.shape)
+    if exact or x.dtype.kind not in "fc":
+        np.testing.assert_array_equal(x, y)
+    else:  # sums in another order round apart
+        tol = 8 * np.finfo(x.dtype).eps
+        np.testing.assert_allclose(x, y, rtol=tol, atol=tol, equal_nan=True)
+
+
+def _check(key, *args, exact=True, **kwargs):
+    """The CPU kernel and the generic one agree on this call (values or errors)."""
+    _same(_outcome(_cpu(key), *args, **kwargs), _outcome(_generic(key), *args, **kwargs),
+          exact)
+
+
+def _t(a, **kw):
+    return md.asarray(a, device="cpu", **kw)  # the CPU kernels, whatever the default device
+
+
+def _against_torch(got, expected, rtol=1e-6):
+    x = got.detach().numpy() if hasattr(got, "detach") else np.asarray(got)
+    y = expected.detach().numpy()
+    assert x.dtype == y.dtype and x.shape == y.shape, (x.dtype, y.dtype, x.shape, y.shape)
+    np.testing.assert_allclose(x, y, rtol=rtol, atol=rtol, equal_nan=True)
+
+
+def _grads(md_fn, torch_fn, a, rtol=1e-6):
+    """The gradients of ``md_fn`` and ``torch_fn`` at ``a`` (weighted: every element's
+    gradient counts) agree."""
+    x, tx = _t(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    y, ty = md_fn(x), torch_fn(tx)
+    _against_torch(y, ty, rtol)
+    w = np.random.default_rng(0).standard_normal(tuple(y.shape)).astype(
+        ty.detach().numpy().dtype)
+    (y * _t(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    _against_torch(x.grad, tx.grad, rtol)
+
+
+def _float_cases():
+    rng = np.random.default_rng(0)
+    for dtype in FLOAT_DTYPES:
+        for shape in [(4, 5), (7,), (), (0, 3), (2, 3, 4)]:
+            a = rng.standard_normal(shape).astype(dtype)
+            if a.size >= len(SPECIALS):
+                a.reshape(-1)[:len(SPECIALS)] = SPECIALS
+            yield a
+
+
+# -- clamp ---------------------------------------------------------------------------------
+
+
+_BOUNDS = [(-0.5, 0.5), (0, 1), (1.0, -1.0), (-1, 2.5), (0.5, 0.5), (-70000, 70000),
+           (float("nan"), 1.0), (-math.inf, 0.0)]
+
+
+def test_clamp_fast_path_matches_the_generic_kernel():
+    for a in _float_cases():
+        x = _t(a)
+        for lo, hi in _BOUNDS:
+            _check("aten::clamp", x, lo, hi)
+            _check("aten::clamp", x, min=lo, max=hi)
+        _check("aten::clamp", x, None, 0.5)  # one bound: the kernel under it
+        _check("aten::clamp", x, -0.5)
+        _check("aten::clamp", x)
+
+
+@given(hnp.arrays(st.sampled_from([np.float32, np.float64]), hnp.array_shapes(max_dims=3),
+                  elements=st.floats(-1e6, 1e6, width=32)),
+       st.floats(-10, 10, width=32), st.floats(-10, 10, width=32))
+@settings(max_examples=60, deadline=None)
+def test_clamp_matches_torch(a, lo, hi):
+    got = md.clamp(_t(a), lo, hi)
+    _against_torch(got, torch.clamp(torch.tensor(a), lo, hi))
+    _same(got, _generic("aten::clamp")(_t(a), lo, hi))
+
+
+def test_clamp_calls_the_kernel_does_not_take():
+    x = _t(np.array([[-2, 0, 3]], np.int32))
+    _check("aten::clamp", x, -1, 1)  # integers: their bounds' own rules
+    _check("aten::clamp", x, 0.5, 1.5)
+    _check("aten::clamp", _t(np.array([True, False])), 0, 1)  # bools
+    _check("aten::clamp", _t(np.array([1 + 1j], np.complex64)), 0.0, 1.0)  # the op's error
+    _check("aten::clamp", _t(np.array([1.0, 2.0])), True, 1.5)  # a bool bound
+    y = md.clamp(_t(np.array([-1.0, 0.5, 3.0])), _t(np.array(0.0)), _t(np.array(1.0)))
+    np.testing.assert_array_equal(y.numpy(), [0.0, 0.5, 1.0])  # tensor bounds
+    with pytest.raises(ValueError, match="clamp"):
+        md.clamp(_t(np.ones(2)), "a", 1.0)
+    with pytest.raises(TypeError, match="complex"):
+        md.clamp(_t(np.ones(2, np.complex64)), 0.0, 1.0)
+
+
+def test_clamp_gradient_matches_torch():
+    a = np.array([[-1.0, -0.5, 0.0, 0.25, 0.5, 2.0]])
+    for dtype in ("float32", "float64"):
+        _grads(lambda x: md.clamp(x, -0.5, 0.5), lambda x: torch.clamp(x, -0.5, 0.5),
+               a.astype(dtype))
