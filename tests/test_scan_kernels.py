@@ -158,3 +158,46 @@ def test_clamp_gradient_matches_torch():
     for dtype in ("float32", "float64"):
         _grads(lambda x: md.clamp(x, -0.5, 0.5), lambda x: torch.clamp(x, -0.5, 0.5),
                a.astype(dtype))
+
+
+# -- isin ----------------------------------------------------------------------------------
+
+
+_ISIN_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint64", "float32", "float64",
+                "complex64"]
+
+
+def test_isin_fast_path_matches_the_generic_kernel():
+    rng = np.random.default_rng(1)
+    for dtype in _ISIN_DTYPES:
+        for shape, test_shape in [((2, 3), (4,)), ((), (3,)), ((5,), (2, 2)), ((4,), (0,)),
+                                  ((0, 2), (3,)), ((3,), ()), ((600,), (20,))]:
+            a = rng.integers(0, 9, shape).astype(dtype)
+            b = rng.integers(0, 9, test_shape).astype(dtype)
+            for invert in (False, True):
+                _check("aten::isin", _t(a), _t(b), invert=invert)
+            _check("aten::isin", _t(a), _t(b))
+
+
+@given(st.sampled_from(["int8", "int32", "int64", "uint8", "float32", "float64"]),
+       hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6),
+       st.integers(0, 12), st.booleans(), st.data())
+@settings(max_examples=60, deadline=None)
+def test_isin_matches_torch(dtype, shape, n, invert, data):
+    a = data.draw(hnp.arrays(dtype, shape, elements=st.integers(0, 10)))
+    b = data.draw(hnp.arrays(dtype, (n,), elements=st.integers(0, 10)))
+    got = md.isin(_t(a), _t(b), invert=invert)
+    expected = torch.isin(torch.tensor(a), torch.tensor(b), invert=invert)
+    _against_torch(got, expected)
+    _same(got, _generic("aten::isin")(_t(a), _t(b), invert=invert))
+
+
+def test_isin_calls_the_kernel_does_not_take():
+    a = np.array([[1, 2], [3, 4]], np.int8)
+    _check("aten::isin", _t(a), _t(np.array([2, 300], np.int16)))  # mixed dtypes: promoted
+    _check("aten::isin", _t(a > 2), _t(np.array([True])))  # bools
+    _check("aten::isin", _t(a), _t(np.array([1], np.int8)), invert=1)
+    got = md.isin(_t(a), 3)  # a scalar: isin.Scalar
+    np.testing.assert_array_equal(got.numpy(), np.isin(a, 3))
+    got = md.isin(_t(a).astype(md.bfloat16), _t(np.array([2.0], np.float32)))
+    np.testing.assert_array_equal(got.numpy(), np.isin(a, 2))
