@@ -36,12 +36,12 @@ from collections.abc import Callable
 from mdtensor.dispatch.kernel import own_code
 from mdtensor.dispatch.keys import DispatchKey
 
-from ._cpu_kernels import generic_kernel
+from ._cpu_kernels import generic_kernel, register_cpu, register_cpu_kernel
 from ._decl import register, register_leaf
 from ._impl_kernels import result_tuple
 
 __all__ = ["BOOL_CHARS", "COMPLEX_CHARS", "FLOAT_CHARS", "INT_CHARS", "REAL_CHARS",
-           "register_cpu_reduction", "scan", "ufunc_reduction"]
+           "register_cpu_reduction", "register_cpu_scan", "scan", "ufunc_reduction"]
 
 #: NumPy dtype characters by kind: the dtypes mdtensor has on NumPy (others, such as
 #: ml_dtypes' bfloat16, take the generic kernel)
@@ -118,3 +118,42 @@ def scan(accumulate: Callable, axis_name: str = "axis") -> Callable:
             return None
         return accumulate(x, axis or 0)
     return own_code(compute)  # Note [Own code objects]: one per scan
+
+
+# Note [CPU scan kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A scan's commonest call is the tensor and its axis, positionally (``md.cumulative_sum(x,
+# axis=1)`` reaches the kernel as ``kernel(x, 1)``): ``register_cpu_scan`` gives it a CPU
+# kernel computing that call in its own frame, ``accumulate(x, axis)`` wrapped, above the
+# kernel ``register_cpu_kernel`` makes from ``scan(accumulate)``, which takes every other
+# call (keywords, options, a missing axis of an n-d tensor, what NumPy refuses) and is the
+# computation the sweep times as NumPy's.  Without that kernel's frame and ``compute``'s,
+# ``md.cumulative_sum(x, axis=1)`` of a 16x16 float32 tensor requiring grad takes 28.4K
+# instructions, against 30.4K.
+
+_MISSING = object()  # an axis the caller did not pass
+
+
+def register_cpu_scan(op, accumulate: Callable, chars: str, axis_name: str = "axis") -> None:
+    """Register for ``op`` (a scan taking ``(self, axis, ...)``; ``axis_name``: what the
+    axis argument is called) the CPU kernel ``accumulate(x, axis)`` (``np.add.accumulate``)
+    for n-d arrays of the dtype characters ``chars``, the axis given positionally and
+    nothing else (Note [CPU scan kernels]); the other calls take ``scan(accumulate,
+    axis_name)``'s kernel, and then the op's generic kernel."""
+    register_cpu_kernel(op, scan(accumulate, axis_name), chars)
+    wanted = frozenset(chars)
+
+    def build(general):
+        def kernel(a, axis=_MISSING, /, *rest, **options):
+            x = a._data
+            if (not rest and not options and x.ndim and x.dtype.char in wanted
+                    and (x.ndim == 1 or (axis is not None and axis is not _MISSING))):
+                try:  # (as ``scan``'s ``compute``: no axis is the only one of a vector)
+                    return a._device.wrap(accumulate(x, 0 if axis is _MISSING else axis or 0))
+                except Exception:  # noqa: BLE001 - the general kernel says what was wrong
+                    pass
+            if axis is _MISSING:
+                return general(a, **options)
+            return general(a, axis, *rest, **options)
+        return own_code(kernel)  # Note [Own code objects]: one per scan
+    register_cpu(op, build, DispatchKey.CPU)

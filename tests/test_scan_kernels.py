@@ -201,3 +201,61 @@ def test_isin_calls_the_kernel_does_not_take():
     np.testing.assert_array_equal(got.numpy(), np.isin(a, 3))
     got = md.isin(_t(a).astype(md.bfloat16), _t(np.array([2.0], np.float32)))
     np.testing.assert_array_equal(got.numpy(), np.isin(a, 2))
+
+
+# -- scans ---------------------------------------------------------------------------------
+
+
+_SCANS = ["cumulative_sum", "cumulative_prod", "logcumsumexp"]
+_TORCH_SCANS = {"cumulative_sum": "cumsum", "cumulative_prod": "cumprod",
+                "logcumsumexp": "logcumsumexp"}
+
+
+@pytest.mark.parametrize("name", _SCANS)
+def test_scan_fast_path_matches_the_generic_kernel(name):
+    key = f"aten::{name}"
+    rng = np.random.default_rng(2)
+    for dtype in [*FLOAT_DTYPES, "int64", "int32", "uint8", "complex64", "bool"]:
+        for shape in [(4, 5), (7,), (), (0, 3), (2, 3, 4)]:
+            a = (rng.standard_normal(shape) * 3).astype(dtype)
+            if a.dtype.kind == "f" and a.size >= len(SPECIALS):
+                a.reshape(-1)[:len(SPECIALS)] = SPECIALS
+            x = _t(a)
+            for axis in [None, *range(-len(shape) - 1, len(shape) + 1), 1.0, True]:
+                if name == "logcumsumexp" and axis is None:
+                    continue
+                _check(key, x, axis, exact=False)
+            if name != "logcumsumexp":
+                _check(key, x, exact=False)  # no axis
+                _check(key, x, axis=0, exact=False)
+                _check(key, x, 0, dtype=md.float64, exact=False)
+                _check(key, x, 0, include_initial=True, exact=False)
+            else:
+                _check(key, x, dim=0, exact=False)
+
+
+@pytest.mark.parametrize("name", _SCANS)
+def test_scans_match_torch_with_gradients(name):
+    fn, tfn = getattr(md, name), getattr(torch, _TORCH_SCANS[name])
+    rng = np.random.default_rng(3)
+    for dtype in ("float32", "float64"):
+        a = rng.uniform(0.5, 1.5, (3, 4)).astype(dtype)
+        for dim in (0, 1, -1):
+            _against_torch(fn(_t(a), dim), tfn(torch.tensor(a), dim), 1e-5)
+            _grads(lambda x, dim=dim: fn(x, dim), lambda x, dim=dim: tfn(x, dim), a, 1e-5)
+    a = np.arange(6).reshape(2, 3)
+    if name != "logcumsumexp":  # int64 accumulates in int64
+        _against_torch(fn(_t(a), 1), tfn(torch.tensor(a), 1))
+
+
+def test_scans_through_methods_and_keywords():
+    a = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+    x = _t(a)
+    for got in (md.cumulative_sum(x, axis=1), x.cumsum(dim=1), x.cumsum(1),
+                md.cumulative_sum(x, dim=1)):
+        np.testing.assert_array_equal(got.numpy(), np.cumsum(a, axis=1))
+    np.testing.assert_array_equal(md.cumulative_sum(_t(a[0])).numpy(), np.cumsum(a[0]))
+    with pytest.raises(ValueError):
+        md.cumulative_sum(x)  # an n-d tensor needs its axis
+    with pytest.raises((ValueError, IndexError)):
+        md.cumulative_sum(x, 2)
