@@ -25,8 +25,12 @@ formula (ops/statistics_derivatives.py); by the dispatch table's rules (Note [Di
 table] in mdtensor/dispatch/operators.py) a backend with a kernel of its own gets the
 formula at its Autograd key, while the others (JAX, Dask, Meta) keep the decomposition and
 its gradients.  The CPU kernel hands the cases it does not compute to the decomposition,
-which calls ops: it is registered as no leaf, so the Autograd kernel above it excludes
-autograd while it runs (the decomposition's ops record nothing of their own).
+which calls ops, and calls it with autograd excluded (the decomposition's ops record
+nothing of their own): so the kernel is a leaf (``LEAF_KERNELS``, Note [Autograd kernels]
+in mdtensor/layers/autograd/kernels.py), which the Autograd kernel above it calls directly
+rather than through its own exclusion of autograd around every call, the common case's
+too (``md.nanmean(x)`` of a 16x16 float32 tensor requiring grad: 33.7K -> 29.9K
+instructions).
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mdtensor.dispatch.kernel import own_code
-from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY, DispatchKey
+from mdtensor.dispatch.tls import ExcludeGuard
 
 from ._cpu_kernels import generic_kernel, register_cpu, register_cpu_kernel
-from ._decl import register, register_leaf
+from ._decl import register_leaf
 from ._impl_kernels import result_tuple
 
 __all__ = ["BOOL_CHARS", "COMPLEX_CHARS", "FLOAT_CHARS", "INT_CHARS", "REAL_CHARS",
@@ -61,10 +66,10 @@ def register_cpu_reduction(op, compute: Callable, chars: str, options=(), *,
     ``compute`` takes (others send the call to the generic kernel).  ``compute`` returns
     None for a case it leaves to the generic kernel.  ``composite``: the op is
     CompositeImplicitAutograd (``nansum``), whose decomposition is the generic kernel -- the
-    op then needs a derivative formula of its own, and the CPU kernel is no leaf, since the
-    decomposition calls ops (Note [Composite ops with CPU kernels])."""
-    generic = (op.kernels_for(DispatchKey.CompositeImplicitAutograd)[-1].fn if composite
-               else generic_kernel(op))
+    op then needs a derivative formula of its own, and the CPU kernel, a leaf, calls the
+    decomposition with autograd excluded (Note [Composite ops with CPU kernels])."""
+    generic = (_without_autograd(op.kernels_for(DispatchKey.CompositeImplicitAutograd)[-1].fn)
+               if composite else generic_kernel(op))
     wanted = frozenset(chars)
     known = frozenset(options)
     result_type = result_tuple(op.schema) if op.schema.returns_tuple else None
@@ -92,7 +97,16 @@ def register_cpu_reduction(op, compute: Callable, chars: str, options=(), *,
         return generic(a, **options)
 
     kernel = own_code(kernel, f"cpu[{op.schema.full_name}]")  # Note [Own code objects]
-    (register if composite else register_leaf)(op, kernel, DispatchKey.CPU)
+    register_leaf(op, kernel, DispatchKey.CPU)
+
+
+def _without_autograd(decomposition: Callable) -> Callable:
+    """``decomposition`` called with autograd excluded: what it calls records nothing
+    (Note [Composite ops with CPU kernels])."""
+    def generic(*args, **kwargs):
+        with ExcludeGuard(AUTOGRAD_FUNCTIONALITY):  # (a guard per call: per thread)
+            return decomposition(*args, **kwargs)
+    return generic
 
 
 def ufunc_reduction(ufunc) -> Callable:

@@ -19,6 +19,7 @@ from hypothesis.extra import numpy as hnp
 from mdtensor.ops._decl import CATALOGUE
 
 import mdtensor as md
+from mdtensor.dispatch.kernel import LEAF_KERNELS
 from mdtensor.dispatch.keys import DispatchKey
 
 torch = pytest.importorskip("torch")
@@ -259,3 +260,49 @@ def test_scans_through_methods_and_keywords():
         md.cumulative_sum(x)  # an n-d tensor needs its axis
     with pytest.raises((ValueError, IndexError)):
         md.cumulative_sum(x, 2)
+
+
+# -- nansum, nanmean -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean"])
+def test_nan_reductions_are_leaf_kernels_matching_the_decomposition(name):
+    key = f"aten::{name}"
+    assert _cpu(key) in LEAF_KERNELS
+    for a in _float_cases():
+        x = _t(a)
+        n = a.ndim
+        for dim in [None, 0, -1, n, (0,), ()]:
+            for keep in (False, True):
+                _check(key, x, dim=dim, keepdim=keep, exact=False)
+        _check(key, x, dtype=md.float64, exact=False)  # an option: the decomposition's
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean"])
+def test_nan_reductions_match_torch_with_gradients(name):
+    fn, tfn = getattr(md, name), getattr(torch, name)
+    # (no slice of NaNs only: nanmean's gradient there is 0, PyTorch's NaN)
+    a = np.array([[1.0, np.nan, 3.0], [np.nan, 2.0, np.nan], [0.5, -2.0, 4.0]])
+    for dtype in ("float32", "float64"):
+        b = a.astype(dtype)
+        _grads(fn, tfn, b)
+        _grads(lambda x: fn(x, 1), lambda x: tfn(x, 1), b)
+        _grads(lambda x: fn(x, 0, True), lambda x: tfn(x, 0, True), b)
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean"])
+def test_nan_reductions_decomposition_records_nothing_of_its_own(name):
+    # a call the CPU kernel leaves to the decomposition runs it with autograd excluded:
+    # one node, the op's own formula's
+    a = np.array([[1.0, np.nan], [3.0, 4.0]], np.float32)
+    x = _t(a, requires_grad=True)
+    y = getattr(md, name)(x, dtype=md.float64)
+    assert type(y.grad_fn).__name__.lower().startswith(name)
+    assert [type(f).__name__ for f, _ in y.grad_fn.next_functions if f is not None] == \
+        ["AccumulateGrad"]
+    y.backward()
+    tx = torch.tensor(a, requires_grad=True)
+    getattr(torch, name)(tx, dtype=torch.float64).backward()
+    _against_torch(x.grad, tx.grad)
+    z = getattr(md, name)(_t(a, requires_grad=True))  # recording still on afterwards
+    assert z.requires_grad
