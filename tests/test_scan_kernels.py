@@ -306,3 +306,62 @@ def test_nan_reductions_decomposition_records_nothing_of_its_own(name):
     _against_torch(x.grad, tx.grad)
     z = getattr(md, name)(_t(a, requires_grad=True))  # recording still on afterwards
     assert z.requires_grad
+
+
+# -- angle, nan_to_num -----------------------------------------------------------------------
+
+
+def test_angle_fast_path_matches_the_generic_kernel():
+    for a in _float_cases():
+        _check("aten::angle", _t(a))
+    for a in (np.array([1 + 1j, -2j, 0j], np.complex64), np.array([-2, 0, 3]),
+              np.array([True, False]), np.float32(-2.0), np.array([-1.0], np.float64)):
+        _check("aten::angle", _t(a))  # complex, integers, bools, 0-d: the kernel under it
+
+
+def test_angle_of_reals_is_pi_below_zero_only():
+    a = np.array([-3.0, -0.0, 0.0, 2.0, np.inf, -np.inf, np.nan], np.float32)
+    got = md.angle(_t(a)).numpy()
+    np.testing.assert_array_equal(got, np.array([math.pi, 0, 0, 0, 0, math.pi, np.nan],
+                                                np.float32))
+    assert not np.signbit(got[1])
+
+
+def test_angle_matches_torch_with_gradients():
+    a = np.array([[-3.0, -0.5, 0.0, 2.0, np.inf, np.nan]])
+    for dtype in ("float32", "float64"):
+        _grads(md.angle, torch.angle, a.astype(dtype))
+    z = np.array([1 + 1j, -2 + 0.5j], np.complex64)
+    _grads(lambda x: md.angle(x), torch.angle, z, 1e-5)
+
+
+_NAN_TO_NUM_OPTIONS = [{}, {"nan": 0.0}, {"nan": 1.5}, {"posinf": 9.0}, {"neginf": -9.0},
+                       {"nan": 2.0, "posinf": 1.0, "neginf": -1.0}, {"nan": -0.0}]
+
+
+def test_nan_to_num_fast_path_matches_the_generic_kernel():
+    for a in _float_cases():
+        for kwargs in _NAN_TO_NUM_OPTIONS:
+            _check("aten::nan_to_num", _t(a), **kwargs)
+        _check("aten::nan_to_num", _t(a), 0.0, None, None)
+    for a in (np.array([1 + 1j, np.nan * 1j], np.complex64), np.array([-2, 0, 3]),
+              np.array([True, False]), np.float32(np.nan)):
+        _check("aten::nan_to_num", _t(a))  # the kernel under it
+
+
+def test_nan_to_num_matches_torch_with_gradients():
+    a = np.array([[np.nan, np.inf, -np.inf, -0.0, 1.5]])
+    for dtype in ("float16", "float32", "float64"):
+        for kwargs in _NAN_TO_NUM_OPTIONS:
+            got = md.nan_to_num(_t(a.astype(dtype)), **kwargs)
+            _against_torch(got, torch.nan_to_num(torch.tensor(a.astype(dtype)), **kwargs))
+    for dtype in ("float32", "float64"):
+        _grads(md.nan_to_num, torch.nan_to_num, a.astype(dtype))
+
+
+def test_nan_to_num_result_is_not_its_input():
+    a = np.array([1.0, 2.0], np.float32)
+    x = _t(a)
+    y = md.nan_to_num(x)
+    y.numpy()[0] = 5.0
+    np.testing.assert_array_equal(x.numpy(), a)
