@@ -365,3 +365,17 @@ def test_nan_to_num_result_is_not_its_input():
     y = md.nan_to_num(x)
     y.numpy()[0] = 5.0
     np.testing.assert_array_equal(x.numpy(), a)
+
+
+# -- lgamma ----------------------------------------------------------------------------------
+
+
+def test_lgamma_matches_the_generic_kernel_and_torch():
+    for a in _float_cases():
+        b = np.concatenate([a.reshape(-1), [-1.0, -2.5, 6e4, 3.0]]).astype(a.dtype)
+        _check("aten::lgamma", _t(b))
+        if a.dtype != np.float16:
+            _against_torch(md.lgamma(_t(b)), torch.lgamma(torch.tensor(b)), 1e-5)
+    a = np.array([0.5, 1.5, 4.0, -1.5])
+    for dtype in ("float32", "float64"):
+        _grads(md.lgamma, torch.lgamma, a.astype(dtype), 1e-5)
