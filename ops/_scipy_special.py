@@ -85,7 +85,7 @@ def cpu_unary(name: str, lowest=None):
                     if not x.ndim:
                         return a._device.wrap(fn(np.maximum(x, lowest[x.dtype.char])))
                     t = np.maximum(x, lowest[x.dtype.char])
-                    return a._device.wrap(fn(t, out=t))
+                    return a._device.wrap(fn(t, t))  # (out positionally: no keyword parsing)
             return generic(a)
         return kernel
     return build

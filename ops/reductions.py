@@ -21,13 +21,12 @@ from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from ._bools import as_numbers, is_bool, with_bools_as_numbers
-from ._cpu_kernels import register_cpu_kernel
 from ._cpu_reductions import (
     COMPLEX_CHARS,
     FLOAT_CHARS,
     REAL_CHARS,
     register_cpu_reduction,
-    scan,
+    register_cpu_scan,
     ufunc_reduction,
 )
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register_leaf
@@ -517,8 +516,8 @@ for _n, _ref, _torch in (("cumulative_sum", np.cumsum, "cumsum"),
                                               SampleInput((make_array((2, 3), d, rng), 1))]))
 # int64 and floats accumulate in their own dtype (other integers in int64: generic)
 for _n, _u in (("cumulative_sum", np.add), ("cumulative_prod", np.multiply)):
-    register_cpu_kernel(CATALOGUE[f"aten::{_n}"].functional[0], scan(_u.accumulate),
-                        "lq" + _FLOAT_CHARS)
+    register_cpu_scan(CATALOGUE[f"aten::{_n}"].functional[0], _u.accumulate,
+                      "lq" + _FLOAT_CHARS)
 
 
 def _logsumexp(xp, x, axis=None, keepdims=False):

@@ -37,7 +37,7 @@ from ._cpu_reductions import (
     INT_CHARS,
     REAL_CHARS,
     register_cpu_reduction,
-    scan,
+    register_cpu_scan,
 )
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
@@ -745,5 +745,5 @@ _d = defop("logcumsumexp(Tensor self, int dim) -> Tensor", impl=_logcumsumexp,
                            SampleInput((make_array((3, 5), d, rng), 1)),
                            SampleInput((make_array((7,), d, rng), 0)),
                            SampleInput((make_array((), d, rng), 0))]))
-# NumPy's logaddexp scan on the CPU (Note [CPU reduction kernels] in ops/_cpu_reductions.py)
-register_cpu_kernel(_d.functional[0], scan(np.logaddexp.accumulate, "dim"), FLOAT_CHARS)
+# NumPy's logaddexp scan on the CPU (Note [CPU scan kernels] in ops/_cpu_reductions.py)
+register_cpu_scan(_d.functional[0], np.logaddexp.accumulate, FLOAT_CHARS, "dim")
