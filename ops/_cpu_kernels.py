@@ -46,12 +46,17 @@ def generic_kernel(op) -> Callable:
     return op.kernels_for(DispatchKey.ArrayAPI)[-1].fn
 
 
-def register_cpu(op, build: Callable, fallback: DispatchKey = DispatchKey.ArrayAPI) -> None:
+def register_cpu(op, build: Callable, fallback: DispatchKey = DispatchKey.ArrayAPI,
+                 record: Callable | None = None) -> None:
     """Register ``build(generic)`` as ``op``'s CPU kernel, where ``generic`` is the kernel
-    ``op`` has for ``fallback`` (Note [Hand-written CPU kernels])."""
+    ``op`` has for ``fallback`` (Note [Hand-written CPU kernels]); ``record(xp, *arrays,
+    **kwargs)``, where given, is the kernel's NumPy computation for the sweep (as
+    ``register_direct``'s ``direct``)."""
     kernel = build(op.kernels_for(fallback)[-1].fn)
     kernel.__qualname__ = kernel.__name__ = f"cpu[{op.name}]"
     register_leaf(op, kernel, DispatchKey.CPU)
+    if record is not None:
+        _record(op, record)
 
 
 def register_direct(op, direct: Callable, arity: int = 1) -> None:
@@ -65,23 +70,29 @@ def register_direct(op, direct: Callable, arity: int = 1) -> None:
 
     def build(generic):
         if arity == 2:
-            def kernel(a, b, *rest, **kwargs):
+            def kernel(a, b, /, *rest, **kwargs):
                 d = a._device
                 x, y = a._data, b._data
                 if b._device is d and x.dtype.kind in _KINDS and y.dtype.kind in _KINDS:
-                    out = direct(x, y, *rest, **kwargs)
+                    # (no star call where nothing follows the operands: Note [Star calls]
+                    # in mdtensor/dispatch/callers.py)
+                    out = direct(x, y, *rest, **kwargs) if rest or kwargs else direct(x, y)
                     if out is not None:
                         return result(d, out) if result else d.wrap(out)
-                return generic(a, b, *rest, **kwargs)
+                if rest or kwargs:
+                    return generic(a, b, *rest, **kwargs)
+                return generic(a, b)
         else:
-            def kernel(a, *rest, **kwargs):
+            def kernel(a, /, *rest, **kwargs):
                 x = a._data
                 if x.dtype.kind in _KINDS:
-                    out = direct(x, *rest, **kwargs)
+                    out = direct(x, *rest, **kwargs) if rest or kwargs else direct(x)
                     if out is not None:
                         d = a._device
                         return result(d, out) if result else d.wrap(out)
-                return generic(a, *rest, **kwargs)
+                if rest or kwargs:
+                    return generic(a, *rest, **kwargs)
+                return generic(a)
         return kernel
 
     register_cpu(op, build)

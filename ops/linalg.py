@@ -15,7 +15,7 @@ from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from ._accepted import refuse_bfloat16
-from ._cpu_kernels import register_direct
+from ._cpu_kernels import register_cpu, register_direct
 from ._decl import CATALOGUE, OpInfo, SampleInput, defop, register, register_leaf
 from ._errors import device_mismatch
 from ._linalg_meta import LINALG_METAS
@@ -85,6 +85,10 @@ _np_matmul = np.matmul
 # ``np.matmul``, whose set-up costs ~0.7 us more than ``np.dot``'s: nothing next to a
 # product of that size, and most of a tiny one's time.
 _LARGE = 4096
+
+#: the dtype kinds the product kernels compute (not bool, nor ml_dtypes' bfloat16, kind 'V':
+#: Note [Products of bfloat16])
+_PRODUCT_KINDS = "iufc"
 
 
 _BOOL = np.dtype(bool)
@@ -766,8 +770,10 @@ def _np_vector_norm(x, axis=None, keepdims=False, ord=2):  # noqa: A002 (the Arr
             else:  # (an overflow is inf, silently)
                 t = lapack(_np_dot, xf, xf)
             if t is not None and safe[0] < float(t) < safe[1]:
-                r = x.dtype.type(math.sqrt(t))  # sqrt in double, rounded once: exact
-                return np.full((1,) * nd, r) if keepdims else r
+                # sqrt in double, rounded once: exact; a 0-d array made here, where a
+                # NumPy scalar would be wrapped through ``asarray`` (1.7K instructions)
+                r = math.sqrt(t)
+                return np.full((1,) * nd, r, x.dtype) if keepdims else np.array(r, x.dtype)
         return _np_norm2(x, None, keepdims)
     if type(axis) is tuple and len(axis) == 1:
         axis = axis[0]
@@ -835,16 +841,35 @@ _F32 = np.dtype(np.float32)
 _CROSS_1, _CROSS_2 = np.array([1, 2, 0]), np.array([2, 0, 1])
 
 
-def _np_cross(a, b, axis=-1):
+def _np_cross(a, b, axis):
     # np.cross's products and difference, component k = a[k+1] b[k+2] - a[k+2] b[k+1],
     # with the components gathered by one take each
-    nd = a.ndim
-    if (a.shape != b.shape or a.dtype != b.dtype or a.dtype.kind not in "iufc"
-            or type(axis) is not int or not -nd <= axis < nd or a.shape[axis] != 3):
-        return None
     out = a.take(_CROSS_1, axis) * b.take(_CROSS_2, axis)
     out -= a.take(_CROSS_2, axis) * b.take(_CROSS_1, axis)
     return out
+
+
+# Note [linalg.cross on NumPy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The CPU kernel of ``linalg_cross`` (Note [Linalg on NumPy]), a single frame as the
+# products' (Note [mm, bmm and dot on NumPy]): operands of one shape, one device and one
+# numeric dtype (not bool, nor bfloat16) with 3 components along ``axis`` take
+# ``_np_cross``; broadcasting, mixed dtypes (which promote by mdtensor's rules) and every
+# error are the generic impl's.  Through ``register_direct`` the call cost 50.8K
+# instructions (two frames and a star call with ``axis``).
+
+
+def _cpu_cross(generic):
+    def kernel(a, b, *, axis=-1):
+        d = a._device
+        x, y = a._data, b._data
+        sx = x.shape
+        if (b._device is d and sx == y.shape and x.dtype is y.dtype
+                and x.dtype.kind in _PRODUCT_KINDS and type(axis) is int
+                and -len(sx) <= axis < len(sx) and sx[axis] == 3):
+            return d.wrap(_np_cross(x, y, axis))
+        return generic(a, b, axis=axis)
+    return kernel
 
 
 def _tolerance(name, xp, x, rtol):
@@ -903,7 +928,9 @@ def _cross(xp, a, b, axis=-1):
 
 _linalg("cross", "Tensor self, Tensor other, *, int axis=-1", samples=_pair((4, 3), (4, 3)),
         ref=lambda a, b, axis=-1: np.cross(a, b, axis=axis), meta=_cross_meta,
-        xp_fn=lambda xp: functools.partial(_cross, xp), cpu=_np_cross)
+        xp_fn=lambda xp: functools.partial(_cross, xp))
+register_cpu(CATALOGUE["aten::linalg_cross"].functional[0], _cpu_cross,
+             record=lambda xp, a, b, axis=-1: _np_cross(a, b, axis))
 _linalg("det", "Tensor self", samples=_square(), ref=np.linalg.det)
 _linalg("diagonal", "Tensor self, *, int offset=0", samples=_square(),
         ref=lambda a, offset=0: np.diagonal(a, offset, -2, -1), cpu=_np_diagonal)
@@ -1255,8 +1282,8 @@ defop("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alp
 
 
 def _addmm_cpu(self, mat1, mat2, *, beta=1, alpha=1):
-    # (the product inline, as _direct_mm computes it, and each shape read once: a frame
-    # and ~4K instructions fewer than through _direct_mm, 28.7K -> 24.7K on (2, 3) @ (3, 4))
+    # (the product inline, as mm's kernel computes it, and each shape read once: a frame
+    # and ~4K instructions fewer than through mm's kernel, 28.7K -> 24.7K on (2, 3) @ (3, 4))
     s, a, b = self._data, mat1._data, mat2._data
     d = self._device
     if (type(a) is np.ndarray and type(b) is np.ndarray and type(s) is np.ndarray
@@ -1285,36 +1312,59 @@ register(CATALOGUE["aten::addmm"].functional[0], _addmm_cpu, DispatchKey.CPU)
 # The CPU kernels of the fixed-rank products (Note [NumPy fast impls]), hand-written as
 # matmul's is: through ``defop(cpu_impl=...)`` the accepted-dtype wrapper and the impl's own
 # shape checks cost 0.35 us, a quarter of an 8x8 product.  Operands on one device, neither
-# bool, of the right ranks and sizes go straight to the C function matmul's kernel uses
-# (Note [Matrix products through np.dot]; ``np.matmul`` for the batched ``bmm`` and for
-# large products, Note [Large products through np.matmul]); anything else takes the generic
-# kernel, whose checks raise the op's own errors.  ``np.dot`` of two vectors keeps their
-# dtype, as the generic ``sum(a * b, dtype=...)`` does; its NumPy scalar becomes a 0-d
-# array when wrapped.
+# bool nor bfloat16, of the right ranks and sizes go straight to the C function matmul's
+# kernel uses (Note [Matrix products through np.dot]; ``np.matmul`` for the batched ``bmm``
+# and for large products, Note [Large products through np.matmul]); anything else takes the
+# generic kernel, whose checks raise the op's own errors.  One factory makes the three
+# kernels, each a single frame (``register_direct``'s kernel calling a ``direct`` function
+# was two, and cost ``dot`` 29.4K instructions per call).
+#
+# Mixed dtypes: NumPy's products promote two tensors as mdtensor does (NumPy's rule for
+# tensors of different kinds: int32 with float32 is float64, docs/ARCHITECTURE.md), so the
+# fast kernels, the generic impl (``xp.matmul``, ``xp.multiply``) and the Meta functions
+# (``mf.result_type``) give one dtype; tests/test_product_kernels.py checks that they do.
+# ``np.dot`` of two vectors keeps their dtype, as the generic ``sum(a * b, dtype=...)``
+# does; for operands of one dtype it writes into a 0-d array of that dtype (``out=``),
+# where its NumPy scalar would be wrapped through ``asarray``.
+
+def _fixed_rank_product(rank: int):
+    """``build(generic)`` of the CPU kernel of the product of two ``rank``-d operands: ``dot``
+    (1), ``mm`` (2), ``bmm`` (3) (Note [mm, bmm and dot on NumPy])."""
+    inner = max(rank - 2, 0)  # the dimension of ``b`` that meets ``a``'s last
+    dot, matmul, empty = _np_dot, _np_matmul, np.empty
+
+    def build(generic):
+        def kernel(a, b):
+            d = a._device
+            x, y = a._data, b._data
+            sx, sy = x.shape, y.shape
+            if (b._device is d and len(sx) == rank and len(sy) == rank and sx[-1] == sy[inner]
+                    and x.dtype.kind in _PRODUCT_KINDS and y.dtype.kind in _PRODUCT_KINDS):
+                if rank == 1:
+                    if x.dtype is y.dtype:
+                        out = empty((), x.dtype)
+                        dot(x, y, out)
+                        return d.wrap(out)
+                    return d.wrap(dot(x, y))
+                if rank == 2:
+                    # (Note [Large products through np.matmul])
+                    return d.wrap((matmul if sx[0] * sy[1] >= _LARGE else dot)(x, y))
+                if sx[0] == sy[0]:  # bmm: PyTorch's does not broadcast the batch
+                    return d.wrap(matmul(x, y))
+            return generic(a, b)
+        return kernel
+    return build
 
 
-def _direct_mm(x, y):
-    if x.ndim == 2 and y.ndim == 2 and x.shape[1] == y.shape[0]:
-        return (_np_matmul if x.shape[0] * y.shape[1] >= _LARGE else _np_dot)(x, y)
-    return None
+def _product_record(rank: int):
+    """The NumPy computation of ``_fixed_rank_product(rank)``'s kernel, for the sweep."""
+    return (lambda xp, x, y: _np_matmul(x, y)) if rank == 3 else (lambda xp, x, y: _np_dot(x, y))
 
 
-def _direct_bmm(x, y):
-    sx, sy = x.shape, y.shape
-    if len(sx) == 3 and len(sy) == 3 and sx[0] == sy[0] and sx[2] == sy[1]:
-        return _np_matmul(x, y)
-    return None
-
-
-def _direct_dot(x, y):
-    if x.ndim == 1 and y.ndim == 1 and x.shape[0] == y.shape[0]:
-        return _np_dot(x, y)
-    return None
-
-
-cpu_kernel("mm", _direct_mm)
-cpu_kernel("bmm", _direct_bmm)
-cpu_kernel("dot", _direct_dot)
+for _name, _rank in (("dot", 1), ("mm", 2), ("bmm", 3)):
+    register_cpu(CATALOGUE[f"aten::{_name}"].functional[0], _fixed_rank_product(_rank),
+                 record=_product_record(_rank))
+del _name, _rank
 
 
 def _einsum(xp, equation, operands):

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from mdtensor.dispatch.keys import DispatchKey
+from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY, DispatchKey
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
+from mdtensor.dispatch.tls import ExcludeGuard
 
 from . import _meta_fns as mf
 from ._composite import names_op
-from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop, register
+from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop, register_leaf
 from ._samples import make_array
 from .elementwise import FLOATS
 from .linalg import LINALG_NAMES, np_vector_norm
@@ -103,7 +104,11 @@ LINALG_NAMES["norm"] = "linalg_norm"
 # own (ops/linalg_derivatives.py: the vector or matrix norm's formula, by ``norm_plan``).
 # The kernel computes the 2-norms (``ord=None``) of NumPy arrays without ``dtype=`` as the
 # vector norm's CPU kernel does (``np_vector_norm``); every other call, and every one that
-# function leaves to the generic kernel, is the decomposition's.
+# function leaves to the generic kernel, is the decomposition's.  The kernel is registered
+# as a leaf, so the Autograd kernel above it calls it as it is, without its exclude guard
+# (4K instructions of a call recording for autograd); the decomposition, which calls ops,
+# therefore excludes the Autograd key itself, as that guard did: its ops record nothing of
+# their own (the Autograd kernel records ``linalg_norm``'s formula).
 
 
 def _norm_cpu(x, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -113,7 +118,8 @@ def _norm_cpu(x, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A00
         r = np_vector_norm(a, axis, keepdim)
         if r is not None:
             return x._device.wrap(r)
-    return _named_norm(x, ord, dim, keepdim, dtype=dtype)
+    with ExcludeGuard(AUTOGRAD_FUNCTIONALITY):
+        return _named_norm(x, ord, dim, keepdim, dtype=dtype)
 
 
-register(CATALOGUE["aten::linalg_norm"].functional[0], _norm_cpu, DispatchKey.CPU)
+register_leaf(CATALOGUE["aten::linalg_norm"].functional[0], _norm_cpu, DispatchKey.CPU)
