@@ -9,7 +9,7 @@ import numpy as np
 from numpy.linalg import _umath_linalg
 
 from mdtensor import _dtypes as dt
-from mdtensor.dispatch.kernel import with_array_call
+from mdtensor.dispatch.kernel import own_code, with_array_call
 from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.tensors.tensor import Tensor
 
@@ -1352,7 +1352,7 @@ def _fixed_rank_product(rank: int):
                 if sx[0] == sy[0]:  # bmm: PyTorch's does not broadcast the batch
                     return d.wrap(matmul(x, y))
             return generic(a, b)
-        return kernel
+        return own_code(kernel)  # Note [Own code objects]: one per product
     return build
 
 
