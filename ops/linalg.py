@@ -908,6 +908,10 @@ def _cross_meta(a, b, axis=-1):
     PyTorch do not), IndexError for an axis out of range.  Stacks of different ranks
     broadcast as the Array API says (PyTorch refuses them: the differences row
     cross-of-different-ranks); a non-negative axis then names no one dimension of both."""
+    # bool operands computing in bool (NumPy cannot subtract bools; PyTorch has no bool
+    # cross either)
+    if dt.as_dtype(a.dtype) is dt.bool_ and dt.as_dtype(b.dtype) is dt.bool_:
+        raise TypeError("linalg.cross: expected numeric tensors, got two bool tensors")
     sa, sb = tuple(a.shape), tuple(b.shape)
     if len(sa) != len(sb) and axis >= 0:
         raise ValueError(f"linalg.cross: inputs of different numbers of dimensions need a "
