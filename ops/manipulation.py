@@ -1212,8 +1212,8 @@ def _cpu_isin(generic):
     return kernel
 
 
-register_cpu(_isin_decl.functional[0], _cpu_isin)
-_isin_decl.cpu_impl = lambda xp, x, y, invert=False: _direct_isin(x, y, invert)
+register_cpu(_isin_decl.functional[0], _cpu_isin,
+             record=lambda xp, x, y, invert=False: _direct_isin(x, y, invert))
 
 
 def _bool():
