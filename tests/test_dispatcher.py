@@ -154,6 +154,25 @@ def test_missing_kernel_error_names_op_key_and_registered_keys(lib):
     assert msg.count(",") < 20  # short, not a wall of keys
 
 
+def test_a_call_without_tensors_runs_the_composite_kernel(lib):
+    # Note [Calls without a key]: an empty Tensor list gives no backend; the composite
+    # kernel serves the call (PyTorch's Undefined key), an op with backend kernels raises
+    assert md.broadcast_arrays() == [] and md.broadcast_arrays(md.ones(2))[0].shape == (2,)
+    lib.define("total(Tensor[] ts) -> Tensor[]")
+    lib.define("joined(Tensor[] ts) -> Tensor[]")
+    lib.define("backend_only(Tensor[] ts) -> Tensor[]")
+    ns = getattr(md.ops, lib.ns)
+    lib.impl("total", lambda ts: [md.sum(t) for t in ts], "CompositeImplicitAutograd")
+    lib.impl("joined", lambda ts: list(ts), "CompositeExplicitAutograd")
+    lib.impl("backend_only", lambda ts: list(ts), "CPU")
+    assert ns.total([]) == [] and ns.joined([]) == []
+    assert ns.total([md.ones(3)])[0].item() == 3.0
+    with pytest.raises(ValueError, match=f"{lib.ns}::backend_only: expected a non-empty list"):
+        ns.backend_only([])
+    with pytest.raises(ValueError, match="cat: expected a non-empty list"):
+        md.concat([])  # torch.cat([]) raises too: cat has backend kernels only
+
+
 def test_redispatch_with_keyset_kernel(lib):
     lib.define("layered(Tensor x) -> Tensor")
     calls = []

@@ -235,7 +235,13 @@ class OpOverload:
         while True:
             key = highest_key(k)
             if key is None:
-                raise _missing_error(self, ks, None)
+                composite = None if backends else self._keyless_composite()
+                if composite is None:
+                    raise _missing_error(self, ks, None)
+                kernel, key = composite
+                entry = _make_entry(self, kernel, k, key)
+                self.table[ks] = entry
+                return entry
             kernel, rung = self.resolve(key)
             if kernel is None:
                 raise _missing_error(self, ks, key)
@@ -256,6 +262,26 @@ class OpOverload:
                     entry = below
             self.table[ks] = entry
             return entry
+
+    # Note [Calls without a key]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # A call whose Tensors are all in lists, every list empty (``md.broadcast_arrays()``),
+    # has no backend and so no runtime key.  PyTorch dispatches such a call on its Undefined
+    # key, which the composite kernels serve: ``torch.broadcast_tensors()`` runs its
+    # CompositeImplicitAutograd decomposition and returns ``()``, while ``torch.cat([])``,
+    # which has backend kernels only, raises.  The same here: the op's
+    # CompositeImplicitAutograd kernel, else its CompositeExplicitAutograd one, serves the
+    # key set without a backend; an op with neither raises ``_missing_error``'s "expected a
+    # non-empty list".  A decomposition that needs a Tensor raises its own error.
+    def _keyless_composite(self) -> tuple[Kernel, DispatchKey] | None:
+        """The composite kernel that serves a call without a backend, and its alias key
+        (Note [Calls without a key])."""
+        for alias in (DispatchKey.CompositeImplicitAutograd,
+                      DispatchKey.CompositeExplicitAutograd):
+            stack = self._kernels.get(alias)
+            if stack:
+                return stack[-1], alias
+        return None
 
     def _entry(self, ks: int) -> Callable:
         """The table entry for the (masked) key set ``ks``, filled on a miss."""
