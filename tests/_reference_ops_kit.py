@@ -33,12 +33,12 @@ ref("fill", lambda lib, x, v: x.clone().fill_(v), lambda lib, x, v: x.clone().fi
 
 @st.composite
 def _fill_tensor_sample(draw):
-    """A tensor and a 0-d value tensor of its dtype, or a real one for a real tensor
-    (converted as PyTorch converts it: a float into an int tensor truncates).  A real value
-    into a complex tensor gets the real part of the gradient here; PyTorch's backward
-    raises."""
+    """A tensor and a 0-d value tensor of its dtype, or a real one (converted as PyTorch
+    converts it: a float into an int tensor truncates).  A real value filled into a complex
+    tensor gets the real part of its gradient, where PyTorch's backward raises (the
+    difference ``real-inputs-of-complex-results``)."""
     x = draw(arrays(ALL))
-    kinds = [x.dtype.name] + ([] if x.dtype.kind in "bc" else ["float64", "int64"])
+    kinds = [x.dtype.name] + ([] if x.dtype.kind == "b" else ["float64", "int64"])
     v = draw(arrays(ALL, shape=(), dtype=st.sampled_from(kinds), special=False))
     return Sample((x, v))
 
