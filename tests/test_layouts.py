@@ -1,0 +1,223 @@
+"""Every catalogue op gives the same result whatever the memory layout of its inputs.
+
+The CPU kernels read NumPy arrays directly (Note [Hand-written CPU kernels] in
+``ops/_cpu_kernels.py``), and some write into positional ``out`` arrays; a fast path that
+assumed row-major memory would give wrong values, silently, for a view.  Each OpInfo sample
+is run on contiguous tensors and again with every array argument (lists' included) made a
+view of the same values in another layout:
+
+- ``strided``: every other element of a base twice as wide in its last axis;
+- ``reversed``: a view with a negative stride in its first axis;
+- ``transposed``: column-major memory (the permuted view of a permuted copy).
+
+The values, dtypes and shapes must agree (to the last bits that a summation order may
+change), and the bases of the views must be unchanged.  In-place ops applied to such a view,
+and ``out=`` given one, must write the contiguous call's values into the view and nothing
+outside it.  Pinned to the CPU: the layouts are NumPy's strides.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+from mdtensor.ops import CATALOGUE
+
+import mdtensor as md
+
+LAYOUTS = ("strided", "reversed", "transposed")
+#: ops whose results are drawn at random; ``view`` refuses a layout it cannot view without
+#: a copy (NotViewableError, as PyTorch), and ``view_copy`` is its copy
+_SKIP = {"dropout", "view", "view_copy"}
+
+
+def _decls(which):
+    out = []
+    for _key, decl in sorted(CATALOGUE.items()):
+        info = decl.info
+        if (info is None or info.samples is None or not getattr(decl, which)
+                or decl.name in _SKIP or "random" in decl.tags):
+            continue
+        out.append(pytest.param(decl, id=decl.name))
+    return out
+
+
+def _view(a: np.ndarray, layout: str):
+    """``(view, base)``: a CPU tensor with ``a``'s values in ``layout``, viewing ``base``;
+    None for a 0-d or empty array."""
+    if a.ndim == 0 or a.size == 0:
+        return None
+    if layout == "strided":
+        wide = np.ones(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+        wide[..., ::2] = a
+        base = md.asarray(wide, device="cpu")
+        return base[..., ::2], base
+    if layout == "reversed":
+        base = md.asarray(np.ascontiguousarray(a[::-1]), device="cpu")
+        return base[::-1], base
+    if a.ndim < 2:
+        return None
+    axes = tuple(reversed(range(a.ndim)))
+    base = md.asarray(np.ascontiguousarray(a.transpose(axes)), device="cpu")
+    return md.permute_dims(base, axes), base
+
+
+def _copy(v):
+    if isinstance(v, np.ndarray):
+        return md.asarray(v.copy(), device="cpu")
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, np.ndarray) for x in v):
+        return type(v)(md.asarray(x.copy(), device="cpu") for x in v)
+    return v
+
+
+class _Views:
+    """The arguments of one sample with every array made a view in ``layout``, and the
+    bases of those views with their values before the call."""
+
+    def __init__(self, values, layout):
+        self.bases = []
+        self.values = [self._convert(v, layout) for v in values]
+
+    def _convert(self, v, layout):
+        if isinstance(v, np.ndarray):
+            made = _view(v, layout)
+            if made is None:
+                return _copy(v)
+            self.bases.append((made[1], _host(made[1])))
+            return made[0]
+        if isinstance(v, (list, tuple)) and v and all(isinstance(x, np.ndarray) for x in v):
+            return type(v)(self._convert(x, layout) for x in v)
+        return v
+
+    def check_bases(self, what):
+        for base, before in self.bases:
+            _same(before, _host(base), f"{what}: the base of an input view changed")
+
+
+def _host(x):
+    if isinstance(x, md.Tensor):
+        if x.layout is not md.strided:
+            x = x.to_dense()
+        return np.array(x.numpy(force=True))
+    if isinstance(x, (tuple, list)):
+        return [_host(v) for v in x]
+    return x
+
+
+def _same(want, got, what):
+    if isinstance(want, list):
+        assert isinstance(got, list) and len(want) == len(got), what
+        for w, g in zip(want, got):
+            _same(w, g, what)
+        return
+    want, got = np.asarray(want), np.asarray(got)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype), what
+    if want.dtype.kind in "fc":
+        tol = 1e-5 if want.dtype in (np.float32, np.complex64) else 1e-10
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def _calls(decl):
+    """``(dtype name, sample index, sample)`` of the op's samples with an array argument."""
+    rng = np.random.default_rng(0)
+    for dtype in decl.info.dtypes[:6]:
+        for i, s in enumerate(decl.info.samples(dtype, rng)):
+            if any(isinstance(v, (np.ndarray, list, tuple)) for v in s.args):
+                yield dtype.name, i, s
+
+
+@pytest.mark.parametrize("decl", _decls("functional"))
+def test_results_do_not_depend_on_the_inputs_layout(decl):
+    op = decl.functional[0].overloadpacket
+    checked = 0
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for dtype, i, s in _calls(decl):
+            kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
+            try:
+                want = _host(op(*[_copy(a) for a in s.args], **kwargs))
+            except Exception:  # noqa: BLE001 - a sample that checks an error
+                continue
+            for layout in LAYOUTS:
+                views = _Views(s.args, layout)
+                if not views.bases:
+                    continue
+                what = f"{decl.name}[{dtype}] sample {i}, {layout} inputs"
+                _same(want, _host(op(*views.values, **kwargs)), what)
+                views.check_bases(what)
+                checked += 1
+    if not checked:
+        pytest.skip("no sample with an array that has another layout")
+
+
+@pytest.mark.parametrize("decl", _decls("inplace"))
+def test_inplace_ops_write_into_a_view_only(decl):
+    op = decl.inplace[0]
+    checked = 0
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for dtype, i, s in _calls(decl):
+            if not isinstance(s.args[0], np.ndarray):
+                continue
+            rest = [_copy(a) for a in s.args[1:]]
+            kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
+            target = _copy(s.args[0])
+            try:
+                op(target, *rest, **kwargs)
+            except Exception:  # noqa: BLE001 - a sample that checks an error
+                continue
+            for layout in LAYOUTS:
+                _written_only_into_the_view(
+                    s.args[0], layout, functools.partial(_into_self, op, rest, kwargs),
+                    _host(target), f"{decl.name}_[{dtype}] sample {i}, {layout} self")
+                checked += 1
+    if not checked:
+        pytest.skip("no sample whose self is an array")
+
+
+@pytest.mark.parametrize("decl", _decls("out"))
+def test_out_variants_write_into_a_view_only(decl):
+    op, functional = decl.out[0], decl.functional[0]
+    checked = 0
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for dtype, i, s in _calls(decl):
+            args = [_copy(a) for a in s.args]
+            kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
+            try:
+                want = _host(functional(*args, **kwargs))
+            except Exception:  # noqa: BLE001 - a sample that checks an error
+                continue
+            if isinstance(want, list):
+                continue  # several outputs: out= takes a tuple, compared elsewhere
+            for layout in LAYOUTS:
+                _written_only_into_the_view(
+                    np.zeros_like(want), layout, functools.partial(_into_out, op, args, kwargs),
+                    want, f"{decl.name}(out=)[{dtype}] sample {i}, {layout} out")
+                checked += 1
+    if not checked:
+        pytest.skip("no sample with a single array result")
+
+
+def _into_self(op, rest, kwargs, view):
+    op(view, *rest, **kwargs)
+
+
+def _into_out(op, args, kwargs, view):
+    op(*args, **kwargs, out=view)
+
+
+def _written_only_into_the_view(a, layout, write, want, what):
+    made = _view(a, layout)
+    if made is None:
+        return
+    view, base = made
+    before = _host(base)
+    write(view)
+    _same(want, _host(view), what)
+    if layout == "strided":  # the elements between the view's
+        _same(before[..., 1::2], _host(base)[..., 1::2], f"{what}: wrote outside the view")
