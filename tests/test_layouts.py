@@ -13,7 +13,10 @@ view of the same values in another layout:
 The values, dtypes and shapes must agree (to the last bits that a summation order may
 change), and the bases of the views must be unchanged.  In-place ops applied to such a view,
 and ``out=`` given one, must write the contiguous call's values into the view and nothing
-outside it.  Pinned to the CPU: the layouts are NumPy's strides.
+outside it.  The same calls also run with their memory shared: ``out=`` one of the inputs
+(``md.add(x, y, out=x)``), and an in-place op given its own self as another argument
+(``x.mul_(x)``); both must give the functional call's values.  Pinned to the CPU: the
+layouts are NumPy's strides.
 """
 
 from __future__ import annotations
@@ -221,3 +224,58 @@ def _written_only_into_the_view(a, layout, write, want, what):
     _same(want, _host(view), what)
     if layout == "strided":  # the elements between the view's
         _same(before[..., 1::2], _host(base)[..., 1::2], f"{what}: wrote outside the view")
+
+
+@pytest.mark.parametrize("decl", _decls("out"))
+def test_out_may_be_one_of_the_inputs(decl):
+    op, functional = decl.out[0], decl.functional[0]
+    checked = 0
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for dtype, i, s in _calls(decl):
+            kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
+            try:
+                want = _host(functional(*[_copy(a) for a in s.args], **kwargs))
+            except Exception:  # noqa: BLE001 - a sample that checks an error
+                continue
+            for j, a in enumerate(s.args):
+                if not (isinstance(a, np.ndarray) and isinstance(want, np.ndarray)
+                        and (a.shape, a.dtype) == (want.shape, want.dtype)):
+                    continue
+                args = [_copy(v) for v in s.args]
+                op(*args, **kwargs, out=args[j])
+                _same(want, _host(args[j]), f"{decl.name}(out= argument {j})[{dtype}] sample {i}")
+                checked += 1
+    if not checked:
+        pytest.skip("no sample with an input of the result's shape and dtype")
+
+
+@pytest.mark.parametrize("decl", _decls("inplace"))
+def test_inplace_ops_may_read_their_self_as_another_argument(decl):
+    op, functional = decl.inplace[0], decl.functional[0]
+    checked = 0
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for dtype, i, s in _calls(decl):
+            x = s.args[0]
+            for j, a in enumerate(s.args[1:], 1):
+                if not (isinstance(x, np.ndarray) and isinstance(a, np.ndarray)
+                        and (a.shape, a.dtype) == (x.shape, x.dtype)):
+                    continue
+                same_args = [x if k == j else v for k, v in enumerate(s.args)]
+                kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
+                try:
+                    want = _host(functional(*[_copy(v) for v in same_args], **kwargs))
+                except Exception:  # noqa: BLE001 - a sample that checks an error
+                    continue
+                if not isinstance(want, np.ndarray) or (want.shape, want.dtype) != (
+                        x.shape, x.dtype):
+                    continue
+                args = [_copy(v) for v in s.args]
+                args[j] = args[0]
+                op(*args, **kwargs)
+                _same(want, _host(args[0]), f"{decl.name}_(self as argument {j})[{dtype}] "
+                                            f"sample {i}")
+                checked += 1
+    if not checked:
+        pytest.skip("no sample with another argument of self's shape and dtype")
