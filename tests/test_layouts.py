@@ -15,8 +15,10 @@ change), and the bases of the views must be unchanged.  In-place ops applied to 
 and ``out=`` given one, must write the contiguous call's values into the view and nothing
 outside it.  The same calls also run with their memory shared: ``out=`` one of the inputs
 (``md.add(x, y, out=x)``), and an in-place op given its own self as another argument
-(``x.mul_(x)``); both must give the functional call's values.  Pinned to the CPU: the
-layouts are NumPy's strides.
+(``x.mul_(x)``); both must give the functional call's values.  And a differentiable op's
+backward, handed its incoming gradient as a transposed or reversed view (the output used
+through ``permute_dims`` or ``flip``), must give the gradients of the contiguous case.
+Pinned to the CPU: the layouts are NumPy's strides.
 """
 
 from __future__ import annotations
@@ -279,3 +281,63 @@ def test_inplace_ops_may_read_their_self_as_another_argument(decl):
                 checked += 1
     if not checked:
         pytest.skip("no sample with another argument of self's shape and dtype")
+
+
+def _grads(decl, sample, layout):
+    """Gradients of ``sum(w * out)`` over the float64 outputs with respect to the float64
+    arrays, the outputs used in ``layout`` (their gradients arriving as such views)."""
+    leaves = []
+
+    def leaf(v):
+        if isinstance(v, np.ndarray) and v.dtype == np.float64:
+            leaves.append(md.asarray(v.copy(), device="cpu", requires_grad=True))
+            return leaves[-1]
+        if isinstance(v, (list, tuple)) and v and all(isinstance(x, np.ndarray) for x in v):
+            return type(v)(leaf(x) for x in v)
+        return _copy(v)
+
+    out = decl.functional[0](*[leaf(a) for a in sample.args],
+                             **{k: leaf(v) for k, v in sample.kwargs.items()})
+    outs = [o for o in (out if isinstance(out, (list, tuple)) else [out])
+            if isinstance(o, md.Tensor) and o.dtype == md.float64 and o.requires_grad]
+    if not outs or not leaves:
+        return None
+    loss = 0
+    for k, o in enumerate(outs):
+        w = np.linspace(0.5, 1.5, o.size).reshape(o.shape) + k
+        if layout == "transposed" and o.ndim >= 2:
+            axes = tuple(reversed(range(o.ndim)))
+            o, w = md.permute_dims(o, axes), w.transpose(axes)
+        elif layout == "reversed" and o.ndim:
+            o, w = md.flip(o, axis=0), w[::-1]
+        loss = loss + md.sum(o * md.asarray(np.ascontiguousarray(w), device="cpu"))
+    return [None if g is None else _host(g)
+            for g in md.autograd.grad(loss, leaves, allow_unused=True)]
+
+
+def _differentiable():
+    return [p for p in _decls("functional")
+            if p.values[0].info.differentiable and md.float64 in p.values[0].info.dtypes]
+
+
+@pytest.mark.parametrize("decl", _differentiable())
+def test_gradients_do_not_depend_on_the_incoming_gradients_layout(decl):
+    checked = 0
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for i, s in enumerate(decl.info.samples(md.float64, np.random.default_rng(0))):
+            try:
+                want = _grads(decl, s, "contiguous")
+            except Exception:  # noqa: BLE001 - a sample that checks an error
+                continue
+            if want is None:
+                continue
+            for layout in ("transposed", "reversed"):
+                got = _grads(decl, s, layout)
+                for w, g in zip(want, got):
+                    assert (w is None) == (g is None), f"{decl.name} sample {i}, {layout}"
+                    if w is not None:
+                        _same(w, g, f"{decl.name} sample {i}: gradients, {layout} outputs")
+                checked += 1
+    if not checked:
+        pytest.skip("no float64 sample with a gradient")
