@@ -26,12 +26,14 @@ import math
 import numpy as np
 
 from mdtensor import _dtypes as dt
+from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY, DispatchKey
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
+from mdtensor.dispatch.tls import ExcludeGuard
 from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
 from ._composite import names_op
-from ._cpu_kernels import register_cpu_kernel
+from ._cpu_kernels import register_cpu, register_cpu_kernel
 from ._cpu_reductions import (
     FLOAT_CHARS,
     INT_CHARS,
@@ -383,65 +385,171 @@ def _quantile_check(x, q_values, dim, interpolation):
                          f", got '{interpolation}'")
     if dim is not None:
         mf.normalize_axes("quantile", dim, x.ndim)
-    if 0 in (tuple(x.shape) if dim is None else (_dim_size("quantile", x.shape, dim),)):
+    if 0 in tuple(x.shape):  # any empty input, as PyTorch (NumPy: an empty reduced axis)
         raise IndexError("quantile: input tensor must be non-empty")
     for q in q_values:
         if not 0 <= q <= 1:
             raise ValueError(f"quantile: q values must be in the range [0, 1], got {q}")
 
 
+def quantile_points(qv, n, interpolation) -> list:
+    """``(lo, hi, w)`` of each quantile ``qv`` of ``n`` sorted values: the order statistics
+    it takes and the weight of ``hi`` in their blend, None where an interpolation picks one
+    (lower, higher, nearest).  Linear and midpoint blend even at an order statistic, as
+    PyTorch's ``lerp`` (``lo == hi``, ``w`` 0 or 0.5): an infinite one gives NaN there
+    (``inf - inf``), as in PyTorch and NumPy."""
+    points = []
+    for qq in qv:
+        pos = qq * (n - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        w = pos - lo
+        if interpolation == "lower":
+            hi, w = lo, None
+        elif interpolation == "higher":
+            lo, w = hi, None
+        elif interpolation == "nearest":
+            lo = hi = int(round(pos))  # half to even, as PyTorch's
+            w = None
+        elif interpolation == "midpoint":
+            w = 0.5
+        points.append((lo, hi, w))
+    return points
+
+
+def quantile_in_dtype(x, q: float) -> float:
+    """A float ``q`` as the dtype of Tensor ``x`` holds it: PyTorch checks ``q``'s range as
+    given and computes with it in the input's dtype (5e-324 is 0 for a float32 input)."""
+    return float(np.dtype(x.dtype.numpy).type(q))
+
+
+def _quantile_q_values(x, q) -> list:
+    if not isinstance(q, Tensor):
+        return [float(q)]
+    if q.ndim > 1:
+        raise ValueError(f"quantile: q must be a scalar or 1D tensor, got a tensor of "
+                         f"dimension {q.ndim}")
+    if q.dtype is not x.dtype:
+        raise TypeError(f"quantile: q tensor must be same dtype as the input tensor, got "
+                        f"{q.dtype.name} and {x.dtype.name}")
+    return [float(v) for v in q.reshape((-1,)).tolist()] if q.ndim else [float(q)]
+
+
+def quantile_shape(x_shape, n_q, dim, keepdim) -> tuple:
+    """The shape of ``quantile``'s result: ``n_q`` quantiles first (None: a scalar ``q``),
+    then ``x``'s kept dimensions."""
+    if dim is None:
+        shape = (1,) * len(x_shape) if keepdim else ()
+    elif not x_shape:
+        shape = ()
+    else:
+        d = dim % len(x_shape)
+        shape = (tuple(x_shape[:d]) + (1,) * keepdim + tuple(x_shape[d + 1:]))
+    return shape if n_q is None else (n_q,) + shape
+
+
 def _quantile(x, q, dim=None, keepdim=False, *, interpolation="linear"):
     """CompositeImplicitAutograd: sort, take the two neighbouring order statistics, blend."""
     q_is_tensor = isinstance(q, Tensor)
-    if q_is_tensor:
-        if q.ndim > 1:
-            raise ValueError(f"quantile: q must be a scalar or 1D tensor, got a tensor of "
-                             f"dimension {q.ndim}")
-        if q.dtype is not x.dtype:
-            raise TypeError(f"quantile: q tensor must be same dtype as the input tensor, got "
-                            f"{q.dtype.name} and {x.dtype.name}")
-        qv = [float(v) for v in q.reshape((-1,)).tolist()] if q.ndim else [float(q)]
-    else:
-        qv = [float(q)]
+    qv = _quantile_q_values(x, q)
     _quantile_check(x, qv, dim, interpolation)
+    if not q_is_tensor:  # checked as given, then taken in the dtype
+        qv = [quantile_in_dtype(x, qv[0])]
     src = aten.reshape(x, (-1,)) if dim is None else (x if x.ndim else aten.reshape(x, (1,)))
     d = 0 if dim is None else dim % src.ndim
     n = src.shape[d]
     ordered = aten.sort(src, axis=d)  # NaNs last
     has_nan = aten.any(aten.isnan(src), d, True)
     outs = []
-    q_flat = aten.reshape(q, (-1,)) if q_is_tensor else None
-    for i, qq in enumerate(qv):
-        pos = qq * (n - 1)
-        lo, hi = math.floor(pos), math.ceil(pos)
-        if interpolation == "lower":
-            hi = lo
-        elif interpolation == "higher":
-            lo = hi
-        elif interpolation == "nearest":
-            lo = hi = int(round(pos))  # half to even, as PyTorch's
-        v_lo = aten.narrow(ordered, d, lo, 1)
-        if hi == lo and not (q_flat is not None and interpolation == "linear"):
-            v = v_lo
-        else:
+    q_linear = q_is_tensor and interpolation == "linear"
+    q_flat = aten.reshape(q, (-1,)) if q_linear else None
+    for i, (lo, hi, w) in enumerate(quantile_points(qv, n, interpolation)):
+        v = v_lo = aten.narrow(ordered, d, lo, 1)
+        if w is not None:  # PyTorch's lerp: from the nearer end, exact at either
             v_hi = aten.narrow(ordered, d, hi, 1)
-            w = 0.5 if interpolation == "midpoint" else pos - lo
-            if q_flat is not None and interpolation == "linear":  # differentiable in q
-                w = aten.sub(aten.mul(q_flat[i], n - 1), lo)
-            v = aten.add(v_lo, aten.mul(aten.sub(v_hi, v_lo), w))
+            wt = aten.sub(aten.mul(q_flat[i], n - 1), lo) if q_linear else w  # (in q too)
+            if w < 0.5:
+                v = aten.add(v_lo, aten.mul(aten.sub(v_hi, v_lo), wt))
+            else:
+                v = aten.sub(v_hi, aten.mul(aten.sub(v_hi, v_lo), aten.sub(1, wt)
+                                            if q_linear else 1 - wt))
         outs.append(aten.where(has_nan, float("nan"), v))
     # (len(q), *the kept-dims shape); one quantile is reshaped as it is (a dispatch less)
     r = outs[0] if len(outs) == 1 else aten.stack(outs, axis=0)
-    if dim is None:
-        shape = (1,) * x.ndim if keepdim else ()
-    elif not x.ndim:
-        shape = ()
+    n_q = len(outs) if q_is_tensor and q.ndim else None  # first, as PyTorch's
+    return aten.reshape(r, quantile_shape(tuple(x.shape), n_q, dim, keepdim))
+
+
+# Note [The CPU kernel of quantile]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The decomposition above costs some fifteen dispatches (30 us for a 3x5 float32 tensor,
+# PyTorch 26 us).  On the CPU the same steps on the arrays -- one sort, the order
+# statistics taken, blended in the input's dtype, NaN where the slice holds one (the last
+# sorted value: NaNs sort last) -- are one kernel, with a derivative of its own
+# (ops/statistics_derivatives.py; Note [Composite ops with CPU kernels] in
+# ops/_cpu_reductions.py: the other backends keep the decomposition and its gradients).
+# The weights are the decomposition's: a Python float rounded to the dtype, or for a
+# Tensor ``q`` with linear interpolation ``q * (n - 1) - lo`` computed in the dtype.  Any
+# case it does not take (a 0-d or empty input, another dtype, q out of range, an unknown
+# interpolation or axis) goes to the decomposition, which raises the op's errors.
+
+_FLOAT_CHARS = frozenset(FLOAT_CHARS)
+
+
+def _np_quantile(x, q, dim=None, keepdim=False, interpolation="linear"):
+    """quantile of the arrays (``q`` a float or a 0-d or 1-d array), or None where the
+    decomposition decides (Note [The CPU kernel of quantile])."""
+    if not x.ndim or not x.size or x.dtype.char not in _FLOAT_CHARS:
+        return None
+    is_array = isinstance(q, np.ndarray)
+    if is_array and (q.ndim > 1 or q.dtype != x.dtype):
+        return None
+    if is_array:
+        qv = q.reshape(-1).tolist()
+        if not all(0 <= v <= 1 for v in qv):
+            return None
+    elif 0 <= q <= 1:
+        qv = [float(x.dtype.type(q))]  # in the dtype, as the decomposition's
     else:
-        kept = list(src.shape)
-        kept[d] = 1
-        shape = tuple(kept) if keepdim else tuple(kept[:d] + kept[d + 1:])
-    q_dim = (len(outs),) if q_is_tensor and q.ndim else ()  # first, as PyTorch's
-    return aten.reshape(r, q_dim + shape)
+        return None
+    if interpolation not in _INTERPOLATIONS:
+        return None
+    if dim is None:
+        src, d = x.reshape(-1), 0
+    elif type(dim) is int and -x.ndim <= dim < x.ndim:
+        src, d = x, dim % x.ndim
+    else:
+        return None
+    n = src.shape[d]
+    ordered = src.copy()  # the ndarray methods: np.sort's and np.take's wrappers cost 2 us
+    ordered.sort(d)
+    has_nan = np.isnan(ordered.take([n - 1], d))
+    q_linear = is_array and interpolation == "linear"
+    dtype = x.dtype.type
+    outs = []
+    for i, (lo, hi, w) in enumerate(quantile_points(qv, n, interpolation)):
+        v = v_lo = ordered.take([lo], d)
+        if w is not None:
+            v_hi = ordered.take([hi], d)
+            # in the dtype, as the decomposition's
+            wt = q.reshape(-1)[i] * (n - 1) - lo if q_linear else dtype(w)
+            v = v_lo + (v_hi - v_lo) * wt if w < 0.5 else v_hi - (v_hi - v_lo) * (1 - wt)
+        outs.append(v)
+    r = outs[0] if len(outs) == 1 else np.stack(outs)
+    if has_nan.any():
+        r = np.where(has_nan, dtype(np.nan), r)
+    n_q = len(outs) if is_array and q.ndim else None
+    return r.reshape(quantile_shape(x.shape, n_q, dim, keepdim))
+
+
+def _cpu_quantile(decomposition):
+    def kernel(a, q, dim=None, keepdim=False, *, interpolation="linear"):
+        r = _np_quantile(a._data, q._data if isinstance(q, Tensor) else q, dim, keepdim,
+                         interpolation)
+        if r is not None:
+            return a._device.wrap(r)
+        with ExcludeGuard(AUTOGRAD_FUNCTIONALITY):  # the decomposition records nothing
+            return decomposition(a, q, dim, keepdim, interpolation=interpolation)
+    return kernel
 
 
 def _quantile_ref(x, q, dim=None, keepdim=False, interpolation="linear"):
@@ -463,17 +571,8 @@ def _quantile_samples(dtype, rng):
 def _quantile_meta(x, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The shape without q's values (a meta q has none to check)."""
     _quantile_check(x, [], dim, interpolation)
-    if dim is None:
-        shape = (1,) * x.ndim if keepdim else ()
-    elif not x.ndim:
-        shape = ()
-    else:
-        d = dim % x.ndim
-        kept = list(x.shape)
-        kept[d] = 1
-        shape = tuple(kept) if keepdim else tuple(kept[:d] + kept[d + 1:])
-    q_dim = (q.shape[0],) if hasattr(q, "shape") and len(q.shape) == 1 else ()
-    return q_dim + shape, x.dtype
+    n_q = q.shape[0] if hasattr(q, "shape") and len(q.shape) == 1 else None
+    return quantile_shape(tuple(x.shape), n_q, dim, keepdim), x.dtype
 
 
 _q = defop("quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, "
@@ -485,6 +584,9 @@ _q = defop("quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *
 defop("quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, "
       "str interpolation=\"linear\") -> Tensor", composite=names_op("quantile")(_quantile),
       meta=_quantile_meta, decl=_q)
+for _op in _q.overloads:  # Note [The CPU kernel of quantile]
+    register_cpu(_op, _cpu_quantile, DispatchKey.CompositeImplicitAutograd,
+                 record=lambda xp, x, q, *args, **kwargs: _np_quantile(x, q, *args, **kwargs))
 
 
 # -- NaN-aware sums -----------------------------------------------------------------------------

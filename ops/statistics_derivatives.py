@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from mdtensor.ops import aten_calls as aten
 
+from mdtensor.tensors.tensor import Tensor
+
 from ._derivative_helpers import expand_back, reads, rule, uses_out
+from .statistics import quantile_in_dtype, quantile_points
 
 __all__: list[str] = []
 
@@ -102,3 +105,44 @@ def _nanmean(g, out, x, dim=None, keepdim=False, *, dtype=None):
     # a slice of NaNs only (count 0) gets no gradient: its count is taken as 1, not divided by
     count = aten.maximum(count, 1.0)
     return _where_not_nan(expand_back(aten.div(g, count), x, dim, keepdim), x), None, None
+
+
+# quantile's CPU kernel (Note [The CPU kernel of quantile] in ops/statistics.py) needs the
+# gradient of the decomposition it replaces: each quantile's gradient goes to the order
+# statistics it blends, ``1 - w`` to the lower and ``w`` to the upper, at the positions they
+# were sorted from (a stable sort's, as the decomposition's sort); a slice holding a NaN
+# gets none.  A Tensor ``q`` blended linearly gets ``(upper - lower) (n - 1)``.
+
+
+@rule("quantile")
+def _quantile(g, out, x, q, dim=None, keepdim=False, *, interpolation="linear"):
+    q_is_tensor = isinstance(q, Tensor)
+    qv = ([float(v) for v in q.reshape((-1,)).tolist()] if q_is_tensor
+          else [quantile_in_dtype(x, q)])
+    src = aten.reshape(x, (-1,)) if dim is None else (x if x.ndim else aten.reshape(x, (1,)))
+    d = 0 if dim is None else dim % src.ndim
+    n = src.shape[d]
+    order = aten.argsort(src, d, stable=True)
+    kept = tuple(1 if i == d else k for i, k in enumerate(src.shape))
+    g = aten.where(aten.any(aten.isnan(src), d, True), 0.0,
+                   aten.reshape(g, (len(qv), *kept)))  # (quantile, *the kept shape)
+    q_linear = q_is_tensor and interpolation == "linear"
+    gx = aten.zeros_like(src, dtype=g.dtype)
+    gq = []
+    ordered = aten.sort(src, axis=d) if q_linear and q.requires_grad else None
+    for i, (lo, hi, w) in enumerate(quantile_points(qv, n, interpolation)):
+        gi = g[i]
+        at_lo = aten.narrow(order, d, lo, 1)
+        if w is None:
+            gx = aten.scatter_add(gx, d, at_lo, gi)
+            continue
+        if q_linear:
+            w = aten.sub(aten.mul(aten.reshape(q, (-1,))[i], n - 1), lo)
+        gx = aten.scatter_add(gx, d, at_lo, aten.mul(gi, aten.sub(1, w) if q_linear
+                                                      else 1 - w))
+        gx = aten.scatter_add(gx, d, aten.narrow(order, d, hi, 1), aten.mul(gi, w))
+        if ordered is not None:
+            spread = aten.sub(aten.narrow(ordered, d, hi, 1), aten.narrow(ordered, d, lo, 1))
+            gq.append(aten.mul(aten.sum(aten.mul(gi, spread)), n - 1))
+    gq = aten.reshape(aten.stack(gq), q.shape) if gq else None
+    return aten.reshape(gx, x.shape), gq, None, None
