@@ -5,7 +5,8 @@ NaN is the largest value wherever an order is needed, as PyTorch: ``topk`` puts 
 a slice holding a NaN has NaN as its median, maximum and quantiles.  ``topk``,
 ``kthvalue`` and ``median`` with ``dim`` return ``(values, indices)``; of equal values the
 sort is stable.  ``quantile``, ``nansum`` and ``nanmean`` are CompositeImplicitAutograd
-(sort, take, where, sum), so their gradients come from those ops; the others have rules in
+(sort, take, where, sum), so on the backends without a kernel of their own their gradients
+come from those ops; their CPU kernels and the other ops have rules in
 ``ops/statistics_derivatives.py``.
 
 Note [Scans in log steps]

@@ -182,3 +182,25 @@ def test_median_of_a_large_tensor():
         if a.dtype.kind == "f":
             a[1234] = np.nan
             _check("aten::median", 0, md.asarray(a, device="cpu"))
+
+
+def test_quantile():
+    # Note [The CPU kernel of quantile]: the kernel against the decomposition it stands for,
+    # a float q and Tensor ones (0-d, 1-d, out of range, another dtype), every interpolation
+    qs = [0.0, 0.3, 0.5, 1.0, 5e-324, 1.5, np.nan]
+    for dtype, shape, x in _cases():
+        tensors = [md.asarray(np.asarray(q, dtype=dtype), device="cpu")
+                   for q in (0.75, [0.0, 0.4, 1.0], [[0.5]], [0.2, 2.0])
+                   if dtype not in ("bool", "uint8")]
+        tensors.append(md.asarray(np.asarray([0.5], dtype="float64"), device="cpu"))
+        for dim in [None, *range(-len(shape) - 1, len(shape) + 1)]:
+            for keep in (False, True):
+                for mode in ("linear", "lower", "higher", "midpoint", "nearest", "cubic"):
+                    for q in qs:
+                        _check("aten::quantile", 1, x, q, dim, keep, interpolation=mode)
+                    for q in tensors:
+                        _check("aten::quantile", 0, x, q, dim, keep, interpolation=mode)
+    infinite = md.asarray(np.array([[0.0, 0.0, 0.0, -np.inf], [np.inf, 1.0, np.inf, 2.0]],
+                                   dtype="float32"), device="cpu")
+    for q in (0.0, 0.25, 0.5, 0.75, 1.0):
+        _check("aten::quantile", 1, infinite, q, 1)
