@@ -724,7 +724,8 @@ difference(
     "real-inputs-of-complex-results", ("where", "fill"), "gradient",
     "a real operand beside a complex one, or a real value filled into a complex tensor, "
     "gets the real part of its gradient (PyTorch's rule for the other ops)",
-    "raises in backward (its formula hands the real operand a complex gradient)", lambda c: "input_is_complex == grad_is_complex" in str(c.torch_out),
+    "raises in backward (its formula hands the real operand a complex gradient)",
+    lambda c: "input_is_complex == grad_is_complex" in str(c.torch_out),
     _real_parts_of_complex_gradients, "PyTorch with the real operands made complex")
 
 
