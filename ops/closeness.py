@@ -45,10 +45,10 @@ def _isclose(xp, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         return close
     if kind == "b":
         a, b = xp.astype(a, xp.float32), xp.astype(b, xp.float32)
+    if kind in "iu":  # in float64: a difference of integers may wrap (uint8 1 - 2 is 255)
+        a, b = xp.astype(a, xp.float64), xp.astype(b, xp.float64)
+        return close | (xp.abs(a - b) <= atol + xp.abs(rtol * b))
     diff = xp.abs(a - b)
-    if kind in "iu":
-        allowed = atol + xp.abs(rtol * xp.astype(b, xp.float64))
-        return close | (xp.astype(diff, xp.float64) <= allowed)
     allowed = atol + xp.abs(rtol * b)
     return close | (xp.isfinite(diff) & (diff <= allowed))
 
@@ -62,6 +62,8 @@ def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """CompositeImplicitAutograd: ``all(isclose(...))`` as a Python bool."""
     if a.dtype is not b.dtype:
         _check("allclose", a.dtype, b.dtype, rtol, atol)
+    if a.shape != b.shape:  # isclose's check, in allclose's name
+        mf.broadcast_shapes("allclose", tuple(a.shape), tuple(b.shape))
     return bool(aten.all(aten.isclose(a, b, rtol, atol, equal_nan)))
 
 

@@ -948,8 +948,10 @@ def _cpu_index_select(generic):
         d = a._device
         x, k = a._data, index._data
         nd = x.ndim
+        # (an empty tensor goes to the generic kernel's bounds check: NumPy's take reads no
+        # element from it, so it checks no index -- index 0 of a (0, 0) tensor's dim 1)
         if (index._device is d and k.ndim == 1 and _int_array(k) and type(dim) is int
-                and -nd <= dim < nd and (not k.size or lowest_index(k) >= 0)):
+                and -nd <= dim < nd and (not k.size or x.size and lowest_index(k) >= 0)):
             try:
                 return d.wrap(x.take(k, dim))
             except IndexError:

@@ -47,7 +47,8 @@ def _check(x, pad, mode):
             raise ValueError(f"pad: Padding size {len(pad)} is not supported for {x.ndim}D "
                              f"input tensor (mode '{mode}' pads 1, 2 or 3 trailing dimensions "
                              f"of a tensor with one or two more)")
-        if any(s == 0 for s in tuple(x.shape)[1:]):
+        if mode != "circular" and any(  # (the batch may be empty)
+                s == 0 for s in tuple(x.shape)[x.ndim - k - 1:]):
             raise ValueError(f"pad: Expected a tensor with possibly 0 batch size and other "
                              f"non-zero dimensions for input, but got: {list(x.shape)}")
     return k
@@ -60,13 +61,18 @@ def _pad(x, pad, mode="constant", value=None):
     k = _check(x, pad, mode)
     if mode == "constant":
         fill = 0 if value is None else value
+        if type(fill) is int and x.dtype.kind in "iu":  # no two's complement here, as PyTorch
+            info = np.iinfo(np.dtype(x.dtype.numpy))
+            if not info.min <= fill <= info.max:
+                raise OverflowError(f"pad: value {fill} cannot be converted to "
+                                    f"{x.dtype.name} without overflow (range [{info.min}, "
+                                    f"{info.max}])")
         for i in range(k):
             d = x.ndim - 1 - i
             before, after = pad[2 * i], pad[2 * i + 1]
-            if x.shape[d] + before + after < 0:
-                raise ValueError(f"pad: The input size {x.shape[d]}, plus negative padding "
-                                 f"{before} and {after} resulted in a negative output size, "
-                                 f"which is invalid. Check dimension {d} of your input.")
+            if x.shape[d] + min(before, 0) + min(after, 0) < 0:  # the crops take the input's
+                raise ValueError(f"pad: the negative padding ({before}, {after}) crops more "
+                                 f"than the input size {x.shape[d]} of dimension {d}")
             x = _constant_side(x, d, before, fill, front=True)
             x = _constant_side(x, d, after, fill, front=False)
         return x
@@ -144,7 +150,10 @@ _decl = defop(
         ErrorInput(SampleInput((np.zeros((1, 3)), (3, 0), "reflect")), ValueError,
                    "Padding size should be less than the corresponding input dimension"),
         ErrorInput(SampleInput((np.zeros(5), (1, 1), "replicate")), ValueError,
-                   "pad: Padding size 2 is not supported for 1D input tensor")]))
+                   "pad: Padding size 2 is not supported for 1D input tensor"),
+        # the crops take the input's own elements, as PyTorch's: (2, -1) of an empty axis
+        ErrorInput(SampleInput((np.zeros((2, 0)), (2, -1))), ValueError,
+                   r"pad: the negative padding \(2, -1\) crops more than the input size 0")]))
 
 
 # Note [The CPU kernel of pad]

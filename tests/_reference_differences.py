@@ -300,6 +300,20 @@ def _floor_of_quotient(case):
                 .astype(case.md_out[0].dtype)]
 
 
+def _out_of_range_integer(case) -> bool:
+    """A Python int beside an integer tensor whose dtype cannot hold it."""
+    arrays = [a for a in case.args[:2] if isinstance(a, np.ndarray) and a.dtype.kind in "iu"]
+    ints = [v for v in case.args[:2] if type(v) is int]
+    return any(not np.iinfo(a.dtype).min <= v <= np.iinfo(a.dtype).max
+               for a in arrays for v in ints)
+
+
+def _numpy_comparison(case):
+    fn = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+          "gt": np.greater, "ge": np.greater_equal}[case.op]
+    return [np.asarray(fn(*case.args[:2]))]
+
+
 def _infinite_float_operand(case) -> bool:
     vals = [np.asarray(v) for v in case.args[:2]]
     return any(v.dtype.kind == "f" and np.isinf(v).any() for v in vals)
@@ -311,6 +325,10 @@ difference(
     "inf // 2 is inf (Note [floor_divide of infinities])",
     "Python's: -1 // inf is -1, inf // 2 is nan", _infinite_float_operand, _floor_of_quotient,
     "the Array API's special cases")
+difference(
+    "remainder-gradient-at-infinity", ("remainder",), "gradient",
+    "the gradient of the divisor is -floor(a / b) with floor_divide's limits (-inf for inf "
+    "and 1)", "nan there (Python's inf // 1)", _infinite_float_operand, None, "not compared")
 difference(
     "complex-nonfinite", ("abs", "sign", "sqrt", "exp", "expm1", "tanh", "log", "log1p",
                           "log2", "log10",
@@ -352,8 +370,9 @@ difference(
     "sign(z) = z / |z| (the Array API), 0 at 0", "refuses complex (torch.sgn instead)",
     lambda c: "c" in c.kinds, _numpy_values, "NumPy (the Array API's sign)")
 difference(
-    "complex-gradients-pytorch-lacks", ("silu", "lift_fresh"), "gradient",
-    "differentiates silu (x * sigmoid(x)) and lift_fresh (the identity) of complex tensors",
+    "complex-gradients-pytorch-lacks", ("silu", "lift_fresh", "nan_to_num"), "gradient",
+    "differentiates silu (x * sigmoid(x)), lift_fresh (the identity) and nan_to_num (the "
+    "identity where finite) of complex tensors",
     "refuses: they do not support automatic differentiation for complex outputs",
     lambda c: "does not support automatic differentiation for outputs with complex" in str(
         c.torch_out), None, "not compared")
@@ -472,6 +491,28 @@ difference(
     lambda c: bool(np.any(np.all(np.isnan(c.args[0]), axis=_dims(c)))), None,
     "not compared")
 difference(
+    "gelu-of-infinity", ("gelu",), "values",
+    "gelu(inf) is inf (its limit; tanh-gelu's too)", "nan (x times the normal CDF, as its "
+    "erf form computes it)", lambda c: bool(np.isposinf(c.args[0]).any()),
+    lambda c: [np.where(np.isposinf(c.args[0]), c.args[0], np.asarray(c.torch_out[0]))],
+    "PyTorch with inf at the infinite inputs")
+difference(
+    "comparisons-with-out-of-range-integers", ("eq", "ne", "lt", "le", "gt", "ge"), "values",
+    "a Python integer outside an integer tensor's range compares by its value (NumPy 2): "
+    "-1 > uint8 0 is False", "converts it into the tensor's dtype first (-1 is 255 as uint8)",
+    _out_of_range_integer, _numpy_comparison, "NumPy")
+def _pad_as_uint8(case):
+    """PyTorch's pad of the bool tensor as uint8 (0 and 1), read back as bool."""
+    out = case.rerun([case.args[0].astype(np.uint8), *case.args[1:]], case.kwargs)
+    return out if isinstance(out, Exception) else [np.asarray(o).astype(bool) for o in out]
+
+
+difference(
+    "reflect-and-replicate-pads-of-bools", ("pad",), "raises",
+    "pads bool tensors in every mode (NumPy)", "has no reflect or replicate pad for bool "
+    "tensors", lambda c: "not implemented for 'Bool'" in str(c.torch_out), _pad_as_uint8,
+    "PyTorch on the tensor as uint8")
+difference(
     "quantile-gradient-of-nan-slices", ("quantile",), "gradient",
     "none for a slice holding a NaN (its quantile is NaN whatever its other values), as "
     "nanmean's", "the last NaN gets the gradient, and a Tensor q NaN", lambda c: bool(
@@ -505,7 +546,7 @@ difference(
         a.size == 0 for a in c.arrays), lambda c: RAISES, "PyTorch's rule for non-empty "
     "tensors")
 difference(
-    "cat-of-empty-vectors", ("cat",), "raises",
+    "cat-of-empty-vectors", ("cat", "hstack"), "raises",
     "checks every tensor, empty ones too (the Array API)",
     "skips 1-d empty tensors (a legacy rule), whatever the axis",
     lambda c: any(a.ndim == 1 and a.size == 0 for a in c.args[0]), lambda c: RAISES,
