@@ -28,7 +28,7 @@ from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
 from ._segment import put
 from .elementwise import ALL, NUMERIC
-from .indexing import index_grid
+from .indexing import index_grid, lowest_index
 
 __all__: list[str] = []  # importing the chapter declares its ops; it exports no names
 
@@ -476,7 +476,7 @@ defop("index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -
 # in]`` with the aranges of the index's extent (``index_grid``, as gather's: Note [Gathers
 # on NumPy] in ops/indexing.py), ``src`` cut to that extent; an ``index_*`` op's is ``(:,
 # ..., index)``.  The calls of the common case -- operands of the dtypes and ranks the op
-# takes, no negative index (one scan of the index: ``_nonnegative``) -- take this path;
+# takes, no negative index (one scan of the index: ``lowest_index``) -- take this path;
 # NumPy raises IndexError for an index past the end (or an index larger than ``self`` off
 # ``dim``), and that call and every other go to the generic kernel, whose checks raise the
 # op's errors.
@@ -484,13 +484,6 @@ defop("index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -
 _I64, _I32 = np.dtype(np.int64), np.dtype(np.int32)
 _AT = {"sum": np.add.at, "prod": np.multiply.at, "amax": np.maximum.at,
        "amin": np.minimum.at}
-
-
-def _nonnegative(k) -> bool:
-    """Whether the non-empty integer array ``k`` holds no negative entry: its smallest, found
-    by ``argmin`` (4.0K instructions for 3 entries, 4.9K for 256, where a ``minimum``
-    reduction's set-up made it 10.4K, and the minimum of ``k``'s list 4.3K for 3)."""
-    return k.item(k.argmin()) >= 0
 
 
 def _assign(out, key, values):
@@ -525,7 +518,7 @@ def _np_scatter(write):
             if (index._device is d and src._device is d and k.ndim == nd and v.ndim == nd
                     and type(dim) is int and -nd <= dim < nd and v.dtype == x.dtype
                     and (k.dtype is _I64 or k.dtype is _I32)
-                    and (not k.size or _nonnegative(k))):
+                    and (not k.size or lowest_index(k) >= 0)):
                 ks = k.shape
                 if ks != v.shape:
                     if any(m > n for m, n in zip(ks, v.shape)):
@@ -561,7 +554,7 @@ def _np_index(write, int32=False):
                 axis = dim % nd
                 xs = x.shape
                 if (xs[:axis] + k.shape + xs[axis + 1:] == v.shape
-                        and (not k.size or _nonnegative(k))):
+                        and (not k.size or lowest_index(k) >= 0)):
                     out = x.copy()
                     key = (slice(None),) * axis + (k,)
                     try:  # (no star call where nothing follows: Note [Star calls])
