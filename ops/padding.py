@@ -61,8 +61,8 @@ def _pad(x, pad, mode="constant", value=None):
     k = _check(x, pad, mode)
     if mode == "constant":
         fill = 0 if value is None else value
-        if type(fill) is int and x.dtype.kind in "iu":  # no two's complement here, as PyTorch
-            info = np.iinfo(np.dtype(x.dtype.numpy))
+        if type(fill) is int and x.dtype.kind in "iu" and max(pad) > 0:  # a value it fills
+            info = np.iinfo(np.dtype(x.dtype.numpy))  # is in range, as PyTorch's
             if not info.min <= fill <= info.max:
                 raise OverflowError(f"pad: value {fill} cannot be converted to "
                                     f"{x.dtype.name} without overflow (range [{info.min}, "
@@ -86,7 +86,11 @@ def _pad(x, pad, mode="constant", value=None):
             raise ValueError(f"pad: Padding size should be less than the corresponding input "
                              f"dimension, but got: padding ({before}, {after}) at dimension "
                              f"{d} of input {list(x.shape)}")
-        if mode == "circular" and (before > n or after > n):
+        kept = n + min(before, 0) + min(after, 0)  # (circular pads wrap around it)
+        if mode == "circular" and (kept < 0 or kept == 0 and max(before, after) > 0):
+            raise ValueError(f"pad: the negative padding ({before}, {after}) leaves dimension "
+                             f"{d} of input {list(x.shape)} nothing to wrap around")
+        if mode == "circular" and (before > kept or after > kept):
             raise ValueError("pad: Padding value causes wrapping around more than once.")
         x = aten.take(x, asarray(indices(mode, n, before, after), device=x.device), axis=d)
     return x
@@ -95,14 +99,16 @@ def _pad(x, pad, mode="constant", value=None):
 def indices(mode: str, n: int, before: int, after: int) -> np.ndarray:
     """The positions along a dimension of size ``n`` that a ``mode`` pad of ``(before,
     after)`` takes, as int64 (the composite's ``take``; the gradient's ``index_add``)."""
+    if mode == "circular":  # around what the crops keep, as PyTorch's: (1, -1) of 0 1 2 3
+        kept = n + min(before, 0) + min(after, 0)  # is 2 0 1 2
+        idx = max(-before, 0) + np.arange(-max(before, 0), kept + max(after, 0)) % kept
+        return idx.astype(np.int64)
     idx = np.arange(-before, n + after)
     if mode == "reflect":
         idx = np.abs(idx)
         idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
-    elif mode == "replicate":
-        idx = np.clip(idx, 0, n - 1)
     else:
-        idx = idx % n
+        idx = np.clip(idx, 0, n - 1)
     return idx.astype(np.int64)
 
 

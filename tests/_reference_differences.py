@@ -507,6 +507,41 @@ def _pad_as_uint8(case):
     return out if isinstance(out, Exception) else [np.asarray(o).astype(bool) for o in out]
 
 
+def _pad_empties_a_dimension(case) -> bool:
+    """A pad whose crops, or whose result, leave a padded dimension with no element."""
+    x, pad = case.args[0], case.args[1]
+    for i in range(len(pad) // 2):
+        n, before, after = x.shape[x.ndim - 1 - i], pad[2 * i], pad[2 * i + 1]
+        if n + min(before, 0) + min(after, 0) <= 0 or n + before + after <= 0:
+            return True
+    return False
+
+
+difference(
+    "pads-that-empty-a-dimension", ("pad",), "raises",
+    "a pad whose crops or result leave a padded dimension empty gives an empty result, or "
+    "raises naming pad where nothing is left to reflect, replicate or wrap around",
+    "raises or returns case by case (input too small, negative dimension, an element of "
+    "an empty dimension)", _pad_empties_a_dimension, None, "not compared")
+def _circular_pad_beyond_the_kept(case) -> bool:
+    """A circular pad, beside a crop, larger than what the crops keep of its dimension."""
+    x, pad = case.args[0], case.args[1]
+    if len(case.args) < 3 or case.args[2] != "circular":
+        return False
+    for i in range(len(pad) // 2):
+        n, before, after = x.shape[x.ndim - 1 - i], pad[2 * i], pad[2 * i + 1]
+        if min(before, after) < 0 and max(before, after) > n + min(before, 0) + min(after, 0):
+            return True
+    return False
+
+
+difference(
+    "circular-pads-beyond-the-crops", ("pad",), ("raises", "values", "gradient"),
+    "raises: a circular pad wraps at most once around what the crops keep of its dimension",
+    "checks the pad against the uncropped size: refuses some such pads (some elements of "
+    "the input tensor and the written-to tensor refer to a single memory location) and "
+    "gives others values read outside the kept elements", _circular_pad_beyond_the_kept,
+    lambda c: RAISES, "the rule")
 difference(
     "reflect-and-replicate-pads-of-bools", ("pad",), "raises",
     "pads bool tensors in every mode (NumPy)", "has no reflect or replicate pad for bool "
