@@ -284,3 +284,44 @@ def test_tri_gradient_and_calls_the_kernel_does_not_take(name):
     _grads(lambda x: getattr(md, name)(x, k=1), lambda x: getattr(torch, name)(x, 1), a)
     with pytest.raises(ValueError, match="at least 2 dimensions"):
         getattr(md, name)(_t(np.ones(3)), k=0)
+
+
+# -- moveaxis: the kept permutations -----------------------------------------------------------
+
+
+def test_moveaxis_fast_path_matches_numpy_and_the_generic_kernel():
+    generic = _kernel("aten::moveaxis", DispatchKey.ArrayAPI)
+    for shape in [(2, 3, 4), (5,), (2, 3), (1, 2, 3, 4)]:
+        a = np.random.default_rng(10).standard_normal(shape)
+        n = len(shape)
+        for _ in range(2):  # the second time from the kept permutations
+            for s in range(-n - 1, n + 1):
+                for d in range(-n - 1, n + 1):
+                    _moved_as_generic(generic, _t(a), s, d)
+    a = _t(np.ones((2, 3, 4)))
+    md.moveaxis(a, 1, 2)
+    for s, d in [(True, 2), ((0, 1), (2, 0))]:  # the generic kernel's
+        _moved_as_generic(generic, a, s, d)
+    for s, d in [(1.0, 2), (1, 2.0)]:  # the dispatcher's
+        with pytest.raises(TypeError, match="no overload matches"):
+            md.moveaxis(a, s, d)
+
+
+def _moved_as_generic(generic, a, s, d):
+    """``md.moveaxis(a, s, d)`` is the generic kernel's result, or its error (which the
+    generic kernel prefixes with the op's name; the view's impl, called directly, not)."""
+    got, expected = _outcome(md.moveaxis, a, s, d), _outcome(generic, a, s, d)
+    if isinstance(expected, Exception):
+        assert type(got) is type(expected) and str(got) in str(expected), (got, expected)
+    else:
+        _same(got, expected)
+        assert np.array_equal(got.numpy(), np.moveaxis(a.numpy(), s, d))
+
+
+def test_moveaxis_is_a_view_with_gradients():
+    a = _t(np.zeros((2, 3, 4)))
+    v = md.moveaxis(a, 0, 2)
+    v[0, 0, 1] = 5.0
+    assert float(a[1, 0, 0]) == 5.0
+    _grads(lambda x: md.moveaxis(x, -1, 0), lambda x: torch.moveaxis(x, -1, 0),
+           np.random.default_rng(11).standard_normal((2, 3, 4)))
