@@ -234,11 +234,17 @@ def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
     make = _tuple_maker(op) if op.schema.returns_tuple else None
 
     def build(generic):
-        def kernel(a, *args, **kwargs):
+        # ``b``, the argument after ``self`` (a scan's dim, topk's k), is named so that the
+        # common calls of two arguments forward no ``*args`` (Note [Star calls])
+        def kernel(a, b=_NO, /, *args, **kwargs):
             x = a._data
             if x.ndim and x.dtype.char in wanted:
                 try:
-                    r = compute(x, *args, **kwargs)
+                    if args or kwargs:
+                        r = (compute(x, *args, **kwargs) if b is _NO else
+                             compute(x, b, *args, **kwargs))
+                    else:
+                        r = compute(x) if b is _NO else compute(x, b)
                 except Exception:  # the generic kernel says what was wrong
                     r = None
                 if r is not None:
@@ -246,9 +252,12 @@ def register_cpu_kernel(op, compute: Callable, chars: str) -> None:
                     if make is None:
                         return wrap(r)
                     if len(r) == 2:  # values and indices: no map (0.2 us of cummax's 6)
-                        return make((wrap(r[0]), wrap(r[1])))
+                        v, i = r
+                        return make((wrap(v), wrap(i)))
                     return make(map(wrap, r))
-            return generic(a, *args, **kwargs)
+            if b is _NO:
+                return generic(a, *args, **kwargs)
+            return generic(a, b, *args, **kwargs)
         return kernel
 
     register_cpu(op, build)

@@ -18,6 +18,7 @@ import numpy as np_
 
 from mdtensor import _dtypes as dt
 from mdtensor.dispatch.kernel import with_array_call
+from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import namespaces as md_ops
 
 from ._factory import deffactory
@@ -222,6 +223,7 @@ deffactory("eye(int n_rows, int? n_cols=None, *, int k=0, ScalarType? dtype=None
 # *_like, tril/triu, meshgrid, from_dlpack
 
 
+from ._cpu_kernels import register_cpu  # noqa: E402
 from ._decl import OpInfo, SampleInput, defop  # noqa: E402
 from ._meta_fns import same as _same_meta  # noqa: E402
 from ._samples import make_array  # noqa: E402
@@ -332,14 +334,38 @@ def _np_tri(name):
     return impl
 
 
+# Note [One-frame tril and triu]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The kernel made from the ``cpu_impl`` is two frames (the fast kernel's and the impl's) and
+# forwards ``k=`` through ``**kwargs`` twice.  A CPU kernel written by hand (Note
+# [Hand-written CPU kernels] in ops/_cpu_kernels.py) takes ``k`` by name and computes
+# ``_np_tri``'s copy into zeros in its own frame for the n-d (n >= 2) tensors and int
+# ``k`` it takes; every other call goes to the ``cpu_impl``'s kernel under it.
+
+
+def _cpu_tri(name):
+    def build(generic):
+        def kernel(a, *, k=0):
+            x = a._data
+            shape = x.shape
+            if len(shape) >= 2 and type(k) is int:
+                out = np_.zeros(shape, x.dtype)
+                _np_copyto(out, x, where=_tri_mask(name, shape[-2], shape[-1], k))
+                return a._device.wrap(out)
+            return generic(a, k=k)
+        return kernel
+    return build
+
+
 for _n in ("tril", "triu"):
-    defop(f"{_n}(Tensor self, *, int k=0) -> Tensor", impl=_tri(_n), meta=_same_meta,
-          cpu_impl=_np_tri(_n),
-          methods=(_n,), kwarg_aliases={"diagonal": "k"},
-          info=OpInfo(ref=lambda x, k=0, _n=_n: getattr(np_, _n)(x, k=k), dtypes=ALL,
-                      samples=lambda d, rng: [SampleInput((make_array((3, 4), d, rng),)),
-                                              SampleInput((make_array((2, 3, 3), d, rng),),
-                                                          {"k": 1})]))
+    _d = defop(f"{_n}(Tensor self, *, int k=0) -> Tensor", impl=_tri(_n), meta=_same_meta,
+               cpu_impl=_np_tri(_n),
+               methods=(_n,), kwarg_aliases={"diagonal": "k"},
+               info=OpInfo(ref=lambda x, k=0, _n=_n: getattr(np_, _n)(x, k=k), dtypes=ALL,
+                           samples=lambda d, rng: [
+                               SampleInput((make_array((3, 4), d, rng),)),
+                               SampleInput((make_array((2, 3, 3), d, rng),), {"k": 1})]))
+    register_cpu(_d.functional[0], _cpu_tri(_n), DispatchKey.CPU)
 
 
 def _meshgrid_meta(tensors, *, indexing="xy"):
