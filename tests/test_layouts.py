@@ -135,77 +135,84 @@ def _calls(decl):
                 yield dtype.name, i, s
 
 
+_FAILED = object()
+
+
+def _result(fn, *args, **kwargs):
+    """``fn``'s result read back to NumPy, or ``_FAILED`` where it raises (a sample that
+    checks an error)."""
+    try:
+        return _host(fn(*args, **kwargs))
+    except Exception:  # noqa: BLE001
+        return _FAILED
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    """The samples' special values warn in NumPy; the results are what is compared."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _skip_unless(checked: int, what: str) -> None:
+    if not checked:
+        pytest.skip(f"no sample {what}")
+
+
 @pytest.mark.parametrize("decl", _decls("functional"))
 def test_results_do_not_depend_on_the_inputs_layout(decl):
     op = decl.functional[0].overloadpacket
     checked = 0
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        for dtype, i, s in _calls(decl):
-            kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
-            try:
-                want = _host(op(*[_copy(a) for a in s.args], **kwargs))
-            except Exception:  # noqa: BLE001 - a sample that checks an error
-                continue
-            for layout in LAYOUTS:
-                views = _Views(s.args, layout)
-                if not views.bases:
-                    continue
+    for dtype, i, s in _calls(decl):
+        kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
+        want = _result(op, *[_copy(a) for a in s.args], **kwargs)
+        if want is _FAILED:
+            continue
+        for layout in LAYOUTS:
+            views = _Views(s.args, layout)
+            if views.bases:
                 what = f"{decl.name}[{dtype}] sample {i}, {layout} inputs"
                 _same(want, _host(op(*views.values, **kwargs)), what)
                 views.check_bases(what)
                 checked += 1
-    if not checked:
-        pytest.skip("no sample with an array that has another layout")
+    _skip_unless(checked, "with an array that has another layout")
 
 
 @pytest.mark.parametrize("decl", _decls("inplace"))
 def test_inplace_ops_write_into_a_view_only(decl):
     op = decl.inplace[0]
     checked = 0
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        for dtype, i, s in _calls(decl):
-            if not isinstance(s.args[0], np.ndarray):
-                continue
-            rest = [_copy(a) for a in s.args[1:]]
-            kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
-            target = _copy(s.args[0])
-            try:
-                op(target, *rest, **kwargs)
-            except Exception:  # noqa: BLE001 - a sample that checks an error
-                continue
-            for layout in LAYOUTS:
-                _written_only_into_the_view(
-                    s.args[0], layout, functools.partial(_into_self, op, rest, kwargs),
-                    _host(target), f"{decl.name}_[{dtype}] sample {i}, {layout} self")
-                checked += 1
-    if not checked:
-        pytest.skip("no sample whose self is an array")
+    for dtype, i, s in _calls(decl):
+        if not isinstance(s.args[0], np.ndarray):
+            continue
+        rest = [_copy(a) for a in s.args[1:]]
+        kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
+        want = _result(op, _copy(s.args[0]), *rest, **kwargs)  # (in place: self's values)
+        if want is _FAILED:
+            continue
+        for layout in LAYOUTS:
+            checked += _written_only_into_the_view(
+                s.args[0], layout, functools.partial(_into_self, op, rest, kwargs), want,
+                f"{decl.name}_[{dtype}] sample {i}, {layout} self")
+    _skip_unless(checked, "whose self is an array")
 
 
 @pytest.mark.parametrize("decl", _decls("out"))
 def test_out_variants_write_into_a_view_only(decl):
     op, functional = decl.out[0], decl.functional[0]
     checked = 0
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        for dtype, i, s in _calls(decl):
-            args = [_copy(a) for a in s.args]
-            kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
-            try:
-                want = _host(functional(*args, **kwargs))
-            except Exception:  # noqa: BLE001 - a sample that checks an error
-                continue
-            if isinstance(want, list):
-                continue  # several outputs: out= takes a tuple, compared elsewhere
-            for layout in LAYOUTS:
-                _written_only_into_the_view(
-                    np.zeros_like(want), layout, functools.partial(_into_out, op, args, kwargs),
-                    want, f"{decl.name}(out=)[{dtype}] sample {i}, {layout} out")
-                checked += 1
-    if not checked:
-        pytest.skip("no sample with a single array result")
+    for dtype, i, s in _calls(decl):
+        args = [_copy(a) for a in s.args]
+        kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
+        want = _result(functional, *args, **kwargs)
+        if want is _FAILED or isinstance(want, list):  # several outputs: out= takes a tuple
+            continue
+        for layout in LAYOUTS:
+            checked += _written_only_into_the_view(
+                np.zeros_like(want), layout, functools.partial(_into_out, op, args, kwargs),
+                want, f"{decl.name}(out=)[{dtype}] sample {i}, {layout} out")
+    _skip_unless(checked, "with a single array result")
 
 
 def _into_self(op, rest, kwargs, view):
@@ -216,71 +223,40 @@ def _into_out(op, args, kwargs, view):
     op(*args, **kwargs, out=view)
 
 
-def _written_only_into_the_view(a, layout, write, want, what):
+def _written_only_into_the_view(a, layout, write, want, what) -> bool:
+    """``write(view)`` into a view of ``a``'s layout gives ``want`` and leaves the elements
+    between the view's as they were; False where ``a`` has no such view."""
     made = _view(a, layout)
     if made is None:
-        return
+        return False
     view, base = made
     before = _host(base)
     write(view)
     _same(want, _host(view), what)
     if layout == "strided":  # the elements between the view's
         _same(before[..., 1::2], _host(base)[..., 1::2], f"{what}: wrote outside the view")
+    return True
+
+
+def _like(a, want) -> bool:
+    """``a`` is an array of ``want``'s shape and dtype."""
+    return (isinstance(a, np.ndarray) and isinstance(want, np.ndarray)
+            and (a.shape, a.dtype) == (want.shape, want.dtype))
 
 
 @pytest.mark.parametrize("decl", _decls("out"))
 def test_out_may_be_one_of_the_inputs(decl):
     op, functional = decl.out[0], decl.functional[0]
     checked = 0
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        for dtype, i, s in _calls(decl):
-            kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
-            try:
-                want = _host(functional(*[_copy(a) for a in s.args], **kwargs))
-            except Exception:  # noqa: BLE001 - a sample that checks an error
-                continue
-            for j, a in enumerate(s.args):
-                if not (isinstance(a, np.ndarray) and isinstance(want, np.ndarray)
-                        and (a.shape, a.dtype) == (want.shape, want.dtype)):
-                    continue
-                args = [_copy(v) for v in s.args]
-                op(*args, **kwargs, out=args[j])
-                _same(want, _host(args[j]), f"{decl.name}(out= argument {j})[{dtype}] sample {i}")
-                checked += 1
-    if not checked:
-        pytest.skip("no sample with an input of the result's shape and dtype")
-
-
-@pytest.mark.parametrize("decl", _decls("inplace"))
-def test_inplace_ops_may_read_their_self_as_another_argument(decl):
-    op, functional = decl.inplace[0], decl.functional[0]
-    checked = 0
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        for dtype, i, s in _calls(decl):
-            x = s.args[0]
-            for j, a in enumerate(s.args[1:], 1):
-                if not (isinstance(x, np.ndarray) and isinstance(a, np.ndarray)
-                        and (a.shape, a.dtype) == (x.shape, x.dtype)):
-                    continue
-                same_args = [x if k == j else v for k, v in enumerate(s.args)]
-                kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
-                try:
-                    want = _host(functional(*[_copy(v) for v in same_args], **kwargs))
-                except Exception:  # noqa: BLE001 - a sample that checks an error
-                    continue
-                if not isinstance(want, np.ndarray) or (want.shape, want.dtype) != (
-                        x.shape, x.dtype):
-                    continue
-                args = [_copy(v) for v in s.args]
-                args[j] = args[0]
-                op(*args, **kwargs)
-                _same(want, _host(args[0]), f"{decl.name}_(self as argument {j})[{dtype}] "
-                                            f"sample {i}")
-                checked += 1
-    if not checked:
-        pytest.skip("no sample with another argument of self's shape and dtype")
+    for dtype, i, s in _calls(decl):
+        kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
+        want = _result(functional, *[_copy(a) for a in s.args], **kwargs)
+        for j in [j for j, a in enumerate(s.args) if _like(a, want)]:
+            args = [_copy(v) for v in s.args]
+            op(*args, **kwargs, out=args[j])
+            _same(want, _host(args[j]), f"{decl.name}(out= argument {j})[{dtype}] sample {i}")
+            checked += 1
+    _skip_unless(checked, "with an input of the result's shape and dtype")
 
 
 def _grads(decl, sample, layout):
@@ -323,21 +299,35 @@ def _differentiable():
 @pytest.mark.parametrize("decl", _differentiable())
 def test_gradients_do_not_depend_on_the_incoming_gradients_layout(decl):
     checked = 0
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        for i, s in enumerate(decl.info.samples(md.float64, np.random.default_rng(0))):
-            try:
-                want = _grads(decl, s, "contiguous")
-            except Exception:  # noqa: BLE001 - a sample that checks an error
+    for i, s in enumerate(decl.info.samples(md.float64, np.random.default_rng(0))):
+        want = _result(_grads, decl, s, "contiguous")
+        if want is _FAILED or want is None:
+            continue
+        for layout in ("transposed", "reversed"):
+            got = _grads(decl, s, layout)
+            for w, g in zip(want, got):
+                assert (w is None) == (g is None), f"{decl.name} sample {i}, {layout}"
+                if w is not None:
+                    _same(w, g, f"{decl.name} sample {i}: gradients, {layout} outputs")
+            checked += 1
+    _skip_unless(checked, "in float64 with a gradient")
+
+
+@pytest.mark.parametrize("decl", _decls("inplace"))
+def test_inplace_ops_may_read_their_self_as_another_argument(decl):
+    checked = 0
+    for dtype, i, s in _calls(decl):
+        x = s.args[0]  # j: an argument that could be self, and is made self
+        for j in [j for j, a in enumerate(s.args[1:], 1) if _like(a, x)]:
+            kwargs = {k: _copy(v) for k, v in s.kwargs.items()}
+            want = _result(decl.functional[0], *[_copy(x if k == j else v)
+                                                 for k, v in enumerate(s.args)], **kwargs)
+            if not _like(x, want):
                 continue
-            if want is None:
-                continue
-            for layout in ("transposed", "reversed"):
-                got = _grads(decl, s, layout)
-                for w, g in zip(want, got):
-                    assert (w is None) == (g is None), f"{decl.name} sample {i}, {layout}"
-                    if w is not None:
-                        _same(w, g, f"{decl.name} sample {i}: gradients, {layout} outputs")
-                checked += 1
-    if not checked:
-        pytest.skip("no float64 sample with a gradient")
+            args = [_copy(v) for v in s.args]
+            args[j] = args[0]
+            decl.inplace[0](*args, **kwargs)
+            _same(want, _host(args[0]), f"{decl.name}_(self as argument {j})[{dtype}] "
+                                        f"sample {i}")
+            checked += 1
+    _skip_unless(checked, "with another argument of self's shape and dtype")
