@@ -651,8 +651,8 @@ def _cpu_index_put(generic):
                 try:
                     out[key] = v
                     return d.wrap(out)
-                except (IndexError, ValueError):
-                    pass
+                except (IndexError, ValueError, TypeError):  # (a complex (1,) value into
+                    pass  # one element: NumPy's TypeError, where a real one is its ValueError)
         return generic(a, key, value)
     return kernel
 

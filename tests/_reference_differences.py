@@ -553,9 +553,9 @@ difference(
     "nanmean's", "the last NaN gets the gradient, and a Tensor q NaN", lambda c: bool(
         np.isnan(c.args[0]).any()), None, "not compared")
 difference(
-    "quantile-gradient-at-ties", ("quantile",), "gradient",
-    "an order statistic of equal values passes its gradient to the first of them (a stable "
-    "sort's, as md.sort)", "to one of them its sort picks (not a stable one)",
+    "order-statistics-gradient-at-ties", ("quantile", "kthvalue", "median", "topk"),
+    "gradient", "an order statistic of equal values passes its gradient to the first of them "
+    "(a stable sort's, as md.sort)", "to one of them its sort picks (not a stable one)",
     lambda c: np.unique(c.args[0]).size < c.args[0].size, None, "not compared")
 difference(
     "arange-of-an-empty-range", ("arange",), "raises",
@@ -796,6 +796,14 @@ def _real_parts_of_complex_gradients(case):
             for g, a in zip(grads, _leaf_arrays(case))]
 
 
+difference(
+    "gradients-of-mixed-products", ("matmul", "mm", "bmm", "dot", "vecdot", "outer",
+                                    "tensordot"), "gradient",
+    "a float64 operand beside a complex128 one (products-of-mixed-dtypes) gets the real part "
+    "of its gradient", "refuses the product (expected m1 and m2 to have the same dtype)",
+    lambda c: {a.dtype.name for a in _operands(c)} == {"float64", "complex128"}
+    and "same dtype" in str(c.torch_out),
+    _real_parts_of_complex_gradients, "PyTorch with the real operands made complex")
 difference(
     "real-inputs-of-complex-results", ("where", "fill"), "gradient",
     "a real operand beside a complex one, or a real value filled into a complex tensor, "
