@@ -509,3 +509,14 @@ def test_inplace_override_returning_a_new_tensor_breaks_the_alias_contract(aten_
     handle.remove()
     np.testing.assert_array_equal(to_numpy(md.masked_fill(x, mask, 1.0)),
                                   np.where(MASK, 1.0, _grid((2, 3))))
+
+
+def test_index_put_of_a_one_element_value_into_one_element():
+    # NumPy refuses a (1,) array assigned to one element, with a ValueError for real dtypes
+    # and a TypeError for complex ones; the CPU kernel hands both to the generic kernel
+    for dtype in ("float32", "complex64", "int64"):
+        x = md.asarray(np.arange(3).astype(dtype), device="cpu")
+        v = md.asarray(np.asarray([7], dtype=dtype), device="cpu")
+        got = md.ops.aten.index_put(x, 1, v)
+        assert got.tolist() == np.asarray([0, 7, 2], dtype=dtype).tolist()
+        assert got.dtype == x.dtype and x.tolist() == np.arange(3).astype(dtype).tolist()
