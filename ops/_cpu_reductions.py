@@ -46,7 +46,8 @@ from ._decl import register_leaf
 from ._impl_kernels import result_tuple
 
 __all__ = ["BOOL_CHARS", "COMPLEX_CHARS", "FLOAT_CHARS", "INT_CHARS", "REAL_CHARS",
-           "register_cpu_reduction", "register_cpu_scan", "scan", "ufunc_reduction"]
+           "register_cpu_reduction", "register_cpu_scan", "scan", "ufunc_reduction",
+           "without_autograd"]
 
 #: NumPy dtype characters by kind: the dtypes mdtensor has on NumPy (others, such as
 #: ml_dtypes' bfloat16, take the generic kernel)
@@ -68,7 +69,7 @@ def register_cpu_reduction(op, compute: Callable, chars: str, options=(), *,
     CompositeImplicitAutograd (``nansum``), whose decomposition is the generic kernel -- the
     op then needs a derivative formula of its own, and the CPU kernel, a leaf, calls the
     decomposition with autograd excluded (Note [Composite ops with CPU kernels])."""
-    generic = (_without_autograd(op.kernels_for(DispatchKey.CompositeImplicitAutograd)[-1].fn)
+    generic = (without_autograd(op.kernels_for(DispatchKey.CompositeImplicitAutograd)[-1].fn)
                if composite else generic_kernel(op))
     wanted = frozenset(chars)
     known = frozenset(options)
@@ -100,7 +101,7 @@ def register_cpu_reduction(op, compute: Callable, chars: str, options=(), *,
     register_leaf(op, kernel, DispatchKey.CPU)
 
 
-def _without_autograd(decomposition: Callable) -> Callable:
+def without_autograd(decomposition: Callable) -> Callable:
     """``decomposition`` called with autograd excluded: what it calls records nothing
     (Note [Composite ops with CPU kernels])."""
     def generic(*args, **kwargs):

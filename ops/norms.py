@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY, DispatchKey
+from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
-from mdtensor.dispatch.tls import ExcludeGuard
 
 from . import _meta_fns as mf
 from ._composite import names_op
+from ._cpu_reductions import without_autograd
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop, register_leaf
 from ._samples import make_array
 from .elementwise import FLOATS
@@ -111,6 +111,9 @@ LINALG_NAMES["norm"] = "linalg_norm"
 # their own (the Autograd kernel records ``linalg_norm``'s formula).
 
 
+_generic_norm = without_autograd(_named_norm)
+
+
 def _norm_cpu(x, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     a = x._data
     if ord is None and dtype is None and type(a) is np.ndarray and a.ndim:
@@ -118,8 +121,7 @@ def _norm_cpu(x, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A00
         r = np_vector_norm(a, axis, keepdim)
         if r is not None:
             return x._device.wrap(r)
-    with ExcludeGuard(AUTOGRAD_FUNCTIONALITY):
-        return _named_norm(x, ord, dim, keepdim, dtype=dtype)
+    return _generic_norm(x, ord, dim, keepdim, dtype=dtype)
 
 
 register_leaf(CATALOGUE["aten::linalg_norm"].functional[0], _norm_cpu, DispatchKey.CPU)

@@ -27,9 +27,8 @@ import math
 import numpy as np
 
 from mdtensor import _dtypes as dt
-from mdtensor.dispatch.keys import AUTOGRAD_FUNCTIONALITY, DispatchKey
+from mdtensor.dispatch.keys import DispatchKey
 from mdtensor.dispatch.namespaces import namespaces as _namespaces
-from mdtensor.dispatch.tls import ExcludeGuard
 from mdtensor.tensors.tensor import Tensor
 
 from . import _meta_fns as mf
@@ -41,6 +40,7 @@ from ._cpu_reductions import (
     REAL_CHARS,
     register_cpu_reduction,
     register_cpu_scan,
+    without_autograd,
 )
 from ._decl import CATALOGUE, ErrorInput, OpInfo, SampleInput, defop
 from ._samples import make_array
@@ -419,13 +419,17 @@ def quantile_points(qv, n, interpolation) -> list:
     return points
 
 
-def quantile_in_dtype(x, q: float) -> float:
-    """A float ``q`` as the dtype of Tensor ``x`` holds it: PyTorch checks ``q``'s range as
-    given and computes with it in the input's dtype (5e-324 is 0 for a float32 input)."""
-    return float(np.dtype(x.dtype.numpy).type(q))
+def quantile_values(x, q) -> list:
+    """The quantiles of Tensor ``x`` that ``q`` (a Tensor or a float) asks for, as the
+    positions take them: a float in the input's dtype, as PyTorch computes with it after
+    checking its range as given (5e-324 is 0 for a float32 input)."""
+    if isinstance(q, Tensor):
+        return [float(v) for v in q.reshape((-1,)).tolist()]
+    return [float(np.dtype(x.dtype.numpy).type(q))]
 
 
 def _quantile_q_values(x, q) -> list:
+    """``q``'s values as given, checked to be a scalar or a vector of ``x``'s dtype."""
     if not isinstance(q, Tensor):
         return [float(q)]
     if q.ndim > 1:
@@ -434,7 +438,7 @@ def _quantile_q_values(x, q) -> list:
     if q.dtype is not x.dtype:
         raise TypeError(f"quantile: q tensor must be same dtype as the input tensor, got "
                         f"{q.dtype.name} and {x.dtype.name}")
-    return [float(v) for v in q.reshape((-1,)).tolist()] if q.ndim else [float(q)]
+    return quantile_values(x, q)
 
 
 def quantile_shape(x_shape, n_q, dim, keepdim) -> tuple:
@@ -456,7 +460,7 @@ def _quantile(x, q, dim=None, keepdim=False, *, interpolation="linear"):
     qv = _quantile_q_values(x, q)
     _quantile_check(x, qv, dim, interpolation)
     if not q_is_tensor:  # checked as given, then taken in the dtype
-        qv = [quantile_in_dtype(x, qv[0])]
+        qv = quantile_values(x, q)
     src = aten.reshape(x, (-1,)) if dim is None else (x if x.ndim else aten.reshape(x, (1,)))
     d = 0 if dim is None else dim % src.ndim
     n = src.shape[d]
@@ -504,9 +508,9 @@ def _np_quantile(x, q, dim=None, keepdim=False, interpolation="linear"):
     if not x.ndim or not x.size or x.dtype.char not in _FLOAT_CHARS:
         return None
     is_array = isinstance(q, np.ndarray)
-    if is_array and (q.ndim > 1 or q.dtype != x.dtype):
-        return None
     if is_array:
+        if q.ndim > 1 or q.dtype != x.dtype:
+            return None
         qv = q.reshape(-1).tolist()
         if not all(0 <= v <= 1 for v in qv):
             return None
@@ -545,13 +549,14 @@ def _np_quantile(x, q, dim=None, keepdim=False, interpolation="linear"):
 
 
 def _cpu_quantile(decomposition):
+    generic = without_autograd(decomposition)  # the decomposition records nothing
+
     def kernel(a, q, dim=None, keepdim=False, *, interpolation="linear"):
         r = _np_quantile(a._data, q._data if isinstance(q, Tensor) else q, dim, keepdim,
                          interpolation)
         if r is not None:
             return a._device.wrap(r)
-        with ExcludeGuard(AUTOGRAD_FUNCTIONALITY):  # the decomposition records nothing
-            return decomposition(a, q, dim, keepdim, interpolation=interpolation)
+        return generic(a, q, dim, keepdim, interpolation=interpolation)
     return kernel
 
 

@@ -14,7 +14,7 @@ from mdtensor.ops import aten_calls as aten
 from mdtensor.tensors.tensor import Tensor
 
 from ._derivative_helpers import expand_back, reads, rule, uses_out
-from .statistics import quantile_in_dtype, quantile_points
+from .statistics import quantile_points, quantile_values
 
 __all__: list[str] = []
 
@@ -117,8 +117,7 @@ def _nanmean(g, out, x, dim=None, keepdim=False, *, dtype=None):
 @rule("quantile")
 def _quantile(g, out, x, q, dim=None, keepdim=False, *, interpolation="linear"):
     q_is_tensor = isinstance(q, Tensor)
-    qv = ([float(v) for v in q.reshape((-1,)).tolist()] if q_is_tensor
-          else [quantile_in_dtype(x, q)])
+    qv = quantile_values(x, q)
     src = aten.reshape(x, (-1,)) if dim is None else (x if x.ndim else aten.reshape(x, (1,)))
     d = 0 if dim is None else dim % src.ndim
     n = src.shape[d]
